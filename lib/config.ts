@@ -1,0 +1,106 @@
+/**
+ * Daemon configuration, read once from the environment at start-up.
+ */
+import { z } from "zod";
+import { join } from "node:path";
+import { generateToken } from "./auth.ts";
+
+/** A configuration value that cannot be used; the message names the variable. */
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+const Env = z.object({
+  LVMH_TOKEN: z.string().min(16, "must be at least 16 characters").regex(/^[\x21-\x7e]+$/, "must be printable ASCII")
+    .optional(),
+  LVMH_HOST: z.string().min(1).regex(/^[A-Za-z0-9.:\-\[\]]+$/, "must be a host name or IP address").default(
+    "127.0.0.1",
+  ),
+  LVMH_PORT: z.coerce.number().int().min(0).max(65535).default(8686),
+  LVMH_DATA_DIR: z.string().min(1).default("./data"),
+  LVMH_PUBLIC_URL: z.url().optional(),
+  LVMH_CONTAINER_DOCKER_SOCK: z.string().startsWith("/", "must be an absolute path").default("/var/run/docker.sock"),
+  LVMH_GITLAB_URL: z.url().refine((u) => /^https?:\/\//.test(u), "must be http(s)").default("https://gitlab.com"),
+  LVMH_WORKER_IMAGE: z.string().regex(/^[a-z0-9][a-z0-9._\/:-]*$/, "must be an image reference").default(
+    "lvmh-worker:latest",
+  ),
+  LVMH_WORKER_BASE_IMAGE: z.string().regex(/^[a-z0-9][a-z0-9._\/:-]*$/, "must be an image reference").default(
+    "node:22-bookworm-slim",
+  ),
+  LVMH_WORKER_NETWORK: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, "must be a network name").default("host"),
+  LVMH_WORKER_URL: z.string().regex(/^wss?:\/\//, "must be a ws:// or wss:// URL").optional(),
+  LVMH_MODELS_JSON: z.string().startsWith("/", "must be an absolute path").optional(),
+  ZAI_RENAUD_API_KEY: z.string().optional(),
+});
+
+export interface Config {
+  token: string;
+  /** True when the token was generated on this start (print it once). */
+  tokenGenerated: boolean;
+  host: string;
+  port: number;
+  dataDir: string;
+  dbPath: string;
+  dockerSock: string;
+  gitlabUrl: string;
+  workerImage: string;
+  workerBaseImage: string;
+  workerNetwork: string;
+  /** The agent socket URL containers dial; defaults to this daemon on the host network. */
+  workerUrl: string | null;
+  modelsJson: string | null;
+  providerKey: string | null;
+}
+
+/**
+ * Read and validate the configuration; creates the data dir and, without `LVMH_TOKEN`, a persisted token.
+ * @throws {ConfigError} naming the first invalid variable.
+ */
+export function loadConfig(env: Record<string, string | undefined> = Deno.env.toObject()): Config {
+  const parsed = Env.safeParse(env);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const value = env[String(issue.path[0])];
+    const shown = String(issue.path[0]) === "LVMH_TOKEN" || value === undefined ? "" : ` (got ${JSON.stringify(value)})`;
+    throw new ConfigError(`${String(issue.path[0])}: ${issue.message}${shown}`);
+  }
+  const e = parsed.data;
+  try {
+    Deno.mkdirSync(e.LVMH_DATA_DIR, { recursive: true });
+  } catch (error) {
+    throw new ConfigError(`LVMH_DATA_DIR: cannot create ${JSON.stringify(e.LVMH_DATA_DIR)}: ${(error as Error).message}`);
+  }
+  const { token, generated } = e.LVMH_TOKEN ? { token: e.LVMH_TOKEN, generated: false } : tokenFile(e.LVMH_DATA_DIR);
+  return {
+    token,
+    tokenGenerated: generated,
+    host: e.LVMH_HOST,
+    port: e.LVMH_PORT,
+    dataDir: e.LVMH_DATA_DIR,
+    dbPath: join(e.LVMH_DATA_DIR, "lvmh.db"),
+    dockerSock: e.LVMH_CONTAINER_DOCKER_SOCK,
+    gitlabUrl: e.LVMH_GITLAB_URL.replace(/\/+$/, ""),
+    workerImage: e.LVMH_WORKER_IMAGE,
+    workerBaseImage: e.LVMH_WORKER_BASE_IMAGE,
+    workerNetwork: e.LVMH_WORKER_NETWORK,
+    workerUrl: e.LVMH_WORKER_URL ?? null,
+    modelsJson: e.LVMH_MODELS_JSON ?? null,
+    providerKey: e.ZAI_RENAUD_API_KEY ?? null,
+  };
+}
+
+/** Read the token kept in the data dir, or create it (mode 0600) on first start. */
+function tokenFile(dataDir: string): { token: string; generated: boolean } {
+  const path = join(dataDir, "token");
+  try {
+    const token = Deno.readTextFileSync(path).trim();
+    if (token.length >= 16) return { token, generated: false };
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) {
+      throw new ConfigError(`LVMH_DATA_DIR: cannot read ${path}: ${(error as Error).message}`);
+    }
+  }
+  const token = generateToken();
+  Deno.writeTextFileSync(path, token + "\n", { mode: 0o600 });
+  return { token, generated: true };
+}

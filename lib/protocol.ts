@@ -1,0 +1,329 @@
+/**
+ * The lvmh wire protocol, version 1: one zod schema per frame and body, one parse function per boundary.
+ * PROTOCOL.md describes the same set of messages in prose; `protocol_doc_test.ts` keeps the two in step.
+ * Types are inferred from the schemas and never written twice.
+ */
+import { z } from "zod";
+
+export const PROTOCOL_VERSION = 1;
+/** Largest text frame the daemon accepts on either socket; larger frames close the socket with 1009. */
+export const MAX_FRAME_BYTES = 1024 * 1024;
+/** Largest REST body the daemon reads; larger bodies answer 413. */
+export const MAX_BODY_BYTES = 256 * 1024;
+/** Largest prompt text the REST API forwards to a plugin. */
+export const MAX_PROMPT_CHARS = 100_000;
+/** `limit` of `GET /api/sessions/:id/events` when absent, and its cap. */
+export const EVENTS_PAGE_DEFAULT = 1000;
+export const EVENTS_PAGE_MAX = 1000;
+
+/** pi's own rule for session ids (SessionManager), with a length bound of ours. */
+export const SESSION_ID_RE = /^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,126}[A-Za-z0-9])?$/;
+export const SessionId = z.string().regex(SESSION_ID_RE, "not a valid session id");
+
+/** Close codes the daemon uses on both sockets. */
+export const CloseCode = {
+  normal: 1000,
+  goingAway: 1001,
+  policy: 1008,
+  tooBig: 1009,
+  internal: 1011,
+  replaced: 4000,
+  slowConsumer: 4001,
+} as const;
+
+// ---------------------------------------------------------------------------------------------
+// Shared shapes
+
+/** The session snapshot a plugin sends in `hello` and `session_info`. Unknown fields are kept. */
+export const SessionInfo = z.looseObject({
+  id: SessionId,
+  name: z.string().max(1000).nullable().default(null),
+  cwd: z.string().max(4096).default(""),
+  model: z.string().max(200).nullable().default(null),
+  provider: z.string().max(200).nullable().default(null),
+  agent: z.boolean().default(false),
+  repo: z.string().max(500).nullable().default(null),
+  startedAt: z.number().int().nonnegative(),
+});
+export type SessionInfo = z.infer<typeof SessionInfo>;
+
+/** The message shape carried by `message_end`. */
+export const Message = z.looseObject({
+  role: z.enum(["user", "assistant", "toolResult", "system"]),
+  id: z.string().max(200),
+  text: z.string().default(""),
+  thinking: z.string().nullable().default(null),
+  toolCalls: z.array(z.looseObject({ id: z.string(), name: z.string(), argsJson: z.string() })).default([]),
+  toolCallId: z.string().nullable().default(null),
+});
+export type Message = z.infer<typeof Message>;
+
+export const Usage = z.looseObject({
+  inputTokens: z.number().nonnegative().optional(),
+  outputTokens: z.number().nonnegative().optional(),
+  totalCost: z.number().nonnegative().optional(),
+});
+export type Usage = z.infer<typeof Usage>;
+
+// ---------------------------------------------------------------------------------------------
+// Plugin → daemon (Transport 1)
+
+const envelope = {
+  v: z.literal(PROTOCOL_VERSION),
+  sessionId: SessionId,
+  seq: z.number().int().nonnegative(),
+  ts: z.number(),
+};
+const event = <T extends string, S extends z.ZodRawShape>(type: T, shape: S) =>
+  z.looseObject({ ...envelope, type: z.literal(type), ...shape });
+
+export const HelloFrame = event("hello", { seq: z.literal(0), session: SessionInfo });
+export const MessageStartEvent = event("message_start", {
+  message: z.looseObject({ role: z.string().max(50), id: z.string().max(200) }),
+});
+export const MessageUpdateEvent = event("message_update", { delta: z.string() });
+export const MessageEndEvent = event("message_end", { message: Message });
+export const ToolStartEvent = event("tool_execution_start", {
+  toolCallId: z.string(),
+  toolName: z.string(),
+  args: z.unknown(),
+});
+export const ToolUpdateEvent = event("tool_execution_update", {
+  toolCallId: z.string(),
+  toolName: z.string(),
+  partial: z.string(),
+});
+export const ToolEndEvent = event("tool_execution_end", {
+  toolCallId: z.string(),
+  toolName: z.string(),
+  isError: z.boolean(),
+  resultPreview: z.string().default(""),
+});
+export const AgentStartEvent = event("agent_start", {});
+export const AgentEndEvent = event("agent_end", { usage: Usage.default({}) });
+export const AgentSettledEvent = event("agent_settled", {});
+export const SessionInfoEvent = event("session_info", { session: SessionInfo });
+export const ByeEvent = event("bye", { reason: z.string().max(200).default("shutdown") });
+/** Sent by the plugin after a reconnect when its buffer had to drop events it could not deliver. */
+export const BufferOverflowEvent = event("buffer_overflow", {
+  dropped: z.number().int().nonnegative(),
+  firstDroppedSeq: z.number().int().nonnegative().optional(),
+  lastDroppedSeq: z.number().int().nonnegative().optional(),
+});
+
+/** Every event a plugin may send after `hello`. */
+export const AgentEvent = z.discriminatedUnion("type", [
+  MessageStartEvent,
+  MessageUpdateEvent,
+  MessageEndEvent,
+  ToolStartEvent,
+  ToolUpdateEvent,
+  ToolEndEvent,
+  AgentStartEvent,
+  AgentEndEvent,
+  AgentSettledEvent,
+  SessionInfoEvent,
+  ByeEvent,
+  BufferOverflowEvent,
+]);
+export type AgentEvent = z.infer<typeof AgentEvent>;
+export type AgentEventType = AgentEvent["type"];
+
+export const PluginFrame = z.discriminatedUnion("type", [HelloFrame, ...AgentEvent.options]);
+export type PluginFrame = z.infer<typeof PluginFrame>;
+export type HelloFrame = z.infer<typeof HelloFrame>;
+
+/** Events that are fanned out live but never persisted. */
+export function isEphemeral(type: AgentEventType): boolean {
+  return type === "message_update";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Daemon → plugin
+
+const daemonEnvelope = { v: z.literal(PROTOCOL_VERSION), sessionId: z.string(), seq: z.literal(0), ts: z.number() };
+export const WelcomeFrame = z.object({
+  ...daemonEnvelope,
+  type: z.literal("welcome"),
+  lastSeq: z.number().int().nonnegative(),
+});
+export const AckFrame = z.object({ ...daemonEnvelope, type: z.literal("ack"), lastSeq: z.number().int() });
+export const DeliverAs = z.enum(["steer", "followUp"]);
+export type DeliverAs = z.infer<typeof DeliverAs>;
+export const PromptFrame = z.object({
+  ...daemonEnvelope,
+  type: z.literal("prompt"),
+  promptId: z.string(),
+  message: z.string(),
+  deliverAs: DeliverAs,
+});
+export const AbortFrame = z.object({ ...daemonEnvelope, type: z.literal("abort") });
+export const ErrorCode = z.enum(["bad_json", "bad_version", "bad_frame", "hello_required", "wrong_session"]);
+export type ErrorCode = z.infer<typeof ErrorCode>;
+export const ErrorFrame = z.object({
+  v: z.literal(PROTOCOL_VERSION),
+  type: z.literal("error"),
+  code: ErrorCode,
+  message: z.string(),
+  seq: z.number().optional(),
+});
+export const DaemonFrame = z.discriminatedUnion("type", [
+  WelcomeFrame,
+  AckFrame,
+  PromptFrame,
+  AbortFrame,
+  ErrorFrame,
+]);
+export type DaemonFrame = z.infer<typeof DaemonFrame>;
+
+// ---------------------------------------------------------------------------------------------
+// REST (Transport 2)
+
+export const PromptBody = z.object({
+  message: z.string().trim().min(1, "message must not be empty").max(MAX_PROMPT_CHARS),
+  deliverAs: DeliverAs.default("steer"),
+});
+export type PromptBody = z.infer<typeof PromptBody>;
+
+const seqParam = z.coerce.number().int().nonnegative();
+export const EventsQuery = z.object({
+  after: seqParam.default(0),
+  before: seqParam.optional(),
+  limit: z.coerce.number().int().min(1).max(EVENTS_PAGE_MAX).default(EVENTS_PAGE_DEFAULT),
+});
+export type EventsQuery = z.infer<typeof EventsQuery>;
+
+/** A session as `GET /api/sessions` and `session_list` report it. */
+export interface SessionSummary extends SessionInfo {
+  online: boolean;
+  /** "running" between agent_start and agent_end; "idle" otherwise. */
+  state: "running" | "idle";
+  lastSeq: number;
+  lastEventAt: number | null;
+}
+
+/** A persisted (or live) event as the REST API and `/ws` deliver it: envelope plus payload. */
+export type StoredEvent = { sessionId: string; seq: number; ts: number; type: string } & Record<string, unknown>;
+
+// ---------------------------------------------------------------------------------------------
+// Spawn and GitLab (Transport 2)
+
+const segment = "[A-Za-z0-9_][A-Za-z0-9_.-]*";
+/** A GitLab project path: `group/project` or `group/sub/project`; nothing a shell or URL could misread. */
+export const RepoPath = z.string()
+  .max(255, "repo path is too long")
+  .regex(new RegExp(`^${segment}(?:/${segment}){1,19}$`), "repo must look like group/subgroup/project")
+  .refine((s) => !s.split("/").some((part) => part.includes("..") || part.endsWith(".")), {
+    message: "repo path segments must not contain '..' or end with '.'",
+  });
+/** A git branch name, restricted to the characters git allows without quoting. */
+export const BranchName = z.string()
+  .max(200, "branch name is too long")
+  .regex(/^[A-Za-z0-9_][A-Za-z0-9_./-]*$/, "branch may hold letters, digits, '_', '.', '/', '-'")
+  .refine((s) => !s.includes("..") && !s.includes("//") && !s.endsWith("/") && !s.endsWith(".lock"), {
+    message: "branch is not a valid git ref name",
+  });
+export const SpawnBody = z.object({ repo: RepoPath, branch: BranchName.optional() });
+export type SpawnBody = z.infer<typeof SpawnBody>;
+export const GitlabConnectBody = z.object({
+  token: z.string().trim().min(8, "token is too short").max(512).regex(/^[\x21-\x7e]+$/, "token has invalid characters"),
+});
+
+export type SpawnState = "queued" | "cloning" | "building" | "starting" | "running" | "failed" | "stopped";
+/** One spawn job as `GET /api/spawn/status` and `spawn_status` frames report it. */
+export interface SpawnJob {
+  id: string;
+  repo: string;
+  branch: string | null;
+  state: SpawnState;
+  sessionId: string;
+  containerId: string | null;
+  error: string | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Browser socket (Transport 3)
+
+export const SubscribeFrame = z.object({
+  type: z.literal("subscribe"),
+  sessionId: SessionId,
+  /** Optional catch-up: persisted events with seq > after are sent before live ones. */
+  after: seqParam.optional(),
+});
+export const UnsubscribeFrame = z.object({ type: z.literal("unsubscribe"), sessionId: SessionId });
+export const BrowserFrame = z.discriminatedUnion("type", [SubscribeFrame, UnsubscribeFrame]);
+export type BrowserFrame = z.infer<typeof BrowserFrame>;
+
+/** Frames the daemon sends to browsers; plain types, since the daemon only writes them. */
+export type ServerFrame =
+  | { type: "session_list"; sessions: SessionSummary[] }
+  | { type: "events"; sessionId: string; after: number; events: StoredEvent[] }
+  | { type: "spawn_status"; jobs: SpawnJob[] }
+  | { type: "error"; message: string };
+export type ServerFrameType = ServerFrame["type"];
+
+// ---------------------------------------------------------------------------------------------
+// Parsing
+
+/** Result of parsing one boundary input: the value, or a short message saying what was wrong. */
+export type Parsed<T> = { ok: true; value: T } | { ok: false; code: ErrorCode; message: string };
+
+function describe(error: z.ZodError): string {
+  const issue = error.issues[0];
+  const path = issue.path.length ? issue.path.join(".") + ": " : "";
+  return `${path}${issue.message}`;
+}
+
+/** Parse one text frame from a plugin. Never throws. */
+export function parsePluginFrame(text: string): Parsed<PluginFrame> {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    return { ok: false, code: "bad_json", message: "frame is not valid JSON" };
+  }
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
+    return { ok: false, code: "bad_frame", message: "frame must be a JSON object" };
+  }
+  const v = (raw as { v?: unknown }).v;
+  if (v !== PROTOCOL_VERSION) {
+    return { ok: false, code: "bad_version", message: `unsupported protocol version ${JSON.stringify(v)}` };
+  }
+  const result = PluginFrame.safeParse(raw);
+  return result.success
+    ? { ok: true, value: result.data }
+    : { ok: false, code: "bad_frame", message: describe(result.error) };
+}
+
+/** Parse one text frame from a browser. Never throws. */
+export function parseBrowserFrame(text: string): Parsed<BrowserFrame> {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    return { ok: false, code: "bad_json", message: "frame is not valid JSON" };
+  }
+  const result = BrowserFrame.safeParse(raw);
+  return result.success
+    ? { ok: true, value: result.data }
+    : { ok: false, code: "bad_frame", message: describe(result.error) };
+}
+
+/** Parse any REST input against a schema, describing the first problem. Never throws. */
+export function parseWith<T>(schema: z.ZodType<T>, input: unknown): { ok: true; value: T } | {
+  ok: false;
+  message: string;
+} {
+  const result = schema.safeParse(input);
+  return result.success ? { ok: true, value: result.data } : { ok: false, message: describe(result.error) };
+}
+
+/** Every message type in the protocol, by direction; PROTOCOL.md must name exactly these. */
+export const MESSAGE_TYPES = {
+  pluginToDaemon: PluginFrame.options.map((o) => o.shape.type.value),
+  daemonToPlugin: DaemonFrame.options.map((o) => o.shape.type.value),
+  browserToDaemon: BrowserFrame.options.map((o) => o.shape.type.value),
+  daemonToBrowser: ["session_list", "events", "spawn_status", "error"] satisfies ServerFrameType[],
+};

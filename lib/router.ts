@@ -1,0 +1,72 @@
+/**
+ * A small explicit router in Fresh 2's shape: each route module exports `handler = { GET(ctx) {…} }`,
+ * the table in `routes/_table.ts` pairs it with a URLPattern and an auth policy. Moving to real Fresh
+ * later means moving each module to its file-system path; handlers do not change.
+ */
+import type { App } from "./app.ts";
+import { type Principal, authenticate } from "./auth.ts";
+import { errorResponse, HttpError } from "./http.ts";
+
+export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+
+/** What every handler receives. */
+export interface Ctx {
+  req: Request;
+  url: URL;
+  params: Record<string, string>;
+  app: App;
+  /** Who is calling; `null` only on `page` and `public` routes when no credentials came. */
+  principal: Principal | null;
+  info: Deno.ServeHandlerInfo;
+}
+
+export type Handler = (ctx: Ctx) => Response | Promise<Response>;
+export type Handlers = Partial<Record<Method, Handler>>;
+
+/**
+ * `token`: 401 without valid credentials, before the handler runs (REST and WebSocket upgrades).
+ * `page`: the handler runs either way and must show no session data when `principal` is null.
+ * `public`: static assets that hold no data.
+ */
+export type AuthPolicy = "token" | "page" | "public";
+
+export interface RouteDef {
+  path: string;
+  handler: Handlers;
+  auth: AuthPolicy;
+}
+
+interface CompiledRoute extends RouteDef {
+  pattern: URLPattern;
+}
+
+/** Build the request handler for a route table. Errors thrown by handlers become `{"error": "…"}`. */
+export function createRouter(app: App, table: RouteDef[]) {
+  const routes: CompiledRoute[] = table.map((r) => ({ ...r, pattern: new URLPattern({ pathname: r.path }) }));
+
+  return async function route(req: Request, info: Deno.ServeHandlerInfo): Promise<Response> {
+    const url = new URL(req.url);
+    try {
+      for (const r of routes) {
+        const match = r.pattern.exec({ pathname: url.pathname });
+        if (!match) continue;
+        const principal = await authenticate(req, url, app.config.token);
+        if (r.auth === "token" && !principal) throw new HttpError(401, "missing or invalid token");
+        const method = req.method === "HEAD" ? "GET" : req.method as Method;
+        const handler = r.handler[method];
+        if (!handler) {
+          throw new HttpError(405, `method ${req.method} is not allowed on ${url.pathname}`, {
+            allow: Object.keys(r.handler).join(", "),
+          });
+        }
+        const params = Object.fromEntries(
+          Object.entries(match.pathname.groups).map(([k, v]) => [k, decodeURIComponent(v ?? "")]),
+        );
+        return await handler({ req, url, params, app, principal, info });
+      }
+      throw new HttpError(404, `no route for ${url.pathname}`);
+    } catch (error) {
+      return errorResponse(error);
+    }
+  };
+}

@@ -1,0 +1,151 @@
+/**
+ * Test helper: run the real daemon (`main.ts`) as a subprocess on a free port with a temporary data dir.
+ * Every test that starts one must `await daemon.stop()` (or use `await using`).
+ */
+import { fromFileUrl } from "node:url";
+
+const ROOT = fromFileUrl(new URL("../", import.meta.url));
+export const TEST_TOKEN = "test-token-0123456789abcdef";
+
+export interface DaemonOptions {
+  /** Reuse a data dir (for restart tests); a fresh temp dir otherwise, removed by `stop()`. */
+  dataDir?: string;
+  /** Keep this port (for restart tests); a free one otherwise. */
+  port?: number;
+  env?: Record<string, string>;
+  token?: string;
+}
+
+export interface Daemon extends AsyncDisposable {
+  port: number;
+  token: string;
+  dataDir: string;
+  /** http://127.0.0.1:PORT */
+  url: string;
+  /** ws://127.0.0.1:PORT/agent/ws */
+  agentUrl: string;
+  /** ws://127.0.0.1:PORT/ws?token=… */
+  browserUrl: string;
+  /** Everything the daemon printed so far (stdout and stderr). */
+  output(): string;
+  /** fetch a path with the bearer token. */
+  api(path: string, init?: RequestInit): Promise<Response>;
+  /** Send a signal and wait for exit; returns the exit status. */
+  kill(signal?: Deno.Signal): Promise<Deno.CommandStatus>;
+  /** Stop the process (SIGTERM, SIGKILL after 5 s) and remove a temp data dir this helper made. */
+  stop(): Promise<void>;
+}
+
+/** Ask the kernel for a free TCP port on loopback. */
+export function freePort(): number {
+  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (l.addr as Deno.NetAddr).port;
+  l.close();
+  return port;
+}
+
+/** Start the daemon and resolve once it listens. */
+export async function startDaemon(options: DaemonOptions = {}): Promise<Daemon> {
+  const ownDir = options.dataDir === undefined;
+  const dataDir = options.dataDir ?? await Deno.makeTempDir({ prefix: "lvmh-test-" });
+  const token = options.token ?? TEST_TOKEN;
+  const port = options.port ?? freePort();
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "main.ts"],
+    cwd: ROOT,
+    env: {
+      LVMH_TOKEN: token,
+      LVMH_HOST: "127.0.0.1",
+      LVMH_PORT: String(port),
+      LVMH_DATA_DIR: dataDir,
+      NO_COLOR: "1",
+      ...options.env,
+    },
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+
+  let log = "";
+  let listening: (() => void) | null = null;
+  const ready = new Promise<void>((resolve) => listening = resolve);
+  const pump = async (stream: ReadableStream<Uint8Array>) => {
+    for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
+      log += chunk;
+      if (log.includes("lvmh listening on")) listening?.();
+    }
+  };
+  const pumps = Promise.all([pump(child.stdout), pump(child.stderr)]);
+  let exited = false;
+  const status = child.status.then(async (s) => {
+    exited = true;
+    await pumps;
+    return s;
+  });
+
+  const deadline = setTimeout(() => listening?.(), 30_000);
+  await Promise.race([ready, status]);
+  clearTimeout(deadline);
+  if (exited || !log.includes("lvmh listening on")) {
+    if (!exited) child.kill("SIGKILL");
+    await status;
+    if (ownDir) await Deno.remove(dataDir, { recursive: true }).catch(() => {});
+    throw new Error(`daemon did not start:\n${log}`);
+  }
+
+  const url = `http://127.0.0.1:${port}`;
+  const kill = async (signal: Deno.Signal = "SIGTERM") => {
+    if (!exited) {
+      try {
+        child.kill(signal);
+      } catch { /* already gone */ }
+    }
+    return await status;
+  };
+  const stop = async () => {
+    if (!exited) {
+      const timer = setTimeout(() => !exited && child.kill("SIGKILL"), 5000);
+      await kill("SIGTERM");
+      clearTimeout(timer);
+    }
+    await status;
+    if (ownDir) await Deno.remove(dataDir, { recursive: true }).catch(() => {});
+  };
+  return {
+    port,
+    token,
+    dataDir,
+    url,
+    agentUrl: `ws://127.0.0.1:${port}/agent/ws`,
+    browserUrl: `ws://127.0.0.1:${port}/ws?token=${encodeURIComponent(token)}`,
+    output: () => log,
+    api: (path, init = {}) => {
+      const headers = new Headers(init.headers);
+      headers.set("authorization", `Bearer ${token}`);
+      if (init.body && !headers.has("content-type")) headers.set("content-type", "application/json");
+      return fetch(url + path, { ...init, headers });
+    },
+    kill,
+    stop,
+    [Symbol.asyncDispose]: stop,
+  };
+}
+
+/** Poll `check` until it returns a truthy value or `timeoutMs` passes; no fixed sleeps. */
+export async function waitFor<T>(
+  check: () => T | Promise<T>,
+  what: string,
+  timeoutMs = 10_000,
+): Promise<NonNullable<Awaited<T>>> {
+  const end = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < end) {
+    try {
+      const value = await check();
+      if (value) return value as NonNullable<Awaited<T>>;
+    } catch (error) {
+      last = error;
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${last}` : ""}`);
+}
