@@ -23,4 +23,9 @@ export interface App {
   spawner: Spawner;
   /** The GitLab connection (token kept in the store's settings). */
   gitlab: Gitlab;
+  /** Tell browsers the session list changed (online, info, last event); throttled. */
+  onSessionsChanged(): void;
 }
+
+/** The daemon's own parts, which the spawner and GitLab connection are built on. */
+export type AppCore = Omit<App, "spawner" | "gitlab">;

@@ -1,0 +1,102 @@
+/**
+ * One plugin connection on `/agent/ws`: the hello handshake, per-frame validation, and handing events to
+ * the ingest path. A bad frame gets an error frame and is dropped; the connection and every other
+ * session carry on.
+ */
+import type { App } from "./app.ts";
+import {
+  CloseCode,
+  type DaemonFrame,
+  type ErrorCode,
+  MAX_FRAME_BYTES,
+  parsePluginFrame,
+  PROTOCOL_VERSION,
+} from "./protocol.ts";
+import type { PluginLink } from "./live_sessions.ts";
+import type { EventOrigin } from "./ingest.ts";
+
+const encoder = new TextEncoder();
+
+/** True when a text frame is over the byte limit (cheap for short frames). */
+export function tooBig(text: string, limit = MAX_FRAME_BYTES): boolean {
+  return text.length * 3 > limit && encoder.encode(text).byteLength > limit;
+}
+
+/** Wire a freshly upgraded plugin socket to the daemon. */
+export function acceptAgentSocket(app: App, socket: WebSocket): void {
+  let sessionId: string | null = null;
+  let closed = false;
+
+  const send = (frame: DaemonFrame) => {
+    if (socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(frame));
+  };
+  const reject = (code: ErrorCode, message: string, seq?: number) =>
+    send({ v: PROTOCOL_VERSION, type: "error", code, message, ...(seq === undefined ? {} : { seq }) });
+  const close = (code: number, reason: string) => {
+    if (closed) return;
+    closed = true;
+    try {
+      socket.close(code, reason);
+    } catch { /* already closing */ }
+  };
+
+  const link: PluginLink & EventOrigin = {
+    send,
+    close,
+    ack(lastSeq) {
+      if (sessionId) send({ v: PROTOCOL_VERSION, type: "ack", sessionId, seq: 0, ts: Date.now(), lastSeq });
+    },
+    fail() {
+      // The plugin must not think these events are stored: drop the socket so its replay after the next
+      // welcome repairs the gap.
+      close(CloseCode.internal, "store write failed");
+    },
+  };
+
+  const goOffline = () => {
+    if (sessionId && app.live.detach(sessionId, link)) {
+      app.store.setOnline(sessionId, false);
+      app.onSessionsChanged();
+    }
+  };
+
+  socket.onmessage = (e: MessageEvent) => {
+    if (closed) return;
+    if (typeof e.data !== "string") return reject("bad_frame", "frames must be JSON text");
+    if (tooBig(e.data)) return close(CloseCode.tooBig, `frame larger than ${MAX_FRAME_BYTES} bytes`);
+    const parsed = parsePluginFrame(e.data);
+    if (!parsed.ok) return reject(parsed.code, parsed.message);
+    const frame = parsed.value;
+
+    if (frame.type === "hello") {
+      if (sessionId !== null && sessionId !== frame.sessionId) {
+        return reject("wrong_session", `this socket belongs to session "${sessionId}"`);
+      }
+      if (frame.session.id !== frame.sessionId) {
+        return reject("bad_frame", "session.id must equal sessionId");
+      }
+      sessionId = frame.sessionId;
+      app.ingest.flush(); // lastSeq must include anything still queued from an older socket
+      app.store.upsertSession(frame.session, true);
+      app.live.attach(sessionId, link);
+      send({ v: PROTOCOL_VERSION, type: "welcome", sessionId, seq: 0, ts: Date.now(), lastSeq: app.store.lastSeq(sessionId) });
+      app.onSessionsChanged();
+      return;
+    }
+    if (sessionId === null) return reject("hello_required", "send hello before any event", frame.seq);
+    if (frame.sessionId !== sessionId) {
+      return reject("wrong_session", `this socket belongs to session "${sessionId}"`, frame.seq);
+    }
+    if (frame.seq === 0) return reject("bad_frame", "events need a seq of 1 or more", frame.seq);
+    app.ingest.push(frame, link);
+    if (frame.type === "bye") {
+      app.ingest.flush();
+      goOffline();
+    }
+  };
+  socket.onclose = () => {
+    closed = true;
+    goOffline();
+  };
+  socket.onerror = () => {};
+}

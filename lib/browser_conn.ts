@@ -1,0 +1,58 @@
+/**
+ * One browser connection on `/ws`: the session list on connect, subscriptions with race-free catch-up,
+ * and a bounded backlog enforced by the hub.
+ */
+import type { App } from "./app.ts";
+import { eventsFrame, type Subscriber } from "./hub.ts";
+import { CloseCode, MAX_FRAME_BYTES, parseBrowserFrame, type ServerFrame } from "./protocol.ts";
+import { tooBig } from "./agent_conn.ts";
+import { eventJson } from "./store.ts";
+
+/** Catch-up sent on subscribe is at most this many events; older history comes over REST. */
+export const CATCH_UP_MAX = 5000;
+const CATCH_UP_PAGE = 1000;
+
+/** Wire a freshly upgraded browser socket to the hub. */
+export function acceptBrowserSocket(app: App, socket: WebSocket): void {
+  const sub: Subscriber = {
+    send: (data) => socket.readyState === WebSocket.OPEN && socket.send(data),
+    bufferedAmount: () => socket.bufferedAmount,
+    close: (code, reason) => socket.close(code, reason),
+  };
+  const sendFrame = (frame: ServerFrame) => app.hub.sendTo(sub, JSON.stringify(frame));
+
+  socket.onopen = () => {
+    app.hub.join(sub);
+    sendFrame({ type: "session_list", sessions: app.store.listSessions() });
+    sendFrame({ type: "spawn_status", jobs: app.spawner.jobs() });
+  };
+  socket.onmessage = (e: MessageEvent) => {
+    if (typeof e.data !== "string" || tooBig(e.data, MAX_FRAME_BYTES)) {
+      return socket.close(CloseCode.tooBig, "frame too large or not text");
+    }
+    const parsed = parseBrowserFrame(e.data);
+    if (!parsed.ok) return sendFrame({ type: "error", message: parsed.message });
+    const frame = parsed.value;
+    if (frame.type === "unsubscribe") return app.hub.unsubscribe(sub, frame.sessionId);
+    try {
+      // Read the catch-up and subscribe in the same synchronous turn: no commit can slip in between.
+      if (frame.after !== undefined) catchUp(app, sub, frame.sessionId, frame.after);
+      app.hub.subscribe(sub, frame.sessionId);
+    } catch (error) {
+      sendFrame({ type: "error", message: (error as Error).message });
+    }
+  };
+  socket.onclose = () => app.hub.leave(sub);
+  socket.onerror = () => {};
+}
+
+function catchUp(app: App, sub: Subscriber, sessionId: string, after: number): void {
+  let from = after;
+  for (let sent = 0; sent < CATCH_UP_MAX; sent += CATCH_UP_PAGE) {
+    const rows = app.store.eventRows(sessionId, { after: from, limit: CATCH_UP_PAGE });
+    if (rows.length === 0) return;
+    app.hub.sendTo(sub, eventsFrame(sessionId, from, rows.map(eventJson)));
+    from = rows[rows.length - 1].seq;
+    if (rows.length < CATCH_UP_PAGE) return;
+  }
+}

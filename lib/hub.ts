@@ -1,0 +1,129 @@
+/**
+ * Fan-out to browsers. The hub knows subscribers, not sockets: each frame is encoded once per publish,
+ * every subscriber's backlog is bounded, and a subscriber that falls behind is dropped rather than
+ * buffered without limit.
+ */
+import { CloseCode, type ServerFrame } from "./protocol.ts";
+
+/** Anything that can receive encoded frames: a browser socket in production, a recorder in tests. */
+export interface Subscriber {
+  send(data: string): void;
+  /** Bytes queued but not yet written to the peer. */
+  bufferedAmount(): number;
+  close(code: number, reason: string): void;
+}
+
+/** Default bound on one subscriber's unsent bytes; past it the subscriber is disconnected. */
+export const MAX_BACKLOG_BYTES = 8 * 1024 * 1024;
+/** How many sessions one browser may follow at once. */
+export const MAX_SUBSCRIPTIONS = 16;
+
+/** Encode an `events` frame from already-encoded events, without re-parsing them. */
+export function eventsFrame(sessionId: string, after: number, eventsJson: string[]): string {
+  return `{"type":"events","sessionId":${JSON.stringify(sessionId)},"after":${after},"events":[${
+    eventsJson.join(",")
+  }]}`;
+}
+
+/** Subscribers, what each follows, and the rules for writing to them. */
+export class Hub {
+  #all = new Set<Subscriber>();
+  #bySession = new Map<string, Set<Subscriber>>();
+  #sessionsOf = new Map<Subscriber, Set<string>>();
+  #maxBacklog: number;
+
+  constructor(options: { maxBacklogBytes?: number } = {}) {
+    this.#maxBacklog = options.maxBacklogBytes ?? MAX_BACKLOG_BYTES;
+  }
+
+  /** Number of connected subscribers. */
+  get size(): number {
+    return this.#all.size;
+  }
+
+  /** Add a subscriber that receives broadcasts. */
+  join(sub: Subscriber): void {
+    this.#all.add(sub);
+    this.#sessionsOf.set(sub, new Set());
+  }
+
+  /** Remove a subscriber and all its subscriptions; safe to call twice. */
+  leave(sub: Subscriber): void {
+    this.#all.delete(sub);
+    for (const id of this.#sessionsOf.get(sub) ?? []) this.#unlink(sub, id);
+    this.#sessionsOf.delete(sub);
+  }
+
+  /**
+   * Follow one session's events.
+   * @throws {RangeError} when the subscriber already follows `MAX_SUBSCRIPTIONS` sessions.
+   */
+  subscribe(sub: Subscriber, sessionId: string): void {
+    const mine = this.#sessionsOf.get(sub);
+    if (!mine) return;
+    if (!mine.has(sessionId) && mine.size >= MAX_SUBSCRIPTIONS) {
+      throw new RangeError(`Cannot follow more than ${MAX_SUBSCRIPTIONS} sessions at once`);
+    }
+    mine.add(sessionId);
+    let set = this.#bySession.get(sessionId);
+    if (!set) this.#bySession.set(sessionId, set = new Set());
+    set.add(sub);
+  }
+
+  /** Stop following a session; no error when not following it. */
+  unsubscribe(sub: Subscriber, sessionId: string): void {
+    this.#sessionsOf.get(sub)?.delete(sessionId);
+    this.#unlink(sub, sessionId);
+  }
+
+  /** Send already-encoded events of one session to its followers. */
+  publishEvents(sessionId: string, after: number, eventsJson: string[]): void {
+    const set = this.#bySession.get(sessionId);
+    if (!set?.size || eventsJson.length === 0) return;
+    this.#write(set, eventsFrame(sessionId, after, eventsJson));
+  }
+
+  /** Send one frame to every subscriber. */
+  broadcast(frame: ServerFrame): void {
+    if (this.#all.size) this.#write(this.#all, JSON.stringify(frame));
+  }
+
+  /** Send one frame to one subscriber, with the same backlog rule. */
+  sendTo(sub: Subscriber, data: string): void {
+    this.#write([sub], data);
+  }
+
+  /** Disconnect every subscriber (shutdown). */
+  closeAll(code: number, reason: string): void {
+    for (const sub of [...this.#all]) {
+      this.leave(sub);
+      try {
+        sub.close(code, reason);
+      } catch { /* already closing */ }
+    }
+  }
+
+  #write(targets: Iterable<Subscriber>, data: string): void {
+    for (const sub of [...targets]) {
+      if (sub.bufferedAmount() > this.#maxBacklog) {
+        this.leave(sub);
+        try {
+          sub.close(CloseCode.slowConsumer, "slow consumer: backlog limit exceeded");
+        } catch { /* already closing */ }
+        continue;
+      }
+      try {
+        sub.send(data);
+      } catch {
+        this.leave(sub);
+      }
+    }
+  }
+
+  #unlink(sub: Subscriber, sessionId: string): void {
+    const set = this.#bySession.get(sessionId);
+    if (!set) return;
+    set.delete(sub);
+    if (set.size === 0) this.#bySession.delete(sessionId);
+  }
+}

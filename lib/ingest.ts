@@ -1,0 +1,124 @@
+/**
+ * The write path for plugin events: queue, commit once per tick in one transaction, then (and only then)
+ * acknowledge to the plugin and publish to browsers. Ephemeral deltas skip SQLite but keep their order
+ * relative to the session's persisted events.
+ */
+import { type AgentEvent, isEphemeral } from "./protocol.ts";
+import { type EncodedEvent, encodeEvent, type SessionCommit, type Store } from "./store.ts";
+import type { Hub } from "./hub.ts";
+
+/** The plugin connection an event came from: told when its events are stored, or that storing failed. */
+export interface EventOrigin {
+  ack(lastSeq: number): void;
+  fail(error: Error): void;
+}
+
+interface Pending {
+  event: AgentEvent;
+  origin: EventOrigin;
+}
+
+/** Past this many queued events the queue is flushed at once instead of waiting for the tick. */
+const MAX_QUEUE = 20_000;
+
+/** Batches events from every plugin socket into one SQLite transaction per tick. */
+export class Ingest {
+  #queue: Pending[] = [];
+  #pendingSessions = new Set<string>();
+  #lastSeq = new Map<string, number>();
+  #timer: ReturnType<typeof setTimeout> | undefined;
+
+  /**
+   * @param onCommitted called after every commit that stored something (the session list changed).
+   */
+  constructor(
+    private readonly store: Store,
+    private readonly hub: Hub,
+    private readonly onCommitted: (commits: SessionCommit[]) => void = () => {},
+  ) {}
+
+  /** Accept one event from a plugin; it is stored and published within a tick. */
+  push(event: AgentEvent, origin: EventOrigin): void {
+    if (isEphemeral(event.type) && !this.#pendingSessions.has(event.sessionId)) {
+      // Nothing of this session waits for the disk, so the delta can go out now, in order.
+      this.hub.publishEvents(event.sessionId, this.#after(event.sessionId), [encodeEvent(event)]);
+      return;
+    }
+    this.#queue.push({ event, origin });
+    this.#pendingSessions.add(event.sessionId);
+    if (this.#queue.length >= MAX_QUEUE) this.flush();
+    else this.#timer ??= setTimeout(() => this.flush(), 0);
+  }
+
+  /** Commit everything queued now (also used before `welcome` and at shutdown). */
+  flush(): void {
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    const batch = this.#queue;
+    if (batch.length === 0) return;
+    this.#queue = [];
+    this.#pendingSessions.clear();
+    const commits = this.#commit(batch);
+    if (commits.length) this.onCommitted(commits);
+  }
+
+  /** Store a batch; if it fails as a whole, retry each session alone so one bad session cannot sink others. */
+  #commit(batch: Pending[]): SessionCommit[] {
+    try {
+      return this.#store(batch);
+    } catch {
+      const bySession = Map.groupBy(batch, (p) => p.event.sessionId);
+      if (bySession.size === 1) {
+        this.#fail(batch);
+        return [];
+      }
+      return [...bySession.values()].flatMap((part) => {
+        try {
+          return this.#store(part);
+        } catch {
+          this.#fail(part);
+          return [];
+        }
+      });
+    }
+  }
+
+  #store(batch: Pending[]): SessionCommit[] {
+    const persisted = batch.filter((p) => !isEphemeral(p.event.type)).map((p) => p.event);
+    const commits = this.store.appendBatch(persisted);
+    const origins = new Map<string, EventOrigin>();
+    const ephemeral = new Map<string, EncodedEvent[]>();
+    for (const { event, origin } of batch) {
+      origins.set(event.sessionId, origin);
+      if (!isEphemeral(event.type)) continue;
+      const list = ephemeral.get(event.sessionId) ?? [];
+      list.push({ seq: event.seq, json: encodeEvent(event) });
+      ephemeral.set(event.sessionId, list);
+    }
+    const after = new Map(commits.map((c) => [c.sessionId, c.after]));
+    for (const c of commits) {
+      this.#lastSeq.set(c.sessionId, c.lastSeq);
+      origins.get(c.sessionId)?.ack(c.lastSeq);
+    }
+    for (const sessionId of origins.keys()) {
+      const events = [
+        ...commits.find((c) => c.sessionId === sessionId)?.inserted ?? [],
+        ...ephemeral.get(sessionId) ?? [],
+      ].sort((a, b) => a.seq - b.seq);
+      const from = after.get(sessionId) ?? this.#after(sessionId);
+      this.hub.publishEvents(sessionId, from, events.map((e) => e.json));
+    }
+    return commits.filter((c) => c.inserted.length > 0);
+  }
+
+  #fail(batch: Pending[]): void {
+    const error = new Error("Cannot store events: the database write failed");
+    for (const origin of new Set(batch.map((p) => p.origin))) origin.fail(error);
+  }
+
+  #after(sessionId: string): number {
+    let seq = this.#lastSeq.get(sessionId);
+    if (seq === undefined) this.#lastSeq.set(sessionId, seq = this.store.lastSeq(sessionId));
+    return seq;
+  }
+}

@@ -1,0 +1,267 @@
+/**
+ * SQLite persistence (node:sqlite, WAL): the event log keyed by (sessionId, seq), session snapshots and
+ * settings. This is the only module that runs SQL.
+ */
+import { DatabaseSync, type StatementSync } from "node:sqlite";
+import type { AgentEvent, SessionInfo, SessionSummary, StoredEvent } from "./protocol.ts";
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS events(
+  sessionId TEXT NOT NULL, seq INTEGER NOT NULL, ts INTEGER NOT NULL, type TEXT NOT NULL, payload TEXT NOT NULL,
+  PRIMARY KEY(sessionId, seq));
+CREATE TABLE IF NOT EXISTS sessions(
+  id TEXT PRIMARY KEY, info TEXT NOT NULL, lastSeq INTEGER NOT NULL DEFAULT 0, lastEventAt INTEGER,
+  online INTEGER DEFAULT 0, state TEXT NOT NULL DEFAULT 'idle');
+CREATE TABLE IF NOT EXISTS settings(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+`;
+
+/** What one committed batch changed for one session. */
+export interface SessionCommit {
+  sessionId: string;
+  /** lastSeq before the batch: the `after` of the events frame browsers get. */
+  after: number;
+  lastSeq: number;
+  /** The events actually inserted (replays of stored seqs are left out), encoded as browsers receive them. */
+  inserted: EncodedEvent[];
+  /** True when the session's snapshot or running state changed. */
+  infoChanged: boolean;
+}
+
+/** Which page of a session's events to read: above `after`, or (with `before`) the latest below it. */
+export interface EventsPage {
+  after: number;
+  before?: number;
+  limit: number;
+}
+
+/** One event's seq and its envelope+payload JSON. */
+export interface EncodedEvent {
+  seq: number;
+  json: string;
+}
+
+/** A row of the events table. */
+export interface EventRow {
+  sessionId: string;
+  seq: number;
+  ts: number;
+  type: string;
+  payload: string;
+}
+
+interface SessionRow {
+  id: string;
+  info: string;
+  lastSeq: number;
+  lastEventAt: number | null;
+  online: number;
+  state: string;
+}
+
+const ENVELOPE_KEYS = new Set(["v", "sessionId", "seq", "ts", "type"]);
+
+/** Encode an event as browsers and the REST API see it: envelope (without `v`) plus payload. */
+export function encodeEvent(event: AgentEvent): string {
+  const ts = Math.trunc(event.ts);
+  return eventJson({ sessionId: event.sessionId, seq: event.seq, ts, type: event.type, payload: payloadOf(event) });
+}
+
+/** The payload part of an event: everything but the envelope, as stored in `events.payload`. */
+function payloadOf(event: AgentEvent): string {
+  const payload: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(event)) if (!ENVELOPE_KEYS.has(k)) payload[k] = v;
+  return JSON.stringify(payload);
+}
+
+/** Rebuild the envelope+payload JSON of a row without parsing the payload. */
+export function eventJson(row: EventRow): string {
+  const head = `{"sessionId":${JSON.stringify(row.sessionId)},"seq":${row.seq},"ts":${row.ts},"type":${
+    JSON.stringify(row.type)
+  }`;
+  return row.payload === "{}" ? head + "}" : head + "," + row.payload.slice(1);
+}
+
+function stateAfter(type: string, current: string): string {
+  if (type === "agent_start") return "running";
+  if (type === "agent_end" || type === "agent_settled" || type === "bye") return "idle";
+  return current;
+}
+
+/** The event log and session table over one SQLite file. */
+export class Store {
+  #db: DatabaseSync;
+  #insertEvent: StatementSync;
+  #selectAfter: StatementSync;
+  #selectBefore: StatementSync;
+  #selectSession: StatementSync;
+  #updateSession: StatementSync;
+
+  /**
+   * Open (creating if needed) the database at `path`; every session starts offline.
+   * @throws {Error} when the file cannot be opened or is not an lvmh database.
+   */
+  constructor(path: string) {
+    this.#db = new DatabaseSync(path);
+    this.#db.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=5000;");
+    this.#db.exec(SCHEMA);
+    this.#db.exec("UPDATE sessions SET online = 0");
+    this.#insertEvent = this.#db.prepare(
+      "INSERT OR IGNORE INTO events(sessionId, seq, ts, type, payload) VALUES (?, ?, ?, ?, ?)",
+    );
+    this.#selectAfter = this.#db.prepare(
+      "SELECT sessionId, seq, ts, type, payload FROM events WHERE sessionId = ? AND seq > ? ORDER BY seq LIMIT ?",
+    );
+    this.#selectBefore = this.#db.prepare(
+      "SELECT sessionId, seq, ts, type, payload FROM events WHERE sessionId = ? AND seq < ? ORDER BY seq DESC LIMIT ?",
+    );
+    this.#selectSession = this.#db.prepare("SELECT * FROM sessions WHERE id = ?");
+    this.#updateSession = this.#db.prepare(
+      "UPDATE sessions SET info = ?, lastSeq = ?, lastEventAt = ?, state = ? WHERE id = ?",
+    );
+  }
+
+  /**
+   * Insert a session or replace its snapshot, keeping its event log and lastSeq.
+   * @param online the new online flag; left unchanged when undefined.
+   */
+  upsertSession(info: SessionInfo, online?: boolean): void {
+    this.#db.prepare(
+      `INSERT INTO sessions(id, info, online) VALUES (?, ?, ?)
+       ON CONFLICT(id) DO UPDATE SET info = excluded.info, online = COALESCE(?, online)`,
+    ).run(info.id, JSON.stringify(info), online ? 1 : 0, online === undefined ? null : online ? 1 : 0);
+  }
+
+  /** Mark a session online or offline; a session going offline is no longer running. */
+  setOnline(id: string, online: boolean): void {
+    this.#db.prepare(`UPDATE sessions SET online = ?, state = CASE WHEN ? THEN state ELSE 'idle' END WHERE id = ?`)
+      .run(online ? 1 : 0, online ? 1 : 0, id);
+  }
+
+  /**
+   * Persist a batch of events in one transaction. Replayed (sessionId, seq) pairs are ignored.
+   * @throws {Error} when SQLite fails; nothing of the batch is then stored.
+   */
+  appendBatch(events: AgentEvent[]): SessionCommit[] {
+    const commits = new Map<string, SessionCommit & { info: string; lastEventAt: number | null; state: string }>();
+    this.#db.exec("BEGIN IMMEDIATE");
+    try {
+      for (const event of events) {
+        let commit = commits.get(event.sessionId);
+        if (!commit) {
+          const row = this.#selectSession.get(event.sessionId) as SessionRow | undefined;
+          if (!row) throw new Error(`Cannot store event for unknown session "${event.sessionId}"`);
+          commit = {
+            sessionId: row.id,
+            after: row.lastSeq,
+            lastSeq: row.lastSeq,
+            inserted: [],
+            infoChanged: false,
+            info: row.info,
+            lastEventAt: row.lastEventAt,
+            state: row.state,
+          };
+          commits.set(row.id, commit);
+        }
+        const payload = payloadOf(event);
+        const ts = Math.trunc(event.ts);
+        const { changes } = this.#insertEvent.run(event.sessionId, event.seq, ts, event.type, payload);
+        if (changes === 0) continue;
+        const json = eventJson({ sessionId: event.sessionId, seq: event.seq, ts, type: event.type, payload });
+        commit.inserted.push({ seq: event.seq, json });
+        commit.lastSeq = Math.max(commit.lastSeq, event.seq);
+        commit.lastEventAt = Math.max(commit.lastEventAt ?? 0, ts);
+        const state = stateAfter(event.type, commit.state);
+        if (state !== commit.state || event.type === "session_info") commit.infoChanged = true;
+        commit.state = state;
+        if (event.type === "session_info") commit.info = JSON.stringify(event.session);
+      }
+      for (const c of commits.values()) {
+        if (c.inserted.length) this.#updateSession.run(c.info, c.lastSeq, c.lastEventAt, c.state, c.sessionId);
+      }
+      this.#db.exec("COMMIT");
+    } catch (error) {
+      if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
+      throw error;
+    }
+    return [...commits.values()].map(({ sessionId, after, lastSeq, inserted, infoChanged }) => ({
+      sessionId,
+      after,
+      lastSeq,
+      inserted,
+      infoChanged,
+    }));
+  }
+
+  /** The highest persisted seq of a session, 0 if none. */
+  lastSeq(id: string): number {
+    const row = this.#selectSession.get(id) as SessionRow | undefined;
+    return row?.lastSeq ?? 0;
+  }
+
+  /** One session, or null. */
+  getSession(id: string): SessionSummary | null {
+    const row = this.#selectSession.get(id) as SessionRow | undefined;
+    return row ? summary(row) : null;
+  }
+
+  /** Every session, most recent activity first. */
+  listSessions(): SessionSummary[] {
+    const rows = this.#db.prepare(
+      "SELECT * FROM sessions ORDER BY COALESCE(lastEventAt, 0) DESC, id",
+    ).all() as unknown as SessionRow[];
+    return rows.map(summary);
+  }
+
+  /**
+   * Persisted events of a session, seq ascending, as one JSON array text (rows are never re-parsed).
+   * With `before`, the latest `limit` events below it; otherwise the first `limit` above `after`.
+   */
+  eventsJson(id: string, query: EventsPage): string {
+    return "[" + this.eventRows(id, query).map(eventJson).join(",") + "]";
+  }
+
+  /** Persisted event rows of a session, seq ascending; see `eventsJson`. */
+  eventRows(id: string, query: EventsPage): EventRow[] {
+    return query.before !== undefined
+      ? (this.#selectBefore.all(id, query.before, query.limit) as unknown as EventRow[]).reverse()
+      : this.#selectAfter.all(id, query.after, query.limit) as unknown as EventRow[];
+  }
+
+  /** Persisted events as objects; see `eventsJson`. */
+  events(id: string, query: EventsPage): StoredEvent[] {
+    return JSON.parse(this.eventsJson(id, query));
+  }
+
+  /** A stored setting, or null. */
+  getSetting(key: string): string | null {
+    const row = this.#db.prepare("SELECT value FROM settings WHERE key = ?").get(key) as { value: string } | undefined;
+    return row?.value ?? null;
+  }
+
+  /** Store a setting, replacing any earlier value. */
+  setSetting(key: string, value: string): void {
+    this.#db.prepare("INSERT INTO settings(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value")
+      .run(key, value);
+  }
+
+  /** Remove a setting; no error when absent. */
+  deleteSetting(key: string): void {
+    this.#db.prepare("DELETE FROM settings WHERE key = ?").run(key);
+  }
+
+  /** Close the database; later calls throw. */
+  close(): void {
+    if (this.#db.isOpen) this.#db.close();
+  }
+}
+
+function summary(row: SessionRow): SessionSummary {
+  return {
+    ...(JSON.parse(row.info) as SessionInfo),
+    id: row.id,
+    online: row.online === 1,
+    state: row.state === "running" ? "running" : "idle",
+    lastSeq: row.lastSeq,
+    lastEventAt: row.lastEventAt,
+  };
+}

@@ -1,0 +1,21 @@
+/**
+ * The WebSocket upgrade shared by both sockets: auth has already run in the router, so this only checks
+ * that the request is an upgrade and applies the heartbeat.
+ */
+import { HttpError } from "./http.ts";
+
+/** Seconds without a pong before Deno closes a socket; pings go out at half this interval. */
+export const IDLE_TIMEOUT_S = 30;
+
+/**
+ * Upgrade `req` and hand the socket to `accept`.
+ * @throws {HttpError} 426 when the request is not a WebSocket upgrade.
+ */
+export function upgrade(req: Request, accept: (socket: WebSocket) => void): Response {
+  if (req.headers.get("upgrade")?.toLowerCase() !== "websocket") {
+    throw new HttpError(426, "this endpoint only speaks WebSocket", { upgrade: "websocket" });
+  }
+  const { socket, response } = Deno.upgradeWebSocket(req, { idleTimeout: IDLE_TIMEOUT_S });
+  accept(socket);
+  return response;
+}

@@ -1,0 +1,43 @@
+/**
+ * Production entry: read the configuration, open the store, build the route table, serve.
+ * Exit codes: 0 after a clean shutdown (SIGTERM/SIGINT), 2 on invalid configuration.
+ */
+import { ConfigError, loadConfig } from "./lib/config.ts";
+import { createDaemon } from "./lib/daemon.ts";
+import { routes } from "./routes/_table.ts";
+import { createSpawner } from "./lib/spawner.ts";
+import { createGitlab } from "./lib/gitlab.ts";
+
+function start() {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    console.error(`lvmh: invalid configuration: ${error.message}`);
+    Deno.exit(2);
+  }
+  const daemon = createDaemon(config, routes, { spawner: createSpawner, gitlab: createGitlab });
+  const server = Deno.serve({
+    hostname: config.host,
+    port: config.port,
+    onListen({ hostname, port }) {
+      const url = `http://${hostname.includes(":") ? `[${hostname}]` : hostname}:${port}`;
+      console.log(`lvmh listening on ${url}`);
+      if (config.tokenGenerated) {
+        // Shown once, on the start that created it; later starts read it from the data dir silently.
+        console.log(`lvmh: generated an access token (kept in ${config.dataDir}/token): ${config.token}`);
+      }
+    },
+  }, daemon.handler);
+
+  const stop = async () => {
+    await daemon.shutdown();
+    await Promise.race([server.shutdown(), new Promise((r) => setTimeout(r, 2000))]);
+    Deno.exit(0);
+  };
+  Deno.addSignalListener("SIGTERM", stop);
+  Deno.addSignalListener("SIGINT", stop);
+}
+
+if (import.meta.main) start();
