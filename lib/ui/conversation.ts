@@ -1,0 +1,285 @@
+/**
+ * The conversation of one session, rebuilt from its events: a pure reducer shared by the server render and the
+ * session island. Persisted events are applied once each (by seq); live `message_update` deltas only feed the
+ * message being streamed, since the persisted `message_end` that follows carries the whole text.
+ */
+import type { StoredEvent } from "../protocol.ts";
+
+export interface Usage {
+  inputTokens?: number;
+  outputTokens?: number;
+  totalCost?: number;
+}
+
+/** One tool call as a card shows it: arguments, progress and outcome. */
+export interface ToolCall {
+  id: string;
+  name: string;
+  /** Arguments as the model wrote them (JSON text), or serialised from `tool_execution_start`. */
+  argsJson: string;
+  status: "pending" | "running" | "done" | "error";
+  partial: string;
+  resultPreview: string;
+  /** Text of the matching `toolResult` message, when it arrived. */
+  resultText: string | null;
+  /** `details` of the result when the plugin forwarded it (unknown fields of the message are kept). */
+  details: unknown;
+  seq: number;
+  /** True when an assistant message we hold lists this call (its card shows there). */
+  inMessage: boolean;
+}
+
+export type Item =
+  | { kind: "user"; key: string; seq: number; text: string }
+  | {
+    kind: "assistant";
+    key: string;
+    seq: number;
+    text: string;
+    thinking: string | null;
+    toolCalls: string[];
+  }
+  | { kind: "toolResult"; key: string; seq: number; toolCallId: string | null; text: string }
+  | { kind: "system"; key: string; seq: number; text: string }
+  | { kind: "run"; key: string; seq: number; usage: Usage }
+  | { kind: "notice"; key: string; seq: number; text: string };
+
+/** The assistant message being streamed: deltas by seq, so a late `message_end` can tell its own from newer ones. */
+export interface Streaming {
+  messageId: string | null;
+  parts: { seq: number; delta: string }[];
+}
+
+/** The text streamed so far. */
+export function streamingText(s: Streaming | null): string {
+  return s ? s.parts.map((p) => p.delta).join("") : "";
+}
+
+export interface Conversation {
+  /** Persisted events held, ascending by seq, no duplicates. */
+  events: StoredEvent[];
+  /** Lowest and highest persisted seq held (0 when none). */
+  firstSeq: number;
+  lastSeq: number;
+  items: Item[];
+  tools: Record<string, ToolCall>;
+  /** Tool call ids in call order. */
+  toolOrder: string[];
+  streaming: Streaming | null;
+  /** Set by agent_start / agent_end in the events held; null when they say nothing. */
+  running: boolean | null;
+  totals: Required<Usage>;
+}
+
+/** An empty conversation. */
+export function emptyConversation(): Conversation {
+  return {
+    events: [],
+    firstSeq: 0,
+    lastSeq: 0,
+    items: [],
+    tools: {},
+    toolOrder: [],
+    streaming: null,
+    running: null,
+    totals: { inputTokens: 0, outputTokens: 0, totalCost: 0 },
+  };
+}
+
+/**
+ * Rebuild a conversation from persisted events in any order (duplicates are dropped).
+ * @param events persisted events of one session
+ */
+export function buildConversation(events: readonly StoredEvent[]): Conversation {
+  return applyEvents(emptyConversation(), events);
+}
+
+/**
+ * Apply a batch of events (persisted or live) newer than what the conversation holds; returns a new object.
+ * Persisted events with seq ≤ `lastSeq` are ignored, so replays after a reconnect are harmless.
+ * @param conv current state (not mutated)
+ * @param batch events in seq order as the daemon sends them
+ */
+export function applyEvents(conv: Conversation, batch: readonly StoredEvent[]): Conversation {
+  const next: Conversation = {
+    ...conv,
+    events: conv.events.slice(),
+    items: conv.items.slice(),
+    tools: { ...conv.tools },
+    toolOrder: conv.toolOrder.slice(),
+    totals: { ...conv.totals },
+  };
+  const sorted = [...batch].sort((a, b) => a.seq - b.seq);
+  for (const ev of sorted) {
+    if (ev.type === "message_update") {
+      applyDelta(next, ev);
+      continue;
+    }
+    if (ev.seq <= next.lastSeq) continue;
+    next.events.push(ev);
+    next.lastSeq = ev.seq;
+    if (next.firstSeq === 0) next.firstSeq = ev.seq;
+    applyPersisted(next, ev);
+  }
+  return next;
+}
+
+/**
+ * Add an older page of persisted events (seq below `firstSeq`) and rebuild; live streaming state is kept.
+ * @param conv current state (not mutated)
+ * @param older events from `GET …/events?before=firstSeq`
+ */
+export function prependEvents(conv: Conversation, older: readonly StoredEvent[]): Conversation {
+  const first = conv.firstSeq || Infinity;
+  const fresh = older.filter((e) => e.seq < first && e.type !== "message_update");
+  if (fresh.length === 0) return conv;
+  const rebuilt = buildConversation([...fresh, ...conv.events]);
+  return { ...rebuilt, streaming: conv.streaming };
+}
+
+function applyDelta(conv: Conversation, ev: StoredEvent): void {
+  const delta = typeof ev.delta === "string" ? ev.delta : "";
+  // A delta older than a persisted event we hold belongs to a message already complete.
+  if (ev.seq <= conv.lastSeq) return;
+  const s = conv.streaming ?? { messageId: null, parts: [] };
+  if (s.parts.some((p) => p.seq === ev.seq)) return;
+  const parts = [...s.parts, { seq: ev.seq, delta }].sort((a, b) => a.seq - b.seq);
+  conv.streaming = { ...s, parts };
+}
+
+function str(v: unknown): string {
+  return typeof v === "string" ? v : "";
+}
+
+function tool(conv: Conversation, id: string, name: string, seq: number): ToolCall {
+  let t = conv.tools[id];
+  if (!t) {
+    t = {
+      id,
+      name,
+      argsJson: "",
+      status: "pending",
+      partial: "",
+      resultPreview: "",
+      resultText: null,
+      details: undefined,
+      seq,
+      inMessage: false,
+    };
+    conv.toolOrder.push(id);
+  } else {
+    t = { ...t };
+  }
+  if (!t.name && name) t.name = name;
+  conv.tools[id] = t;
+  return t;
+}
+
+function applyPersisted(conv: Conversation, ev: StoredEvent): void {
+  const key = `e${ev.seq}`;
+  switch (ev.type) {
+    case "message_start": {
+      const m = ev.message as { role?: string; id?: string } | undefined;
+      if (m?.role !== "assistant") return;
+      // Deltas can overtake their own message_start (they skip the store): keep those newer than it.
+      const parts = (conv.streaming?.parts ?? []).filter((p) => p.seq > ev.seq);
+      conv.streaming = { messageId: str(m.id), parts };
+      return;
+    }
+    case "message_end":
+      return applyMessage(conv, ev, key);
+    case "tool_execution_start": {
+      const t = tool(conv, str(ev.toolCallId), str(ev.toolName), ev.seq);
+      t.status = "running";
+      if (!t.argsJson && ev.args !== undefined) t.argsJson = JSON.stringify(ev.args);
+      return;
+    }
+    case "tool_execution_update": {
+      const t = tool(conv, str(ev.toolCallId), str(ev.toolName), ev.seq);
+      t.partial = str(ev.partial);
+      if (t.status === "pending") t.status = "running";
+      return;
+    }
+    case "tool_execution_end": {
+      const t = tool(conv, str(ev.toolCallId), str(ev.toolName), ev.seq);
+      t.status = ev.isError === true ? "error" : "done";
+      t.resultPreview = str(ev.resultPreview);
+      if (ev.details !== undefined) t.details = ev.details;
+      return;
+    }
+    case "agent_start":
+      conv.running = true;
+      return;
+    case "agent_end": {
+      conv.running = false;
+      const usage = (ev.usage ?? {}) as Usage;
+      conv.totals.inputTokens += num(usage.inputTokens);
+      conv.totals.outputTokens += num(usage.outputTokens);
+      conv.totals.totalCost += num(usage.totalCost);
+      conv.items.push({ kind: "run", key, seq: ev.seq, usage });
+      return;
+    }
+    case "agent_settled":
+      conv.running = false;
+      return;
+    case "bye":
+      conv.items.push({
+        kind: "notice",
+        key,
+        seq: ev.seq,
+        text: `Session disconnected (${str(ev.reason) || "bye"})`,
+      });
+      return;
+    case "buffer_overflow":
+      conv.items.push({
+        kind: "notice",
+        key,
+        seq: ev.seq,
+        text: `The plugin dropped ${num(ev.dropped)} events while the daemon was unreachable`,
+      });
+      return;
+  }
+}
+
+function num(v: unknown): number {
+  return typeof v === "number" && Number.isFinite(v) ? v : 0;
+}
+
+function applyMessage(conv: Conversation, ev: StoredEvent, key: string): void {
+  const m = (ev.message ?? {}) as Record<string, unknown>;
+  const role = str(m.role);
+  const text = str(m.text);
+  if (role === "assistant") {
+    if (conv.streaming) {
+      // Deltas newer than this message_end already belong to the next message.
+      const rest = conv.streaming.parts.filter((p) => p.seq > ev.seq);
+      conv.streaming = rest.length ? { messageId: null, parts: rest } : null;
+    }
+    const calls = Array.isArray(m.toolCalls) ? m.toolCalls as Record<string, unknown>[] : [];
+    const ids: string[] = [];
+    for (const c of calls) {
+      const t = tool(conv, str(c.id), str(c.name), ev.seq);
+      t.argsJson = str(c.argsJson) || t.argsJson;
+      t.inMessage = true;
+      ids.push(t.id);
+    }
+    const thinking = typeof m.thinking === "string" && m.thinking.length > 0 ? m.thinking : null;
+    conv.items.push({ kind: "assistant", key, seq: ev.seq, text, thinking, toolCalls: ids });
+  } else if (role === "toolResult") {
+    const callId = typeof m.toolCallId === "string" ? m.toolCallId : null;
+    const known = callId !== null && conv.tools[callId]?.inMessage === true;
+    if (callId !== null) {
+      const t = tool(conv, callId, str(m.toolName), ev.seq);
+      t.resultText = text;
+      if (m.details !== undefined) t.details = m.details;
+      if (m.isError === true) t.status = "error";
+      else if (t.status === "pending" || t.status === "running") t.status = "done";
+    }
+    // A result whose call we hold is shown inside that call's card; others stand alone.
+    if (!known) conv.items.push({ kind: "toolResult", key, seq: ev.seq, toolCallId: callId, text });
+  } else if (role === "user") {
+    conv.items.push({ kind: "user", key, seq: ev.seq, text });
+  } else {
+    conv.items.push({ kind: "system", key, seq: ev.seq, text });
+  }
+}

@@ -1,0 +1,145 @@
+import assert from "node:assert/strict";
+import type { StoredEvent } from "../protocol.ts";
+import {
+  applyEvents,
+  buildConversation,
+  emptyConversation,
+  prependEvents,
+  streamingText,
+} from "./conversation.ts";
+
+const S = "s1";
+function ev(seq: number, type: string, payload: Record<string, unknown> = {}): StoredEvent {
+  return { sessionId: S, seq, ts: 1000 + seq, type, ...payload };
+}
+function msg(seq: number, role: string, id: string, text: string, extra: Record<string, unknown> = {}) {
+  return ev(seq, "message_end", {
+    message: { role, id, text, thinking: null, toolCalls: [], toolCallId: null, ...extra },
+  });
+}
+
+/** A short run: prompt, assistant calls a tool, result, final answer, usage. */
+function run(): StoredEvent[] {
+  return [
+    ev(1, "agent_start"),
+    msg(2, "user", "u1", "list files"),
+    ev(3, "message_start", { message: { role: "assistant", id: "a1" } }),
+    msg(5, "assistant", "a1", "Let me look.", {
+      thinking: "user wants ls",
+      toolCalls: [{ id: "c1", name: "bash", argsJson: '{"command":"ls"}' }],
+    }),
+    ev(6, "tool_execution_start", { toolCallId: "c1", toolName: "bash", args: { command: "ls" } }),
+    ev(7, "tool_execution_update", { toolCallId: "c1", toolName: "bash", partial: "a.txt" }),
+    ev(8, "tool_execution_end", {
+      toolCallId: "c1",
+      toolName: "bash",
+      isError: false,
+      resultPreview: "a.txt\nb.txt",
+    }),
+    msg(9, "toolResult", "r1", "a.txt\nb.txt", { toolCallId: "c1" }),
+    msg(10, "assistant", "a2", "Two files."),
+    ev(11, "agent_end", { usage: { inputTokens: 100, outputTokens: 20, totalCost: 0.01 } }),
+    ev(12, "agent_settled"),
+  ];
+}
+
+Deno.test("buildConversation() rebuilds messages, tool cards and usage from message_end events", () => {
+  const c = buildConversation(run());
+  assert.deepEqual(c.items.map((i) => i.kind), ["user", "assistant", "assistant", "run"]);
+  const a1 = c.items[1];
+  assert.equal(a1.kind, "assistant");
+  if (a1.kind !== "assistant") return;
+  assert.equal(a1.thinking, "user wants ls");
+  assert.deepEqual(a1.toolCalls, ["c1"]);
+  const t = c.tools.c1;
+  assert.equal(t.status, "done");
+  assert.equal(t.argsJson, '{"command":"ls"}');
+  assert.equal(t.resultPreview, "a.txt\nb.txt");
+  assert.equal(t.resultText, "a.txt\nb.txt");
+  assert.equal(c.running, false);
+  assert.deepEqual(c.totals, { inputTokens: 100, outputTokens: 20, totalCost: 0.01 });
+  assert.equal(c.firstSeq, 1);
+  assert.equal(c.lastSeq, 12);
+  assert.equal(c.streaming, null);
+});
+
+Deno.test("applyEvents() ignores replayed events so a reconnect causes no duplicates", () => {
+  const events = run();
+  const c1 = applyEvents(emptyConversation(), events.slice(0, 6));
+  const c2 = applyEvents(c1, events.slice(3)); // overlaps 4..6
+  const c3 = applyEvents(c2, events); // full replay
+  assert.deepEqual(c3.items, buildConversation(events).items);
+  assert.equal(c3.events.length, events.length);
+});
+
+Deno.test("applyEvents() does not mutate its input", () => {
+  const c1 = buildConversation(run().slice(0, 4));
+  const before = JSON.stringify(c1);
+  applyEvents(c1, run().slice(4));
+  assert.equal(JSON.stringify(c1), before);
+});
+
+Deno.test("applyEvents() streams deltas and ends the stream on message_end", () => {
+  let c = buildConversation(run().slice(0, 2));
+  c = applyEvents(c, [ev(3, "message_start", { message: { role: "assistant", id: "a1" } })]);
+  assert.deepEqual(c.streaming, { messageId: "a1", parts: [] });
+  c = applyEvents(c, [ev(4, "message_update", { delta: "Let " })]);
+  c = applyEvents(c, [ev(5, "message_update", { delta: "me" })]);
+  assert.equal(streamingText(c.streaming), "Let me");
+  assert.equal(c.lastSeq, 3, "deltas do not move lastSeq: they are not persisted");
+  c = applyEvents(c, [msg(6, "assistant", "a1", "Let me look.")]);
+  assert.equal(c.streaming, null);
+  assert.equal(c.items.at(-1)?.kind, "assistant");
+});
+
+Deno.test("applyEvents() keeps deltas that overtook their message_start, ignores stale ones", () => {
+  let c = buildConversation(run().slice(0, 2));
+  c = applyEvents(c, [ev(4, "message_update", { delta: "Hi" })]);
+  c = applyEvents(c, [ev(3, "message_start", { message: { role: "assistant", id: "a1" } })]);
+  assert.equal(c.streaming?.messageId, "a1");
+  assert.equal(streamingText(c.streaming), "Hi");
+  c = applyEvents(c, [msg(6, "assistant", "a1", "Hi there")]);
+  c = applyEvents(c, [ev(5, "message_update", { delta: " there" })]);
+  assert.equal(c.streaming, null, "a delta older than the persisted message_end is dropped");
+});
+
+Deno.test("applyEvents() does not let an earlier message_end end a newer stream", () => {
+  let c = buildConversation(run().slice(0, 2));
+  c = applyEvents(c, [ev(3, "message_start", { message: { role: "assistant", id: "a1" } })]);
+  c = applyEvents(c, [ev(4, "message_update", { delta: "first" })]);
+  c = applyEvents(c, [ev(8, "message_update", { delta: "second" })]);
+  c = applyEvents(c, [msg(5, "assistant", "a1", "first")]);
+  assert.equal(streamingText(c.streaming), "second");
+  c = applyEvents(c, [ev(6, "message_start", { message: { role: "assistant", id: "a2" } })]);
+  assert.equal(c.streaming?.messageId, "a2");
+  assert.equal(streamingText(c.streaming), "second");
+});
+
+Deno.test("prependEvents() adds an older page and rebuilds tool links across the page boundary", () => {
+  const events = run();
+  let c = buildConversation(events.slice(6)); // from seq 7: result without its call
+  assert.ok(c.items.some((i) => i.kind === "toolResult"), "orphan result shown alone");
+  c = prependEvents(c, events.slice(0, 6));
+  assert.deepEqual(c.items, buildConversation(events).items);
+  assert.equal(c.firstSeq, 1);
+  assert.equal(prependEvents(c, events.slice(0, 3)), c, "nothing older: same object");
+});
+
+Deno.test("buildConversation() marks failed tools and notes bye and buffer_overflow", () => {
+  const c = buildConversation([
+    msg(1, "assistant", "a", "", { toolCalls: [{ id: "x", name: "mystery", argsJson: "{}" }] }),
+    ev(2, "tool_execution_end", {
+      toolCallId: "x",
+      toolName: "mystery",
+      isError: true,
+      resultPreview: "boom",
+    }),
+    ev(3, "buffer_overflow", { dropped: 7 }),
+    ev(4, "bye", { reason: "shutdown" }),
+  ]);
+  assert.equal(c.tools.x.status, "error");
+  assert.equal(c.tools.x.resultPreview, "boom");
+  const notices = c.items.filter((i) => i.kind === "notice").map((i) => i.kind === "notice" && i.text);
+  assert.equal(notices.length, 2);
+  assert.match(String(notices[0]), /dropped 7 events/);
+});

@@ -1,0 +1,40 @@
+/**
+ * Markdown for agent text, safe on the server and in the browser alike.
+ *
+ * Why markdown-it with `html: false` rather than marked + DOMPurify: markdown-it escapes every raw HTML tag
+ * in the source and rejects `javascript:`, `vbscript:`, `file:` and non-image `data:` link targets itself, so
+ * its output is safe without a DOM, which lets server rendering and islands share one renderer.
+ */
+import MarkdownIt from "markdown-it";
+
+const SAFE_SCHEMES = /^(?:https?:|mailto:|#|\/(?!\/)|\.{0,2}\/)/i;
+
+const md = new MarkdownIt({ html: false, linkify: true, breaks: false, typographer: false });
+
+// Stricter than markdown-it's own blocklist: only an allowlist of schemes (and relative links) survive.
+md.validateLink = (url: string): boolean =>
+  SAFE_SCHEMES.test(url.trim()) || !/^[a-z][a-z0-9+.-]*:/i.test(url.trim());
+
+// Links open in a new tab without handing the page to the target, and carry no referrer.
+const defaultLinkOpen = md.renderer.rules.link_open ??
+  ((tokens, idx, options, _env, self) => self.renderToken(tokens, idx, options));
+md.renderer.rules.link_open = (tokens, idx, options, env, self) => {
+  tokens[idx].attrSet("target", "_blank");
+  tokens[idx].attrSet("rel", "noopener noreferrer nofollow");
+  return defaultLinkOpen(tokens, idx, options, env, self);
+};
+// Images would let a message make the browser fetch arbitrary URLs (and CSP blocks them anyway): show alt text.
+md.renderer.rules.image = (tokens, idx) => md.utils.escapeHtml(`[image: ${tokens[idx].content || "image"}]`);
+
+/** Largest text rendered as Markdown; longer text is shown as preformatted plain text (escaped) instead. */
+export const MARKDOWN_MAX_CHARS = 200_000;
+
+/**
+ * Render Markdown to an HTML string whose tags all come from markdown-it (raw HTML in `text` is escaped).
+ * @param text untrusted Markdown source
+ * @returns HTML safe to assign to `innerHTML`
+ */
+export function renderMarkdown(text: string): string {
+  if (text.length > MARKDOWN_MAX_CHARS) return `<pre>${md.utils.escapeHtml(text)}</pre>`;
+  return md.render(text);
+}

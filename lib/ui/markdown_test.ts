@@ -1,0 +1,59 @@
+import assert from "node:assert/strict";
+import { renderMarkdown } from "./markdown.ts";
+
+Deno.test("renderMarkdown() renders common Markdown", () => {
+  const html = renderMarkdown(
+    "# Title\n\n**bold** and `code`\n\n```ts\nconst a = 1 < 2;\n```\n\n- one\n- two",
+  );
+  assert.match(html, /<h1>Title<\/h1>/);
+  assert.match(html, /<strong>bold<\/strong>/);
+  assert.match(html, /<code>code<\/code>/);
+  assert.match(html, /const a = 1 &lt; 2;/);
+  assert.match(html, /<li>one<\/li>/);
+});
+
+Deno.test("renderMarkdown() escapes raw HTML", () => {
+  const payloads = [
+    "<script>alert(1)</script>",
+    "<img src=x onerror=alert(1)>",
+    '<a href="javascript:alert(1)">x</a>',
+    "<svg onload=alert(1)>",
+    "<iframe src=//evil>",
+  ];
+  for (const p of payloads) {
+    const html = renderMarkdown(p);
+    assert.ok(!/<(script|img|a|svg|iframe)[\s>]/i.test(html), `raw tag survived: ${html}`);
+  }
+});
+
+Deno.test("renderMarkdown() drops dangerous link schemes and keeps safe ones", () => {
+  for (
+    const href of [
+      "javascript:alert(1)",
+      "JAVASCRIPT:alert(1)",
+      "vbscript:x",
+      "data:text/html,<b>",
+      "file:///etc",
+    ]
+  ) {
+    const html = renderMarkdown(`[click](${href})`);
+    assert.ok(!html.includes("<a"), `link kept for ${href}: ${html}`);
+  }
+  const ok = renderMarkdown("[docs](https://example.com/a?b=1) and [rel](./x.md)");
+  assert.match(
+    ok,
+    /<a href="https:\/\/example.com\/a\?b=1" target="_blank" rel="noopener noreferrer nofollow">/,
+  );
+  assert.match(ok, /<a href=".\/x.md"/);
+});
+
+Deno.test("renderMarkdown() shows images as text, never as <img>", () => {
+  const html = renderMarkdown("![alt <b>](https://example.com/x.png)");
+  assert.ok(!html.includes("<img"));
+  assert.match(html, /\[image: alt &lt;b&gt;\]/);
+});
+
+Deno.test("renderMarkdown() autolinks only http(s) URLs", () => {
+  assert.match(renderMarkdown("see https://example.com"), /<a href="https:\/\/example.com"/);
+  assert.ok(!renderMarkdown("see javascript:alert(1)").includes("<a"));
+});
