@@ -79,7 +79,14 @@ export function acceptAgentSocket(app: App, socket: WebSocket): void {
       app.ingest.flush(); // lastSeq must include anything still queued from an older socket
       app.store.upsertSession(frame.session, true);
       app.live.attach(sessionId, link);
-      send({ v: PROTOCOL_VERSION, type: "welcome", sessionId, seq: 0, ts: Date.now(), lastSeq: app.store.lastSeq(sessionId) });
+      send({
+        v: PROTOCOL_VERSION,
+        type: "welcome",
+        sessionId,
+        seq: 0,
+        ts: Date.now(),
+        lastSeq: app.store.lastSeq(sessionId),
+      });
       app.onSessionsChanged();
       return;
     }

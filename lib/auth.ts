@@ -25,9 +25,15 @@ export async function safeEqual(a: string, b: string): Promise<boolean> {
 
 /** The cookie value for a token: an HMAC, so the raw token never sits in a cookie jar. */
 export async function cookieValue(token: string): Promise<string> {
-  const key = await crypto.subtle.importKey("raw", encoder.encode(token), { name: "HMAC", hash: "SHA-256" }, false, [
-    "sign",
-  ]);
+  const key = await crypto.subtle.importKey(
+    "raw",
+    encoder.encode(token),
+    { name: "HMAC", hash: "SHA-256" },
+    false,
+    [
+      "sign",
+    ],
+  );
   const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, encoder.encode("lvmh-cookie-v1")));
   return Array.from(mac, (b) => b.toString(16).padStart(2, "0")).join("");
 }

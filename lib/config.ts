@@ -11,7 +11,10 @@ export class ConfigError extends Error {
 }
 
 const Env = z.object({
-  LVMH_TOKEN: z.string().min(16, "must be at least 16 characters").regex(/^[\x21-\x7e]+$/, "must be printable ASCII")
+  LVMH_TOKEN: z.string().min(16, "must be at least 16 characters").regex(
+    /^[\x21-\x7e]+$/,
+    "must be printable ASCII",
+  )
     .optional(),
   LVMH_HOST: z.string().min(1).regex(/^[A-Za-z0-9.:\-\[\]]+$/, "must be a host name or IP address").default(
     "127.0.0.1",
@@ -19,15 +22,21 @@ const Env = z.object({
   LVMH_PORT: z.coerce.number().int().min(0).max(65535).default(8686),
   LVMH_DATA_DIR: z.string().min(1).default("./data"),
   LVMH_PUBLIC_URL: z.url().optional(),
-  LVMH_CONTAINER_DOCKER_SOCK: z.string().startsWith("/", "must be an absolute path").default("/var/run/docker.sock"),
-  LVMH_GITLAB_URL: z.url().refine((u) => /^https?:\/\//.test(u), "must be http(s)").default("https://gitlab.com"),
+  LVMH_CONTAINER_DOCKER_SOCK: z.string().startsWith("/", "must be an absolute path").default(
+    "/var/run/docker.sock",
+  ),
+  LVMH_GITLAB_URL: z.url().refine((u) => /^https?:\/\//.test(u), "must be http(s)").default(
+    "https://gitlab.com",
+  ),
   LVMH_WORKER_IMAGE: z.string().regex(/^[a-z0-9][a-z0-9._\/:-]*$/, "must be an image reference").default(
     "lvmh-worker:latest",
   ),
   LVMH_WORKER_BASE_IMAGE: z.string().regex(/^[a-z0-9][a-z0-9._\/:-]*$/, "must be an image reference").default(
     "node:22-bookworm-slim",
   ),
-  LVMH_WORKER_NETWORK: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, "must be a network name").default("host"),
+  LVMH_WORKER_NETWORK: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, "must be a network name").default(
+    "host",
+  ),
   LVMH_WORKER_URL: z.string().regex(/^wss?:\/\//, "must be a ws:// or wss:// URL").optional(),
   LVMH_MODELS_JSON: z.string().startsWith("/", "must be an absolute path").optional(),
   ZAI_RENAUD_API_KEY: z.string().optional(),
@@ -61,16 +70,22 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const value = env[String(issue.path[0])];
-    const shown = String(issue.path[0]) === "LVMH_TOKEN" || value === undefined ? "" : ` (got ${JSON.stringify(value)})`;
+    const shown = String(issue.path[0]) === "LVMH_TOKEN" || value === undefined
+      ? ""
+      : ` (got ${JSON.stringify(value)})`;
     throw new ConfigError(`${String(issue.path[0])}: ${issue.message}${shown}`);
   }
   const e = parsed.data;
   try {
     Deno.mkdirSync(e.LVMH_DATA_DIR, { recursive: true });
   } catch (error) {
-    throw new ConfigError(`LVMH_DATA_DIR: cannot create ${JSON.stringify(e.LVMH_DATA_DIR)}: ${(error as Error).message}`);
+    throw new ConfigError(
+      `LVMH_DATA_DIR: cannot create ${JSON.stringify(e.LVMH_DATA_DIR)}: ${(error as Error).message}`,
+    );
   }
-  const { token, generated } = e.LVMH_TOKEN ? { token: e.LVMH_TOKEN, generated: false } : tokenFile(e.LVMH_DATA_DIR);
+  const { token, generated } = e.LVMH_TOKEN
+    ? { token: e.LVMH_TOKEN, generated: false }
+    : tokenFile(e.LVMH_DATA_DIR);
   return {
     token,
     tokenGenerated: generated,

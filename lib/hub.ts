@@ -4,6 +4,7 @@
  * buffered without limit.
  */
 import { CloseCode, type ServerFrame } from "./protocol.ts";
+import type { EncodedEvent } from "./store.ts";
 
 /** Anything that can receive encoded frames: a browser socket in production, a recorder in tests. */
 export interface Subscriber {
@@ -17,6 +18,9 @@ export interface Subscriber {
 export const MAX_BACKLOG_BYTES = 8 * 1024 * 1024;
 /** How many sessions one browser may follow at once. */
 export const MAX_SUBSCRIPTIONS = 16;
+
+/** Events frames are cut at about this size, so the backlog bound is checked between them. */
+export const MAX_EVENTS_FRAME_BYTES = 512 * 1024;
 
 /** Encode an `events` frame from already-encoded events, without re-parsing them. */
 export function eventsFrame(sessionId: string, after: number, eventsJson: string[]): string {
@@ -76,11 +80,23 @@ export class Hub {
     this.#unlink(sub, sessionId);
   }
 
-  /** Send already-encoded events of one session to its followers. */
-  publishEvents(sessionId: string, after: number, eventsJson: string[]): void {
+  /** Send already-encoded events of one session (seq ascending) to its followers, in frames of bounded size. */
+  publishEvents(sessionId: string, after: number, events: EncodedEvent[]): void {
     const set = this.#bySession.get(sessionId);
-    if (!set?.size || eventsJson.length === 0) return;
-    this.#write(set, eventsFrame(sessionId, after, eventsJson));
+    if (!set?.size || events.length === 0) return;
+    let start = 0;
+    while (start < events.length) {
+      let end = start;
+      let bytes = 0;
+      while (
+        end < events.length && (end === start || bytes + events[end].json.length <= MAX_EVENTS_FRAME_BYTES)
+      ) {
+        bytes += events[end++].json.length;
+      }
+      const from = start === 0 ? after : events[start - 1].seq;
+      this.#write(set, eventsFrame(sessionId, from, events.slice(start, end).map((e) => e.json)));
+      start = end;
+    }
   }
 
   /** Send one frame to every subscriber. */

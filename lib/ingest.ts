@@ -41,7 +41,10 @@ export class Ingest {
   push(event: AgentEvent, origin: EventOrigin): void {
     if (isEphemeral(event.type) && !this.#pendingSessions.has(event.sessionId)) {
       // Nothing of this session waits for the disk, so the delta can go out now, in order.
-      this.hub.publishEvents(event.sessionId, this.#after(event.sessionId), [encodeEvent(event)]);
+      this.hub.publishEvents(event.sessionId, this.#after(event.sessionId), [{
+        seq: event.seq,
+        json: encodeEvent(event),
+      }]);
       return;
     }
     this.#queue.push({ event, origin });
@@ -106,7 +109,7 @@ export class Ingest {
         ...ephemeral.get(sessionId) ?? [],
       ].sort((a, b) => a.seq - b.seq);
       const from = after.get(sessionId) ?? this.#after(sessionId);
-      this.hub.publishEvents(sessionId, from, events.map((e) => e.json));
+      this.hub.publishEvents(sessionId, from, events);
     }
     return commits.filter((c) => c.inserted.length > 0);
   }

@@ -141,7 +141,12 @@ export function isEphemeral(type: AgentEventType): boolean {
 // ---------------------------------------------------------------------------------------------
 // Daemon → plugin
 
-const daemonEnvelope = { v: z.literal(PROTOCOL_VERSION), sessionId: z.string(), seq: z.literal(0), ts: z.number() };
+const daemonEnvelope = {
+  v: z.literal(PROTOCOL_VERSION),
+  sessionId: z.string(),
+  seq: z.literal(0),
+  ts: z.number(),
+};
 export const WelcomeFrame = z.object({
   ...daemonEnvelope,
   type: z.literal("welcome"),
@@ -203,7 +208,9 @@ export interface SessionSummary extends SessionInfo {
 }
 
 /** A persisted (or live) event as the REST API and `/ws` deliver it: envelope plus payload. */
-export type StoredEvent = { sessionId: string; seq: number; ts: number; type: string } & Record<string, unknown>;
+export type StoredEvent =
+  & { sessionId: string; seq: number; ts: number; type: string }
+  & Record<string, unknown>;
 
 // ---------------------------------------------------------------------------------------------
 // Spawn and GitLab (Transport 2)
@@ -226,7 +233,10 @@ export const BranchName = z.string()
 export const SpawnBody = z.object({ repo: RepoPath, branch: BranchName.optional() });
 export type SpawnBody = z.infer<typeof SpawnBody>;
 export const GitlabConnectBody = z.object({
-  token: z.string().trim().min(8, "token is too short").max(512).regex(/^[\x21-\x7e]+$/, "token has invalid characters"),
+  token: z.string().trim().min(8, "token is too short").max(512).regex(
+    /^[\x21-\x7e]+$/,
+    "token has invalid characters",
+  ),
 });
 
 export type SpawnState = "queued" | "cloning" | "building" | "starting" | "running" | "failed" | "stopped";

@@ -4,7 +4,7 @@
  * later means moving each module to its file-system path; handlers do not change.
  */
 import type { App } from "./app.ts";
-import { type Principal, authenticate } from "./auth.ts";
+import { authenticate, type Principal } from "./auth.ts";
 import { errorResponse, HttpError } from "./http.ts";
 
 export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";

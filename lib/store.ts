@@ -63,7 +63,13 @@ const ENVELOPE_KEYS = new Set(["v", "sessionId", "seq", "ts", "type"]);
 /** Encode an event as browsers and the REST API see it: envelope (without `v`) plus payload. */
 export function encodeEvent(event: AgentEvent): string {
   const ts = Math.trunc(event.ts);
-  return eventJson({ sessionId: event.sessionId, seq: event.seq, ts, type: event.type, payload: payloadOf(event) });
+  return eventJson({
+    sessionId: event.sessionId,
+    seq: event.seq,
+    ts,
+    type: event.type,
+    payload: payloadOf(event),
+  });
 }
 
 /** The payload part of an event: everything but the envelope, as stored in `events.payload`. */
@@ -133,7 +139,9 @@ export class Store {
 
   /** Mark a session online or offline; a session going offline is no longer running. */
   setOnline(id: string, online: boolean): void {
-    this.#db.prepare(`UPDATE sessions SET online = ?, state = CASE WHEN ? THEN state ELSE 'idle' END WHERE id = ?`)
+    this.#db.prepare(
+      `UPDATE sessions SET online = ?, state = CASE WHEN ? THEN state ELSE 'idle' END WHERE id = ?`,
+    )
       .run(online ? 1 : 0, online ? 1 : 0, id);
   }
 
@@ -142,7 +150,10 @@ export class Store {
    * @throws {Error} when SQLite fails; nothing of the batch is then stored.
    */
   appendBatch(events: AgentEvent[]): SessionCommit[] {
-    const commits = new Map<string, SessionCommit & { info: string; lastEventAt: number | null; state: string }>();
+    const commits = new Map<
+      string,
+      SessionCommit & { info: string; lastEventAt: number | null; state: string }
+    >();
     this.#db.exec("BEGIN IMMEDIATE");
     try {
       for (const event of events) {
@@ -176,7 +187,9 @@ export class Store {
         if (event.type === "session_info") commit.info = JSON.stringify(event.session);
       }
       for (const c of commits.values()) {
-        if (c.inserted.length) this.#updateSession.run(c.info, c.lastSeq, c.lastEventAt, c.state, c.sessionId);
+        if (c.inserted.length) {
+          this.#updateSession.run(c.info, c.lastSeq, c.lastEventAt, c.state, c.sessionId);
+        }
       }
       this.#db.exec("COMMIT");
     } catch (error) {
@@ -234,13 +247,17 @@ export class Store {
 
   /** A stored setting, or null. */
   getSetting(key: string): string | null {
-    const row = this.#db.prepare("SELECT value FROM settings WHERE key = ?").get(key) as { value: string } | undefined;
+    const row = this.#db.prepare("SELECT value FROM settings WHERE key = ?").get(key) as
+      | { value: string }
+      | undefined;
     return row?.value ?? null;
   }
 
   /** Store a setting, replacing any earlier value. */
   setSetting(key: string, value: string): void {
-    this.#db.prepare("INSERT INTO settings(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value")
+    this.#db.prepare(
+      "INSERT INTO settings(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+    )
       .run(key, value);
   }
 

@@ -2,9 +2,9 @@
  * Test helper: run the real daemon (`main.ts`) as a subprocess on a free port with a temporary data dir.
  * Every test that starts one must `await daemon.stop()` (or use `await using`).
  */
-import { fromFileUrl } from "node:url";
+import { fileURLToPath } from "node:url";
 
-const ROOT = fromFileUrl(new URL("../", import.meta.url));
+const ROOT = fileURLToPath(new URL("../", import.meta.url));
 export const TEST_TOKEN = "test-token-0123456789abcdef";
 
 export interface DaemonOptions {
@@ -69,8 +69,9 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<Daemon> 
   let listening: (() => void) | null = null;
   const ready = new Promise<void>((resolve) => listening = resolve);
   const pump = async (stream: ReadableStream<Uint8Array>) => {
-    for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
-      log += chunk;
+    const decoder = new TextDecoder();
+    for await (const chunk of stream) {
+      log += decoder.decode(chunk, { stream: true });
       if (log.includes("lvmh listening on")) listening?.();
     }
   };

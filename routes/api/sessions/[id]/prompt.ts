@@ -7,7 +7,12 @@ export const handler: Handlers = {
   async POST(ctx) {
     const body = await readJson(ctx.req, PromptBody);
     const promptId = crypto.randomUUID();
-    ctx.app.live.send(ctx.params.id, { type: "prompt", promptId, message: body.message, deliverAs: body.deliverAs });
+    ctx.app.live.send(ctx.params.id, {
+      type: "prompt",
+      promptId,
+      message: body.message,
+      deliverAs: body.deliverAs,
+    });
     return json({ ok: true, promptId });
   },
 };
