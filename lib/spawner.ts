@@ -1,13 +1,285 @@
-// PLACEHOLDER written by the lead so the core compiles; the spawn engineer replaces this whole file.
-import type { SpawnJob } from "./protocol.ts";
+/**
+ * Spawn jobs: start a pi session in a container on a GitLab repository, following the protocol's steps:
+ * worker image (built when missing), clone or pull into the repo's volume (serialised per volume), session
+ * volume, container create and start, the session pre-registered offline until its bridge says hello.
+ * Every job change is broadcast as a `spawn_status` frame.
+ */
+import { createHash } from "node:crypto";
+import type { AppCore } from "./app.ts";
+import type { Gitlab } from "./gitlab.ts";
+import { HttpError, NotFoundError, UnavailableError } from "./http.ts";
+import type { SpawnBody, SpawnJob, SpawnState } from "./protocol.ts";
+import { createEngine, type Engine } from "../docker/engine.ts";
+import { DockerError, DockerNotFoundError, DockerUnreachableError } from "../docker/errors.ts";
+import { cloneIntoVolume } from "../docker/clone.ts";
+import { buildWorkerImage, MANAGED, workerCreateBody } from "../docker/worker.ts";
 
 /** Starts agent sessions in containers. */
 export interface Spawner {
+  /**
+   * Run a spawn job up to a started container.
+   * @throws {UnavailableError} when Docker is unreachable (before any job exists); {HttpError} 502 when the
+   * image build, clone or container start failed (the job is then `failed` with the engine's message).
+   */
+  spawn(body: SpawnBody): Promise<{ sessionId: string; containerId: string; jobId: string }>;
+  /** Every known job, newest first. */
   jobs(): SpawnJob[];
+  /**
+   * Stop and remove a session's container and its session volume.
+   * @throws {NotFoundError} when no lvmh container belongs to the session; {UnavailableError} without Docker.
+   */
+  stopSession(sessionId: string): Promise<void>;
+  /** Find lvmh's containers again by label (daemon restart). Never throws. */
+  recover(): Promise<void>;
   shutdown(): Promise<void>;
 }
 
-/** Placeholder factory. */
-export function createSpawner(): Spawner {
-  return { jobs: () => [], shutdown: () => Promise.resolve() };
+/** Jobs kept for the status list; the oldest finished ones go first. */
+const MAX_JOBS = 200;
+const MAX_VOLUME_NAME = 200;
+
+/** `lvmh-repo-<slug>`: `/` → `--`, plus `-` and 6 hex of sha256(path), so distinct paths never share one. */
+export function repoVolumeName(repo: string): string {
+  const hash = createHash("sha256").update(repo).digest("hex").slice(0, 6);
+  const readable = repo.replaceAll("/", "--").slice(0, MAX_VOLUME_NAME - 20);
+  return `lvmh-repo-${readable}-${hash}`;
+}
+
+/**
+ * Build the spawner.
+ * @param options.engine replaces the client on `config.dockerSock` (tests).
+ * @param options.contextRoot where the worker build context is read (the project root by default).
+ */
+export function createSpawner(
+  core: Pick<AppCore, "config" | "store" | "hub" | "onSessionsChanged">,
+  gitlab: Gitlab,
+  options: { engine?: Engine; contextRoot?: string } = {},
+): Spawner {
+  const { config, store, hub } = core;
+  const engine = options.engine ?? createEngine({ socketPath: config.dockerSock });
+  const jobs = new Map<string, SpawnJob>();
+  const volumeLocks = new Map<string, Promise<unknown>>();
+  let imageReady: Promise<void> | null = null;
+  const agentUrl = config.workerUrl ?? `ws://127.0.0.1:${config.port}/agent/ws`;
+
+  function publish(): void {
+    hub.broadcast({ type: "spawn_status", jobs: list() });
+  }
+
+  function list(): SpawnJob[] {
+    return [...jobs.values()].sort((a, b) => b.createdAt - a.createdAt);
+  }
+
+  function update(job: SpawnJob, state: SpawnState, patch: Partial<SpawnJob> = {}): void {
+    Object.assign(job, patch, { state, updatedAt: Date.now() });
+    publish();
+  }
+
+  function remember(job: SpawnJob): void {
+    jobs.set(job.id, job);
+    if (jobs.size <= MAX_JOBS) return;
+    const finished = list().reverse().find((j) => j.state === "failed" || j.state === "stopped");
+    jobs.delete((finished ?? list().at(-1)!).id);
+  }
+
+  /** Run `fn` after every earlier holder of `key` settled (a promise chain per repo volume). */
+  function withLock<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    const run = (volumeLocks.get(key) ?? Promise.resolve()).catch(() => {}).then(fn);
+    volumeLocks.set(key, run);
+    run.finally(() => volumeLocks.get(key) === run && volumeLocks.delete(key)).catch(() => {});
+    return run;
+  }
+
+  /** Build the worker image once for all concurrent spawns; a failure lets the next spawn retry. */
+  function ensureImage(job: SpawnJob): Promise<void> {
+    imageReady ??= (async () => {
+      if (await engine.imageExists(config.workerImage)) return;
+      update(job, "building");
+      await buildWorkerImage(engine, {
+        image: config.workerImage,
+        baseImage: config.workerBaseImage,
+        network: config.workerNetwork,
+        contextRoot: options.contextRoot,
+      });
+    })().catch((error) => {
+      imageReady = null;
+      throw error;
+    });
+    return imageReady;
+  }
+
+  async function run(job: SpawnJob): Promise<string> {
+    const repoVolume = repoVolumeName(job.repo);
+    const sessionVolume = `lvmh-sess-${job.sessionId}`;
+    const labels = { ...MANAGED, "lvmh.repo": job.repo };
+    let containerId: string | null = null;
+    try {
+      await ensureImage(job);
+      await withLock(repoVolume, async () => {
+        update(job, "cloning");
+        await engine.volumeCreate(repoVolume, { ...labels, "lvmh.kind": "repo" });
+        await cloneIntoVolume(engine, {
+          image: config.workerImage,
+          volume: repoVolume,
+          url: gitlab.cloneUrl(job.repo),
+          branch: job.branch,
+          token: gitlab.credential(),
+          network: config.workerNetwork,
+          labels,
+        });
+      });
+      update(job, "starting");
+      await engine.volumeCreate(sessionVolume, {
+        ...labels,
+        "lvmh.kind": "session",
+        "lvmh.session": job.sessionId,
+      });
+      containerId = await engine.containerCreate(
+        sessionVolume,
+        workerCreateBody({
+          image: config.workerImage,
+          sessionId: job.sessionId,
+          repo: job.repo,
+          branch: job.branch,
+          repoVolume,
+          sessionVolume,
+          network: config.workerNetwork,
+          agentUrl,
+          token: config.token,
+          providerKey: config.providerKey,
+          modelsJson: config.modelsJson,
+        }),
+      );
+      job.containerId = containerId;
+      await engine.containerStart(containerId);
+      // Listed (offline) right away; the bridge's hello replaces this snapshot and sets it online.
+      store.upsertSession({
+        id: job.sessionId,
+        name: null,
+        cwd: "/workspace",
+        model: null,
+        provider: null,
+        agent: true,
+        repo: job.repo,
+        startedAt: job.createdAt,
+      });
+      core.onSessionsChanged();
+      update(job, "running");
+      return containerId;
+    } catch (error) {
+      // No half-made container: remove what this job created before reporting.
+      if (containerId) await engine.containerRemove(containerId, true).catch(() => {});
+      await engine.volumeRemove(sessionVolume, true).catch(() => {});
+      update(job, "failed", { containerId: null, error: messageOf(error) });
+      throw error;
+    }
+  }
+
+  async function stopSession(sessionId: string): Promise<void> {
+    let found;
+    try {
+      found = await engine.containerList({ ...MANAGED, "lvmh.kind": "worker", "lvmh.session": sessionId });
+    } catch (error) {
+      throw mapError(error);
+    }
+    if (found.length === 0) throw new NotFoundError(`Session "${sessionId}" has no container`);
+    for (const c of found) {
+      try {
+        await engine.containerStop(c.Id, 10);
+        await engine.containerRemove(c.Id, true);
+      } catch (error) {
+        if (!(error instanceof DockerNotFoundError)) throw mapError(error);
+      }
+    }
+    await engine.volumeRemove(`lvmh-sess-${sessionId}`, true).catch(() => {});
+    for (const job of jobs.values()) {
+      if (job.sessionId === sessionId && job.state !== "failed") update(job, "stopped");
+    }
+  }
+
+  async function recover(): Promise<void> {
+    try {
+      for (const c of await engine.containerList(MANAGED)) {
+        const kind = c.Labels["lvmh.kind"];
+        if (kind === "clone") {
+          // A helper left by a crash mid-clone: its clone is incomplete, so a later spawn must redo it.
+          await engine.containerRemove(c.Id, true).catch(() => {});
+          continue;
+        }
+        const sessionId = c.Labels["lvmh.session"];
+        if (kind !== "worker" || !sessionId || [...jobs.values()].some((j) => j.sessionId === sessionId)) {
+          continue;
+        }
+        const at = c.Created * 1000;
+        remember({
+          id: crypto.randomUUID(),
+          repo: c.Labels["lvmh.repo"] ?? "",
+          branch: null,
+          state: c.State === "running" ? "running" : "stopped",
+          sessionId,
+          containerId: c.Id,
+          error: null,
+          createdAt: at,
+          updatedAt: at,
+        });
+      }
+      publish();
+    } catch (error) {
+      console.warn(`lvmh: could not list containers on start: ${messageOf(error)}`);
+    }
+  }
+
+  // Containers outlive the daemon; find them again in the background (Docker may be down: that is fine).
+  const recovered = recover();
+
+  return {
+    async spawn(body) {
+      try {
+        await engine.ping();
+      } catch (error) {
+        throw mapError(error);
+      }
+      const now = Date.now();
+      const job: SpawnJob = {
+        id: crypto.randomUUID(),
+        repo: body.repo,
+        branch: body.branch ?? null,
+        state: "queued",
+        sessionId: crypto.randomUUID(),
+        containerId: null,
+        error: null,
+        createdAt: now,
+        updatedAt: now,
+      };
+      remember(job);
+      publish();
+      try {
+        const containerId = await run(job);
+        return { sessionId: job.sessionId, containerId, jobId: job.id };
+      } catch (error) {
+        throw mapError(error);
+      }
+    },
+    jobs: list,
+    stopSession,
+    recover,
+    async shutdown() {
+      await recovered;
+    },
+  };
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** Engine unreachable → 503; any other engine or git failure → 502 with its message. */
+function mapError(error: unknown): Error {
+  if (error instanceof DockerUnreachableError) {
+    return new UnavailableError(`Docker is unreachable: ${error.message}`);
+  }
+  if (error instanceof DockerError || error instanceof Error && !(error instanceof HttpError)) {
+    return new HttpError(502, messageOf(error));
+  }
+  return error as Error;
 }

@@ -9,6 +9,12 @@ import { handler as sessions } from "./api/sessions/index.ts";
 import { handler as sessionEvents } from "./api/sessions/[id]/events.ts";
 import { handler as sessionPrompt } from "./api/sessions/[id]/prompt.ts";
 import { handler as sessionAbort } from "./api/sessions/[id]/abort.ts";
+import { handler as sessionContainer } from "./api/sessions/[id]/container.ts";
+import { handler as spawn } from "./api/spawn/index.ts";
+import { handler as spawnStatus } from "./api/spawn/status.ts";
+import { handler as gitlabConnect } from "./api/gitlab/connect.ts";
+import { handler as gitlabStatus } from "./api/gitlab/status.ts";
+import { handler as gitlabRepos } from "./api/gitlab/repos.ts";
 
 export const routes: RouteDef[] = [
   { path: "/agent/ws", handler: agentWs, auth: "token" },
@@ -17,4 +23,10 @@ export const routes: RouteDef[] = [
   { path: "/api/sessions/:id/events", handler: sessionEvents, auth: "token" },
   { path: "/api/sessions/:id/prompt", handler: sessionPrompt, auth: "token" },
   { path: "/api/sessions/:id/abort", handler: sessionAbort, auth: "token" },
+  { path: "/api/sessions/:id/container", handler: sessionContainer, auth: "token" },
+  { path: "/api/spawn", handler: spawn, auth: "token" },
+  { path: "/api/spawn/status", handler: spawnStatus, auth: "token" },
+  { path: "/api/gitlab/connect", handler: gitlabConnect, auth: "token" },
+  { path: "/api/gitlab/status", handler: gitlabStatus, auth: "token" },
+  { path: "/api/gitlab/repos", handler: gitlabRepos, auth: "token" },
 ];

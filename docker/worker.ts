@@ -1,0 +1,90 @@
+/**
+ * The worker container: its image (built from `docker/worker.Dockerfile` when missing) and the create
+ * body that carries the container contract with the bridge (env, mounts, labels, init, network).
+ */
+import type { Engine, Labels } from "./engine.ts";
+import { contextStream, PROJECT_ROOT, WORKER_CONTEXT_PATHS, WORKER_DOCKERFILE } from "./context.ts";
+
+/** Labels every lvmh-made object carries, so a restart or a cleanup can find them. */
+export const MANAGED: Labels = { "lvmh.managed": "true" };
+
+/**
+ * Build `image` from the worker Dockerfile with `BASE_IMAGE=baseImage`.
+ * @param options.contextRoot where `docker/` and `plugin/` are (the project root by default).
+ * @throws {DockerBuildError} with the engine's message (e.g. a base image that is not local).
+ */
+export async function buildWorkerImage(
+  engine: Engine,
+  options: { image: string; baseImage: string; network: string; contextRoot?: string },
+): Promise<void> {
+  await engine.imageBuild(contextStream(options.contextRoot ?? PROJECT_ROOT, WORKER_CONTEXT_PATHS), {
+    tag: options.image,
+    dockerfile: WORKER_DOCKERFILE,
+    buildargs: { BASE_IMAGE: options.baseImage },
+    labels: { ...MANAGED, "lvmh.kind": "worker-image" },
+    // RUN steps have no network otherwise (a base image without git installs it with apt).
+    networkmode: options.network,
+  });
+}
+
+/** What a worker container needs to know. */
+export interface WorkerSpec {
+  image: string;
+  sessionId: string;
+  repo: string;
+  branch: string | null;
+  repoVolume: string;
+  sessionVolume: string;
+  network: string;
+  /** The agent socket URL the bridge dials. */
+  agentUrl: string;
+  /** The daemon's token (the plugin's bearer credential). */
+  token: string;
+  providerKey: string | null;
+  /** Host path of models.json, bind-mounted read-only. */
+  modelsJson: string | null;
+}
+
+/** Labels of a session's worker container. */
+export function workerLabels(sessionId: string, repo: string): Labels {
+  return { ...MANAGED, "lvmh.kind": "worker", "lvmh.session": sessionId, "lvmh.repo": repo };
+}
+
+/** The `POST /containers/create` body for one session. */
+export function workerCreateBody(s: WorkerSpec): Record<string, unknown> {
+  const env = [
+    `LVMH_URL=${s.agentUrl}`,
+    `LVMH_TOKEN=${s.token}`,
+    `LVMH_SESSION_ID=${s.sessionId}`,
+    "LVMH_AGENT=1",
+    `LVMH_REPO=${s.repo}`,
+    "NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt",
+  ];
+  if (s.branch) env.push(`LVMH_BRANCH=${s.branch}`);
+  if (s.providerKey) env.push(`ZAI_RENAUD_API_KEY=${s.providerKey}`);
+  const mounts: Record<string, unknown>[] = [
+    { Type: "volume", Source: s.repoVolume, Target: "/workspace" },
+    { Type: "volume", Source: s.sessionVolume, Target: "/pi-sessions" },
+  ];
+  if (s.modelsJson) {
+    // A bind through Mounts (not Binds) fails with 400 when the file is missing, instead of
+    // dockerd silently creating a directory in its place.
+    mounts.push({ Type: "bind", Source: s.modelsJson, Target: "/etc/lvmh/models.json", ReadOnly: true });
+    env.push("LVMH_MODELS_JSON=/etc/lvmh/models.json");
+  }
+  return {
+    Image: s.image,
+    Cmd: ["node", "/bridge/index.mjs"],
+    Env: env,
+    Labels: workerLabels(s.sessionId, s.repo),
+    WorkingDir: "/workspace",
+    Tty: false,
+    HostConfig: {
+      // Under a daemon started with --bridge=none any other mode gives a loopback-only container silently.
+      NetworkMode: s.network,
+      // tini as PID 1 forwards SIGTERM, so a stop takes milliseconds, not the 10 s kill timeout.
+      Init: true,
+      Mounts: mounts,
+    },
+  };
+}

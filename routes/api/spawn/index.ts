@@ -1,0 +1,13 @@
+import { SpawnBody } from "../../../lib/protocol.ts";
+import { json, readJson } from "../../../lib/http.ts";
+import type { Handlers } from "../../../lib/router.ts";
+
+/** Start a pi session in a container on a GitLab repository; answers once the container runs. */
+export const handler: Handlers = {
+  async POST(ctx) {
+    // Parsed before anything runs: a bad repo path or branch is a 400 with no job and no Docker call.
+    const body = await readJson(ctx.req, SpawnBody);
+    const { sessionId, containerId, jobId } = await ctx.app.spawner.spawn(body);
+    return json({ sessionId, containerId, jobId }, 201);
+  },
+};
