@@ -66,10 +66,12 @@ export interface Config {
  * @throws {ConfigError} naming the first invalid variable.
  */
 export function loadConfig(env: Record<string, string | undefined> = Deno.env.toObject()): Config {
-  const parsed = Env.safeParse(env);
+  // An empty variable (as `LVMH_TOKEN=` in a compose file) means "unset".
+  const set = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ""));
+  const parsed = Env.safeParse(set);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    const value = env[String(issue.path[0])];
+    const value = set[String(issue.path[0])];
     const shown = String(issue.path[0]) === "LVMH_TOKEN" || value === undefined
       ? ""
       : ` (got ${JSON.stringify(value)})`;

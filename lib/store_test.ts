@@ -1,0 +1,121 @@
+import assert from "node:assert/strict";
+import { Store } from "./store.ts";
+import type { AgentEvent, SessionInfo } from "./protocol.ts";
+
+const info = (id: string): SessionInfo => ({
+  id,
+  name: null,
+  cwd: "/w",
+  model: null,
+  provider: null,
+  agent: false,
+  repo: null,
+  startedAt: 1,
+});
+const ev = (sessionId: string, seq: number, type = "agent_start", extra = {}) =>
+  ({ v: 1, sessionId, seq, ts: 1000 + seq, type, ...extra }) as AgentEvent;
+
+async function withStore(fn: (store: Store, path: string) => void | Promise<void>) {
+  const dir = await Deno.makeTempDir({ prefix: "lvmh-store-" });
+  const store = new Store(`${dir}/lvmh.db`);
+  try {
+    await fn(store, `${dir}/lvmh.db`);
+  } finally {
+    store.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+Deno.test("store.appendBatch() ignores a replayed seq and reports only new rows", () =>
+  withStore((store) => {
+    store.upsertSession(info("a"), true);
+    const first = store.appendBatch([ev("a", 1), ev("a", 2, "agent_end", { usage: {} })]);
+    assert.equal(first[0].after, 0);
+    assert.equal(first[0].lastSeq, 2);
+    assert.deepEqual(first[0].inserted.map((e) => e.seq), [1, 2]);
+    const replay = store.appendBatch([ev("a", 2, "agent_start"), ev("a", 3)]);
+    assert.deepEqual(replay[0].inserted.map((e) => e.seq), [3]);
+    assert.equal(replay[0].after, 2);
+    assert.deepEqual(store.events("a", { after: 0, limit: 10 }).map((e) => [e.seq, e.type]), [
+      [1, "agent_start"],
+      [2, "agent_end"],
+      [3, "agent_start"],
+    ]);
+  }));
+
+Deno.test("store.appendBatch() keeps unknown payload fields and rebuilds the envelope", () =>
+  withStore((store) => {
+    store.upsertSession(info("a"));
+    store.appendBatch([
+      ev("a", 1, "tool_execution_start", { toolCallId: "c", toolName: "t", args: { x: 1 }, extra: "kept" }),
+    ]);
+    const [e] = store.events("a", { after: 0, limit: 1 });
+    assert.deepEqual(e, {
+      sessionId: "a",
+      seq: 1,
+      ts: 1001,
+      type: "tool_execution_start",
+      toolCallId: "c",
+      toolName: "t",
+      args: { x: 1 },
+      extra: "kept",
+    });
+    assert.equal("v" in e, false);
+  }));
+
+Deno.test("store.appendBatch() rolls back the whole batch on failure", () =>
+  withStore((store) => {
+    store.upsertSession(info("a"));
+    assert.throws(() => store.appendBatch([ev("a", 1), ev("ghost", 1)]), /unknown session "ghost"/);
+    assert.equal(store.lastSeq("a"), 0);
+    assert.deepEqual(store.events("a", { after: 0, limit: 10 }), []);
+  }));
+
+Deno.test("store tracks running state, session_info and lastEventAt", () =>
+  withStore((store) => {
+    store.upsertSession(info("a"), true);
+    store.appendBatch([ev("a", 1, "agent_start")]);
+    assert.equal(store.getSession("a")!.state, "running");
+    store.appendBatch([ev("a", 2, "session_info", { session: { ...info("a"), name: "new name" } })]);
+    const s = store.getSession("a")!;
+    assert.equal(s.name, "new name");
+    assert.equal(s.lastEventAt, 1002);
+    store.setOnline("a", false);
+    assert.equal(store.getSession("a")!.state, "idle", "an offline session is not running");
+  }));
+
+Deno.test("store pages events with after, before and limit", () =>
+  withStore((store) => {
+    store.upsertSession(info("a"));
+    store.appendBatch(Array.from({ length: 50 }, (_, i) => ev("a", i + 1)));
+    assert.deepEqual(store.events("a", { after: 10, limit: 3 }).map((e) => e.seq), [11, 12, 13]);
+    assert.deepEqual(store.events("a", { after: 0, before: 10, limit: 3 }).map((e) => e.seq), [7, 8, 9]);
+    assert.deepEqual(store.events("a", { after: 48, limit: 10 }).map((e) => e.seq), [49, 50]);
+  }));
+
+Deno.test("store reopens with every session offline and its data intact", async () => {
+  await withStore((store, path) => {
+    store.upsertSession(info("a"), true);
+    store.appendBatch([ev("a", 1)]);
+    store.setSetting("k", "v");
+    store.close();
+    const again = new Store(path);
+    try {
+      assert.equal(again.getSession("a")!.online, false);
+      assert.equal(again.lastSeq("a"), 1);
+      assert.equal(again.getSetting("k"), "v");
+      again.deleteSetting("k");
+      assert.equal(again.getSetting("k"), null);
+    } finally {
+      again.close();
+    }
+  });
+});
+
+Deno.test("store.listSessions() sorts by last activity", () =>
+  withStore((store) => {
+    for (const id of ["old", "new", "never"]) store.upsertSession(info(id));
+    store.appendBatch([ev("old", 1)]);
+    store.appendBatch([{ ...ev("new", 1), ts: 9999 }]);
+    assert.deepEqual(store.listSessions().map((s) => s.id), ["new", "old", "never"]);
+  }));

@@ -1,0 +1,94 @@
+import assert from "node:assert/strict";
+import { routes } from "../routes/_table.ts";
+import { startDaemon } from "./_daemon.ts";
+import { connectAgent, sessionInfo } from "./_agent_client.ts";
+import { cookieValue } from "../lib/auth.ts";
+
+const SECRET_NAME = "secret-session-name-7f3a";
+
+/** A concrete URL path for a route pattern, with its params pointing at the test session. */
+function concrete(path: string): string {
+  return path.replace(/:id\b/g, "auth-s1").replace(/:\w+\*?/g, "x");
+}
+
+Deno.test("auth: every route in the table is authenticated", async (t) => {
+  await using d = await startDaemon();
+  const agent = await connectAgent(d, {
+    sessionId: "auth-s1",
+    session: sessionInfo("auth-s1", { name: SECRET_NAME }),
+  });
+  agent.send("message_end", {
+    message: { role: "user", id: "u", text: SECRET_NAME, thinking: null, toolCalls: [], toolCallId: null },
+  });
+
+  for (const route of routes) {
+    const path = concrete(route.path);
+    for (const method of Object.keys(route.handler)) {
+      await t.step(`${method} ${route.path} (${route.auth})`, async () => {
+        const wrongs: [string, HeadersInit][] = [
+          ["no credentials", {}],
+          ["wrong bearer", { authorization: "Bearer wrong-token-000000000" }],
+          ["malformed header", { authorization: d.token }],
+          ["wrong cookie", { cookie: `lvmh_auth=${"0".repeat(64)}` }],
+          ["right cookie, foreign origin", {
+            cookie: `lvmh_auth=${await cookieValue(d.token)}`,
+            origin: "http://evil.example",
+          }],
+        ];
+        for (const [what, headers] of wrongs) {
+          const h = new Headers(headers);
+          if (route.path.endsWith("ws")) {
+            h.set("upgrade", "websocket");
+            h.set("connection", "Upgrade");
+            h.set("sec-websocket-key", btoa("0123456789abcdef"));
+            h.set("sec-websocket-version", "13");
+          }
+          const body = method === "GET" || method === "DELETE" ? undefined : "{}";
+          if (body) h.set("content-type", "application/json");
+          const res = await fetch(d.url + path + (what === "no credentials" ? "?token=wrong" : ""), {
+            method,
+            headers: h,
+            body,
+          });
+          const text = await res.text();
+          if (route.auth === "token") {
+            assert.equal(res.status, 401, `${what}: ${text}`);
+            assert.match(res.headers.get("content-type") ?? "", /application\/json/);
+            assert.ok(JSON.parse(text).error, what);
+          } else {
+            assert.notEqual(res.status, 101, `${what}: no upgrade without credentials`);
+            assert.ok(!text.includes(SECRET_NAME), `${what}: ${route.path} leaked session data`);
+          }
+        }
+      });
+    }
+  }
+
+  await t.step("public routes are static assets only", () => {
+    for (const r of routes.filter((r) => r.auth === "public")) {
+      assert.match(r.path, /^\/(static\/|favicon|manifest|robots)/, r.path);
+      assert.deepEqual(Object.keys(r.handler), ["GET"], r.path);
+    }
+  });
+
+  await t.step("the right token works as bearer, query and same-origin cookie", async () => {
+    for (
+      const init of <RequestInit[]> [
+        { headers: { authorization: `Bearer ${d.token}` } },
+        { headers: { cookie: `lvmh_auth=${await cookieValue(d.token)}` } },
+      ]
+    ) {
+      const res = await fetch(`${d.url}/api/sessions`, init);
+      assert.equal(res.status, 200);
+      await res.body?.cancel();
+    }
+    const q = await fetch(`${d.url}/api/sessions?token=${encodeURIComponent(d.token)}`);
+    assert.equal(q.status, 200);
+    await q.body?.cancel();
+  });
+
+  await t.step("the token never appears in the daemon's output", () => {
+    assert.ok(!d.output().includes(d.token));
+  });
+  await agent.close();
+});

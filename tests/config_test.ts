@@ -1,0 +1,64 @@
+import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
+
+const ROOT = fileURLToPath(new URL("../", import.meta.url));
+
+async function run(env: Record<string, string>) {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "main.ts"],
+    cwd: ROOT,
+    env: { NO_COLOR: "1", LVMH_PORT: "0", ...env },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  return { code: out.code, stderr: new TextDecoder().decode(out.stderr) };
+}
+
+Deno.test("config: an invalid variable stops start-up with exit 2 and one line naming it", async (t) => {
+  const dir = await Deno.makeTempDir({ prefix: "lvmh-config-" });
+  try {
+    const cases: [Record<string, string>, RegExp][] = [
+      [{ LVMH_PORT: "http" }, /^lvmh: invalid configuration: LVMH_PORT: .*"http"/],
+      [{ LVMH_PORT: "70000" }, /LVMH_PORT/],
+      [{ LVMH_HOST: "a b" }, /LVMH_HOST/],
+      [{ LVMH_TOKEN: "short" }, /LVMH_TOKEN: must be at least 16/],
+      [{ LVMH_GITLAB_URL: "ftp://x" }, /LVMH_GITLAB_URL/],
+      [{ LVMH_CONTAINER_DOCKER_SOCK: "relative.sock" }, /LVMH_CONTAINER_DOCKER_SOCK/],
+    ];
+    for (const [env, line] of cases) {
+      await t.step(Object.keys(env)[0], async () => {
+        const { code, stderr } = await run({ LVMH_DATA_DIR: dir, ...env });
+        assert.equal(code, 2);
+        assert.match(stderr.trim(), line);
+        assert.equal(stderr.trim().split("\n").length, 1);
+        if (env.LVMH_TOKEN) assert.ok(!stderr.includes(env.LVMH_TOKEN), "the token is not echoed");
+      });
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("config: without LVMH_TOKEN a token is generated once, kept and printed once", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "lvmh-config-" });
+  const { startDaemon } = await import("./_daemon.ts");
+  try {
+    const env = { LVMH_TOKEN: "" };
+    // An empty LVMH_TOKEN counts as unset for the helper; pass the env without it.
+    const first = await startDaemon({ dataDir: dir, token: "unused-0000000000000000", env });
+    await first.stop();
+    assert.match(first.output(), /generated an access token/);
+    const token = (await Deno.readTextFile(`${dir}/token`)).trim();
+    assert.ok(token.length >= 32);
+    assert.equal((await Deno.stat(`${dir}/token`)).mode! & 0o777, 0o600);
+    assert.ok(first.output().includes(token));
+    const second = await startDaemon({ dataDir: dir, token, env });
+    const res = await second.api("/api/sessions");
+    assert.equal(res.status, 200);
+    await res.body?.cancel();
+    await second.stop();
+    assert.ok(!second.output().includes(token), "printed only on the start that created it");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
