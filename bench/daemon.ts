@@ -1,0 +1,126 @@
+/**
+ * Daemon benchmark (issue 2): ingest rate against this machine's raw node:sqlite rate, and fan-out delay of
+ * `message_update` to 20 browsers. Run: `deno task bench` (all benches) or `deno run -A bench/daemon.ts`.
+ */
+import { DatabaseSync } from "node:sqlite";
+import { startDaemon } from "../tests/_daemon.ts";
+import { connectAgent, connectBrowser } from "../tests/_agent_client.ts";
+
+const SOCKETS = 50;
+const EVENTS_PER_SOCKET = 2000;
+const BROWSERS = 20;
+const DELTAS = 1000;
+const TEXT = "lorem ipsum dolor sit amet ".repeat(12).slice(0, 300);
+
+const message = (i: number) => ({
+  message: { role: "assistant", id: `m${i}`, text: TEXT, thinking: null, toolCalls: [], toolCallId: null },
+});
+
+/** The reference: the same rows through node:sqlite in transactions of 1000, on this machine, now. */
+async function rawSqliteRate(): Promise<number> {
+  const dir = await Deno.makeTempDir({ prefix: "lvmh-bench-raw-" });
+  const db = new DatabaseSync(`${dir}/raw.db`);
+  db.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
+  db.exec(
+    `CREATE TABLE events(sessionId TEXT NOT NULL, seq INTEGER NOT NULL, ts INTEGER NOT NULL, type TEXT NOT NULL,
+    payload TEXT NOT NULL, PRIMARY KEY(sessionId, seq))`,
+  );
+  const insert = db.prepare("INSERT OR IGNORE INTO events VALUES (?, ?, ?, ?, ?)");
+  const payload = JSON.stringify(message(0));
+  const total = SOCKETS * EVENTS_PER_SOCKET;
+  const t0 = performance.now();
+  for (let i = 0; i < total; i += 1000) {
+    db.exec("BEGIN");
+    for (let j = i; j < i + 1000; j++) {
+      insert.run(`session-${j % SOCKETS}`, Math.floor(j / SOCKETS) + 1, Date.now(), "message_end", payload);
+    }
+    db.exec("COMMIT");
+  }
+  const rate = total / ((performance.now() - t0) / 1000);
+  db.close();
+  await Deno.remove(dir, { recursive: true });
+  return rate;
+}
+
+async function ingestRate(): Promise<number> {
+  await using d = await startDaemon();
+  const agents = await Promise.all(
+    Array.from({ length: SOCKETS }, (_, i) => connectAgent(d, { sessionId: `bench-${i}` })),
+  );
+  const t0 = performance.now();
+  await Promise.all(agents.map(async (a) => {
+    for (let i = 0; i < EVENTS_PER_SOCKET; i++) {
+      a.send("message_end", message(i));
+      // Yield now and then, as a plugin's queue would, so one socket does not hog the sender.
+      if (i % 200 === 199) await new Promise((r) => setTimeout(r, 0));
+    }
+  }));
+  // Done when every event is readable through REST.
+  while (true) {
+    const sessions: { lastSeq: number }[] = await (await d.api("/api/sessions")).json();
+    if (sessions.length === SOCKETS && sessions.every((s) => s.lastSeq === EVENTS_PER_SOCKET)) break;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  const elapsed = (performance.now() - t0) / 1000;
+  const check: unknown[] = await (await d.api(`/api/sessions/bench-7/events?after=${EVENTS_PER_SOCKET - 10}`))
+    .json();
+  if (check.length !== 10) throw new Error("events are not readable through REST");
+  await Promise.all(agents.map((a) => a.close()));
+  return (SOCKETS * EVENTS_PER_SOCKET) / elapsed;
+}
+
+async function fanOutDelays(): Promise<number[]> {
+  await using d = await startDaemon();
+  const agent = await connectAgent(d, { sessionId: "fan" });
+  const delays: number[] = [];
+  const browsers = await Promise.all(Array.from({ length: BROWSERS }, () => connectBrowser(d.browserUrl)));
+  for (const b of browsers) {
+    b.socket.onmessage = (e) => {
+      const f = JSON.parse(e.data);
+      if (f.type !== "events") return;
+      const now = performance.timeOrigin + performance.now();
+      for (const ev of f.events) if (ev.type === "message_update") delays.push(now - ev.sentAt);
+    };
+    b.send({ type: "subscribe", sessionId: "fan" });
+  }
+  // Wait until every browser is subscribed: a probe delta must reach all of them.
+  while (delays.length < BROWSERS) {
+    delays.length = 0;
+    agent.send("message_update", { delta: "probe", sentAt: performance.timeOrigin + performance.now() });
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  delays.length = 0;
+  for (let i = 0; i < DELTAS; i++) {
+    agent.send("message_update", { delta: "tok ", sentAt: performance.timeOrigin + performance.now() });
+    await new Promise((r) => setTimeout(r, 1)); // a token stream, not a burst
+  }
+  while (delays.length < DELTAS * BROWSERS) await new Promise((r) => setTimeout(r, 10));
+  await Promise.all([...browsers.map((b) => b.close()), agent.close()]);
+  return delays.sort((a, b) => a - b);
+}
+
+const pct = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))];
+
+if (import.meta.main) {
+  const raw = await rawSqliteRate();
+  const ingest = await ingestRate();
+  const delays = await fanOutDelays();
+  const share = (ingest / raw) * 100;
+  console.log(
+    `daemon ingest: ${Math.round(ingest).toLocaleString("en")} events/s ` +
+      `(${SOCKETS} sockets × ${EVENTS_PER_SOCKET} message_end, until readable via REST)`,
+  );
+  console.log(
+    `  reference, raw node:sqlite batched insert of the same rows: ${
+      Math.round(raw).toLocaleString("en")
+    } rows/s`,
+  );
+  console.log(`  ingest = ${share.toFixed(1)}% of raw (goal ≥ 40%): ${share >= 40 ? "met" : "NOT met"}`);
+  const p50 = pct(delays, 0.5), p99 = pct(delays, 0.99);
+  console.log(
+    `daemon fan-out of message_update to ${BROWSERS} browsers, ${delays.length} deliveries: ` +
+      `p50 ${p50.toFixed(2)} ms, p99 ${p99.toFixed(2)} ms, max ${delays.at(-1)!.toFixed(2)} ms ` +
+      `(goal p99 < 10 ms): ${p99 < 10 ? "met" : "NOT met"}`,
+  );
+}

@@ -1,0 +1,26 @@
+/**
+ * `deno task bench`: run every benchmark in its own process, one after another (they share 2 cores), and
+ * print their figures. Each prints its own reference and goal beside its result.
+ */
+const BENCHES = ["daemon.ts", "plugin.ts", "render.ts", "spawn.ts"];
+
+let failed = 0;
+for (const name of BENCHES) {
+  const path = new URL(name, import.meta.url);
+  try {
+    await Deno.stat(path);
+  } catch {
+    continue;
+  }
+  console.log(`\n== bench/${name}`);
+  const { code } = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", path.pathname],
+    stdout: "inherit",
+    stderr: "inherit",
+  }).output();
+  if (code !== 0) {
+    failed++;
+    console.log(`bench/${name} exited with ${code}`);
+  }
+}
+Deno.exit(failed ? 1 : 0);
