@@ -239,6 +239,9 @@ export const GitlabConnectBody = z.object({
   ),
 });
 
+/** `POST /login`: the daemon token, exchanged for the HttpOnly page cookie (web UI). */
+export const LoginBody = z.object({ token: z.string().min(1, "token is required").max(1024) });
+
 export type SpawnState = "queued" | "cloning" | "building" | "starting" | "running" | "failed" | "stopped";
 /** One spawn job as `GET /api/spawn/status` and `spawn_status` frames report it. */
 export interface SpawnJob {

@@ -15,6 +15,10 @@ import { handler as spawnStatus } from "./api/spawn/status.ts";
 import { handler as gitlabConnect } from "./api/gitlab/connect.ts";
 import { handler as gitlabStatus } from "./api/gitlab/status.ts";
 import { handler as gitlabRepos } from "./api/gitlab/repos.ts";
+import { handler as indexPage } from "./index.tsx";
+import { handler as sessionPage } from "./sessions/[id].tsx";
+import { handler as login } from "./login.ts";
+import { handler as staticAssets } from "./static.ts";
 
 export const routes: RouteDef[] = [
   { path: "/agent/ws", handler: agentWs, auth: "token" },
@@ -29,4 +33,8 @@ export const routes: RouteDef[] = [
   { path: "/api/gitlab/connect", handler: gitlabConnect, auth: "token" },
   { path: "/api/gitlab/status", handler: gitlabStatus, auth: "token" },
   { path: "/api/gitlab/repos", handler: gitlabRepos, auth: "token" },
+  { path: "/", handler: indexPage, auth: "page" },
+  { path: "/sessions/:id", handler: sessionPage, auth: "page" },
+  { path: "/login", handler: login, auth: "public" },
+  { path: "/static/:file", handler: staticAssets, auth: "public" },
 ];

@@ -1,0 +1,97 @@
+/**
+ * The conversation's items. Assistant text is Markdown rendered by `lib/ui/markdown.ts` (raw HTML escaped,
+ * unsafe links dropped), the only place this UI sets HTML; everything else is text Preact escapes.
+ */
+import { Component } from "preact";
+import type { Item, ToolCall } from "../lib/ui/conversation.ts";
+import { formatCost, formatTokens } from "../lib/ui/format.ts";
+import { renderMarkdown } from "../lib/ui/markdown.ts";
+import { ToolCard } from "./ToolCard.tsx";
+
+export function Markdown({ text }: { text: string }) {
+  return <div class="md" dangerouslySetInnerHTML={{ __html: renderMarkdown(text) }} />;
+}
+
+function Thinking({ text }: { text: string }) {
+  return (
+    <details class="thinking">
+      <summary>Thinking</summary>
+      <pre>{text}</pre>
+    </details>
+  );
+}
+
+interface ItemProps {
+  item: Item;
+  /** The tool calls of an assistant item, in order. */
+  calls: ToolCall[];
+}
+
+function ItemView({ item, calls }: ItemProps) {
+  switch (item.kind) {
+    case "user":
+      return (
+        <article class="msg user" data-seq={item.seq}>
+          <div class="who">You</div>
+          <div class="text">{item.text}</div>
+        </article>
+      );
+    case "assistant":
+      return (
+        <article class="msg assistant" data-seq={item.seq}>
+          {item.thinking && <Thinking text={item.thinking} />}
+          {item.text && <Markdown text={item.text} />}
+          {calls.length > 0 && <div class="tools">{calls.map((c) => <ToolCard key={c.id} call={c} />)}</div>}
+        </article>
+      );
+    case "toolResult":
+      return (
+        <article class="msg tool-result" data-seq={item.seq}>
+          <div class="label">Tool result</div>
+          <pre class="result">{item.text}</pre>
+        </article>
+      );
+    case "system":
+      return (
+        <article class="msg system" data-seq={item.seq}>
+          <pre>{item.text}</pre>
+        </article>
+      );
+    case "run": {
+      const u = item.usage;
+      const parts = [
+        u.inputTokens !== undefined && `${formatTokens(u.inputTokens)} in`,
+        u.outputTokens !== undefined && `${formatTokens(u.outputTokens)} out`,
+        u.totalCost !== undefined && formatCost(u.totalCost),
+      ].filter(Boolean);
+      return (
+        <div class="run-end" data-seq={item.seq}>
+          <span>Run finished{parts.length ? ` · ${parts.join(" · ")}` : ""}</span>
+        </div>
+      );
+    }
+    case "notice":
+      return <div class="notice" data-seq={item.seq}>{item.text}</div>;
+  }
+}
+
+/** One item; skips re-rendering (and re-running Markdown) unless the item or one of its tool calls changed. */
+export class MessageItem extends Component<ItemProps> {
+  override shouldComponentUpdate(next: ItemProps): boolean {
+    const { item, calls } = this.props;
+    return next.item !== item || next.calls.length !== calls.length ||
+      next.calls.some((c, i) => c !== calls[i]);
+  }
+  override render() {
+    return <ItemView item={this.props.item} calls={this.props.calls} />;
+  }
+}
+
+/** The assistant message being streamed, with a caret; "…" before the first delta. */
+export function StreamingMessage({ text }: { text: string }) {
+  return (
+    <article class="msg assistant streaming" aria-busy="true">
+      {text ? <Markdown text={text} /> : <div class="typing" aria-label="the agent is writing">…</div>}
+    </article>
+  );
+}

@@ -1,0 +1,32 @@
+/** One session in the sessions list. */
+import type { SessionSummary } from "../lib/protocol.ts";
+import { relativeTime, shortPath } from "../lib/ui/format.ts";
+
+export function SessionRow({ s, now }: { s: SessionSummary; now: number }) {
+  const where = s.repo ?? shortPath(s.cwd || "?");
+  const running = s.online && s.state === "running";
+  return (
+    <li class={`session-row ${s.online ? "online" : "offline"}`} data-session={s.id}>
+      <a href={`/sessions/${encodeURIComponent(s.id)}`}>
+        <span
+          class={`dot ${s.online ? "on" : "off"}`}
+          title={s.online ? "online" : "offline"}
+          aria-label={s.online ? "online" : "offline"}
+        >
+        </span>
+        <span class="main">
+          <span class="name">{s.name || s.id}</span>
+          <span class="where" title={s.repo ?? s.cwd}>{where}</span>
+        </span>
+        <span class="meta">
+          <span class={`badge ${s.agent ? "container" : "local"}`}>{s.agent ? "container" : "local"}</span>
+          <span class={`state ${running ? "running" : "settled"}`}>
+            {!s.online ? "offline" : running ? "running" : "settled"}
+          </span>
+          {s.model && <span class="model" title={s.provider ?? ""}>{s.model}</span>}
+          <span class="when" title="last activity">{relativeTime(s.lastEventAt, now)}</span>
+        </span>
+      </a>
+    </li>
+  );
+}

@@ -1,0 +1,64 @@
+/** A tool call as a card: name, a one-line summary of its arguments, status, and (unfolded) args and result. */
+import type { ToolCall } from "../lib/ui/conversation.ts";
+import { prettyJson } from "../lib/ui/format.ts";
+
+/** The argument a person looks for first, per well-known tool; the first short string for any other tool. */
+function summary(call: ToolCall): string {
+  let args: Record<string, unknown> = {};
+  try {
+    const v = JSON.parse(call.argsJson || "{}");
+    if (v && typeof v === "object") args = v;
+  } catch {
+    return call.argsJson.slice(0, 120);
+  }
+  const pick = (...keys: string[]) =>
+    keys.map((k) => args[k]).find((v) => typeof v === "string") as string | undefined;
+  const known: Record<string, () => string | undefined> = {
+    bash: () => pick("command"),
+    read: () => pick("path", "file_path"),
+    write: () => pick("path", "file_path"),
+    edit: () => pick("path", "file_path"),
+    grep: () => pick("pattern"),
+    find: () => pick("pattern", "path"),
+    ls: () => pick("path"),
+    todo: () =>
+      [args.action, args.text ?? (args.id !== undefined ? `#${args.id}` : "")].filter(Boolean).join(" "),
+    subagent: () =>
+      pick("agent", "task") ?? (Array.isArray(args.tasks) ? `${args.tasks.length} tasks` : "chain"),
+  };
+  const found = known[call.name]?.() ??
+    Object.values(args).find((v) => typeof v === "string") as string | undefined;
+  return (found ?? "").split("\n")[0].slice(0, 160);
+}
+
+const STATUS_LABEL: Record<ToolCall["status"], string> = {
+  pending: "queued",
+  running: "running",
+  done: "done",
+  error: "error",
+};
+
+export function ToolCard({ call }: { call: ToolCall }) {
+  const result = call.resultText ?? (call.resultPreview || call.partial);
+  return (
+    <details class={`tool tool-${call.status}`} data-tool={call.name} open={call.status === "error"}>
+      <summary>
+        <span class="tool-name">{call.name || "tool"}</span>
+        <code class="tool-summary">{summary(call)}</code>
+        <span class={`chip ${call.status}`}>{STATUS_LABEL[call.status]}</span>
+      </summary>
+      <div class="tool-body">
+        <div class="label">Arguments</div>
+        <pre class="args">{prettyJson(call.argsJson || "{}")}</pre>
+        {result && (
+          <>
+            <div class="label">
+              {call.status === "error" ? "Error" : call.resultText !== null ? "Result" : "Output"}
+            </div>
+            <pre class="result">{result}</pre>
+          </>
+        )}
+      </div>
+    </details>
+  );
+}

@@ -1,0 +1,119 @@
+/**
+ * The browser's side of authentication and the REST API: the token lives in `localStorage` (the seed's
+ * "ask once"); requests carry it as a bearer token, the socket as `?token=`. Without a stored token the
+ * HttpOnly session cookie (same origin only) still authenticates, so a signed-in page keeps working.
+ */
+
+const TOKEN_KEY = "lvmh.token";
+
+/** A 401 from the daemon: the UI must ask for the token again. */
+export class SignInRequired extends Error {
+  override name = "SignInRequired";
+}
+
+/** A non-2xx answer other than 401, with the daemon's `{"error"}` message. */
+export class ApiError extends Error {
+  override name = "ApiError";
+  constructor(readonly status: number, message: string) {
+    super(message);
+  }
+}
+
+/** Where the token is kept; `localStorage` in the browser, injectable for tests. */
+export interface TokenStore {
+  getItem(key: string): string | null;
+  setItem(key: string, value: string): void;
+  removeItem(key: string): void;
+}
+
+function store(): TokenStore | null {
+  try {
+    return globalThis.localStorage ?? null;
+  } catch {
+    return null; // storage disabled (privacy mode): the cookie still works
+  }
+}
+
+/** The stored token, or null. */
+export function getToken(s: TokenStore | null = store()): string | null {
+  return s?.getItem(TOKEN_KEY) ?? null;
+}
+
+/** Remember the token (after the daemon accepted it). */
+export function setToken(token: string, s: TokenStore | null = store()): void {
+  s?.setItem(TOKEN_KEY, token);
+}
+
+/** Forget the token (sign-out, or after a 401). */
+export function clearToken(s: TokenStore | null = store()): void {
+  s?.removeItem(TOKEN_KEY);
+}
+
+/**
+ * Call the REST API and parse its JSON answer.
+ * @throws {SignInRequired} on 401 (the stored token is cleared)
+ * @throws {ApiError} on any other non-2xx answer
+ */
+export async function api<T>(
+  path: string,
+  init: RequestInit = {},
+  s: TokenStore | null = store(),
+): Promise<T> {
+  const headers = new Headers(init.headers);
+  const token = getToken(s);
+  if (token) headers.set("authorization", `Bearer ${token}`);
+  if (init.body !== undefined && !headers.has("content-type")) {
+    headers.set("content-type", "application/json");
+  }
+  const res = await fetch(path, { ...init, headers, credentials: "same-origin" });
+  const text = await res.text();
+  let body: unknown = null;
+  try {
+    body = text ? JSON.parse(text) : null;
+  } catch { /* a proxy's HTML error page, say */ }
+  if (res.status === 401) {
+    clearToken(s);
+    throw new SignInRequired("the daemon did not accept the token");
+  }
+  if (!res.ok) {
+    const message = (body as { error?: unknown } | null)?.error;
+    throw new ApiError(res.status, typeof message === "string" ? message : `HTTP ${res.status}`);
+  }
+  return body as T;
+}
+
+/**
+ * Send the token to `/login`, which checks it and sets the HttpOnly page cookie; stores it on success.
+ * @returns false when the daemon rejected the token
+ * @throws {ApiError} on other failures
+ */
+export async function signIn(token: string, s: TokenStore | null = store()): Promise<boolean> {
+  const res = await fetch("/login", {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ token }),
+    credentials: "same-origin",
+  });
+  await res.body?.cancel();
+  if (res.status === 401 || res.status === 400) return false;
+  if (!res.ok) throw new ApiError(res.status, `sign-in failed: HTTP ${res.status}`);
+  setToken(token, s);
+  return true;
+}
+
+/** Clear the cookie and the stored token. */
+export async function signOut(s: TokenStore | null = store()): Promise<void> {
+  clearToken(s);
+  const res = await fetch("/login", { method: "DELETE", credentials: "same-origin" });
+  await res.body?.cancel();
+}
+
+/** The `/ws` URL for this page's origin, with the token when one is stored. */
+export function socketUrl(
+  loc: { protocol: string; host: string } = location,
+  s: TokenStore | null = store(),
+): string {
+  const token = getToken(s);
+  const base = `${loc.protocol === "https:" ? "wss" : "ws"}://${loc.host}/ws`;
+  return token ? `${base}?token=${encodeURIComponent(token)}` : base;
+}

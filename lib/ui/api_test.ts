@@ -1,0 +1,48 @@
+import assert from "node:assert/strict";
+import { api, ApiError, getToken, SignInRequired, socketUrl, type TokenStore } from "./api.ts";
+
+function memory(token?: string): TokenStore {
+  const m = new Map<string, string>(token ? [["lvmh.token", token]] : []);
+  return {
+    getItem: (k) => m.get(k) ?? null,
+    setItem: (k, v) => void m.set(k, v),
+    removeItem: (k) => void m.delete(k),
+  };
+}
+
+Deno.test("api() sends the bearer token, parses JSON and maps errors", async (t) => {
+  const seen: (string | null)[] = [];
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (req) => {
+    seen.push(req.headers.get("authorization"));
+    const path = new URL(req.url).pathname;
+    if (path === "/ok") return Response.json([{ id: "a" }]);
+    if (path === "/offline") return Response.json({ error: 'Session "a" is offline' }, { status: 409 });
+    return Response.json({ error: "missing or invalid token" }, { status: 401 });
+  });
+  const base = `http://127.0.0.1:${server.addr.port}`;
+  try {
+    await t.step("2xx: parsed body, bearer header", async () => {
+      const s = memory("tok en");
+      assert.deepEqual(await api(`${base}/ok`, {}, s), [{ id: "a" }]);
+      assert.equal(seen.at(-1), "Bearer tok en");
+    });
+    await t.step("409: ApiError with the daemon's message", async () => {
+      const err = await api(`${base}/offline`, { method: "POST", body: "{}" }, memory("t")).catch((e) => e);
+      assert.ok(err instanceof ApiError);
+      assert.equal(err.status, 409);
+      assert.equal(err.message, 'Session "a" is offline');
+    });
+    await t.step("401: SignInRequired and the token is forgotten", async () => {
+      const s = memory("stale");
+      await assert.rejects(api(`${base}/nope`, {}, s), SignInRequired);
+      assert.equal(getToken(s), null);
+    });
+  } finally {
+    await server.shutdown();
+  }
+});
+
+Deno.test("socketUrl() picks ws/wss and encodes the token", () => {
+  assert.equal(socketUrl({ protocol: "http:", host: "h:1" }, memory()), "ws://h:1/ws");
+  assert.equal(socketUrl({ protocol: "https:", host: "h" }, memory("a&b")), "wss://h/ws?token=a%26b");
+});
