@@ -64,10 +64,31 @@ Deno.test("auth: every route in the table is authenticated", async (t) => {
     }
   }
 
-  await t.step("public routes are static assets only", () => {
+  await t.step("public routes are static assets and the sign-in endpoint only", () => {
     for (const r of routes.filter((r) => r.auth === "public")) {
+      if (r.path === "/login") continue;
       assert.match(r.path, /^\/(static\/|favicon|manifest|robots)/, r.path);
       assert.deepEqual(Object.keys(r.handler), ["GET"], r.path);
+    }
+  });
+
+  await t.step("sign-in with a wrong token sets no cookie", async () => {
+    for (
+      const init of <RequestInit[]> [
+        {
+          body: JSON.stringify({ token: "wrong-token-000000000" }),
+          headers: { "content-type": "application/json" },
+        },
+        {
+          body: "token=wrong-token-000000000",
+          headers: { "content-type": "application/x-www-form-urlencoded" },
+        },
+      ]
+    ) {
+      const res = await fetch(`${d.url}/login`, { method: "POST", redirect: "manual", ...init });
+      await res.body?.cancel();
+      assert.ok(res.status === 401 || res.status === 303, String(res.status));
+      assert.equal(res.headers.get("set-cookie"), null);
     }
   });
 
