@@ -7,8 +7,9 @@ import { createDaemon } from "./lib/daemon.ts";
 import { routes } from "./routes/_table.ts";
 import { createSpawner } from "./lib/spawner.ts";
 import { createGitlab } from "./lib/gitlab.ts";
+import { ensureBundle } from "./scripts/build.ts";
 
-function start() {
+async function start() {
   let config;
   try {
     config = loadConfig();
@@ -16,6 +17,14 @@ function start() {
     if (!(error instanceof ConfigError)) throw error;
     console.error(`lvmh: invalid configuration: ${error.message}`);
     Deno.exit(2);
+  }
+  try {
+    if (await ensureBundle()) console.log("lvmh: built the UI bundle (static/client.js)");
+  } catch (error) {
+    // The API and the sockets work without it; only the pages would stay static.
+    console.error(
+      `lvmh: cannot build the UI bundle, pages will not be interactive: ${(error as Error).message}`,
+    );
   }
   const daemon = createDaemon(config, routes, { spawner: createSpawner, gitlab: createGitlab });
   const server = Deno.serve({
@@ -40,4 +49,4 @@ function start() {
   Deno.addSignalListener("SIGINT", stop);
 }
 
-if (import.meta.main) start();
+if (import.meta.main) await start();
