@@ -50,6 +50,11 @@ export function sessionInfo(id: string, extra: Record<string, unknown> = {}) {
   };
 }
 
+/** A `message_end` payload for a user message. */
+export function userEnd(id: string, text: string) {
+  return { message: { role: "user", id, text, thinking: null, toolCalls: [], toolCallId: null } };
+}
+
 /** Open a plugin socket, send hello and wait for welcome. */
 export async function connectAgent(target: AgentTarget, options: AgentOptions = {}): Promise<AgentClient> {
   const sessionId = options.sessionId ?? `s-${crypto.randomUUID()}`;

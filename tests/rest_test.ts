@@ -1,0 +1,70 @@
+import assert from "node:assert/strict";
+import { startDaemon, waitFor } from "./_daemon.ts";
+import { connectAgent } from "./_agent_client.ts";
+
+Deno.test("daemon: prompts and aborts reach the plugin", async (t) => {
+  await using d = await startDaemon();
+  const a = await connectAgent(d, { sessionId: "p1" });
+
+  await t.step("prompt defaults to steer and carries a promptId", async () => {
+    const res = await d.api("/api/sessions/p1/prompt", {
+      method: "POST",
+      body: JSON.stringify({ message: "go" }),
+    });
+    assert.equal(res.status, 200);
+    const body = await res.json();
+    assert.equal(body.ok, true);
+    const f = await a.waitFrame((f) => f.type === "prompt" && f.promptId === body.promptId);
+    assert.equal(f.message, "go");
+    assert.equal(f.deliverAs, "steer");
+    assert.equal(f.sessionId, "p1");
+  });
+
+  await t.step("followUp is passed through", async () => {
+    const res = await d.api("/api/sessions/p1/prompt", {
+      method: "POST",
+      body: JSON.stringify({ message: "later", deliverAs: "followUp" }),
+    });
+    const { promptId } = await res.json();
+    const f = await a.waitFrame((f) => f.promptId === promptId);
+    assert.equal(f.deliverAs, "followUp");
+  });
+
+  await t.step("abort", async () => {
+    const res = await d.api("/api/sessions/p1/abort", { method: "POST" });
+    assert.equal(res.status, 200);
+    assert.deepEqual(await res.json(), { ok: true });
+    await a.waitFrame((f) => f.type === "abort");
+  });
+
+  await t.step("bad bodies answer 400, 413 and 415 with an error", async () => {
+    const cases: [RequestInit, number, RegExp][] = [
+      [{ body: "{" }, 400, /not valid JSON/],
+      [{ body: JSON.stringify({}) }, 400, /message/],
+      [{ body: JSON.stringify({ message: "  " }) }, 400, /empty/],
+      [{ body: JSON.stringify({ message: "x", deliverAs: "now" }) }, 400, /deliverAs/],
+      [{ body: JSON.stringify({ message: "x".repeat(300_000) }) }, 413, /larger/],
+      [{ body: "message=x", headers: { "content-type": "text/plain" } }, 415, /application\/json/],
+    ];
+    for (const [init, status, error] of cases) {
+      const res = await d.api("/api/sessions/p1/prompt", { method: "POST", ...init });
+      assert.equal(res.status, status, String(init.body).slice(0, 40));
+      assert.match(res.headers.get("content-type")!, /application\/json/);
+      assert.match((await res.json()).error, error);
+    }
+  });
+
+  await t.step("unknown session 404, offline session 409", async () => {
+    const unknown = await d.api("/api/sessions/ghost/prompt", { method: "POST", body: '{"message":"x"}' });
+    assert.equal(unknown.status, 404);
+    assert.match((await unknown.json()).error, /ghost/);
+    await a.close();
+    await waitFor(async () => !(await (await d.api("/api/sessions")).json())[0].online, "offline");
+    const offline = await d.api("/api/sessions/p1/prompt", { method: "POST", body: '{"message":"x"}' });
+    assert.equal(offline.status, 409);
+    assert.match((await offline.json()).error, /offline/);
+    const abort = await d.api("/api/sessions/p1/abort", { method: "POST" });
+    assert.equal(abort.status, 409);
+    await abort.body?.cancel();
+  });
+});
