@@ -183,7 +183,7 @@ export default function SessionView(props: Props) {
               aria-pressed={watched}
               onClick={toggleWatch}
             >
-              {watched ? "🔔 Notifying" : "🔕 Notify when done"}
+              {watched ? "✓ Notifying when done" : "Notify when done"}
             </button>
           </div>
           <SessionFacts s={session} now={now} />
