@@ -35,9 +35,7 @@ const SHUTDOWN_WAIT_MS = 1_500;
 const SEQ_WRITE_MS = 300;
 const STATE = Symbol.for("lvmh-agent.state");
 
-const later = typeof setImmediate === "function"
-  ? setImmediate
-  : (f) => setTimeout(f, 0);
+const later = typeof setImmediate === "function" ? setImmediate : (f) => setTimeout(f, 0);
 
 /** Keep a timer from holding pi's process open (pi's print mode exits when its event loop drains). */
 function unref(timer) {
@@ -128,7 +126,12 @@ function mapRole(role) {
   return ROLES.has(role) ? role : role === "bashExecution" ? "user" : "system";
 }
 
-/** A pi AgentMessage as the protocol's Message shape; pi's extra roles are mapped onto the four known ones. */
+/**
+ * A pi AgentMessage as the protocol's Message shape; pi's extra roles are mapped onto the four known ones.
+ * @param {any} m the pi message
+ * @param {string} id the message id to use
+ * @returns {Record<string, any>}
+ */
 export function toMessage(m, id) {
   const role = mapRole(m?.role);
   let text = "";
@@ -184,21 +187,15 @@ export function toMessage(m, id) {
 
 /** Text of a tool result (`{content}` or a string), cut to `n` characters from the start or the end. */
 function resultText(result, n, fromEnd = false) {
-  const text = typeof result === "string"
-    ? result
-    : contentText(result?.content);
+  const text = typeof result === "string" ? result : contentText(result?.content);
   if (text.length <= n) return text;
-  return fromEnd
-    ? "…" + text.slice(text.length - n + 1)
-    : text.slice(0, n - 1) + "…";
+  return fromEnd ? "…" + text.slice(text.length - n + 1) : text.slice(0, n - 1) + "…";
 }
 
 function safeArgs(args) {
   try {
     const json = JSON.stringify(args ?? {});
-    return json.length > MAX_TEXT
-      ? { truncated: true, preview: clip(json) }
-      : args ?? {};
+    return json.length > MAX_TEXT ? { truncated: true, preview: clip(json) } : args ?? {};
   } catch {
     return { unserializable: true };
   }
@@ -206,9 +203,8 @@ function safeArgs(args) {
 
 /** group/project from a git remote URL (scp-like, ssh:// or http(s)://), or null. */
 export function repoFromRemote(url) {
-  const m =
-    /^(?:[a-z+]+:\/\/(?:[^@/]+@)?[^/]+\/|[^@/\s]+@[^:/\s]+:)(.+?)(?:\.git)?\/?$/i
-      .exec(url.trim());
+  const m = /^(?:[a-z+]+:\/\/(?:[^@/]+@)?[^/]+\/|[^@/\s]+@[^:/\s]+:)(.+?)(?:\.git)?\/?$/i
+    .exec(url.trim());
   const repo = m?.[1].replace(/^\/+/, "");
   return repo &&
       /^[A-Za-z0-9_][A-Za-z0-9_.-]*(?:\/[A-Za-z0-9_][A-Za-z0-9_.-]*)+$/.test(
@@ -320,7 +316,10 @@ class Link {
       type,
       ...payload,
     });
-    if (this.#buf.length - this.#head > MAX_BUFFER) this.#dropOldest();
+    // The overflow notice itself may exceed the cap by one: dropping for it would start a new overflow.
+    if (
+      this.#buf.length - this.#head > MAX_BUFFER && type !== "buffer_overflow"
+    ) this.#dropOldest();
     if (this.#state === "ready") this.#queueFlush();
     return seq;
   }
@@ -338,7 +337,14 @@ class Link {
     this.emit("bye", { reason: "shutdown" });
     const byeSeq = this.#nextSeq - 1;
     this.#writeSeqSync();
-    const live = this.#ws !== null;
+    if (this.#ws === null) {
+      // No socket: nothing can be delivered, so do not hold pi's exit at all.
+      this.#shutdown();
+      this.#closing = Promise.resolve();
+      return this.#closing;
+    }
+    // These timers stay referenced: pi awaits this promise, and an unreferenced wait could let Node exit
+    // in the middle of pi's own shutdown. SHUTDOWN_WAIT_MS bounds them.
     this.#closing = new Promise((resolve) => {
       const finish = () => {
         clearInterval(poll);
@@ -346,12 +352,11 @@ class Link {
         this.#shutdown();
         resolve();
       };
-      const poll = unref(setInterval(() => {
-        if (
-          this.#head >= this.#buf.length || this.#buf[this.#head].seq > byeSeq
-        ) finish();
-      }, POLL_MS));
-      const deadline = unref(setTimeout(finish, live ? SHUTDOWN_WAIT_MS : 0));
+      const poll = setInterval(() => {
+        const head = this.#buf[this.#head];
+        if (!head || head.seq > byeSeq) finish();
+      }, POLL_MS);
+      const deadline = setTimeout(finish, SHUTDOWN_WAIT_MS);
     });
     return this.#closing;
   }
@@ -408,9 +413,7 @@ class Link {
       ws.onmessage = (e) => this.#ws === ws && this.onFrame(e.data);
       ws.onerror = (e) =>
         this.#noteError(
-          `socket error: ${
-            e?.message ?? e?.error?.message ?? "connection failed"
-          }`,
+          `socket error: ${e?.message ?? e?.error?.message ?? "connection failed"}`,
         );
       ws.onclose = (e) => {
         if (this.#ws !== ws) return;
@@ -474,9 +477,7 @@ class Link {
     this.#attempt = 0;
     this.#lastError = "";
     this.#trim(lastSeq);
-    this.#buf = this.#buf.slice(this.#head).filter((e) =>
-      e.type !== "message_update"
-    );
+    this.#buf = this.#buf.slice(this.#head).filter((e) => e.type !== "message_update");
     this.#head = 0;
     this.#sendAt = 0;
     this.#state = "ready";
@@ -565,9 +566,7 @@ class Link {
     fs.promises.mkdir(path.dirname(this.#seqFile), { recursive: true })
       .then(() => fs.promises.writeFile(tmp, String(last)))
       .then(() => fs.promises.rename(tmp, this.#seqFile))
-      .catch((err) =>
-        this.#noteError(`cannot save seq: ${err?.message ?? err}`)
-      );
+      .catch((err) => this.#noteError(`cannot save seq: ${err?.message ?? err}`));
   }
 
   #writeSeqSync() {

@@ -35,7 +35,9 @@ export const PI_VERSIONS: PiVersion[] = [
 
 /** Fail loudly (not skip) when setup_pi.sh has not run: these tests are part of the suite. */
 export function assertInstalled(v: PiVersion): void {
-  for (const f of [v.node, v.cli, `${ROOT}plugin/node_modules/ws/package.json`]) {
+  for (
+    const f of [v.node, v.cli, `${ROOT}plugin/node_modules/ws/package.json`]
+  ) {
     try {
       Deno.statSync(f);
     } catch {
@@ -51,7 +53,10 @@ export interface PiHome extends AsyncDisposable {
   agentDir: string;
   workspace: string;
   /** Env for a pi process: HOME, offline switches, and the daemon URL/token when given. */
-  env(daemon?: { agentUrl: string; token: string }, extra?: Record<string, string>): Record<string, string>;
+  env(
+    daemon?: { agentUrl: string; token: string },
+    extra?: Record<string, string>,
+  ): Record<string, string>;
   /** The lvmh-agent log written by the plugin ("" when none). */
   pluginLog(): string;
   remove(): Promise<void>;
@@ -59,20 +64,41 @@ export interface PiHome extends AsyncDisposable {
 
 /** The models.json pi needs to use the fake LLM at `llmUrl` (literal key: both versions accept it). */
 export function modelsJson(llmUrl: string): string {
-  return JSON.stringify({
-    providers: {
-      fake: {
-        baseUrl: llmUrl,
-        api: "openai-completions",
-        apiKey: "fake-key",
-        compat: { supportsDeveloperRole: false, supportsReasoningEffort: false },
-        models: [
-          { id: "fake-model", name: "Fake Model", reasoning: false, input: ["text"], contextWindow: 128000, maxTokens: 4096 },
-          { id: "fake-model-2", name: "Fake Model 2", reasoning: true, input: ["text"], contextWindow: 64000, maxTokens: 2048 },
-        ],
+  return JSON.stringify(
+    {
+      providers: {
+        fake: {
+          baseUrl: llmUrl,
+          api: "openai-completions",
+          apiKey: "fake-key",
+          compat: {
+            supportsDeveloperRole: false,
+            supportsReasoningEffort: false,
+          },
+          models: [
+            {
+              id: "fake-model",
+              name: "Fake Model",
+              reasoning: false,
+              input: ["text"],
+              contextWindow: 128000,
+              maxTokens: 4096,
+            },
+            {
+              id: "fake-model-2",
+              name: "Fake Model 2",
+              reasoning: true,
+              input: ["text"],
+              contextWindow: 64000,
+              maxTokens: 2048,
+            },
+          ],
+        },
       },
     },
-  }, null, 2);
+    null,
+    2,
+  );
 }
 
 /** Create a throwaway HOME (removed by `remove()` / `await using`). */
@@ -135,7 +161,11 @@ export async function piPrint(
     signal: AbortSignal.timeout(60_000),
   }).output();
   const dec = new TextDecoder();
-  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+  return {
+    code: out.code,
+    stdout: dec.decode(out.stdout),
+    stderr: dec.decode(out.stderr),
+  };
 }
 
 /** A pi process in RPC mode: JSONL commands on stdin, responses and events on stdout. */
@@ -146,7 +176,11 @@ export interface PiRpc extends AsyncDisposable {
   /** Send a command and wait for its response. */
   command(cmd: Record<string, unknown>): Promise<Record<string, unknown>>;
   /** Wait for an output line matching `pred`. */
-  waitLine(pred: (l: Record<string, unknown>) => boolean, what: string, ms?: number): Promise<Record<string, unknown>>;
+  waitLine(
+    pred: (l: Record<string, unknown>) => boolean,
+    what: string,
+    ms?: number,
+  ): Promise<Record<string, unknown>>;
   /** Close stdin (pi's clean exit path: session_shutdown runs) and wait; SIGKILL after 10 s. */
   stop(): Promise<number>;
   kill(): Promise<number>;
@@ -154,7 +188,12 @@ export interface PiRpc extends AsyncDisposable {
 }
 
 /** Start `pi --mode rpc` with the plugin. */
-export function piRpc(v: PiVersion, home: PiHome, env: Record<string, string>, args: string[] = []): PiRpc {
+export function piRpc(
+  v: PiVersion,
+  home: PiHome,
+  env: Record<string, string>,
+  args: string[] = [],
+): PiRpc {
   const child = new Deno.Command(v.node, {
     args: [v.cli, "--mode", "rpc", "-e", PLUGIN, ...args],
     cwd: home.workspace,
@@ -171,7 +210,9 @@ export function piRpc(v: PiVersion, home: PiHome, env: Record<string, string>, a
   const enc = new TextEncoder();
   const pumpOut = (async () => {
     let buf = "";
-    for await (const chunk of child.stdout.pipeThrough(new TextDecoderStream())) {
+    for await (
+      const chunk of child.stdout.pipeThrough(new TextDecoderStream())
+    ) {
       buf += chunk;
       let nl;
       while ((nl = buf.indexOf("\n")) >= 0) {
@@ -184,7 +225,9 @@ export function piRpc(v: PiVersion, home: PiHome, env: Record<string, string>, a
     }
   })();
   const pumpErr = (async () => {
-    for await (const chunk of child.stderr.pipeThrough(new TextDecoderStream())) err += chunk;
+    for await (
+      const chunk of child.stderr.pipeThrough(new TextDecoderStream())
+    ) err += chunk;
   })();
   let exited = false;
   const status = child.status.then(async (s) => {
@@ -192,8 +235,16 @@ export function piRpc(v: PiVersion, home: PiHome, env: Record<string, string>, a
     await Promise.all([pumpOut, pumpErr]);
     return s.code;
   });
-  const waitLine = (pred: (l: Record<string, unknown>) => boolean, what: string, ms = 20_000) =>
-    waitFor(() => lines.find(pred), `${what} (pi stderr: ${err.slice(-500)})`, ms);
+  const waitLine = (
+    pred: (l: Record<string, unknown>) => boolean,
+    what: string,
+    ms = 20_000,
+  ) =>
+    waitFor(
+      () => lines.find(pred),
+      `${what} (pi stderr: ${err.slice(-500)})`,
+      ms,
+    );
   const closeStdin = async () => {
     try {
       await writer.close();
@@ -221,8 +272,13 @@ export function piRpc(v: PiVersion, home: PiHome, env: Record<string, string>, a
     stderr: () => err,
     async command(cmd) {
       const cid = `c${++id}`;
-      await writer.write(enc.encode(JSON.stringify({ ...cmd, id: cid }) + "\n"));
-      return await waitLine((l) => l.type === "response" && l.id === cid, `response to ${cmd.type}`);
+      await writer.write(
+        enc.encode(JSON.stringify({ ...cmd, id: cid }) + "\n"),
+      );
+      return await waitLine(
+        (l) => l.type === "response" && l.id === cid,
+        `response to ${cmd.type}`,
+      );
     },
     waitLine,
     stop,
@@ -241,8 +297,12 @@ export async function allEvents(
   const out: Record<string, unknown>[] = [];
   let after = 0;
   for (;;) {
-    const res = await d.api(`/api/sessions/${encodeURIComponent(sessionId)}/events?after=${after}&limit=1000`);
-    if (res.status !== 200) throw new Error(`events: HTTP ${res.status}: ${await res.text()}`);
+    const res = await d.api(
+      `/api/sessions/${encodeURIComponent(sessionId)}/events?after=${after}&limit=1000`,
+    );
+    if (res.status !== 200) {
+      throw new Error(`events: HTTP ${res.status}: ${await res.text()}`);
+    }
     const page = await res.json() as Record<string, unknown>[];
     out.push(...page);
     if (page.length < 1000) return out;
@@ -268,7 +328,10 @@ type Handler = (event: Record<string, unknown>, ctx: unknown) => unknown;
 /** What a test can do with a fake pi host. */
 export interface FakePi {
   /** The object handed to the extension factory. */
-  pi: { on(name: string, h: Handler): unknown; sendUserMessage(message: string, options?: unknown): void };
+  pi: {
+    on(name: string, h: Handler): unknown;
+    sendUserMessage(message: string, options?: unknown): void;
+  };
   ctx: Record<string, unknown>;
   /** `sendUserMessage` calls, in order. */
   sent: { message: string; options?: { deliverAs?: string } }[];
@@ -288,7 +351,10 @@ export interface FakePi {
  * Make a fake pi host for session `sessionId`.
  * @param native true to behave like pi 1.6.0 (`pi.on` returns an unsubscribe function, agent_settled exists).
  */
-export function fakePi(sessionId: string, options: { cwd?: string; native?: boolean } = {}): FakePi {
+export function fakePi(
+  sessionId: string,
+  options: { cwd?: string; native?: boolean } = {},
+): FakePi {
   const handlers = new Map<string, Handler[]>();
   const cwd = options.cwd ?? "/tmp";
   const started = new Date().toISOString();
@@ -299,7 +365,10 @@ export function fakePi(sessionId: string, options: { cwd?: string; native?: bool
         return options.native ? () => {} : undefined;
       },
       sendUserMessage(message, opts) {
-        fake.sent.push({ message, options: opts as { deliverAs?: string } | undefined });
+        fake.sent.push({
+          message,
+          options: opts as { deliverAs?: string } | undefined,
+        });
       },
     },
     ctx: {},
@@ -312,7 +381,9 @@ export function fakePi(sessionId: string, options: { cwd?: string; native?: bool
     handlerCount: () => [...handlers.values()].reduce((n, l) => n + l.length, 0),
     async fire(name, event = {}) {
       let out;
-      for (const h of handlers.get(name) ?? []) out = await h({ type: name, ...event }, fake.ctx);
+      for (const h of handlers.get(name) ?? []) {
+        out = await h({ type: name, ...event }, fake.ctx);
+      }
       return out;
     },
     fireTimed(name, event = {}) {
@@ -331,7 +402,12 @@ export function fakePi(sessionId: string, options: { cwd?: string; native?: bool
     sessionManager: {
       getSessionId: () => sessionId,
       getSessionName: () => fake.name ?? undefined,
-      getHeader: () => ({ type: "session", id: sessionId, timestamp: started, cwd }),
+      getHeader: () => ({
+        type: "session",
+        id: sessionId,
+        timestamp: started,
+        cwd,
+      }),
       getCwd: () => cwd,
     },
     isIdle: () => {

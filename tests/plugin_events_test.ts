@@ -12,7 +12,9 @@ import { MessageEndEvent, PluginFrame } from "../lib/protocol.ts";
 type Ev = Record<string, unknown> & { seq: number; type: string };
 
 /** The session this pi home's run created (the only one in the daemon). */
-async function onlySession(d: Parameters<typeof sessions>[0]): Promise<Record<string, unknown>> {
+async function onlySession(
+  d: Parameters<typeof sessions>[0],
+): Promise<Record<string, unknown>> {
   const list = await waitFor(async () => {
     const l = await sessions(d);
     return l.length === 1 ? l : null;
@@ -41,14 +43,22 @@ for (const v of PI_VERSIONS) {
       await t.step("every persisted event parses as a protocol frame", () => {
         for (const e of events) {
           const parsed = PluginFrame.safeParse({ v: 1, ...e });
-          assert.ok(parsed.success, `seq ${e.seq} (${e.type}) does not parse: ${JSON.stringify(e)}`);
+          assert.ok(
+            parsed.success,
+            `seq ${e.seq} (${e.type}) does not parse: ${JSON.stringify(e)}`,
+          );
         }
       });
 
       await t.step("seqs are unique, increasing, and start at 1", () => {
         const seqs = events.map((e) => e.seq);
         assert.equal(seqs[0], 1);
-        for (let i = 1; i < seqs.length; i++) assert.ok(seqs[i] > seqs[i - 1], `seq ${seqs[i]} after ${seqs[i - 1]}`);
+        for (let i = 1; i < seqs.length; i++) {
+          assert.ok(
+            seqs[i] > seqs[i - 1],
+            `seq ${seqs[i]} after ${seqs[i - 1]}`,
+          );
+        }
       });
 
       await t.step("the order of a tool-call run", () => {
@@ -78,21 +88,35 @@ for (const v of PI_VERSIONS) {
       });
 
       await t.step("message shapes", () => {
-        const ends = events.filter((e) => e.type === "message_end").map((e) => MessageEndEvent.parse({ v: 1, ...e }).message);
+        const ends = events.filter((e) => e.type === "message_end").map((e) =>
+          MessageEndEvent.parse({ v: 1, ...e }).message
+        );
         const user = ends.find((m) => m.role === "user")!;
         assert.equal(user.text, "Please run echo hi");
         const call = ends.find((m) => m.role === "assistant" && m.toolCalls.length)!;
         assert.equal(call.toolCalls[0].name, "bash");
-        assert.deepEqual(JSON.parse(call.toolCalls[0].argsJson), { command: "echo hi" });
+        assert.deepEqual(JSON.parse(call.toolCalls[0].argsJson), {
+          command: "echo hi",
+        });
         const result = ends.find((m) => m.role === "toolResult")!;
         assert.equal(result.toolCallId, call.toolCalls[0].id);
         assert.equal(result.text.trim(), "hi");
         const last = ends.at(-1)!;
         assert.equal(last.role, "assistant");
         assert.equal(last.text, 'Done. The command printed: "hi"');
-        const starts = events.filter((e) => e.type === "message_start").map((e) => (e.message as { id: string }).id);
-        assert.deepEqual(starts, ends.map((m) => m.id), "message_start and message_end carry the same ids");
-        assert.equal(new Set(starts).size, starts.length, "message ids are unique");
+        const starts = events.filter((e) => e.type === "message_start").map((
+          e,
+        ) => (e.message as { id: string }).id);
+        assert.deepEqual(
+          starts,
+          ends.map((m) => m.id),
+          "message_start and message_end carry the same ids",
+        );
+        assert.equal(
+          new Set(starts).size,
+          starts.length,
+          "message ids are unique",
+        );
       });
 
       await t.step("tool events and usage", () => {
@@ -103,8 +127,16 @@ for (const v of PI_VERSIONS) {
         assert.equal(end.isError, false);
         assert.equal((end.resultPreview as string).trim(), "hi");
         const agentEnd = events.find((e) => e.type === "agent_end")!;
-        const usage = agentEnd.usage as { inputTokens: number; outputTokens: number; totalCost: number };
-        assert.equal(usage.outputTokens, 10 + 3, "output tokens summed over both assistant messages");
+        const usage = agentEnd.usage as {
+          inputTokens: number;
+          outputTokens: number;
+          totalCost: number;
+        };
+        assert.equal(
+          usage.outputTokens,
+          10 + 3,
+          "output tokens summed over both assistant messages",
+        );
         assert.ok(usage.inputTokens > 0);
       });
 
@@ -115,26 +147,44 @@ for (const v of PI_VERSIONS) {
         assert.equal(sess.cwd, home.workspace);
         assert.equal(sess.agent, false);
         assert.equal(sess.online, false, "bye took the session offline");
-        assert.ok(typeof sess.startedAt === "number" && sess.startedAt > Date.now() - 120_000);
+        assert.ok(
+          typeof sess.startedAt === "number" &&
+            sess.startedAt > Date.now() - 120_000,
+        );
       });
 
       await t.step("pi -c continues the seq", async () => {
         const lastSeq = events.at(-1)!.seq;
-        const again = await piPrint(v, home, home.env(d), "TEXTONLY second", ["-c"]);
+        const again = await piPrint(v, home, home.env(d), "TEXTONLY second", [
+          "-c",
+        ]);
         assert.equal(again.code, 0, again.stderr);
         const all = await waitFor(async () => {
           const evs = await allEvents(d, id) as Ev[];
           return evs.filter((e) => e.type === "bye").length === 2 ? evs : null;
         }, "second run's events");
         const second = all.filter((e) => e.seq > lastSeq);
-        assert.equal(second[0].seq, lastSeq + 1, "the second process starts right after the first one's last seq");
+        assert.equal(
+          second[0].seq,
+          lastSeq + 1,
+          "the second process starts right after the first one's last seq",
+        );
         assert.equal((await sessions(d)).length, 1, "same session");
         const seqs = all.map((e) => e.seq);
         assert.equal(new Set(seqs).size, seqs.length);
-        const text = second.filter((e) => e.type === "message_end").map((e) => (e.message as { text: string }).text);
-        assert.ok(text.includes("You said: TEXTONLY second"), JSON.stringify(text));
+        const text = second.filter((e) => e.type === "message_end").map((e) =>
+          (e.message as { text: string }).text
+        );
+        assert.ok(
+          text.includes("You said: TEXTONLY second"),
+          JSON.stringify(text),
+        );
       });
-      assert.equal(home.pluginLog().includes(d.token), false, "the token is never logged");
+      assert.equal(
+        home.pluginLog().includes(d.token),
+        false,
+        "the token is never logged",
+      );
     } finally {
       await llm.close();
     }
@@ -150,7 +200,10 @@ for (const v of PI_VERSIONS) {
       assert.equal(plain.stdout.trim(), "You said: TEXTONLY hello");
       assert.equal(plain.stderr.includes("lvmh"), false, plain.stderr);
       // A port nothing listens on: pi still answers, at once, and exits normally.
-      const down = { agentUrl: "ws://127.0.0.1:9/agent/ws", token: "x-token-123456789" };
+      const down = {
+        agentUrl: "ws://127.0.0.1:9/agent/ws",
+        token: "x-token-123456789",
+      };
       const started = Date.now();
       const off = await piPrint(v, home, home.env(down), "TEXTONLY again");
       assert.equal(off.code, 0, off.stderr);

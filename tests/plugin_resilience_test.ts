@@ -27,7 +27,8 @@ function assertGapsOnlyDeltas(events: Ev[], expectedMissing: number) {
     assert.ok(b.seq > a.seq, `seq ${b.seq} after ${a.seq}`);
     if (b.seq === a.seq + 1) continue;
     assert.ok(
-      a.type === "message_start" && role(a) === "assistant" && b.type === "message_end" && role(b) === "assistant",
+      a.type === "message_start" && role(a) === "assistant" &&
+        b.type === "message_end" && role(b) === "assistant",
       `gap ${a.seq}..${b.seq} between ${a.type} and ${b.type} is not a streaming gap`,
     );
     missing += b.seq - a.seq - 1;
@@ -45,9 +46,16 @@ for (const v of PI_VERSIONS) {
     let d = await startDaemon({ dataDir, port });
     await using pi = piRpc(v, home, home.env(d));
     try {
-      const id = (await waitFor(async () => (await sessions(d)).find((s) => s.online), "pi online")).id as string;
-      await pi.command({ type: "prompt", message: "SLOW then the daemon dies" });
-      await waitFor(async () => (await allEvents(d, id) as Ev[]).some((e) => role(e) === "assistant"), "streaming");
+      const id = (await waitFor(async () => (await sessions(d)).find((s) => s.online), "pi online"))
+        .id as string;
+      await pi.command({
+        type: "prompt",
+        message: "SLOW then the daemon dies",
+      });
+      await waitFor(
+        async () => (await allEvents(d, id) as Ev[]).some((e) => role(e) === "assistant"),
+        "streaming",
+      );
       const status = await d.kill("SIGKILL");
       assert.equal(status.signal, "SIGKILL");
       // pi carries on without the daemon: the run finishes, and a second one too.
@@ -56,17 +64,29 @@ for (const v of PI_VERSIONS) {
       await waitFor(() => pi.lines.filter((l) => l.type === "agent_end").length === 2, "second run ends");
 
       d = await startDaemon({ dataDir, port });
-      const events = await waitFor(async () => {
-        const evs = await allEvents(d, id) as Ev[];
-        return evs.filter((e) => e.type === "agent_settled").length === 2 ? evs : null;
-      }, "everything after the restart", 40_000);
+      const events = await waitFor(
+        async () => {
+          const evs = await allEvents(d, id) as Ev[];
+          return evs.filter((e) => e.type === "agent_settled").length === 2 ? evs : null;
+        },
+        "everything after the restart",
+        40_000,
+      );
       assert.equal(events[0].seq, 1);
       assertGapsOnlyDeltas(events, deltasIn(pi.lines));
-      const texts = events.filter((e) => e.type === "message_end").map((e) => (e.message as { text: string }).text);
-      assert.ok(texts.some((t) => t.startsWith("slow0 ") && t.includes("slow59")), "the whole slow answer");
+      const texts = events.filter((e) => e.type === "message_end").map((e) =>
+        (e.message as { text: string }).text
+      );
+      assert.ok(
+        texts.some((t) => t.startsWith("slow0 ") && t.includes("slow59")),
+        "the whole slow answer",
+      );
       assert.ok(texts.includes('Done. The command printed: "hi"'));
       assert.equal(await pi.stop(), 0);
-      await waitFor(async () => (await allEvents(d, id) as Ev[]).at(-1)?.type === "bye", "bye");
+      await waitFor(
+        async () => (await allEvents(d, id) as Ev[]).at(-1)?.type === "bye",
+        "bye",
+      );
     } finally {
       await d.stop();
       await llm.close();
@@ -79,27 +99,43 @@ for (const v of PI_VERSIONS) {
     const llm = await startFakeLlm();
     await using home = await makePiHome(llm.url);
     const port = freePort();
-    const target = { agentUrl: `ws://127.0.0.1:${port}/agent/ws`, token: "test-token-0123456789abcdef" };
+    const target = {
+      agentUrl: `ws://127.0.0.1:${port}/agent/ws`,
+      token: "test-token-0123456789abcdef",
+    };
     await using pi = piRpc(v, home, home.env(target));
     let d: Awaited<ReturnType<typeof startDaemon>> | null = null;
     try {
-      const res = await pi.command({ type: "prompt", message: "Please run echo hi" });
+      const res = await pi.command({
+        type: "prompt",
+        message: "Please run echo hi",
+      });
       assert.equal(res.success, true, JSON.stringify(res));
-      await pi.waitLine((l) => l.type === "agent_end", "pi works without the daemon");
+      await pi.waitLine(
+        (l) => l.type === "agent_end",
+        "pi works without the daemon",
+      );
       const state = await pi.command({ type: "get_state" });
       const id = (state.data as { sessionId: string }).sessionId;
 
       d = await startDaemon({ port });
-      const events = await waitFor(async () => {
-        const list = await sessions(d!);
-        if (!list.length) return null;
-        const evs = await allEvents(d!, id) as Ev[];
-        return evs.some((e) => e.type === "agent_settled") ? evs : null;
-      }, "the buffered events", 40_000);
+      const events = await waitFor(
+        async () => {
+          const list = await sessions(d!);
+          if (!list.length) return null;
+          const evs = await allEvents(d!, id) as Ev[];
+          return evs.some((e) => e.type === "agent_settled") ? evs : null;
+        },
+        "the buffered events",
+        40_000,
+      );
       assert.equal(events[0].seq, 1);
       assert.equal(events[0].type, "agent_start");
       assertGapsOnlyDeltas(events, deltasIn(pi.lines));
-      assert.equal(events.filter((e) => e.type === "tool_execution_end").length, 1);
+      assert.equal(
+        events.filter((e) => e.type === "tool_execution_end").length,
+        1,
+      );
       const [s] = await sessions(d);
       assert.equal(s.id, id);
       assert.equal(s.online, true);
