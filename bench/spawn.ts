@@ -1,0 +1,79 @@
+/**
+ * Spawn benchmark (issue 5): time from `POST /api/spawn` to the session's `hello` (listed online), with the
+ * worker image already built and the repository already cloned into its volume. Goal: median < 2 s.
+ * Uses the real worker image (bridge + pi) when `docker/bridge/index.mjs` exists, else the stub bridge.
+ * Needs a Docker engine: `LVMH_TEST_DOCKER_SOCK`, or it starts one with `scripts/dockerd.sh` (and stops it).
+ * Run: `deno task bench` (all benches) or `deno run -A bench/spawn.ts [runs]`.
+ */
+import { fileURLToPath } from "node:url";
+
+const ROOT = fileURLToPath(new URL("../", import.meta.url));
+const RUNS = Number(Deno.args[0] ?? 10);
+
+async function sh(args: string[]): Promise<string> {
+  const out = await new Deno.Command("bash", { args, cwd: ROOT, stdout: "piped", stderr: "inherit" })
+    .output();
+  if (!out.success) throw new Error(`${args.join(" ")} failed`);
+  return new TextDecoder().decode(out.stdout).trim();
+}
+
+let ownEngine = false;
+if (!Deno.env.get("LVMH_TEST_DOCKER_SOCK")) {
+  Deno.env.set("LVMH_TEST_DOCKER_SOCK", await sh(["scripts/dockerd.sh", "start"]));
+  ownEngine = true;
+}
+const { startSpawnEnv, post } = await import("../tests/_spawn_env.ts");
+const { waitFor } = await import("../tests/_daemon.ts");
+
+const realBridge = await Deno.stat(`${ROOT}docker/bridge/index.mjs`).then(() => true, () => false);
+const workerImage = realBridge ? `lvmh-bench-worker-${crypto.randomUUID().slice(0, 8)}:latest` : undefined;
+const env = await startSpawnEnv({ workerImage });
+const { d } = env;
+const repo = env.repos[0];
+
+async function spawnOnce(): Promise<number> {
+  const t0 = performance.now();
+  const res = await post(d, "/api/spawn", { repo });
+  const body = await res.json();
+  if (res.status !== 201) throw new Error(`spawn failed: ${JSON.stringify(body)}`);
+  await waitFor(
+    async () => {
+      const list = (await (await d.api("/api/sessions")).json()) as { id: string; online: boolean }[];
+      return list.some((s) => s.id === body.sessionId && s.online);
+    },
+    "hello",
+    60_000,
+  );
+  const ms = performance.now() - t0;
+  const stop = await d.api(`/api/sessions/${body.sessionId}/container`, { method: "DELETE" });
+  await stop.body?.cancel();
+  return ms;
+}
+
+try {
+  await post(d, "/api/gitlab/connect", { token: env.pat }).then((r) => r.body?.cancel());
+  const t0 = performance.now();
+  const first = await spawnOnce(); // builds the image (real bridge) and clones
+  console.log(
+    `first spawn (image ${realBridge ? "built" : "prebuilt stub"}, fresh clone): ${Math.round(first)} ms`,
+  );
+  const times: number[] = [];
+  for (let i = 0; i < RUNS; i++) times.push(await spawnOnce());
+  times.sort((a, b) => a - b);
+  const median = times[Math.floor(times.length / 2)];
+  console.log(
+    `spawn → hello (${
+      realBridge ? "real bridge + pi" : "stub bridge"
+    }, image built, clone cached), ${RUNS} runs: ` +
+      `median ${Math.round(median)} ms, min ${Math.round(times[0])} ms, max ${Math.round(times.at(-1)!)} ms`,
+  );
+  console.log(
+    `goal: median < 2000 ms → ${median < 2000 ? "met" : "NOT met"} (total ${
+      Math.round(performance.now() - t0)
+    } ms)`,
+  );
+} finally {
+  await env.close();
+  if (workerImage) await env.engine.imageRemove(workerImage, true).catch(() => {});
+  if (ownEngine) await sh(["scripts/dockerd.sh", "stop"]);
+}
