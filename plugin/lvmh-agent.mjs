@@ -5,7 +5,8 @@
  *
  * Configuration (environment): LVMH_URL (ws://host:8686/agent/ws) and LVMH_TOKEN, both required, else the
  * plugin registers nothing and pi works as usual; LVMH_AGENT=1 inside a container the daemon spawned;
- * LVMH_REPO (group/project) from the spawn metadata, else read best effort from the cwd's git remote.
+ * LVMH_REPO (group/project) from the spawn metadata, else read best effort from the cwd's git remote;
+ * LVMH_STATE_DIR for the per-session seq files [~/.pi/lvmh-agent]; LVMH_DISABLED=1 turns it off.
  *
  * Rules it keeps: handlers return at once (pi awaits them inside its event queue); socket I/O happens later,
  * from a bounded buffer; reconnects forever; errors go to ~/.pi/lvmh-agent.log and never reach pi.
@@ -90,12 +91,15 @@ function makeLogger(file) {
   return log;
 }
 
-/** The WebSocket class: the platform's when present (Node ≥ 22, Deno), else the `ws` package. */
+/** The WebSocket class: the platform's (Node ≥ 22, Deno), else one the host gave, else the `ws` package. */
 function webSocketClass() {
   const g = globalState();
   if (typeof globalThis.WebSocket === "function") {
     return Promise.resolve(globalThis.WebSocket);
   }
+  // A host may hand over a WebSocket class (the container bridge does, from its own `ws`).
+  const given = globalThis[Symbol.for("lvmh-agent.WebSocket")];
+  if (typeof given === "function") return Promise.resolve(given);
   g.ctor ??= import("ws").then((m) => m.WebSocket ?? m.default);
   return g.ctor;
 }
@@ -617,7 +621,7 @@ function readConfig(options) {
     token: options.token ?? env.LVMH_TOKEN ?? "",
     agent: options.agent ?? env.LVMH_AGENT === "1",
     repo: options.repo ?? (env.LVMH_REPO || null),
-    stateDir: options.stateDir ?? path.join(home, ".pi", "lvmh-agent"),
+    stateDir: options.stateDir ?? (env.LVMH_STATE_DIR || path.join(home, ".pi", "lvmh-agent")),
     logFile: options.logFile ?? path.join(home, ".pi", "lvmh-agent.log"),
   };
 }

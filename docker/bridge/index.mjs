@@ -1,0 +1,177 @@
+#!/usr/bin/env node
+/**
+ * lvmh bridge: runs one headless pi session inside a worker container, with the lvmh-agent plugin loaded,
+ * so the daemon can watch and steer it exactly like a terminal session. Uses pi's SDK runtime route
+ * (createAgentSessionRuntime), so session_start and session_shutdown fire as in the CLI. Works with the
+ * SDK of pi 0.73.1 (modelRegistry) and 1.6.0 (modelRuntime).
+ *
+ * Environment (the container contract; defaults in brackets):
+ *   LVMH_URL, LVMH_TOKEN        the daemon's agent socket and token (read by the plugin)
+ *   LVMH_SESSION_ID             the session id the daemon chose; an existing session with it is continued
+ *   LVMH_AGENT=1, LVMH_REPO     put into the plugin's hello (agent: true, repo)
+ *   LVMH_MODELS_JSON            provider config, copied into pi's agent dir [/etc/lvmh/models.json]
+ *   LVMH_PROVIDER, LVMH_MODEL   model to use [the first model of the first provider in models.json]
+ *   LVMH_WORKSPACE              cwd of the session [/workspace]
+ *   LVMH_SESSION_DIR            where pi keeps its session files and the plugin its seq files [/pi-sessions]
+ *   LVMH_PLUGIN_DIR             directory holding lvmh-agent.mjs [next to this file, ../plugin, ../../plugin, /plugin]
+ *   LVMH_PI_MODULE              path of the pi SDK entry to use [@mariozechner/pi-coding-agent from here]
+ *   PI_CODING_AGENT_DIR         pi's agent dir [~/.pi/agent]
+ * Exits 0 on SIGTERM/SIGINT after pi's session_shutdown (the plugin sends `bye`), 1 when it cannot start.
+ */
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const env = process.env;
+const here = path.dirname(fileURLToPath(import.meta.url));
+const say = (msg) => process.stderr.write(`lvmh-bridge: ${msg}\n`);
+
+/** The plugin file: LVMH_PLUGIN_DIR, else the first of the usual places that exists. */
+function findPlugin() {
+  const dirs = env.LVMH_PLUGIN_DIR
+    ? [env.LVMH_PLUGIN_DIR]
+    : [here, path.join(here, "..", "plugin"), path.join(here, "..", "..", "plugin"), "/plugin"];
+  for (const dir of dirs) {
+    const file = path.join(dir, "lvmh-agent.mjs");
+    if (fs.existsSync(file)) return file;
+  }
+  throw new Error(`lvmh-agent.mjs not found in ${dirs.join(", ")}`);
+}
+
+async function loadSdk() {
+  if (env.LVMH_PI_MODULE) return await import(pathToFileURL(path.resolve(env.LVMH_PI_MODULE)).href);
+  try {
+    return await import("@mariozechner/pi-coding-agent");
+  } catch {
+    return await import("@earendil-works/pi-coding-agent");
+  }
+}
+
+/** Copy the mounted models.json into the agent dir and pick the provider and model to use. */
+function setupModels(agentDir) {
+  const source = env.LVMH_MODELS_JSON ?? "/etc/lvmh/models.json";
+  let config = null;
+  if (fs.existsSync(source)) {
+    fs.mkdirSync(agentDir, { recursive: true });
+    fs.copyFileSync(source, path.join(agentDir, "models.json"));
+    config = JSON.parse(fs.readFileSync(source, "utf8"));
+  } else if (fs.existsSync(path.join(agentDir, "models.json"))) {
+    config = JSON.parse(fs.readFileSync(path.join(agentDir, "models.json"), "utf8"));
+  }
+  const [firstProvider, first] = Object.entries(config?.providers ?? {})[0] ?? [];
+  const provider = env.LVMH_PROVIDER || firstProvider;
+  const models = config?.providers?.[provider]?.models ?? first?.models ?? [];
+  const model = env.LVMH_MODEL || models[0]?.id;
+  if (!provider || !model) {
+    throw new Error(`no provider/model: set LVMH_PROVIDER and LVMH_MODEL, or mount ${source}`);
+  }
+  return { provider, model };
+}
+
+/** A SessionManager for LVMH_SESSION_ID: the existing session file with that id, or a new session. */
+function sessionManagerFor(sdk, cwd, sessionDir) {
+  const { SessionManager } = sdk;
+  const id = env.LVMH_SESSION_ID;
+  fs.mkdirSync(sessionDir, { recursive: true });
+  if (id) {
+    const existing = fs.readdirSync(sessionDir).filter((f) => f.endsWith(`_${id}.jsonl`)).sort().at(-1);
+    if (existing) return SessionManager.open(path.join(sessionDir, existing), sessionDir);
+  }
+  // pi 1.6.0 takes the id in create(); 0.73.1 ignores the third argument, so newSession() sets it there.
+  const sm = SessionManager.create(cwd, sessionDir, id ? { id } : undefined);
+  if (id && sm.getSessionId() !== id) sm.newSession({ id });
+  return sm;
+}
+
+/** Make pi's LLM calls honour HTTP(S)_PROXY as its CLI does (the SDK host does not get that set-up). */
+async function proxyFromEnv() {
+  if (!env.HTTPS_PROXY && !env.HTTP_PROXY && !env.https_proxy && !env.http_proxy) return;
+  try {
+    const undici = await import("undici");
+    undici.setGlobalDispatcher(new undici.EnvHttpProxyAgent({ bodyTimeout: 0, headersTimeout: 0 }));
+  } catch (err) {
+    say(`proxy set-up skipped: ${err?.message ?? err}`);
+  }
+}
+
+async function main() {
+  env.PI_OFFLINE ??= "1";
+  env.PI_SKIP_VERSION_CHECK ??= "1";
+  env.PI_TELEMETRY ??= "0";
+  const cwd = path.resolve(env.LVMH_WORKSPACE ?? "/workspace");
+  const sessionDir = path.resolve(env.LVMH_SESSION_DIR ?? "/pi-sessions");
+  // The plugin's seq counters live beside the sessions, so they survive a new container for the same session.
+  env.LVMH_STATE_DIR ??= path.join(sessionDir, ".lvmh-agent");
+  const plugin = findPlugin();
+  if (typeof globalThis.WebSocket !== "function") {
+    // Node 20: hand the plugin our own `ws`, since the plugin directory may come without node_modules.
+    const ws = await import("ws");
+    globalThis[Symbol.for("lvmh-agent.WebSocket")] = ws.WebSocket ?? ws.default;
+  }
+  await proxyFromEnv();
+  const sdk = await loadSdk();
+  const agentDir = sdk.getAgentDir();
+  const { provider, model: modelId } = setupModels(agentDir);
+
+  const createRuntime = async ({ cwd, agentDir, sessionManager, sessionStartEvent }) => {
+    const services = await sdk.createAgentSessionServices({
+      cwd,
+      agentDir,
+      resourceLoaderOptions: { additionalExtensionPaths: [plugin], noExtensions: true },
+    });
+    const model = services.modelRuntime?.getModel?.(provider, modelId) ??
+      services.modelRegistry?.find?.(provider, modelId);
+    if (!model) throw new Error(`model ${provider}/${modelId} is not in models.json`);
+    const created = await sdk.createAgentSessionFromServices({
+      services,
+      sessionManager,
+      sessionStartEvent,
+      model,
+      thinkingLevel: "off",
+    });
+    return { ...created, services, diagnostics: services.diagnostics };
+  };
+  const runtime = await sdk.createAgentSessionRuntime(createRuntime, {
+    cwd,
+    agentDir,
+    sessionManager: sessionManagerFor(sdk, cwd, sessionDir),
+  });
+  for (const d of runtime.diagnostics ?? []) say(`${d.type}: ${d.message}`);
+  if ((runtime.diagnostics ?? []).some((d) => d.type === "error")) {
+    throw new Error("pi reported errors at start-up");
+  }
+
+  // Nothing else may keep the process alive while the daemon is unreachable (the plugin's timers are unref'd).
+  const keepAlive = setInterval(() => {}, 1 << 30);
+  let stopping = null;
+  const stop = (code) => {
+    stopping ??= (async () => {
+      const force = setTimeout(() => process.exit(code), 10_000);
+      try {
+        await runtime.dispose(); // session_shutdown: the plugin sends bye and waits (bounded) for the daemon
+      } catch (err) {
+        say(`shutdown: ${err?.message ?? err}`);
+      }
+      clearTimeout(force);
+      clearInterval(keepAlive);
+      process.exit(code);
+    })();
+    return stopping;
+  };
+  const bind = async () => {
+    await runtime.session.bindExtensions({
+      shutdownHandler: () => void stop(0),
+      onError: (e) => say(`extension error (${e.event}): ${e.error}`),
+    });
+  };
+  runtime.setRebindSession(bind);
+  await bind();
+  process.on("SIGTERM", () => void stop(0));
+  process.on("SIGINT", () => void stop(0));
+  say(`session ${runtime.session.sessionManager.getSessionId()} ready in ${cwd} with ${provider}/${modelId}`);
+}
+
+main().catch((err) => {
+  say(`cannot start: ${err?.stack ?? err}`);
+  process.exit(1);
+});
