@@ -6,7 +6,7 @@ import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import type { SessionSummary } from "../lib/protocol.ts";
 import { SessionRow } from "../components/SessionRow.tsx";
 import { SignInForm } from "../components/SignInForm.tsx";
-import { api, SignInRequired, socketUrl } from "../lib/ui/api.ts";
+import { credentialsAccepted, socketUrl } from "../lib/ui/api.ts";
 import { connectLive, type LiveSocket } from "../lib/ui/live_socket.ts";
 import { onRetryRequest, publishStatus } from "../lib/ui/status_bus.ts";
 import { notifySettled } from "../lib/ui/notify.ts";
@@ -43,9 +43,9 @@ export default function SessionList(props: Props) {
       url: socketUrl,
       onStatus(s) {
         publishStatus(s);
-        // A socket refused twice in a row may mean the token changed: ask the REST API, which tells 401 apart.
-        if (s.state === "retrying" && s.attempt === 2) {
-          api("/api/sessions").catch((e) => e instanceof SignInRequired && setNeedSignIn(true));
+        // Refused twice in a row: maybe the daemon's token changed. Only the REST API can tell a 401 apart.
+        if (s.state === "retrying" && s.attempt >= 2) {
+          credentialsAccepted().then((ok) => ok || setNeedSignIn(true));
         }
       },
       onFrame(frame) {

@@ -9,7 +9,7 @@ import { Composer } from "../components/Composer.tsx";
 import { MessageItem, StreamingMessage } from "../components/Messages.tsx";
 import { SessionFacts, SubagentPanel, TodoPanel, UsagePanel } from "../components/SidePanels.tsx";
 import { SignInForm } from "../components/SignInForm.tsx";
-import { api, ApiError, SignInRequired, socketUrl } from "../lib/ui/api.ts";
+import { api, ApiError, credentialsAccepted, SignInRequired, socketUrl } from "../lib/ui/api.ts";
 import { applyEvents, buildConversation, prependEvents, streamingText } from "../lib/ui/conversation.ts";
 import { deriveSubagents, deriveTodos } from "../lib/ui/derive.ts";
 import { connectLive, type LiveSocket } from "../lib/ui/live_socket.ts";
@@ -54,8 +54,9 @@ export default function SessionView(props: Props) {
       },
       onStatus(s) {
         publishStatus(s);
-        if (s.state === "retrying" && s.attempt === 2) {
-          api(`/api/sessions`).catch((e) => e instanceof SignInRequired && setNeedSignIn(true));
+        // Refused twice in a row: maybe the daemon's token changed. Only the REST API can tell a 401 apart.
+        if (s.state === "retrying" && s.attempt >= 2) {
+          credentialsAccepted().then((ok) => ok || setNeedSignIn(true));
         }
       },
       onFrame(frame) {

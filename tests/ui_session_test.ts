@@ -61,6 +61,20 @@ Deno.test("UI: session page", async (t) => {
   });
   const ui = await openPage(browser, daemon, { signIn: true });
   const page = ui.page;
+  // Headless Chromium shows no notifications; record them instead (permission granted, as after the prompt).
+  await ui.context.addInitScript(() => {
+    const notes: { title: string; tag?: string }[] = [];
+    Object.assign(globalThis, { __notes: notes });
+    class RecordedNotification {
+      static permission = "granted";
+      static requestPermission = () => Promise.resolve("granted");
+      onclick: (() => void) | null = null;
+      constructor(title: string, opts?: { tag?: string }) {
+        notes.push({ title, tag: opts?.tag });
+      }
+    }
+    Object.assign(globalThis, { Notification: RecordedNotification });
+  });
   try {
     const seeded = seedConversation(agent);
     const lastSeq = async () =>
@@ -162,6 +176,73 @@ Deno.test("UI: session page", async (t) => {
       );
       assert.equal(await page.locator("a[href^='javascript']").count(), 0);
       assert.deepEqual(ui.problems, []);
+    });
+
+    await t.step("opt-in notification when the watched session settles", async () => {
+      await page.click("button.watch");
+      await page.waitForSelector("button.watch[aria-pressed='true']");
+      agent.send("agent_start");
+      agent.send("agent_end", { usage: {} });
+      agent.send("agent_settled");
+      await page.waitForFunction(() => (globalThis as unknown as { __notes: unknown[] }).__notes.length > 0);
+      const notes = await page.evaluate(() =>
+        (globalThis as unknown as { __notes: { title: string }[] }).__notes
+      );
+      assert.deepEqual(notes.map((n) => n.title), ["tidy the repo is done"]);
+    });
+
+    await t.step("long session: latest page first, older pages on scroll, no gaps", async () => {
+      const long = await connectAgent(daemon, { sessionId: "long-1", session: sessionInfo("long-1") });
+      let last = 0;
+      for (let i = 1; i <= 1000; i++) {
+        last = long.send(
+          "message_end",
+          message(i % 2 ? "user" : "assistant", `l${i}`, `message number ${i}`),
+        );
+      }
+      await waitFor(
+        async () =>
+          ((await (await daemon.api("/api/sessions")).json()) as { id: string; lastSeq: number }[])
+            .find((s) => s.id === "long-1")?.lastSeq === last,
+        "long session stored",
+      );
+      const longUi = await openPage(browser, daemon, { signIn: true });
+      try {
+        await gotoHydrated(longUi, daemon, "/sessions/long-1");
+        const p = longUi.page;
+        assert.equal(
+          await p.locator(".conversation [data-seq]").count(),
+          300,
+          "only the latest page at first",
+        );
+        assert.match(await p.locator(".conversation [data-seq]").last().innerText(), /message number 1000/);
+        const firstShown = await p.locator(".conversation [data-seq]").first().getAttribute("data-seq");
+        await p.evaluate(() => scrollTo(0, 0));
+        await waitFor(async () => await p.locator(".conversation [data-seq]").count() === 600, "second page");
+        // The message that was on top stays in view while older ones are added above it.
+        const box = await p.locator(`.conversation [data-seq='${firstShown}']`).boundingBox();
+        assert.ok(box && box.y > -50 && box.y < 860, `anchor in view at ${box?.y}`);
+        // Keep scrolling to the top until the loader says there is nothing older.
+        await waitFor(
+          async () => {
+            await p.evaluate(() => scrollTo(0, 0));
+            return await p.locator(".history-top button").count() === 0;
+          },
+          "all older pages",
+          20_000,
+        );
+        const seqs = await p.locator(".conversation [data-seq]").evaluateAll((els) =>
+          els.map((e) => Number(e.getAttribute("data-seq")))
+        );
+        assert.equal(seqs.length, 1000);
+        assert.deepEqual(seqs, [...seqs].sort((a, b) => a - b));
+        assert.equal(new Set(seqs).size, 1000);
+        await p.waitForSelector("text=Beginning of the session");
+        assert.deepEqual(longUi.problems, []);
+      } finally {
+        await longUi.close();
+        await long.close();
+      }
     });
 
     await t.step("offline: composer disabled with the reason", async () => {

@@ -3,7 +3,7 @@
  * filters, hostile session fields rendered inert, and the phone layout. Screenshots go to test-artifacts/.
  */
 import assert from "node:assert/strict";
-import { startDaemon, waitFor } from "./_daemon.ts";
+import { freePort, startDaemon, waitFor } from "./_daemon.ts";
 import { connectAgent, sessionInfo } from "./_agent_client.ts";
 import { gotoHydrated, launchBrowser, openPage, screenshot } from "./_browser.ts";
 
@@ -15,7 +15,9 @@ const XSS = {
 };
 
 Deno.test("UI: sessions page", async (t) => {
-  const daemon = await startDaemon();
+  const dataDir = await Deno.makeTempDir({ prefix: "lvmh-ui-" });
+  const port = freePort();
+  let daemon = await startDaemon({ dataDir, port });
   const browser = await launchBrowser();
   const agents: Awaited<ReturnType<typeof connectAgent>>[] = [];
   try {
@@ -141,9 +143,34 @@ Deno.test("UI: sessions page", async (t) => {
         await phone.close();
       }
     });
+    await t.step("token rotated while a page is open: the page asks for the token again", async () => {
+      const stale = await openPage(browser, daemon, { signIn: true });
+      try {
+        await gotoHydrated(stale, daemon, "/");
+        await stale.page.waitForSelector("[data-conn='open']");
+        for (const a of agents) await a.close().catch(() => {});
+        await daemon.stop();
+        daemon = await startDaemon({ dataDir, port, token: "rotated-token-abcdef0123456789" });
+        await stale.page.waitForSelector(".overlay #token", { timeout: 20_000 });
+        assert.match(await stale.page.locator(".overlay").innerText(), /no longer accepts/);
+        assert.equal(
+          await stale.page.evaluate(() => localStorage.getItem("lvmh.token")),
+          null,
+          "stale token dropped",
+        );
+        await stale.page.fill(".overlay #token", daemon.token);
+        await stale.page.click(".overlay button[type=submit]");
+        await stale.page.waitForSelector("[data-session='beta']");
+        await stale.page.waitForSelector("[data-conn='open']");
+        assert.equal(await stale.page.locator(".overlay").count(), 0);
+      } finally {
+        await stale.close();
+      }
+    });
   } finally {
     for (const a of agents) await a.close().catch(() => {});
     await browser.close();
     await daemon.stop();
+    await Deno.remove(dataDir, { recursive: true }).catch(() => {});
   }
 });

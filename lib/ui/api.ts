@@ -83,6 +83,19 @@ export async function api<T>(
 }
 
 /**
+ * Ask the REST API whether this browser's credentials still work (a refused WebSocket does not say why).
+ * @returns false on a 401 (the stored token is then cleared); true otherwise, including when unreachable
+ */
+export async function credentialsAccepted(s: TokenStore | null = store()): Promise<boolean> {
+  try {
+    await api("/api/sessions", {}, s);
+    return true;
+  } catch (e) {
+    return !(e instanceof SignInRequired);
+  }
+}
+
+/**
  * Send the token to `/login`, which checks it and sets the HttpOnly page cookie; stores it on success.
  * @returns false when the daemon rejected the token
  * @throws {ApiError} on other failures

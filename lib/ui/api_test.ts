@@ -1,5 +1,13 @@
 import assert from "node:assert/strict";
-import { api, ApiError, getToken, SignInRequired, socketUrl, type TokenStore } from "./api.ts";
+import {
+  api,
+  ApiError,
+  credentialsAccepted,
+  getToken,
+  SignInRequired,
+  socketUrl,
+  type TokenStore,
+} from "./api.ts";
 
 function memory(token?: string): TokenStore {
   const m = new Map<string, string>(token ? [["lvmh.token", token]] : []);
@@ -45,4 +53,28 @@ Deno.test("api() sends the bearer token, parses JSON and maps errors", async (t)
 Deno.test("socketUrl() picks ws/wss and encodes the token", () => {
   assert.equal(socketUrl({ protocol: "http:", host: "h:1" }, memory()), "ws://h:1/ws");
   assert.equal(socketUrl({ protocol: "https:", host: "h" }, memory("a&b")), "wss://h/ws?token=a%26b");
+});
+
+Deno.test("credentialsAccepted() is false only on a 401", async () => {
+  let status = 200;
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    () => Response.json({}, { status }),
+  );
+  const realFetch = globalThis.fetch;
+  // api() uses page-relative paths; point them at the test server.
+  globalThis.fetch = (input, init) =>
+    realFetch(new URL(String(input), `http://127.0.0.1:${server.addr.port}`), init);
+  try {
+    const s = memory("t");
+    assert.equal(await credentialsAccepted(s), true);
+    status = 503;
+    assert.equal(await credentialsAccepted(s), true, "unreachable or failing is not a sign-in problem");
+    status = 401;
+    assert.equal(await credentialsAccepted(s), false);
+    assert.equal(getToken(s), null);
+  } finally {
+    globalThis.fetch = realFetch;
+    await server.shutdown();
+  }
 });

@@ -1,0 +1,218 @@
+/**
+ * The spawn panel: connect GitLab with a personal access token, pick a repository (searchable, most recently
+ * active first), optionally a branch, and start a pi session in a container; jobs update live from
+ * `spawn_status` frames on `/ws`, and a running one can be stopped. The token is sent once and never shown.
+ */
+import { useEffect, useMemo, useState } from "preact/hooks";
+import type { SpawnJob } from "../lib/protocol.ts";
+import type { GitlabRepo, GitlabStatus } from "../lib/gitlab.ts";
+import { api, ApiError, SignInRequired, socketUrl } from "../lib/ui/api.ts";
+import { connectLive } from "../lib/ui/live_socket.ts";
+import { relativeTime } from "../lib/ui/format.ts";
+
+/** How many matching repositories the picker lists at once; typing narrows the rest. */
+const SHOWN = 50;
+
+const STATE_TEXT: Record<SpawnJob["state"], string> = {
+  queued: "queued",
+  cloning: "cloning / pulling",
+  building: "building image",
+  starting: "starting container",
+  running: "running",
+  failed: "failed",
+  stopped: "stopped",
+};
+
+function messageOf(error: unknown): string {
+  if (error instanceof SignInRequired) {
+    return "Sign in again: the daemon did not accept this browser's token.";
+  }
+  if (error instanceof ApiError) return error.message;
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** Repositories whose path or name contains every word of `query`. */
+function matching(repos: GitlabRepo[], query: string): GitlabRepo[] {
+  const words = query.toLowerCase().split(/\s+/).filter(Boolean);
+  return repos.filter((r) =>
+    words.every((w) => r.path.toLowerCase().includes(w) || r.name.toLowerCase().includes(w))
+  );
+}
+
+export default function SpawnPanel() {
+  const [status, setStatus] = useState<GitlabStatus | null>(null);
+  const [repos, setRepos] = useState<GitlabRepo[] | null>(null);
+  const [jobs, setJobs] = useState<SpawnJob[]>([]);
+  const [token, setTokenInput] = useState("");
+  const [query, setQuery] = useState("");
+  const [selected, setSelected] = useState<GitlabRepo | null>(null);
+  const [branch, setBranch] = useState("");
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const [now, setNow] = useState(0);
+
+  async function run(fn: () => Promise<void>) {
+    setBusy(true);
+    setError(null);
+    try {
+      await fn();
+    } catch (e) {
+      setError(messageOf(e));
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  async function loadRepos() {
+    setRepos(await api<GitlabRepo[]>("/api/gitlab/repos"));
+    setNow(Date.now());
+  }
+
+  useEffect(() => {
+    run(async () => {
+      const s = await api<GitlabStatus>("/api/gitlab/status");
+      setStatus(s);
+      if (s.connected) await loadRepos();
+    });
+    api<SpawnJob[]>("/api/spawn/status").then(setJobs, () => {});
+    const live = connectLive({
+      url: socketUrl,
+      onFrame(frame) {
+        if (frame.type === "spawn_status") setJobs(frame.jobs);
+      },
+    });
+    return () => live.close();
+  }, []);
+
+  const connect = (e: Event) => {
+    e.preventDefault();
+    run(async () => {
+      await api("/api/gitlab/connect", { method: "POST", body: JSON.stringify({ token: token.trim() }) });
+      setTokenInput(""); // the token is not kept in the page once the daemon has it
+      setStatus(await api<GitlabStatus>("/api/gitlab/status"));
+      await loadRepos();
+    });
+  };
+
+  const disconnect = () =>
+    run(async () => {
+      await api("/api/gitlab/connect", { method: "DELETE" });
+      setStatus(await api<GitlabStatus>("/api/gitlab/status"));
+      setRepos(null);
+      setSelected(null);
+    });
+
+  const spawn = (e: Event) => {
+    e.preventDefault();
+    if (!selected) return;
+    run(async () => {
+      const body = branch.trim() ? { repo: selected.path, branch: branch.trim() } : { repo: selected.path };
+      await api("/api/spawn", { method: "POST", body: JSON.stringify(body) });
+    });
+  };
+
+  const stop = (job: SpawnJob) =>
+    run(async () => {
+      await api(`/api/sessions/${encodeURIComponent(job.sessionId)}/container`, { method: "DELETE" });
+    });
+
+  const shown = useMemo(() => matching(repos ?? [], query).slice(0, SHOWN), [repos, query]);
+
+  return (
+    <section class="spawn-panel" data-spawn-panel>
+      <h2>Start a session</h2>
+      {error && <p class="error" role="alert">{error}</p>}
+      {status && !status.connected && (
+        <form class="spawn-connect" onSubmit={connect}>
+          <p class="muted small">
+            Connect GitLab at <code>{status.baseUrl}</code> with a personal access token (scope{" "}
+            <code>read_api</code> and <code>read_repository</code>). It is kept by the daemon only.
+          </p>
+          <input
+            type="password"
+            name="gitlab-token"
+            aria-label="GitLab personal access token"
+            placeholder="glpat-…"
+            autocomplete="off"
+            value={token}
+            onInput={(e) => setTokenInput((e.target as HTMLInputElement).value)}
+          />
+          <button type="submit" class="primary" disabled={busy || token.trim().length < 8}>
+            Connect GitLab
+          </button>
+        </form>
+      )}
+      {status?.connected && (
+        <form class="spawn-form" onSubmit={spawn}>
+          <p class="muted small">
+            GitLab <code>{status.baseUrl}</code> as <strong>{status.username ?? "?"}</strong>{" "}
+            <button type="button" class="link" onClick={disconnect} disabled={busy}>disconnect</button>
+          </p>
+          <input
+            type="search"
+            name="repo-filter"
+            aria-label="Search repositories"
+            placeholder="Search repositories"
+            value={query}
+            onInput={(e) => setQuery((e.target as HTMLInputElement).value)}
+          />
+          {repos === null
+            ? <p class="muted small">Loading repositories…</p>
+            : (
+              <ul class="repo-list" role="listbox" aria-label="Repositories">
+                {shown.map((r) => (
+                  <li key={r.path} role="option" aria-selected={selected?.path === r.path}>
+                    <button
+                      type="button"
+                      class={`repo ${selected?.path === r.path ? "selected" : "ghost"}`}
+                      data-repo={r.path}
+                      onClick={() => (setSelected(r), setBranch(""))}
+                    >
+                      <span class="name">{r.path}</span>{" "}
+                      <span class="muted small">
+                        {relativeTime(r.lastActivityAt ? Date.parse(r.lastActivityAt) : null, now)}
+                      </span>
+                    </button>
+                  </li>
+                ))}
+                {shown.length === 0 && <li class="muted small">No repository matches.</li>}
+              </ul>
+            )}
+          <input
+            type="text"
+            name="branch"
+            aria-label="Branch"
+            placeholder={selected?.defaultBranch
+              ? `branch (default ${selected.defaultBranch})`
+              : "branch (default)"}
+            value={branch}
+            onInput={(e) => setBranch((e.target as HTMLInputElement).value)}
+          />
+          <button type="submit" class="primary" disabled={busy || !selected}>
+            {selected ? `Spawn on ${selected.path}` : "Pick a repository"}
+          </button>
+        </form>
+      )}
+      {jobs.length > 0 && (
+        <ul class="spawn-jobs" aria-label="Spawn jobs" aria-live="polite">
+          {jobs.map((j) => (
+            <li key={j.id} class={`spawn-job ${j.state}`} data-job={j.id} data-state={j.state}>
+              <span class="name">{j.repo}{j.branch ? ` @ ${j.branch}` : ""}</span>{" "}
+              <span class={`chip ${j.state === "failed" ? "error" : ""}`}>{STATE_TEXT[j.state]}</span>
+              {j.error && <p class="error small">{j.error}</p>}
+              {j.state === "running" && (
+                <>
+                  {" "}
+                  <a href={`/sessions/${encodeURIComponent(j.sessionId)}`}>open</a>{" "}
+                  <button type="button" class="danger small" disabled={busy} onClick={() => stop(j)}>
+                    Stop
+                  </button>
+                </>
+              )}
+            </li>
+          ))}
+        </ul>
+      )}
+    </section>
+  );
+}
