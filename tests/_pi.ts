@@ -142,16 +142,17 @@ export async function makePiHome(llmUrl: string): Promise<PiHome> {
   };
 }
 
-/** Run `pi -p <prompt>` with the plugin; resolves with its exit code and output. */
+/** Run `pi -p <prompt>` (with `-e` the plugin unless `withPlugin` is false); resolves with exit code and output. */
 export async function piPrint(
   v: PiVersion,
   home: PiHome,
   env: Record<string, string>,
   prompt: string,
   args: string[] = [],
+  withPlugin = true,
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   const out = await new Deno.Command(v.node, {
-    args: [v.cli, "-e", PLUGIN, ...args, "-p", prompt],
+    args: [v.cli, ...(withPlugin ? ["-e", PLUGIN] : []), ...args, "-p", prompt],
     cwd: home.workspace,
     env,
     clearEnv: true,
