@@ -10,7 +10,13 @@ import { MessageItem, StreamingMessage } from "../components/Messages.tsx";
 import { SessionFacts, SubagentPanel, TodoPanel, UsagePanel } from "../components/SidePanels.tsx";
 import { SignInForm } from "../components/SignInForm.tsx";
 import { api, ApiError, credentialsAccepted, SignInRequired, socketUrl } from "../lib/ui/api.ts";
-import { applyEvents, buildConversation, prependEvents, streamingText } from "../lib/ui/conversation.ts";
+import {
+  applyEvents,
+  buildConversation,
+  mergeEvents,
+  prependEvents,
+  streamingText,
+} from "../lib/ui/conversation.ts";
 import { deriveSubagents, deriveTodos } from "../lib/ui/derive.ts";
 import { connectLive, type LiveSocket } from "../lib/ui/live_socket.ts";
 import { onRetryRequest, publishStatus } from "../lib/ui/status_bus.ts";
@@ -64,6 +70,9 @@ export default function SessionView(props: Props) {
           const mine = frame.sessions.find((s) => s.id === id);
           if (mine) setSession(mine);
         } else if (frame.type === "events" && frame.sessionId === id) {
+          // The frame continues from `after`: if that is past what we hold, fetch the gap (merged in order).
+          const persisted = frame.events.some((e) => e.type !== "message_update");
+          if (persisted && frame.after > convRef.current.lastSeq) void fillGap(convRef.current.lastSeq);
           setConv((c) => applyEvents(c, frame.events));
           if (frame.events.some((e) => e.type === "agent_settled" && e.seq > convRef.current.lastSeq)) {
             notifySettled(id, props.session.name || id);
@@ -100,6 +109,17 @@ export default function SessionView(props: Props) {
       scrollTo(0, el.scrollHeight);
     }
   }, [conv]);
+
+  async function fillGap(after: number) {
+    try {
+      const missing = await api<StoredEvent[]>(
+        `/api/sessions/${encodeURIComponent(id)}/events?after=${after}&limit=1000`,
+      );
+      setConv((c) => mergeEvents(c, missing));
+    } catch (e) {
+      if (e instanceof SignInRequired) setNeedSignIn(true);
+    }
+  }
 
   async function loadOlder() {
     if (loadingOlder || !hasOlder) return;

@@ -137,6 +137,21 @@ export function prependEvents(conv: Conversation, older: readonly StoredEvent[])
   return { ...rebuilt, streaming: conv.streaming };
 }
 
+/**
+ * Merge persisted events that may fall anywhere (e.g. a gap refetched after newer events arrived): appends
+ * when all are newer, otherwise rebuilds from the union. Events already held are ignored.
+ * @param conv current state (not mutated)
+ * @param events persisted events of this session, any order
+ */
+export function mergeEvents(conv: Conversation, events: readonly StoredEvent[]): Conversation {
+  const held = new Set(conv.events.map((e) => e.seq));
+  const fresh = events.filter((e) => e.type !== "message_update" && !held.has(e.seq));
+  if (fresh.length === 0) return conv;
+  if (fresh.every((e) => e.seq > conv.lastSeq)) return applyEvents(conv, fresh);
+  const rebuilt = buildConversation([...conv.events, ...fresh]);
+  return { ...rebuilt, streaming: conv.streaming };
+}
+
 function applyDelta(conv: Conversation, ev: StoredEvent): void {
   const delta = typeof ev.delta === "string" ? ev.delta : "";
   // A delta older than a persisted event we hold belongs to a message already complete.

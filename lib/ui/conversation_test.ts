@@ -4,6 +4,7 @@ import {
   applyEvents,
   buildConversation,
   emptyConversation,
+  mergeEvents,
   prependEvents,
   streamingText,
 } from "./conversation.ts";
@@ -142,4 +143,15 @@ Deno.test("buildConversation() marks failed tools and notes bye and buffer_overf
   const notices = c.items.filter((i) => i.kind === "notice").map((i) => i.kind === "notice" && i.text);
   assert.equal(notices.length, 2);
   assert.match(String(notices[0]), /dropped 7 events/);
+});
+
+Deno.test("mergeEvents() fills a gap behind newer events without duplicates", () => {
+  const events = run();
+  let c = buildConversation(events.slice(0, 3));
+  c = applyEvents(c, events.slice(8)); // seq 10..12 arrive; 4..9 missing
+  assert.equal(c.lastSeq, 12);
+  const filled = mergeEvents(c, events.slice(2)); // refetch from seq 3: overlaps both sides
+  assert.deepEqual(filled.items, buildConversation(events).items);
+  assert.equal(filled.events.length, events.length);
+  assert.equal(mergeEvents(filled, events), filled, "nothing new: same object");
 });
