@@ -57,12 +57,21 @@ export default function SessionList(props: Props) {
         setSessions(frame.sessions);
       },
     });
+    // "/" jumps to the filter from anywhere on the page, as on many developer sites.
+    const onKey = (e: KeyboardEvent) => {
+      const t = e.target as HTMLElement | null;
+      if (e.key !== "/" || e.ctrlKey || e.metaKey || e.altKey || t?.closest("input, textarea")) return;
+      e.preventDefault();
+      document.getElementById("filter")?.focus();
+    };
+    addEventListener("keydown", onKey);
     const online = () => live.current?.reconnectNow();
     addEventListener("online", online);
     const offRetry = onRetryRequest(online);
     return () => {
       clearInterval(tick);
       removeEventListener("online", online);
+      removeEventListener("keydown", onKey);
       offRetry();
       live.current?.close();
     };
@@ -84,7 +93,7 @@ export default function SessionList(props: Props) {
             type="search"
             id="filter"
             aria-label="Filter sessions"
-            placeholder="Filter by name, path, repo or model"
+            placeholder="Filter by name, path, repo or model  ( / )"
             value={query}
             onInput={(e) => setQuery((e.target as HTMLInputElement).value)}
           />

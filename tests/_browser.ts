@@ -58,9 +58,13 @@ export interface UiPage {
 export async function openPage(
   browser: Browser,
   daemon: Daemon,
-  opts: { signIn?: boolean; viewport?: { width: number; height: number } } = {},
+  opts: { signIn?: boolean; viewport?: { width: number; height: number }; colorScheme?: "light" | "dark" } =
+    {},
 ): Promise<UiPage> {
-  const context = await browser.newContext({ viewport: opts.viewport ?? { width: 1280, height: 860 } });
+  const context = await browser.newContext({
+    viewport: opts.viewport ?? { width: 1280, height: 860 },
+    colorScheme: opts.colorScheme ?? "light",
+  });
   const page = await context.newPage();
   const problems: string[] = [];
   page.on("pageerror", (e) => problems.push(`pageerror: ${e.message}`));

@@ -278,7 +278,11 @@ Deno.test("UI: session page", async (t) => {
     });
 
     await t.step("phone layout: 375 px wide, no horizontal scrolling", async () => {
-      const phone = await openPage(browser, daemon, { signIn: true, viewport: { width: 375, height: 740 } });
+      const phone = await openPage(browser, daemon, {
+        signIn: true,
+        viewport: { width: 375, height: 740 },
+        colorScheme: "dark",
+      });
       try {
         await gotoHydrated(phone, daemon, `/sessions/${ID}`);
         const width = await phone.page.evaluate(() => document.documentElement.scrollWidth);
@@ -287,7 +291,10 @@ Deno.test("UI: session page", async (t) => {
             .slice(0, 5).map((e) => `${e.tagName}.${e.className}`)
         );
         assert.ok(width <= 375, `page is ${width} px wide: ${wide.join(", ")}`);
-        await screenshot(phone.page, "session-mobile");
+        await screenshot(phone.page, "session-mobile-dark");
+        // The side panels sit above the conversation on a phone.
+        await phone.page.evaluate(() => scrollTo(0, 0));
+        await screenshot(phone.page, "session-mobile-top-dark");
       } finally {
         await phone.close();
       }

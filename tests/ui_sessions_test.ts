@@ -101,7 +101,13 @@ Deno.test("UI: sessions page", async (t) => {
       });
 
       await t.step("filters: text and online only", async () => {
-        await ui.page.fill("#filter", "box");
+        await ui.page.keyboard.press("/");
+        assert.equal(
+          await ui.page.evaluate(() => document.activeElement?.id),
+          "filter",
+          "/ focuses the filter",
+        );
+        await ui.page.keyboard.type("box");
         await waitFor(async () => await ui.page.locator(".session-row").count() === 1, "one match");
         assert.equal(await ui.page.locator(".session-row").getAttribute("data-session"), "beta");
         await ui.page.fill("#filter", "");
