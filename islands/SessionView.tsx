@@ -48,6 +48,8 @@ export default function SessionView(props: Props) {
   const top = useRef<HTMLDivElement>(null);
   const anchor = useRef<{ height: number; y: number } | null>(null);
   const stick = useRef(true);
+  /** New content arrived while the reader was scrolled up: offer a jump to the latest. */
+  const [unseen, setUnseen] = useState(false);
 
   useEffect(() => {
     setNow(Date.now());
@@ -86,6 +88,7 @@ export default function SessionView(props: Props) {
     const onScroll = () => {
       const el = document.scrollingElement ?? document.documentElement;
       stick.current = el.scrollHeight - el.scrollTop - el.clientHeight < 120;
+      if (stick.current) setUnseen(false);
     };
     addEventListener("scroll", onScroll, { passive: true });
     // Start at the newest message.
@@ -107,6 +110,8 @@ export default function SessionView(props: Props) {
       anchor.current = null;
     } else if (stick.current) {
       scrollTo(0, el.scrollHeight);
+    } else {
+      setUnseen(true);
     }
   }, [conv]);
 
@@ -180,6 +185,12 @@ export default function SessionView(props: Props) {
   const streaming = conv.streaming ? streamingText(conv.streaming) : null;
   const title = session.name || id;
 
+  // The tab says what the agent is doing, for a page kept open in the background.
+  useEffect(() => {
+    const mark = !session.online ? "○" : running ? "●" : "✓";
+    document.title = `${mark} ${title} · lvmh`;
+  }, [running, session.online, title]);
+
   return (
     <>
       {needSignIn && (
@@ -241,6 +252,18 @@ export default function SessionView(props: Props) {
           {conv.items.length === 0 && streaming === null && <p class="empty muted">No messages yet.</p>}
         </main>
       </div>
+      {unseen && (
+        <button
+          type="button"
+          class="jump-latest"
+          onClick={() => {
+            scrollTo({ top: document.documentElement.scrollHeight, behavior: "smooth" });
+            setUnseen(false);
+          }}
+        >
+          ↓ New messages
+        </button>
+      )}
       <div class="composer-dock">
         <Composer
           online={session.online}

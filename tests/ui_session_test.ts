@@ -238,6 +238,17 @@ Deno.test("UI: session page", async (t) => {
         assert.deepEqual(seqs, [...seqs].sort((a, b) => a - b));
         assert.equal(new Set(seqs).size, 1000);
         await p.waitForSelector("text=Beginning of the session");
+        // Scrolled up to read: a new message does not yank the view; a button offers the jump instead.
+        long.send("message_end", message("assistant", "l1001", "message number 1001"));
+        await p.click("button.jump-latest");
+        await p.waitForSelector("button.jump-latest", { state: "detached" });
+        await waitFor(
+          async () =>
+            await p.locator(".msg:has-text('message number 1001')").isVisible() &&
+            await p.evaluate(() => scrollY + innerHeight >= document.documentElement.scrollHeight - 200),
+          "scrolled to the newest message",
+        );
+        assert.match(await p.title(), /^✓ session long-1 · lvmh$/);
         assert.deepEqual(longUi.problems, []);
       } finally {
         await longUi.close();
