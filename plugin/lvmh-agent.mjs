@@ -53,10 +53,11 @@ function globalState() {
   return globalThis[STATE];
 }
 
-/** A batched, size-bounded appender to the log file; never throws. */
-function makeLogger(file) {
+/** A batched, size-bounded appender to the log file that never writes `secret`; never throws. */
+function makeLogger(file, secret) {
   const g = globalState();
-  if (g.loggers.has(file)) return g.loggers.get(file);
+  const key = `${file}\0${secret}`;
+  if (g.loggers.has(key)) return g.loggers.get(key);
   let lines = [];
   let timer = null;
   const write = () => {
@@ -71,9 +72,10 @@ function makeLogger(file) {
     try {
       if (lines.length >= 1000) return;
       const detail = err ? `: ${err?.stack ?? err}` : "";
-      lines.push(
-        `${new Date().toISOString()} [${process.pid}] ${msg}${detail}\n`,
-      );
+      let line = `${new Date().toISOString()} [${process.pid}] ${msg}${detail}\n`;
+      // A token can reach a message through a URL (LVMH_URL with ?token=, an error that quotes it).
+      if (secret && secret.length >= 6) line = line.split(secret).join("***");
+      lines.push(line.replace(/([?&]token=)[^&\s"']+/gi, "$1***"));
       timer ??= unref(setTimeout(write, 100));
     } catch { /* logging must never fail pi */ }
   };
@@ -87,7 +89,7 @@ function makeLogger(file) {
       lines = [];
     } catch { /* ignore */ }
   };
-  g.loggers.set(file, log);
+  g.loggers.set(key, log);
   return log;
 }
 
@@ -196,10 +198,11 @@ function resultText(result, n, fromEnd = false) {
   return fromEnd ? "…" + text.slice(text.length - n + 1) : text.slice(0, n - 1) + "…";
 }
 
+/** A detached copy of tool arguments (pi's object may change after the handler returns), or a preview. */
 function safeArgs(args) {
   try {
     const json = JSON.stringify(args ?? {});
-    return json.length > MAX_TEXT ? { truncated: true, preview: clip(json) } : args ?? {};
+    return json.length > MAX_TEXT ? { truncated: true, preview: clip(json) } : JSON.parse(json);
   } catch {
     return { unserializable: true };
   }
@@ -626,18 +629,24 @@ function readConfig(options) {
   };
 }
 
+/** A string field cut to the daemon's bound (a hello it rejects would be retried forever), or null. */
+function field(value, max) {
+  return value === undefined || value === null ? null : String(value).slice(0, max);
+}
+
+/** The `hello` session snapshot, from pi's ctx. */
 function snapshot(ctx, cfg) {
   const sm = ctx.sessionManager;
   const cwd = ctx.cwd ?? sm.getCwd?.() ?? "";
   const started = Date.parse(sm.getHeader?.()?.timestamp ?? "");
   return {
     id: sm.getSessionId(),
-    name: sm.getSessionName?.() ?? null,
-    cwd,
-    model: ctx.model?.id ?? null,
-    provider: ctx.model?.provider ?? null,
+    name: field(sm.getSessionName?.(), 1000),
+    cwd: field(cwd, 4096),
+    model: field(ctx.model?.id, 200),
+    provider: field(ctx.model?.provider, 200),
     agent: cfg.agent,
-    repo: cfg.repo ?? repoFromGit(cwd),
+    repo: field(cfg.repo ?? repoFromGit(cwd), 500),
     startedAt: Number.isFinite(started) ? started : Date.now(),
   };
 }
@@ -666,19 +675,12 @@ function bind(pi, cfg, log) {
 
   function checkInfo(ctx, model) {
     if (!link || !ctx) return;
-    const name = ctx.sessionManager?.getSessionName?.() ?? null;
+    const name = field(ctx.sessionManager?.getSessionName?.(), 1000);
     const m = model ?? ctx.model;
     const info = link.info;
-    if (
-      name === info.name && (m?.id ?? null) === info.model &&
-      (m?.provider ?? null) === info.provider
-    ) return;
-    link.info = {
-      ...info,
-      name,
-      model: m?.id ?? null,
-      provider: m?.provider ?? null,
-    };
+    const id = field(m?.id, 200), provider = field(m?.provider, 200);
+    if (name === info.name && id === info.model && provider === info.provider) return;
+    link.info = { ...info, name, model: id, provider };
     link.emit("session_info", { session: link.info });
   }
 
@@ -899,7 +901,7 @@ export function createLvmhAgent(options = {}) {
     } catch {
       return;
     }
-    const log = makeLogger(cfg.logFile);
+    const log = makeLogger(cfg.logFile, cfg.token);
     try {
       bind(pi, cfg, log);
     } catch (err) {

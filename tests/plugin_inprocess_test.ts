@@ -21,7 +21,12 @@ async function tempHome() {
         return "";
       }
     },
-    [Symbol.asyncDispose]: () => Deno.remove(home, { recursive: true }).catch(() => {}),
+    [Symbol.asyncDispose]: async () => {
+      await Deno.remove(home, { recursive: true }).catch(() => {});
+      // The plugin's batched log and seq writes may still land (and recreate the dir) just after.
+      await new Promise((r) => setTimeout(r, 400));
+      await Deno.remove(home, { recursive: true }).catch(() => {});
+    },
   };
 }
 
@@ -129,7 +134,8 @@ Deno.test(
 
     // A URL no WebSocket accepts: the factory and every handler still return normally.
     const bad = fakePi("silent-2");
-    createLvmhAgent({ url: "::not a url::", token: "t", home: h.home })(bad.pi);
+    const secret = "s3cret-token-value";
+    createLvmhAgent({ url: `::not a url::?token=${secret}`, token: secret, home: h.home })(bad.pi);
     await bad.fire("session_start", { reason: "startup" });
     await bad.fire("agent_start");
     await bad.fire("message_start", {
@@ -138,6 +144,8 @@ Deno.test(
     await bad.fire("agent_end", { messages: [] });
     await bad.fire("session_shutdown", { reason: "quit" });
     await waitFor(() => h.log().includes("silent-2"), "the failure logged");
+    assert.ok(h.log().includes("***"), h.log());
+    assert.equal(h.log().includes(secret), false, "the token never reaches the log");
 
     // A pi whose ctx throws everywhere: handlers swallow it.
     const broken = fakePi("silent-3");
