@@ -77,6 +77,12 @@ export default function SessionList(props: Props) {
     };
   }, []);
 
+  // The tab tells how many agents are working, for a page kept open in the background.
+  const runningCount = sessions.filter((s) => s.online && s.state === "running").length;
+  useEffect(() => {
+    document.title = `${runningCount ? `(${runningCount} running) ` : ""}Sessions · lvmh`;
+  }, [runningCount]);
+
   const shown = useMemo(() => visible(sessions, query, onlineOnly), [sessions, query, onlineOnly]);
   const onlineCount = sessions.filter((s) => s.online).length;
 
@@ -93,7 +99,7 @@ export default function SessionList(props: Props) {
             type="search"
             id="filter"
             aria-label="Filter sessions"
-            placeholder="Filter by name, path, repo or model  ( / )"
+            placeholder="Filter by name, path, repo or model (press /)"
             value={query}
             onInput={(e) => setQuery((e.target as HTMLInputElement).value)}
           />

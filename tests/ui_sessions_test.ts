@@ -90,6 +90,7 @@ Deno.test("UI: sessions page", async (t) => {
 
         beta.send("agent_start");
         await ui.page.waitForSelector("[data-session='beta'] .state.running");
+        assert.equal(await ui.page.title(), "(1 running) Sessions · lvmh");
         // Most recent activity first.
         assert.equal(await ui.page.locator(".session-row").first().getAttribute("data-session"), "beta");
         beta.send("agent_end", { usage: {} });
