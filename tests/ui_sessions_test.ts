@@ -150,6 +150,33 @@ Deno.test("UI: sessions page", async (t) => {
         await phone.close();
       }
     });
+    await t.step("a remembered token signs in again by itself; sign-out forgets both", async () => {
+      const back = await openPage(browser, daemon);
+      try {
+        // localStorage holds the token but there is no cookie (expired, or cleared by the browser).
+        await back.context.addInitScript((token: string) => {
+          if (!sessionStorage.getItem("seeded")) {
+            sessionStorage.setItem("seeded", "1");
+            localStorage.setItem("lvmh.token", token);
+          }
+        }, daemon.token);
+        await back.page.goto(`${daemon.url}/`);
+        await back.page.waitForSelector("[data-session='beta']");
+        await back.page.waitForSelector("html[data-hydrated='1']");
+        await back.page.click("text=Sign out");
+        await back.page.waitForSelector("#token");
+        assert.equal(await back.page.evaluate(() => localStorage.getItem("lvmh.token")), null);
+        assert.equal(
+          (await back.context.cookies()).filter((c) => c.name === "lvmh_auth" && c.value).length,
+          0,
+        );
+        const html = await back.page.content();
+        assert.ok(!html.includes("beta in a box"), "signed out: no session data");
+      } finally {
+        await back.close();
+      }
+    });
+
     await t.step("token rotated while a page is open: the page asks for the token again", async () => {
       const stale = await openPage(browser, daemon, { signIn: true });
       try {
