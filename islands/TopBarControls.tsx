@@ -9,7 +9,7 @@ function label(status: SocketStatus | null): string {
     case "open":
       return "Live";
     case "retrying":
-      return `Reconnecting${status.retryInMs ? ` in ${Math.ceil(status.retryInMs / 1000)} s` : "…"}`;
+      return "Reconnecting";
     case "closed":
       return "Disconnected";
     default:
@@ -19,13 +19,33 @@ function label(status: SocketStatus | null): string {
 
 export default function TopBarControls() {
   const [status, setStatus] = useState<SocketStatus | null>(null);
-  useEffect(() => subscribeStatus(setStatus), []);
+  const [retryAt, setRetryAt] = useState(0);
+  const [, setTick] = useState(0);
+  useEffect(
+    () =>
+      subscribeStatus((s) => {
+        setStatus(s);
+        setRetryAt(s.state === "retrying" ? Date.now() + (s.retryInMs ?? 0) : 0);
+      }),
+    [],
+  );
+  // Count down to the next attempt, so a long backoff does not look like a hang.
+  useEffect(() => {
+    if (!retryAt) return;
+    const timer = setInterval(() => setTick((n) => n + 1), 1000);
+    return () => clearInterval(timer);
+  }, [retryAt]);
   const state = status?.state ?? "connecting";
+  // Only ever non-zero in the browser (the server renders "connecting"), so reading the clock here is safe.
+  const seconds = retryAt ? Math.max(0, Math.ceil((retryAt - Date.now()) / 1000)) : 0;
   return (
     <div class="topbar-controls">
       <span class={`conn conn-${state}`} data-conn={state} role="status" aria-live="polite">
         <span class="dot" aria-hidden="true"></span>
-        <span class="conn-label">{label(status)}</span>
+        <span class="conn-label">
+          {label(status)}
+          {state === "retrying" && <span aria-hidden="true">{seconds > 0 ? ` in ${seconds} s` : "…"}</span>}
+        </span>
         {state === "retrying" && <button type="button" class="link" onClick={requestRetry}>retry now</button>}
       </span>
       <button
