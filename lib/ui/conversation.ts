@@ -227,6 +227,7 @@ function applyPersisted(conv: Conversation, ev: StoredEvent): void {
       return;
     case "agent_end": {
       conv.running = false;
+      endStream(conv, ev.seq);
       const usage = (ev.usage ?? {}) as Usage;
       conv.totals.inputTokens += num(usage.inputTokens);
       conv.totals.outputTokens += num(usage.outputTokens);
@@ -236,8 +237,10 @@ function applyPersisted(conv: Conversation, ev: StoredEvent): void {
     }
     case "agent_settled":
       conv.running = false;
+      endStream(conv, ev.seq);
       return;
     case "bye":
+      endStream(conv, ev.seq);
       conv.items.push({
         kind: "notice",
         key,
@@ -254,6 +257,13 @@ function applyPersisted(conv: Conversation, ev: StoredEvent): void {
       });
       return;
   }
+}
+
+/** A run that ended (or was aborted) without a message_end: drop the deltas it streamed before `seq`. */
+function endStream(conv: Conversation, seq: number): void {
+  if (!conv.streaming) return;
+  const rest = conv.streaming.parts.filter((p) => p.seq > seq);
+  conv.streaming = rest.length ? { messageId: null, parts: rest } : null;
 }
 
 function num(v: unknown): number {

@@ -155,3 +155,12 @@ Deno.test("mergeEvents() fills a gap behind newer events without duplicates", ()
   assert.equal(filled.events.length, events.length);
   assert.equal(mergeEvents(filled, events), filled, "nothing new: same object");
 });
+
+Deno.test("applyEvents() ends a stream whose run ended without a message_end (abort)", () => {
+  let c = buildConversation([ev(1, "agent_start")]);
+  c = applyEvents(c, [ev(2, "message_start", { message: { role: "assistant", id: "a" } })]);
+  c = applyEvents(c, [ev(3, "message_update", { delta: "half a sent" })]);
+  assert.equal(streamingText(c.streaming), "half a sent");
+  c = applyEvents(c, [ev(4, "agent_end", { usage: {} })]);
+  assert.equal(c.streaming, null);
+});
