@@ -37,6 +37,8 @@ export interface Spawner {
 /** Jobs kept for the status list; the oldest finished ones go first. */
 const MAX_JOBS = 200;
 const MAX_VOLUME_NAME = 200;
+/** How often running jobs are checked against the engine (a worker may exit on its own). */
+const RECONCILE_MS = 5000;
 
 /** `lvmh-repo-<slug>`: `/` → `--`, plus `-` and 6 hex of sha256(path), so distinct paths never share one. */
 export function repoVolumeName(repo: string): string {
@@ -167,6 +169,8 @@ export function createSpawner(
       update(job, "running");
       return containerId;
     } catch (error) {
+      // The image went away behind our back (removed by hand): build it again on the next spawn.
+      if (error instanceof DockerNotFoundError && !containerId) imageReady = null;
       // No half-made container: remove what this job created before reporting.
       if (containerId) await engine.containerRemove(containerId, true).catch(() => {});
       await engine.volumeRemove(sessionVolume, true).catch(() => {});
@@ -229,8 +233,29 @@ export function createSpawner(
     }
   }
 
+  /** A worker that exited on its own (or was removed by hand) is no longer "running". */
+  async function reconcile(): Promise<void> {
+    const running = [...jobs.values()].filter((j) => j.state === "running");
+    if (running.length === 0) return;
+    const live = new Set(
+      (await engine.containerList({ ...MANAGED, "lvmh.kind": "worker" }))
+        .filter((c) => c.State === "running" || c.State === "restarting")
+        .map((c) => c.Id),
+    );
+    for (const job of running) {
+      if (job.containerId && !live.has(job.containerId)) update(job, "stopped");
+    }
+  }
+
   // Containers outlive the daemon; find them again in the background (Docker may be down: that is fine).
   const recovered = recover();
+  let reconciling = false;
+  const timer = setInterval(() => {
+    if (reconciling) return;
+    reconciling = true;
+    reconcile().catch(() => {}).finally(() => reconciling = false);
+  }, RECONCILE_MS);
+  Deno.unrefTimer(timer);
 
   return {
     async spawn(body) {
@@ -264,6 +289,7 @@ export function createSpawner(
     stopSession,
     recover,
     async shutdown() {
+      clearInterval(timer);
       await recovered;
     },
   };

@@ -32,6 +32,20 @@ dockerTest("spawn: three spawns of one repo at once share one clone and all succ
     );
     const jobs = (await (await d.api("/api/spawn/status")).json()) as { state: string }[];
     assert.deepEqual(jobs.map((j) => j.state), ["running", "running", "running"]);
+    // A worker that exits on its own (here: stopped behind the daemon's back) is reported as stopped.
+    const gone = containers[0].Id;
+    await engine.containerStop(gone, 5);
+    await waitFor(
+      async () => {
+        const list = (await (await d.api("/api/spawn/status")).json()) as {
+          state: string;
+          containerId: string;
+        }[];
+        return list.find((j) => j.containerId === gone)?.state === "stopped";
+      },
+      "the exited worker's job to show stopped",
+      15_000,
+    );
   } finally {
     await env.close();
   }
