@@ -268,6 +268,7 @@ Deno.test("UI: session page", async (t) => {
       const before = await page.locator("[data-seq]").count();
       await daemon.kill("SIGTERM");
       await page.waitForSelector("[data-conn='retrying']");
+      await screenshot(page, "session-reconnecting");
       daemon = await startDaemon({ dataDir, port });
       agent = await connectAgent(daemon, {
         sessionId: ID,
