@@ -2,6 +2,7 @@
  * The worker image's build context: `docker/worker.Dockerfile`, the bridge (with the node_modules that
  * `scripts/setup_pi.sh` installed) and the plugin, streamed as a tar so ~200 MB never sits in memory.
  */
+import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { TAR_END, tarEntry } from "./tar.ts";
@@ -76,4 +77,33 @@ async function* member(root: string, rel: string, dirsDone: Set<string>): AsyncG
   } else if (info.isFile) {
     yield tarEntry({ path: rel, type: "file", data: await Deno.readFile(full), mode });
   }
+}
+
+/** The files whose content decides whether a built worker image is still current (node_modules follow the lockfile). */
+const DIGEST_FILES = [
+  "docker/worker.Dockerfile",
+  "docker/bridge/index.mjs",
+  "docker/bridge/package.json",
+  "docker/bridge/package-lock.json",
+  "plugin/lvmh-agent.mjs",
+  "plugin/package.json",
+  "plugin/package-lock.json",
+];
+
+/**
+ * A short digest of the worker's sources, stored as the image label `lvmh.context` so a daemon running newer
+ * sources rebuilds an image it built from older ones. Missing files count as empty.
+ */
+export async function contextDigest(root: string = PROJECT_ROOT): Promise<string> {
+  const hash = createHash("sha256");
+  for (const rel of DIGEST_FILES) {
+    hash.update(rel + "\0");
+    try {
+      hash.update(await Deno.readFile(join(root, rel)));
+    } catch (error) {
+      if (!(error instanceof Deno.errors.NotFound)) throw error;
+    }
+    hash.update("\0");
+  }
+  return hash.digest("hex").slice(0, 16);
 }

@@ -3,7 +3,14 @@
  * body that carries the container contract with the bridge (env, mounts, labels, init, network).
  */
 import type { Engine, Labels } from "./engine.ts";
-import { contextStream, PROJECT_ROOT, WORKER_CONTEXT_PATHS, WORKER_DOCKERFILE } from "./context.ts";
+import {
+  contextDigest,
+  contextStream,
+  PROJECT_ROOT,
+  WORKER_CONTEXT_PATHS,
+  WORKER_DOCKERFILE,
+} from "./context.ts";
+import { DockerNotFoundError } from "./errors.ts";
 
 /** Labels every lvmh-made object carries, so a restart or a cleanup can find them. */
 export const MANAGED: Labels = { "lvmh.managed": "true" };
@@ -17,14 +24,36 @@ export async function buildWorkerImage(
   engine: Engine,
   options: { image: string; baseImage: string; network: string; contextRoot?: string },
 ): Promise<void> {
-  await engine.imageBuild(contextStream(options.contextRoot ?? PROJECT_ROOT, WORKER_CONTEXT_PATHS), {
+  const root = options.contextRoot ?? PROJECT_ROOT;
+  await engine.imageBuild(contextStream(root, WORKER_CONTEXT_PATHS), {
     tag: options.image,
     dockerfile: WORKER_DOCKERFILE,
     buildargs: { BASE_IMAGE: options.baseImage },
-    labels: { ...MANAGED, "lvmh.kind": "worker-image" },
+    labels: { ...MANAGED, "lvmh.kind": "worker-image", "lvmh.context": await contextDigest(root) },
     // RUN steps have no network otherwise (a base image without git installs it with apt).
     networkmode: options.network,
   });
+}
+
+/**
+ * Whether `image` must be built: it is missing, or lvmh built it from other sources than these. An image
+ * lvmh did not build (no `lvmh.kind` label, e.g. one supplied through LVMH_WORKER_IMAGE) is used as it is.
+ * @throws {DockerError} when the engine fails otherwise.
+ */
+export async function workerImageStale(
+  engine: Engine,
+  image: string,
+  contextRoot = PROJECT_ROOT,
+): Promise<boolean> {
+  let labels: Labels;
+  try {
+    labels = (await engine.imageInspect(image)).Config.Labels ?? {};
+  } catch (error) {
+    if (error instanceof DockerNotFoundError) return true;
+    throw error;
+  }
+  if (labels["lvmh.kind"] !== "worker-image") return false;
+  return labels["lvmh.context"] !== await contextDigest(contextRoot);
 }
 
 /** What a worker container needs to know. */

@@ -12,7 +12,7 @@ import type { SpawnBody, SpawnJob, SpawnState } from "./protocol.ts";
 import { createEngine, type Engine } from "../docker/engine.ts";
 import { DockerError, DockerNotFoundError, DockerUnreachableError } from "../docker/errors.ts";
 import { cloneIntoVolume } from "../docker/clone.ts";
-import { buildWorkerImage, MANAGED, workerCreateBody } from "../docker/worker.ts";
+import { buildWorkerImage, MANAGED, workerCreateBody, workerImageStale } from "../docker/worker.ts";
 
 /** Starts agent sessions in containers. */
 export interface Spawner {
@@ -92,10 +92,13 @@ export function createSpawner(
     return run;
   }
 
-  /** Build the worker image once for all concurrent spawns; a failure lets the next spawn retry. */
+  /**
+   * Build the worker image once for all concurrent spawns, when missing or built from older sources;
+   * a failure lets the next spawn retry.
+   */
   function ensureImage(job: SpawnJob): Promise<void> {
     imageReady ??= (async () => {
-      if (await engine.imageExists(config.workerImage)) return;
+      if (!await workerImageStale(engine, config.workerImage, options.contextRoot)) return;
       update(job, "building");
       await buildWorkerImage(engine, {
         image: config.workerImage,

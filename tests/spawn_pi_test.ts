@@ -9,6 +9,7 @@ import { dockerTest, uniq } from "./_docker.ts";
 import { post, startSpawnEnv } from "./_spawn_env.ts";
 import { modelsJson } from "./_pi.ts";
 import { startFakeLlm } from "./fixtures/fake_llm.mjs";
+import { contextDigest } from "../docker/context.ts";
 
 type Session = { id: string; online: boolean; agent: boolean; repo: string | null; model: string | null };
 type Event = { type: string; message?: { role: string; text: string }; toolName?: string };
@@ -32,7 +33,12 @@ dockerTest("spawn: the real bridge and pi in a built worker image answer a REST 
       const body = await res.json();
       assert.equal(res.status, 201, JSON.stringify(body));
       ({ sessionId, containerId } = body);
-      assert.equal(await engine.imageExists(image), true);
+      const built = await engine.imageInspect(image);
+      assert.equal(
+        built.Config.Labels?.["lvmh.context"],
+        await contextDigest(),
+        "labelled with its sources' digest",
+      );
       const s = await waitFor(
         async () => (await sessions()).find((x) => x.id === sessionId && x.online),
         "the bridge's hello",
