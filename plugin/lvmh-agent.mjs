@@ -34,6 +34,7 @@ const POLL_MS = 10;
 const START_WAIT_MS = 2_000;
 const SHUTDOWN_WAIT_MS = 1_500;
 const SEQ_WRITE_MS = 300;
+const RENAME_POLL_MS = 3_000;
 const STATE = Symbol.for("lvmh-agent.state");
 
 const later = typeof setImmediate === "function" ? setImmediate : (f) => setTimeout(f, 0);
@@ -659,6 +660,7 @@ function bind(pi, cfg, log) {
   let settlePending = false;
   let awaitingStart = 0;
   let pollTimer = null;
+  let renameTimer = null;
   const prompts = [];
   const ids = new Map();
   const toolUpdates = new Map();
@@ -760,13 +762,22 @@ function bind(pi, cfg, log) {
     }
     link.binding = binding;
     link.start();
+    // pi 0.73.1 tells extensions nothing about a /name typed while idle; 1.6.0 has session_info_changed.
+    if (!nativeSettle && !renameTimer) {
+      renameTimer = unref(setInterval(() => {
+        try {
+          if (!running) checkInfo(ctxRef);
+        } catch { /* a stale ctx after a session switch */ }
+      }, RENAME_POLL_MS));
+    }
     pump();
   });
   on("session_shutdown", (e) => {
     const current = link;
     link = null;
     clearTimeout(pollTimer);
-    pollTimer = null;
+    clearInterval(renameTimer);
+    pollTimer = renameTimer = null;
     if (!current) return;
     if (current.binding === binding) current.binding = null;
     if (settlePending && !running) current.emit("agent_settled", {}); // pi is idle by now: print mode ends here

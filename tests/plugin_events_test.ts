@@ -180,6 +180,17 @@ for (const v of PI_VERSIONS) {
           JSON.stringify(text),
         );
       });
+      await t.step("reasoning arrives as the message's thinking", async () => {
+        const run3 = await piPrint(v, home, home.env(d), "THINK please", ["-c"]);
+        assert.equal(run3.code, 0, run3.stderr);
+        const all = await waitFor(async () => {
+          const evs = await allEvents(d, id) as Ev[];
+          return evs.filter((e) => e.type === "bye").length === 3 ? evs : null;
+        }, "third run's events");
+        const last = all.filter((e) => e.type === "message_end").at(-1)!.message as Record<string, unknown>;
+        assert.equal(last.text, "Thought about it.");
+        assert.equal(last.thinking, "Let me think.");
+      });
       assert.equal(
         home.pluginLog().includes(d.token),
         false,

@@ -426,3 +426,18 @@ Deno.test(
     );
   },
 );
+
+Deno.test("lvmh-agent notices a rename made while pi 0.73.1 is idle", opts, async () => {
+  await using h = await tempHome();
+  await using d = await startDaemon();
+  const fake = fakePi("rename-idle-1");
+  createLvmhAgent({ url: d.agentUrl, token: d.token, home: h.home })(fake.pi);
+  await fake.fire("session_start", { reason: "startup" });
+  await waitFor(async () => (await sessions(d)).find((s) => s.id === "rename-idle-1" && s.online), "online");
+  fake.name = "named while idle";
+  await waitFor(
+    async () => (await sessions(d)).find((s) => s.id === "rename-idle-1")?.name === "named while idle",
+    "the new name, without any pi event",
+  );
+  await fake.fire("session_shutdown", { reason: "quit" });
+});
