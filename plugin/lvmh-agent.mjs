@@ -280,6 +280,7 @@ class Link {
   #ws = null;
   #state = "down";
   #attempt = 0;
+  #replaced = 0;
   #timer = null;
   #welcomeTimer = null;
   #flushQueued = false;
@@ -438,15 +439,16 @@ class Link {
     clearTimeout(this.#welcomeTimer);
     if (this.#state === "closed") return;
     this.#state = "down";
-    if (code === 4000) {
-      this.#log(`session ${this.sessionId}: replaced by a newer connection`);
-    }
     if (this.#closing) return;
-    const base = code === 4000 ? REPLACED_MIN_MS : BACKOFF_MIN_MS;
-    const delay = Math.min(
-      BACKOFF_MAX_MS,
-      base * 2 ** Math.min(this.#attempt++, 16),
-    );
+    let delay;
+    if (code === 4000) {
+      // Another process holds this session (e.g. a second `pi -c`). Come back, but ever more slowly, and the
+      // count survives welcomes, so two such processes settle on taking turns every 30 s, not every 5 s.
+      this.#log(`session ${this.sessionId}: replaced by a newer connection`);
+      delay = Math.min(BACKOFF_MAX_MS, REPLACED_MIN_MS * 2 ** Math.min(this.#replaced++, 16));
+    } else {
+      delay = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** Math.min(this.#attempt++, 16));
+    }
     this.#timer = unref(
       setTimeout(() => this.#connect(), delay * (0.5 + Math.random() * 0.5)),
     );

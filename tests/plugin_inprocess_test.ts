@@ -441,3 +441,42 @@ Deno.test("lvmh-agent notices a rename made while pi 0.73.1 is idle", opts, asyn
   );
   await fake.fire("session_shutdown", { reason: "quit" });
 });
+
+Deno.test("lvmh-agent does not fight a newer connection for its session (close 4000)", opts, async () => {
+  await using h = await tempHome();
+  await using d = await startDaemon();
+  const older = fakePi("replaced-1");
+  createLvmhAgent({ url: d.agentUrl, token: d.token, home: h.home })(older.pi);
+  await older.fire("session_start", { reason: "startup" });
+  await waitFor(
+    async () => (await sessions(d)).find((s) => s.id === "replaced-1" && s.online),
+    "older online",
+  );
+  // A second process on the same session (say, `pi -c` in another terminal); in-process it needs its own
+  // plugin state, so the link registry is swapped for the duration.
+  const key = Symbol.for("lvmh-agent.state");
+  const g = globalThis as unknown as Record<symbol, unknown>;
+  const saved = g[key];
+  delete g[key];
+  const newer = fakePi("replaced-1");
+  createLvmhAgent({ url: d.agentUrl, token: d.token, home: `${h.home}/second` })(newer.pi);
+  await newer.fire("session_start", { reason: "startup" });
+  g[key] = saved;
+  await waitFor(() => h.log().includes("replaced by a newer connection"), "the older one replaced");
+  const post = async (message: string) => {
+    const res = await d.api(`/api/sessions/replaced-1/prompt`, {
+      method: "POST",
+      body: JSON.stringify({ message }),
+    });
+    assert.equal(res.status, 200);
+    await res.body?.cancel();
+  };
+  await post("one");
+  await waitFor(() => newer.sent.length === 1, "the newer connection gets prompts");
+  await new Promise((r) => setTimeout(r, 1500)); // a plugin that fought back would have reconnected by now
+  await post("two");
+  await waitFor(() => newer.sent.length === 2, "still the newer one");
+  assert.equal(older.sent.length, 0);
+  await newer.fire("session_shutdown", { reason: "quit" });
+  await older.fire("session_shutdown", { reason: "quit" });
+});
