@@ -25,9 +25,16 @@ if (!Deno.env.get("LVMH_TEST_DOCKER_SOCK")) {
 const { startSpawnEnv, post } = await import("../tests/_spawn_env.ts");
 const { waitFor } = await import("../tests/_daemon.ts");
 
+const { modelsJson } = await import("../tests/_pi.ts");
+const { startFakeLlm } = await import("../tests/fixtures/fake_llm.mjs");
+
 const realBridge = await Deno.stat(`${ROOT}docker/bridge/index.mjs`).then(() => true, () => false);
 const workerImage = realBridge ? `lvmh-bench-worker-${crypto.randomUUID().slice(0, 8)}:latest` : undefined;
-const env = await startSpawnEnv({ workerImage });
+// The real bridge needs a provider: pi gets the fake LLM (it is only started, never prompted, here).
+const llm = await startFakeLlm();
+const dir = await Deno.makeTempDir({ prefix: "lvmh-bench-spawn-" });
+await Deno.writeTextFile(`${dir}/models.json`, modelsJson(llm.url));
+const env = await startSpawnEnv({ workerImage, env: { LVMH_MODELS_JSON: `${dir}/models.json` } });
 const { d } = env;
 const repo = env.repos[0];
 
@@ -75,5 +82,7 @@ try {
 } finally {
   await env.close();
   if (workerImage) await env.engine.imageRemove(workerImage, true).catch(() => {});
+  await llm.close();
+  await Deno.remove(dir, { recursive: true });
   if (ownEngine) await sh(["scripts/dockerd.sh", "stop"]);
 }

@@ -37,6 +37,8 @@ export interface Spawner {
 /** Jobs kept for the status list; the oldest finished ones go first. */
 const MAX_JOBS = 200;
 const MAX_VOLUME_NAME = 200;
+/** Clone helpers older than this are leftovers of a crash. */
+const STALE_HELPER_S = 15 * 60;
 /** How often running jobs are checked against the engine (a worker may exit on its own). */
 const RECONCILE_MS = 5000;
 
@@ -209,8 +211,11 @@ export function createSpawner(
       for (const c of await engine.containerList(MANAGED)) {
         const kind = c.Labels["lvmh.kind"];
         if (kind === "clone") {
-          // A helper left by a crash mid-clone: its clone is incomplete, so a later spawn must redo it.
-          await engine.containerRemove(c.Id, true).catch(() => {});
+          // A helper left by a crash mid-clone. Only old ones: a recent one may belong to another daemon
+          // on the same engine that is cloning right now (helpers time out after 10 minutes).
+          if (Date.now() / 1000 - c.Created > STALE_HELPER_S) {
+            await engine.containerRemove(c.Id, true).catch(() => {});
+          }
           continue;
         }
         const sessionId = c.Labels["lvmh.session"];
