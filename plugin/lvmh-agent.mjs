@@ -18,6 +18,10 @@ import path from "node:path";
 const PROTOCOL_VERSION = 1;
 /** Unacknowledged events kept in memory; past this the oldest are dropped and reported. */
 const MAX_BUFFER = 10_000;
+/** ...and the characters they may hold (tool output is large): about 64 MB of strings at most. */
+const MAX_BUFFER_CHARS = 32_000_000;
+/** Approximate size of a buffered event, kept under a symbol so JSON.stringify leaves it out. */
+const SIZE = Symbol("size");
 const PREVIEW_CHARS = 2048;
 const MAX_TEXT = 100_000;
 /** The daemon closes a socket on frames over 1 MiB; a frame over this many UTF-16 units is shrunk first. */
@@ -203,9 +207,10 @@ function resultText(result, n, fromEnd = false) {
 function safeArgs(args) {
   try {
     const json = JSON.stringify(args ?? {});
-    return json.length > MAX_TEXT ? { truncated: true, preview: clip(json) } : JSON.parse(json);
+    if (json.length > MAX_TEXT) return { args: { truncated: true, preview: clip(json) }, size: MAX_TEXT };
+    return { args: JSON.parse(json), size: json.length };
   } catch {
-    return { unserializable: true };
+    return { args: { unserializable: true }, size: 30 };
   }
 }
 
@@ -273,6 +278,7 @@ class Link {
   #buf = [];
   #head = 0;
   #sendAt = 0;
+  #chars = 0;
   #nextSeq;
   #baseSeq;
   #everWelcomed = false;
@@ -311,23 +317,23 @@ class Link {
     return this.#state === "closed";
   }
 
-  /** Queue one event; returns its seq. Never does I/O itself. */
-  emit(type, payload) {
+  /**
+   * Queue one event; returns its seq. Never does I/O itself.
+   * @param size roughly how many characters the payload holds (for the buffer's memory bound)
+   */
+  emit(type, payload, size = 200) {
     const seq = this.#nextSeq++;
     this.#seqDirty();
     // Deltas are only useful live: the daemon never stores them, so offline ones are not kept.
     if (type === "message_update" && this.#state !== "ready") return seq;
-    this.#buf.push({
-      v: PROTOCOL_VERSION,
-      sessionId: this.sessionId,
-      seq,
-      ts: Date.now(),
-      type,
-      ...payload,
-    });
-    // The overflow notice itself may exceed the cap by one: dropping for it would start a new overflow.
-    if (
-      this.#buf.length - this.#head > MAX_BUFFER && type !== "buffer_overflow"
+    const ev = { v: PROTOCOL_VERSION, sessionId: this.sessionId, seq, ts: Date.now(), type, ...payload };
+    ev[SIZE] = size;
+    this.#buf.push(ev);
+    this.#chars += size;
+    // The overflow notice itself may exceed the caps: dropping for it would start a new overflow.
+    while (
+      type !== "buffer_overflow" && this.#head < this.#buf.length - 1 &&
+      (this.#buf.length - this.#head > MAX_BUFFER || this.#chars > MAX_BUFFER_CHARS)
     ) this.#dropOldest();
     if (this.#state === "ready") this.#queueFlush();
     return seq;
@@ -488,6 +494,7 @@ class Link {
     this.#lastError = "";
     this.#trim(lastSeq);
     this.#buf = this.#buf.slice(this.#head).filter((e) => e.type !== "message_update");
+    this.#chars = this.#buf.reduce((n, e) => n + e[SIZE], 0);
     this.#head = 0;
     this.#sendAt = 0;
     this.#state = "ready";
@@ -503,10 +510,18 @@ class Link {
   }
 
   #trim(lastSeq) {
-    while (
-      this.#head < this.#buf.length && this.#buf[this.#head].seq <= lastSeq
-    ) this.#head++;
+    while (this.#head < this.#buf.length && this.#buf[this.#head].seq <= lastSeq) this.#advance();
+    this.#compact();
+  }
+
+  /** Forget the oldest buffered event. */
+  #advance() {
+    this.#chars -= this.#buf[this.#head][SIZE];
+    this.#buf[this.#head++] = undefined;
     if (this.#sendAt < this.#head) this.#sendAt = this.#head;
+  }
+
+  #compact() {
     if (this.#head > 4096 && this.#head * 2 > this.#buf.length) {
       this.#buf = this.#buf.slice(this.#head);
       this.#sendAt -= this.#head;
@@ -526,13 +541,8 @@ class Link {
       this.#overflow.dropped++;
       this.#overflow.lastDroppedSeq = ev.seq;
     }
-    this.#buf[this.#head++] = undefined;
-    if (this.#sendAt < this.#head) this.#sendAt = this.#head;
-    if (this.#head > 4096 && this.#head * 2 > this.#buf.length) {
-      this.#buf = this.#buf.slice(this.#head);
-      this.#sendAt -= this.#head;
-      this.#head = 0;
-    }
+    this.#advance();
+    this.#compact();
   }
 
   #queueFlush() {
@@ -602,7 +612,7 @@ class Link {
       ws?.close(1000, "bye");
     } catch { /* ignore */ }
     this.#buf = [];
-    this.#head = this.#sendAt = 0;
+    this.#head = this.#sendAt = this.#chars = 0;
   }
 }
 
@@ -834,14 +844,18 @@ function bind(pi, cfg, log) {
     const key = `${m.role}:${m.timestamp}`;
     const id = ids.get(key) ?? `${m.role}-${m.timestamp ?? 0}-${link.nextSeq}`;
     ids.delete(key);
-    link.emit("message_end", { message: toMessage(m, id) });
+    const message = toMessage(m, id);
+    let size = 300 + message.text.length + (message.thinking?.length ?? 0);
+    for (const c of message.toolCalls) size += c.argsJson.length;
+    link.emit("message_end", { message }, size);
   });
   on("tool_execution_start", (e) => {
+    const { args, size } = safeArgs(e.args);
     link?.emit("tool_execution_start", {
       toolCallId: String(e.toolCallId ?? ""),
       toolName: String(e.toolName ?? ""),
-      args: safeArgs(e.args),
-    });
+      args,
+    }, 300 + size);
   });
   on("tool_execution_update", (e) => {
     if (!link) return;
@@ -861,7 +875,7 @@ function bind(pi, cfg, log) {
         toolCallId: f.toolCallId,
         toolName: f.toolName,
         partial: resultText(f.result, PREVIEW_CHARS, true),
-      });
+      }, 300 + PREVIEW_CHARS);
     };
     if (Date.now() - u.last >= TOOL_UPDATE_MS) return send(frame);
     u.pending = frame;
@@ -881,7 +895,7 @@ function bind(pi, cfg, log) {
       toolName: String(e.toolName ?? ""),
       isError: !!e.isError,
       resultPreview: resultText(e.result, PREVIEW_CHARS),
-    });
+    }, 300 + PREVIEW_CHARS);
   });
   on("model_select", (e, ctx) => checkInfo(ctx, e.model));
   for (

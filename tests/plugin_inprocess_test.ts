@@ -480,3 +480,35 @@ Deno.test("lvmh-agent does not fight a newer connection for its session (close 4
   await newer.fire("session_shutdown", { reason: "quit" });
   await older.fire("session_shutdown", { reason: "quit" });
 });
+
+Deno.test("lvmh-agent bounds the offline buffer's memory as well as its length", opts, async () => {
+  await using h = await tempHome();
+  const port = freePort();
+  const token = "test-token-0123456789abcdef";
+  const fake = fakePi("bytes-1");
+  createLvmhAgent({ url: `ws://127.0.0.1:${port}/agent/ws`, token, home: h.home })(fake.pi);
+  await fake.fire("session_start", { reason: "startup" });
+  // 1,000 tool results of 90,000 characters each: 90 M characters, far past the memory bound.
+  const big = "x".repeat(90_000);
+  for (let i = 0; i < 1000; i++) {
+    fake.fireTimed("message_end", {
+      message: { role: "toolResult", toolCallId: `c${i}`, toolName: "read", content: big, timestamp: i },
+    });
+  }
+  await using d = await startDaemon({ port, token });
+  const events = await waitFor(
+    async () => {
+      const evs = await allEvents(d, "bytes-1") as Ev[];
+      return evs.some((e) => e.type === "buffer_overflow") ? evs : null;
+    },
+    "overflow notice",
+    30_000,
+  );
+  const kept = events.filter((e) => e.type === "message_end").length;
+  assert.ok(kept > 100 && kept < 400, `${kept} big events kept`);
+  const notice = events.at(-1)!;
+  assert.equal(notice.type, "buffer_overflow");
+  assert.equal(notice.dropped, 1000 - kept);
+  assert.equal(notice.firstDroppedSeq, 1);
+  await fake.fire("session_shutdown", { reason: "quit" });
+});
