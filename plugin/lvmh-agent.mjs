@@ -220,9 +220,7 @@ export function repoFromRemote(url) {
     .exec(url.trim());
   const repo = m?.[1].replace(/^\/+/, "");
   return repo &&
-      /^[A-Za-z0-9_][A-Za-z0-9_.-]*(?:\/[A-Za-z0-9_][A-Za-z0-9_.-]*)+$/.test(
-        repo,
-      )
+      /^[A-Za-z0-9_][A-Za-z0-9_.-]*(?:\/[A-Za-z0-9_][A-Za-z0-9_.-]*)+$/.test(repo)
     ? repo
     : null;
 }
@@ -245,10 +243,7 @@ function repoFromGit(cwd) {
           gitDir = path.resolve(dir, ref[1].trim());
           const common = path.join(gitDir, "commondir");
           if (fs.existsSync(common)) {
-            gitDir = path.resolve(
-              gitDir,
-              fs.readFileSync(common, "utf8").trim(),
-            );
+            gitDir = path.resolve(gitDir, fs.readFileSync(common, "utf8").trim());
           }
         }
         const config = fs.readFileSync(path.join(gitDir, "config"), "utf8");
@@ -389,11 +384,7 @@ class Link {
     else if (f?.type === "prompt" && typeof f.message === "string") {
       const deliverAs = f.deliverAs === "followUp" ? "followUp" : "steer";
       if (this.binding) {
-        this.binding.deliver({
-          promptId: f.promptId,
-          message: f.message,
-          deliverAs,
-        });
+        this.binding.deliver({ promptId: f.promptId, message: f.message, deliverAs });
       } else this.#log(`prompt ${f.promptId} dropped: no live pi session`);
     } else if (f?.type === "abort") this.binding?.abort();
     else if (f?.type === "error") {
@@ -421,15 +412,11 @@ class Link {
           ts: Date.now(),
           session: this.info,
         }));
-        this.#welcomeTimer = unref(
-          setTimeout(() => ws.close(1000), WELCOME_TIMEOUT_MS),
-        );
+        this.#welcomeTimer = unref(setTimeout(() => ws.close(1000), WELCOME_TIMEOUT_MS));
       };
       ws.onmessage = (e) => this.#ws === ws && this.onFrame(e.data);
       ws.onerror = (e) =>
-        this.#noteError(
-          `socket error: ${e?.message ?? e?.error?.message ?? "connection failed"}`,
-        );
+        this.#noteError(`socket error: ${e?.message ?? e?.error?.message ?? "connection failed"}`);
       ws.onclose = (e) => {
         if (this.#ws !== ws) return;
         this.#ws = null;
@@ -455,9 +442,7 @@ class Link {
     } else {
       delay = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** Math.min(this.#attempt++, 16));
     }
-    this.#timer = unref(
-      setTimeout(() => this.#connect(), delay * (0.5 + Math.random() * 0.5)),
-    );
+    this.#timer = unref(setTimeout(() => this.#connect(), delay * (0.5 + Math.random() * 0.5)));
   }
 
   #noteError(msg) {
@@ -482,9 +467,7 @@ class Link {
       this.#nextSeq += shift;
       this.#baseSeq += shift;
       this.#seqDirty();
-      this.#log(
-        `session ${this.sessionId}: renumbered local events after daemon seq ${lastSeq}`,
-      );
+      this.#log(`session ${this.sessionId}: renumbered local events after daemon seq ${lastSeq}`);
     } else if (lastSeq >= this.#nextSeq) {
       this.#nextSeq = lastSeq + 1;
       this.#seqDirty();
@@ -501,9 +484,7 @@ class Link {
     if (this.#overflow) {
       const o = this.#overflow;
       this.#overflow = null;
-      this.#log(
-        `session ${this.sessionId}: buffer overflow, ${o.dropped} events dropped`,
-      );
+      this.#log(`session ${this.sessionId}: buffer overflow, ${o.dropped} events dropped`);
       this.emit("buffer_overflow", o);
     }
     this.#queueFlush();
@@ -533,11 +514,7 @@ class Link {
     const ev = this.#buf[this.#head];
     // Events already written to a live socket most likely reached the daemon; only unsent ones are lost.
     if (this.#head >= this.#sendAt && ev.type !== "message_update") {
-      this.#overflow ??= {
-        dropped: 0,
-        firstDroppedSeq: ev.seq,
-        lastDroppedSeq: ev.seq,
-      };
+      this.#overflow ??= { dropped: 0, firstDroppedSeq: ev.seq, lastDroppedSeq: ev.seq };
       this.#overflow.dropped++;
       this.#overflow.lastDroppedSeq = ev.seq;
     }
@@ -616,14 +593,14 @@ class Link {
   }
 }
 
-/** JSON for one event, shrunk when it would exceed the daemon's frame limit. */
+/** JSON for one event, its strings shrunk (never the JSON itself) when it would exceed the frame limit. */
 function encode(ev) {
-  const s = JSON.stringify(ev);
-  if (s.length <= MAX_FRAME_CHARS) return s;
-  return JSON.stringify(
-    ev,
-    (_k, v) => (typeof v === "string" ? clip(v, 20_000) : v),
-  ).slice(0, 1_000_000);
+  let s = JSON.stringify(ev);
+  for (const n of [20_000, 200]) {
+    if (s.length <= MAX_FRAME_CHARS) break;
+    s = JSON.stringify(ev, (_k, v) => (typeof v === "string" ? clip(v, n) : v));
+  }
+  return s;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -714,10 +691,7 @@ function bind(pi, cfg, log) {
       prompts.shift();
     }
     // pi 0.73.1 has no agent_settled event: idle after agent_end, with no prompt of ours about to start, is it.
-    if (
-      settlePending && !nativeSettle && !running && !prompts.length &&
-      awaitingStart <= Date.now()
-    ) {
+    if (settlePending && !nativeSettle && !running && !prompts.length && awaitingStart <= Date.now()) {
       if (ctxRef?.isIdle()) {
         settlePending = false;
         link?.emit("agent_settled", {});
@@ -861,11 +835,7 @@ function bind(pi, cfg, log) {
     if (!link) return;
     // Output arrives accumulated and can come in bursts: send its tail, at most once per TOOL_UPDATE_MS.
     const id = String(e.toolCallId ?? "");
-    const frame = {
-      toolCallId: id,
-      toolName: String(e.toolName ?? ""),
-      result: e.partialResult,
-    };
+    const frame = { toolCallId: id, toolName: String(e.toolName ?? ""), result: e.partialResult };
     let u = toolUpdates.get(id);
     if (!u) toolUpdates.set(id, u = { last: 0, pending: null, timer: null });
     const send = (f) => {

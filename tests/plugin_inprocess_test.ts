@@ -512,3 +512,36 @@ Deno.test("lvmh-agent bounds the offline buffer's memory as well as its length",
   assert.equal(notice.firstDroppedSeq, 1);
   await fake.fire("session_shutdown", { reason: "quit" });
 });
+
+Deno.test("lvmh-agent keeps every frame under the daemon's 1 MiB limit", opts, async () => {
+  await using h = await tempHome();
+  await using d = await startDaemon();
+  const fake = fakePi("bigframe-1");
+  createLvmhAgent({ url: d.agentUrl, token: d.token, home: h.home })(fake.pi);
+  await fake.fire("session_start", { reason: "startup" });
+  const huge = "é\u0001".repeat(60_000); // multi-byte and escaped characters: 120,000 chars, ~420 KB as JSON
+  await fake.fire("message_end", {
+    message: {
+      role: "assistant",
+      content: [
+        { type: "thinking", thinking: huge },
+        { type: "text", text: huge },
+        ...Array.from(
+          { length: 6 },
+          (_, i) => ({ type: "toolCall", id: `c${i}`, name: "write", arguments: { huge } }),
+        ),
+      ],
+      timestamp: 1,
+    },
+  });
+  await fake.fire("agent_end", { messages: [] });
+  const events = await waitFor(async () => {
+    const evs = await allEvents(d, "bigframe-1") as Ev[];
+    return evs.some((e) => e.type === "agent_end") ? evs : null;
+  }, "both events stored on the same socket");
+  assert.equal(events[0].type, "message_end");
+  const m = events[0].message as { text: string; toolCalls: unknown[] };
+  assert.ok(m.text.length <= 20_000 && m.text.startsWith("é"));
+  assert.equal(m.toolCalls.length, 6);
+  await fake.fire("session_shutdown", { reason: "quit" });
+});
