@@ -81,7 +81,11 @@ export const HelloFrame = event("hello", { seq: z.literal(0), session: SessionIn
 export const MessageStartEvent = event("message_start", {
   message: z.looseObject({ role: z.string().max(50), id: z.string().max(200) }),
 });
-export const MessageUpdateEvent = event("message_update", { delta: z.string() });
+/** `kind` (added by lvmh-agent; absent means text) tells reasoning deltas from answer text while streaming. */
+export const MessageUpdateEvent = event("message_update", {
+  delta: z.string(),
+  kind: z.enum(["text", "thinking"]).optional(),
+});
 export const MessageEndEvent = event("message_end", { message: Message });
 export const ToolStartEvent = event("tool_execution_start", {
   toolCallId: z.string(),
