@@ -39,6 +39,9 @@ const START_WAIT_MS = 2_000;
 const SHUTDOWN_WAIT_MS = 1_500;
 const SEQ_WRITE_MS = 300;
 const RENAME_POLL_MS = 3_000;
+const LOG_MAX_BYTES = 1 << 20;
+/** A session untouched this long will not be continued with `pi -c`; its seq file goes. */
+const SEQ_KEEP_MS = 180 * 24 * 3600 * 1000;
 const STATE = Symbol.for("lvmh-agent.state");
 
 const later = typeof setImmediate === "function" ? setImmediate : (f) => setTimeout(f, 0);
@@ -881,6 +884,25 @@ function bind(pi, cfg, log) {
   }
 }
 
+/** Once per process, in the background: rotate a large log, forget seq files of long-gone sessions. */
+function housekeeping(cfg) {
+  const g = globalState();
+  if (g.housekept) return;
+  g.housekept = true;
+  const p = fs.promises;
+  p.stat(cfg.logFile)
+    .then((st) => st.size > LOG_MAX_BYTES && p.rename(cfg.logFile, `${cfg.logFile}.1`))
+    .catch(() => {});
+  const dir = path.join(cfg.stateDir, "seq");
+  const cutoff = Date.now() - SEQ_KEEP_MS;
+  p.readdir(dir).then((names) =>
+    Promise.all(names.map(async (name) => {
+      const file = path.join(dir, name);
+      if ((await p.stat(file)).mtimeMs < cutoff) await p.unlink(file);
+    }))
+  ).catch(() => {});
+}
+
 /**
  * Build the pi extension factory.
  * @param options overrides for tests and benchmarks: url, token, agent, repo, stateDir, logFile, home, env.
@@ -900,6 +922,7 @@ export function createLvmhAgent(options = {}) {
     }
     const log = makeLogger(cfg.logFile, cfg.token);
     try {
+      housekeeping(cfg);
       bind(pi, cfg, log);
     } catch (err) {
       log("lvmh-agent failed to start", err);
