@@ -206,7 +206,9 @@ for (const v of PI_VERSIONS) {
     const llm = await startFakeLlm();
     await using home = await makePiHome(llm.url);
     try {
+      const t0 = Date.now();
       const plain = await piPrint(v, home, home.env(), "TEXTONLY hello");
+      const plainMs = Date.now() - t0;
       assert.equal(plain.code, 0, plain.stderr);
       assert.equal(plain.stdout.trim(), "You said: TEXTONLY hello");
       assert.equal(plain.stderr.includes("lvmh"), false, plain.stderr);
@@ -219,7 +221,12 @@ for (const v of PI_VERSIONS) {
       const off = await piPrint(v, home, home.env(down), "TEXTONLY again");
       assert.equal(off.code, 0, off.stderr);
       assert.equal(off.stdout.trim(), "You said: TEXTONLY again");
-      assert.ok(Date.now() - started < 15_000);
+      // Not held up by the plugin (no connect wait at start or exit); the slack absorbs a busy machine.
+      const offMs = Date.now() - started;
+      assert.ok(
+        offMs < plainMs + 5_000,
+        `${offMs} ms with the daemon down vs ${plainMs} ms without the plugin`,
+      );
       assert.equal(off.stderr.includes("lvmh"), false, off.stderr);
     } finally {
       await llm.close();
