@@ -7,7 +7,8 @@
 #   install  apt-get install docker.io when dockerd is missing
 #   start    install if needed, start dockerd unless it already answers, build the test base image
 #            (scripts/mkrootfs.sh); prints the socket path as the only line on stdout
-#   stop     remove every container, stop dockerd, unmount what it left, delete the directory
+#   stop     remove every container, stop dockerd, unmount what it left, delete the directory; when several
+#            callers ran `start` on one engine, only the last `stop` does that (`stop --force`: always)
 #   env      prints LVMH_TEST_DOCKER_SOCK=<socket> (for `eval "export $(scripts/dockerd.sh env)"`)
 set -euo pipefail
 
@@ -64,10 +65,29 @@ start_engine() {
     log "dockerd ready after $(( ($(date +%s%N) - t0) / 1000000 )) ms on $SOCK"
   fi
   DOCKER_HOST="unix://$SOCK" "$ROOT/scripts/mkrootfs.sh" >&2
+  users +1 >/dev/null
   echo "$SOCK"
 }
 
+# Count the callers of `start` not yet matched by a `stop` (so one test run cannot stop another's engine).
+users() {
+  (
+    flock 8
+    local n
+    n=$(cat "$DIR/users" 2>/dev/null || echo 0)
+    n=$((n $1))
+    [ "$n" -lt 0 ] && n=0
+    echo "$n" >"$DIR/users"
+    echo "$n"
+  ) 8>"$DIR/users.lock"
+}
+
 stop_engine() {
+  if [ "${1:-}" != "--force" ] && [ -d "$DIR" ]; then
+    local left
+    left=$(users -1)
+    if [ "$left" -gt 0 ]; then log "still used by $left other caller(s) of start; not stopping"; return 0; fi
+  fi
   if ping_engine; then
     local ids
     ids=$(docker -H "unix://$SOCK" ps -aq 2>/dev/null || true)
@@ -81,8 +101,10 @@ stop_engine() {
     for _ in $(seq 1 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     kill -9 "$pid" 2>/dev/null || true
   fi
-  # dockerd leaves its data-root bind mount (and overlay mounts when killed hard) behind.
-  grep -o " $DIR[^ ]*" /proc/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null || true
+  # dockerd leaves its data-root bind mount (and overlay mounts when killed hard) behind. Only mount points
+  # equal to $DIR or under "$DIR/": a prefix match would also hit a sibling engine's /tmp/lvmh-docker-x.
+  awk -v d="$DIR" '$2 == d || index($2, d "/") == 1 { print $2 }' /proc/mounts | sort -r |
+    xargs -r -n1 umount -l 2>/dev/null || true
   rm -rf "$DIR"
   log "stopped"
 }
@@ -90,7 +112,7 @@ stop_engine() {
 case "${1:-start}" in
   install) install_engine ;;
   start) start_engine ;;
-  stop) stop_engine ;;
+  stop) stop_engine "${2:-}" ;;
   status) if ping_engine; then echo "$SOCK"; else log "not running"; exit 1; fi ;;
   env) echo "LVMH_TEST_DOCKER_SOCK=$SOCK" ;;
   *) log "usage: $0 install|start|stop|status|env"; exit 2 ;;
