@@ -682,16 +682,19 @@ function bind(pi, cfg, log) {
   function pump() {
     while (prompts.length && link && ctxRef) {
       const p = prompts[0];
-      if (running) {
-        pi.sendUserMessage(p.message, { deliverAs: p.deliverAs });
-      } else {
-        // Between agent_end and idle a queued message can get stuck (pi 0.73.1), so wait for real idle;
-        // after an idle send, wait for its agent_start so a second prompt cannot race it.
-        if (awaitingStart > Date.now() || !ctxRef.isIdle()) return arm();
-        awaitingStart = Date.now() + START_WAIT_MS;
-        pi.sendUserMessage(p.message);
+      // Between agent_end and idle a queued message can get stuck (pi 0.73.1), so wait for real idle;
+      // after an idle send, wait for its agent_start so a second prompt cannot race it.
+      if (!running && (awaitingStart > Date.now() || !ctxRef.isIdle())) return arm();
+      prompts.shift(); // first: a prompt pi refuses must not block the ones behind it
+      try {
+        if (running) pi.sendUserMessage(p.message, { deliverAs: p.deliverAs });
+        else {
+          awaitingStart = Date.now() + START_WAIT_MS;
+          pi.sendUserMessage(p.message);
+        }
+      } catch (err) {
+        log(`prompt ${p.promptId} refused by pi`, err);
       }
-      prompts.shift();
     }
     // pi 0.73.1 has no agent_settled event: idle after agent_end, with no prompt of ours about to start, is it.
     if (settlePending && !nativeSettle && !running && !prompts.length && awaitingStart <= Date.now()) {
