@@ -609,6 +609,7 @@ function encode(ev) {
 // ---------------------------------------------------------------------------------------------
 // Binding: one factory run's handlers
 
+/** Settings from the factory's options, else the environment. */
 function readConfig(options) {
   const env = options.env ?? process.env;
   const home = options.home ?? os.homedir();
@@ -644,6 +645,10 @@ function snapshot(ctx, cfg) {
   };
 }
 
+/**
+ * Register this factory run's handlers on `pi`. State that must outlive the run (the session's link, its
+ * seq and buffer) lives in the global link registry; the rest belongs to this run.
+ */
 function bind(pi, cfg, log) {
   const g = globalState();
   let link = null;
@@ -874,17 +879,14 @@ function bind(pi, cfg, log) {
     }, 300 + PREVIEW_CHARS);
   });
   on("model_select", (e, ctx) => checkInfo(ctx, e.model));
-  for (
-    const name of [
-      "input",
-      "turn_end",
-      "session_info_changed",
-      "thinking_level_select",
-      "session_compact",
-    ]
-  ) {
-    on(name, (_e, ctx) => checkInfo(ctx));
-  }
+  const infoEvents = [
+    "input",
+    "turn_end",
+    "session_info_changed",
+    "thinking_level_select",
+    "session_compact",
+  ];
+  for (const name of infoEvents) on(name, (_e, ctx) => checkInfo(ctx));
 }
 
 /** Once per process, in the background: rotate a large log, forget seq files of long-gone sessions. */
