@@ -293,36 +293,38 @@ function describe(error: z.ZodError): string {
   return `${path}${issue.message}`;
 }
 
-/** Parse one text frame from a plugin. Never throws. */
+/** Parse one text frame from a plugin: JSON, an object, version 1, then the schema. Never throws. */
 export function parsePluginFrame(text: string): Parsed<PluginFrame> {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch {
-    return { ok: false, code: "bad_json", message: "frame is not valid JSON" };
-  }
-  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
-    return { ok: false, code: "bad_frame", message: "frame must be a JSON object" };
-  }
-  const v = (raw as { v?: unknown }).v;
-  if (v !== PROTOCOL_VERSION) {
-    return { ok: false, code: "bad_version", message: `unsupported protocol version ${JSON.stringify(v)}` };
-  }
-  const result = PluginFrame.safeParse(raw);
-  return result.success
-    ? { ok: true, value: result.data }
-    : { ok: false, code: "bad_frame", message: describe(result.error) };
+  return parseFrame(text, PluginFrame, (raw) => {
+    if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
+      return { ok: false, code: "bad_frame", message: "frame must be a JSON object" };
+    }
+    const v = (raw as { v?: unknown }).v;
+    return v === PROTOCOL_VERSION
+      ? null
+      : { ok: false, code: "bad_version", message: `unsupported protocol version ${JSON.stringify(v)}` };
+  });
 }
 
 /** Parse one text frame from a browser. Never throws. */
 export function parseBrowserFrame(text: string): Parsed<BrowserFrame> {
+  return parseFrame(text, BrowserFrame);
+}
+
+function parseFrame<T>(
+  text: string,
+  schema: z.ZodType<T>,
+  precheck: (raw: unknown) => Parsed<T> | null = () => null,
+): Parsed<T> {
   let raw: unknown;
   try {
     raw = JSON.parse(text);
   } catch {
     return { ok: false, code: "bad_json", message: "frame is not valid JSON" };
   }
-  const result = BrowserFrame.safeParse(raw);
+  const early = precheck(raw);
+  if (early) return early;
+  const result = schema.safeParse(raw);
   return result.success
     ? { ok: true, value: result.data }
     : { ok: false, code: "bad_frame", message: describe(result.error) };
