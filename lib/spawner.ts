@@ -141,24 +141,33 @@ export function createSpawner(
         "lvmh.kind": "session",
         "lvmh.session": job.sessionId,
       });
-      containerId = await engine.containerCreate(
+      const body = workerCreateBody({
+        image: config.workerImage,
+        sessionId: job.sessionId,
+        repo: job.repo,
+        branch: job.branch,
+        repoVolume,
         sessionVolume,
-        workerCreateBody({
-          image: config.workerImage,
-          sessionId: job.sessionId,
-          repo: job.repo,
-          branch: job.branch,
-          repoVolume,
-          sessionVolume,
-          network: config.workerNetwork,
-          agentUrl,
-          token: config.token,
-          providerKey: config.providerKey,
-          modelsJson: config.modelsJson,
-        }),
-      );
-      job.containerId = containerId;
-      await engine.containerStart(containerId);
+        network: config.workerNetwork,
+        agentUrl,
+        token: config.token,
+        providerKey: config.providerKey,
+        modelsJson: config.modelsJson,
+      });
+      for (let attempt = 1;; attempt++) {
+        containerId = await engine.containerCreate(sessionVolume, body);
+        job.containerId = containerId;
+        try {
+          await engine.containerStart(containerId);
+          break;
+        } catch (error) {
+          // runc under load sometimes fails a start with a 5xx ("can't get final child's PID"); that is the
+          // engine's hiccup, not a bad request, so try once more with a fresh container.
+          if (attempt > 1 || !(error instanceof DockerError) || error.status < 500) throw error;
+          await engine.containerRemove(containerId, true).catch(() => {});
+          containerId = null;
+        }
+      }
       // Listed (offline) right away; the bridge's hello replaces this snapshot and sets it online.
       store.upsertSession({
         id: job.sessionId,
