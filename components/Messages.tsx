@@ -87,10 +87,11 @@ export class MessageItem extends Component<ItemProps> {
   }
 }
 
-/** The assistant message being streamed, with a caret; "…" before the first delta. */
-export function StreamingMessage({ text }: { text: string }) {
+/** The assistant message being streamed, reasoning folded apart; "…" before the first answer delta. */
+export function StreamingMessage({ text, thinking = "" }: { text: string; thinking?: string }) {
   return (
     <article class="msg assistant streaming" aria-busy="true">
+      {thinking && <Thinking text={thinking} />}
       {text ? <Markdown text={text} /> : <div class="typing" aria-label="the agent is writing">…</div>}
     </article>
   );

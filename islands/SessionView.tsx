@@ -16,6 +16,7 @@ import {
   mergeEvents,
   prependEvents,
   streamingText,
+  streamingThinking,
 } from "../lib/ui/conversation.ts";
 import { deriveSubagents, deriveTodos } from "../lib/ui/derive.ts";
 import { connectLive, type LiveSocket } from "../lib/ui/live_socket.ts";
@@ -183,6 +184,7 @@ export default function SessionView(props: Props) {
   const subagents = useMemo(() => deriveSubagents(calls), [calls]);
   const running = session.online && session.state === "running";
   const streaming = conv.streaming ? streamingText(conv.streaming) : null;
+  const thinking = streamingThinking(conv.streaming);
   const title = session.name || id;
 
   // The tab says what the agent is doing, for a page kept open in the background.
@@ -247,7 +249,7 @@ export default function SessionView(props: Props) {
                 : []}
             />
           ))}
-          {streaming !== null && <StreamingMessage text={streaming} />}
+          {streaming !== null && <StreamingMessage text={streaming} thinking={thinking} />}
           {running && streaming === null && <div class="working" aria-live="polite">Agent is working…</div>}
           {conv.items.length === 0 && streaming === null && <p class="empty muted">No messages yet.</p>}
         </main>

@@ -47,12 +47,17 @@ export type Item =
 /** The assistant message being streamed: deltas by seq, so a late `message_end` can tell its own from newer ones. */
 export interface Streaming {
   messageId: string | null;
-  parts: { seq: number; delta: string }[];
+  parts: { seq: number; delta: string; thinking: boolean }[];
 }
 
-/** The text streamed so far. */
+/** The answer text streamed so far (reasoning deltas left out). */
 export function streamingText(s: Streaming | null): string {
-  return s ? s.parts.map((p) => p.delta).join("") : "";
+  return s ? s.parts.filter((p) => !p.thinking).map((p) => p.delta).join("") : "";
+}
+
+/** The reasoning streamed so far: deltas the plugin marked `kind: "thinking"`. */
+export function streamingThinking(s: Streaming | null): string {
+  return s ? s.parts.filter((p) => p.thinking).map((p) => p.delta).join("") : "";
 }
 
 export interface Conversation {
@@ -158,7 +163,9 @@ function applyDelta(conv: Conversation, ev: StoredEvent): void {
   if (ev.seq <= conv.lastSeq) return;
   const s = conv.streaming ?? { messageId: null, parts: [] };
   if (s.parts.some((p) => p.seq === ev.seq)) return;
-  const parts = [...s.parts, { seq: ev.seq, delta }].sort((a, b) => a.seq - b.seq);
+  const parts = [...s.parts, { seq: ev.seq, delta, thinking: ev.kind === "thinking" }].sort((a, b) =>
+    a.seq - b.seq
+  );
   conv.streaming = { ...s, parts };
 }
 

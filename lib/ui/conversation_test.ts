@@ -7,6 +7,7 @@ import {
   mergeEvents,
   prependEvents,
   streamingText,
+  streamingThinking,
 } from "./conversation.ts";
 
 const S = "s1";
@@ -91,6 +92,17 @@ Deno.test("applyEvents() streams deltas and ends the stream on message_end", () 
   c = applyEvents(c, [msg(6, "assistant", "a1", "Let me look.")]);
   assert.equal(c.streaming, null);
   assert.equal(c.items.at(-1)?.kind, "assistant");
+});
+
+Deno.test("applyEvents() keeps reasoning deltas apart from the answer text", () => {
+  let c = buildConversation(run().slice(0, 2));
+  c = applyEvents(c, [ev(3, "message_start", { message: { role: "assistant", id: "a1" } })]);
+  c = applyEvents(c, [ev(4, "message_update", { delta: "hmm, ", kind: "thinking" })]);
+  c = applyEvents(c, [ev(5, "message_update", { delta: "Answer", kind: "text" })]);
+  c = applyEvents(c, [ev(6, "message_update", { delta: "ok", kind: "thinking" })]);
+  c = applyEvents(c, [ev(7, "message_update", { delta: "!" })]); // no kind: answer text (older plugins)
+  assert.equal(streamingText(c.streaming), "Answer!");
+  assert.equal(streamingThinking(c.streaming), "hmm, ok");
 });
 
 Deno.test("applyEvents() keeps deltas that overtook their message_start, ignores stale ones", () => {
