@@ -2,30 +2,33 @@
  * Clone or pull a repository into its named volume through a short-lived helper container.
  *
  * The GitLab token must not reach a container's environment or command line (both show in `docker
- * inspect` and `ps`) nor the clone's `.git/config`. So: the helper is created (not started), the token is
- * copied into its own writable layer as `/tmp/lvmh-git-credential` (mode 0400, uid 1000) through
- * `PUT /containers/{id}/archive`, and a fixed `credential.helper` given with `git -c` (so it is never
- * written to any config file) prints it to git. The remote URL carries no credentials. The script deletes
- * the file on exit, and the container (with its layer) is removed right after, on success or failure.
- * User input (URL, branch) reaches the script only as positional parameters, never inside its text.
+ * inspect` and `ps`), an image layer, nor the clone's `.git/config`. So the helper is created with stdin
+ * open; the daemon attaches to that stdin (a hijacked connection, `docker/attach.ts`), starts the helper and
+ * writes the token as one line. The script reads it into a file on a tmpfs that only the helper sees (memory,
+ * gone with the container), and a fixed `credential.helper` given with `git -c` (so it is never written to a
+ * config file) prints it to git. The remote URL carries no credentials, and the helper is removed afterwards,
+ * on success or failure. User input (URL, branch) reaches the script only as positional parameters, never
+ * inside its text.
  */
 import type { Engine, Labels } from "./engine.ts";
-import { createTar } from "./tar.ts";
+import { attachStdin } from "./attach.ts";
 
-/** The uid the worker image runs as; the repo volume and the credential file belong to it. */
+/** The uid the worker image runs as; the repo volume belongs to it. */
 export const WORKER_UID = 1000;
-const CREDENTIAL_FILE = "lvmh-git-credential";
 
-// $1 = clone URL, $2 = branch or "". Reads the token (if any) from /tmp/lvmh-git-credential.
+// $1 = clone URL, $2 = branch or "", $3 = "1" when the token comes on stdin.
 const SCRIPT = `set -eu
 url=$1
 branch=$2
-cred=/tmp/${CREDENTIAL_FILE}
-trap 'rm -f "$cred"' EXIT
+with_token=$3
+cred=/run/lvmh/credential
 export GIT_TERMINAL_PROMPT=0
 set -- -c credential.interactive=never -c credential.helper=
-if [ -f "$cred" ]; then
-  set -- "$@" -c 'credential.helper=!f() { test "$1" = get || exit 0; echo username=oauth2; printf "password=%s\\n" "$(cat /tmp/${CREDENTIAL_FILE})"; }; f'
+if [ "$with_token" = 1 ]; then
+  IFS= read -r token || true
+  (umask 077; printf '%s' "$token" > "$cred")
+  token=
+  set -- "$@" -c 'credential.helper=!f() { test "$1" = get || exit 0; echo username=oauth2; printf "password=%s\\n" "$(cat /run/lvmh/credential)"; }; f'
 fi
 if [ -d /workspace/.git ]; then
   echo "lvmh: pulling"
@@ -64,33 +67,38 @@ export type CloneResult = { action: "cloned" | "pulled"; output: string };
  */
 export async function cloneIntoVolume(engine: Engine, o: CloneOptions): Promise<CloneResult> {
   const name = `lvmh-clone-${crypto.randomUUID().slice(0, 12)}`;
+  const withToken = o.token !== null && o.token !== "";
   const id = await engine.containerCreate(name, {
     Image: o.image,
     Entrypoint: ["sh"],
-    Cmd: ["-c", SCRIPT, "lvmh-clone", o.url, o.branch ?? ""],
+    Cmd: ["-c", SCRIPT, "lvmh-clone", o.url, o.branch ?? "", withToken ? "1" : "0"],
     User: `${WORKER_UID}:${WORKER_UID}`,
     WorkingDir: "/",
     Labels: { ...o.labels, "lvmh.kind": "clone" },
     Tty: false,
+    OpenStdin: withToken,
+    StdinOnce: withToken,
+    AttachStdin: withToken,
     HostConfig: {
       NetworkMode: o.network,
       Init: true,
       Mounts: [{ Type: "volume", Source: o.volume, Target: "/workspace" }],
+      Tmpfs: { "/run/lvmh": `size=64k,mode=0700,uid=${WORKER_UID},gid=${WORKER_UID}` },
     },
   });
   try {
-    if (o.token) {
-      const tar = createTar([{
-        path: CREDENTIAL_FILE,
-        type: "file",
-        data: new TextEncoder().encode(o.token),
-        mode: 0o400,
-        uid: WORKER_UID,
-        gid: WORKER_UID,
-      }]);
-      await engine.containerPutArchive(id, "/tmp", tar);
+    if (withToken) {
+      // Attach before start, so the line is there when the script reads it.
+      const stdin = await attachStdin(engine.socketPath, id);
+      try {
+        await engine.containerStart(id);
+        await stdin.write(new TextEncoder().encode(`${o.token}\n`));
+      } finally {
+        await stdin.close();
+      }
+    } else {
+      await engine.containerStart(id);
     }
-    await engine.containerStart(id);
     // After start, "not-running" returns as soon as the helper exits, even if that already happened.
     const code = await engine.containerWait(id, "not-running", o.timeoutMs ?? 10 * 60_000);
     const { stdout, stderr } = await engine.containerLogs(id);

@@ -3,7 +3,7 @@ import { cloneIntoVolume } from "../docker/clone.ts";
 import { createBareRepo, git, serveGit } from "./fixtures/git_http.ts";
 import { buildStubWorker, cleanupDocker, dockerTest, runOnce, testEngine, uniq } from "./_docker.ts";
 
-dockerTest("cloneIntoVolume() clones with the token as a file, then pulls", async (t) => {
+dockerTest("cloneIntoVolume() clones with the token on stdin, then pulls", async (t) => {
   const engine = testEngine();
   const id = uniq();
   const image = `lvmh-test-worker-${id}:latest`;
