@@ -34,7 +34,13 @@ const workerImage = realBridge ? `lvmh-bench-worker-${crypto.randomUUID().slice(
 const llm = await startFakeLlm();
 const dir = await Deno.makeTempDir({ prefix: "lvmh-bench-spawn-" });
 await Deno.writeTextFile(`${dir}/models.json`, modelsJson(llm.url));
-const env = await startSpawnEnv({ workerImage, env: { LVMH_MODELS_JSON: `${dir}/models.json` } });
+// BENCH_BASE_IMAGE: the worker's BASE_IMAGE (default lvmh-node-base:latest, Node 20 from the host; a Node 22
+// base, `NODE_BIN=.tools/node22/... scripts/mkrootfs.sh lvmh-node22-base:latest`, uses V8's compile cache).
+const baseImage = Deno.env.get("BENCH_BASE_IMAGE") ?? "lvmh-node-base:latest";
+const env = await startSpawnEnv({
+  workerImage,
+  env: { LVMH_MODELS_JSON: `${dir}/models.json`, LVMH_WORKER_BASE_IMAGE: baseImage },
+});
 const { d } = env;
 const repo = env.repos[0];
 
@@ -76,7 +82,7 @@ try {
   const answered = answers.slice(1).sort((a, b) => a - b)[Math.floor(RUNS / 2)];
   console.log(
     `spawn → hello (${
-      realBridge ? "real bridge + pi" : "stub bridge"
+      realBridge ? `real bridge + pi on ${baseImage}` : "stub bridge"
     }, image built, clone cached), ${RUNS} runs: ` +
       `median ${Math.round(median)} ms, min ${Math.round(times[0])} ms, max ${Math.round(times.at(-1)!)} ms`,
   );

@@ -18,10 +18,16 @@ COPY docker/bridge/ /bridge/
 COPY plugin/ /plugin/
 
 # Node does not read the system CA store; the TLS proxy of some networks needs this.
+# NODE_COMPILE_CACHE (Node >= 22.1; ignored by older Node) keeps V8's compiled code of pi's modules, filled
+# once here at build time, so each new session's bridge starts faster (pi's import dominates spawn time).
 ENV NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt \
     HOME=/home/node \
     LVMH_PLUGIN_DIR=/plugin \
-    LVMH_SESSION_DIR=/pi-sessions
+    LVMH_SESSION_DIR=/pi-sessions \
+    NODE_COMPILE_CACHE=/var/cache/lvmh-node
+RUN mkdir -p /var/cache/lvmh-node && cd /bridge \
+    && (node -e 'import("@mariozechner/pi-coding-agent").catch(() => import("@earendil-works/pi-coding-agent")).catch(() => {})' || true) \
+    && chown -R 1000:1000 /var/cache/lvmh-node
 LABEL lvmh.managed="true" lvmh.kind="worker-image"
 USER 1000:1000
 WORKDIR /workspace

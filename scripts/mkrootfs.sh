@@ -4,6 +4,7 @@
 # It stands in for `node:22-bookworm-slim` as the worker's BASE_IMAGE in tests and CI.
 #
 # Usage: DOCKER_HOST=unix:///tmp/lvmh-docker/docker.sock scripts/mkrootfs.sh [--force] [image]
+#   NODE_BIN=/path/to/node picks another Node binary (e.g. .tools/node22 for a Node 22 base).
 # Skips the build when the image already exists (unless --force). Safe to run concurrently (flock).
 set -euo pipefail
 
@@ -26,7 +27,8 @@ R=$(mktemp -d /tmp/lvmh-rootfs.XXXXXX)
 trap 'rm -rf "$R"' EXIT
 mkdir -p "$R"/{bin,usr/bin,usr/lib,usr/share,etc/ssl/certs,tmp,root,workspace,pi-sessions,dev,proc,sys,home/node}
 chmod 1777 "$R/tmp"
-cp -a /usr/bin/node "$R/usr/bin/node"
+NODE_BIN=${NODE_BIN:-/usr/bin/node}
+cp -L "$NODE_BIN" "$R/usr/bin/node"
 cp -a /usr/bin/git "$R/usr/bin/git"
 cp -a /usr/lib/git-core "$R/usr/lib/git-core"       # git-remote-http(s) and friends; -a keeps hardlinks
 cp -a /usr/share/git-core "$R/usr/share/git-core"   # templates
@@ -48,7 +50,7 @@ printf '127.0.0.1 localhost\n::1 localhost\n' >"$R/etc/hosts"
 chown 1000:1000 "$R/home/node"
 # Shared libraries of every ELF copied (ldd resolves transitive dependencies).
 {
-  ldd /usr/bin/node; ldd /usr/bin/git; ldd /bin/dash
+  ldd "$NODE_BIN"; ldd /usr/bin/git; ldd /bin/dash
   for f in /usr/lib/git-core/* "$R"/bin/*; do [ -f "$f" ] && ldd "$f" 2>/dev/null || true; done
 } | grep -oE '/[^ ]+\.so[^ ]*' | sort -u | while read -r lib; do
   mkdir -p "$R$(dirname "$lib")"; cp -aL "$lib" "$R$lib"
