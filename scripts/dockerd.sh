@@ -28,14 +28,16 @@ ping_engine() {
 }
 
 install_engine() {
-  if command -v dockerd >/dev/null && command -v docker >/dev/null; then return 0; fi
-  log "installing docker.io from Debian"
+  local want=()
+  command -v dockerd >/dev/null && command -v docker >/dev/null || want+=(docker.io)
+  # busybox-static gives the test base image a full set of applets; mkrootfs.sh falls back to dash without it.
+  [ -x /bin/busybox ] || want+=(busybox-static)
+  [ ${#want[@]} -gt 0 ] || return 0
+  log "installing ${want[*]} from Debian"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   # docker.io hard-depends on containerd, runc, tini (HostConfig.Init) and iptables.
-  apt-get install -y -qq --no-install-recommends docker.io >/dev/null
-  # busybox-static gives the base image a full set of applets; mkrootfs.sh falls back to dash without it.
-  apt-get install -y -qq busybox-static >/dev/null 2>&1 || log "busybox-static not installed (dash fallback)"
+  apt-get install -y -qq --no-install-recommends "${want[@]}" >/dev/null
 }
 
 start_engine() {

@@ -39,7 +39,7 @@ if [ -x "$BB" ] && "$BB" --list >/dev/null 2>&1 && ! ldd "$BB" >/dev/null 2>&1; 
   for a in $("$BB" --list); do [ -e "$R/bin/$a" ] || ln -s busybox "$R/bin/$a"; done
 else
   cp /bin/dash "$R/bin/sh"                           # git needs a POSIX sh for some commands
-  for t in cat chown mkdir rm; do cp -a "$(command -v $t)" "$R/bin/$t"; done
+  for t in cat chown mkdir rm ls stat grep id; do cp -aL "$(command -v $t)" "$R/bin/$t"; done
 fi
 ln -s ../../bin/sh "$R/usr/bin/sh" 2>/dev/null || true
 cp -aL /etc/ssl/certs/ca-certificates.crt "$R/etc/ssl/certs/"
