@@ -8,7 +8,8 @@ import { createHash } from "node:crypto";
 import type { AppCore } from "./app.ts";
 import type { Gitlab } from "./gitlab.ts";
 import { HttpError, NotFoundError, UnavailableError } from "./http.ts";
-import type { SpawnBody, SpawnJob, SpawnState } from "./protocol.ts";
+import type { SpawnBody, SpawnJob } from "./protocol.ts";
+import { SpawnJobs } from "./spawn_jobs.ts";
 import { createEngine, type Engine } from "../docker/engine.ts";
 import { DockerError, DockerNotFoundError, DockerUnreachableError } from "../docker/errors.ts";
 import { cloneIntoVolume } from "../docker/clone.ts";
@@ -34,8 +35,6 @@ export interface Spawner {
   shutdown(): Promise<void>;
 }
 
-/** Jobs kept for the status list; the oldest finished ones go first. */
-const MAX_JOBS = 200;
 const MAX_VOLUME_NAME = 200;
 /** Clone helpers older than this are leftovers of a crash. */
 const STALE_HELPER_S = 15 * 60;
@@ -61,30 +60,13 @@ export function createSpawner(
 ): Spawner {
   const { config, store, hub } = core;
   const engine = options.engine ?? createEngine({ socketPath: config.dockerSock });
-  const jobs = new Map<string, SpawnJob>();
+  const jobs = new SpawnJobs((list) => hub.broadcast({ type: "spawn_status", jobs: list }));
+  const update = jobs.update.bind(jobs);
   const volumeLocks = new Map<string, Promise<unknown>>();
   let imageReady: Promise<void> | null = null;
+  /** Jobs waiting on the image build in progress. */
+  const building = new Set<SpawnJob>();
   const agentUrl = config.workerUrl ?? `ws://127.0.0.1:${config.port}/agent/ws`;
-
-  function publish(): void {
-    hub.broadcast({ type: "spawn_status", jobs: list() });
-  }
-
-  function list(): SpawnJob[] {
-    return [...jobs.values()].sort((a, b) => b.createdAt - a.createdAt);
-  }
-
-  function update(job: SpawnJob, state: SpawnState, patch: Partial<SpawnJob> = {}): void {
-    Object.assign(job, patch, { state, updatedAt: Date.now() });
-    publish();
-  }
-
-  function remember(job: SpawnJob): void {
-    jobs.set(job.id, job);
-    if (jobs.size <= MAX_JOBS) return;
-    const finished = list().reverse().find((j) => j.state === "failed" || j.state === "stopped");
-    jobs.delete((finished ?? list().at(-1)!).id);
-  }
 
   /** Run `fn` after every earlier holder of `key` settled (a promise chain per repo volume). */
   function withLock<T>(key: string, fn: () => Promise<T>): Promise<T> {
@@ -99,15 +81,25 @@ export function createSpawner(
    * a failure lets the next spawn retry.
    */
   function ensureImage(job: SpawnJob): Promise<void> {
+    // Jobs that arrive while a build runs wait for it, and say so.
+    if (imageReady && building.size > 0) {
+      building.add(job);
+      update(job, "building");
+    }
     imageReady ??= (async () => {
       if (!await workerImageStale(engine, config.workerImage, options.contextRoot)) return;
+      building.add(job);
       update(job, "building");
-      await buildWorkerImage(engine, {
-        image: config.workerImage,
-        baseImage: config.workerBaseImage,
-        network: config.workerNetwork,
-        contextRoot: options.contextRoot,
-      });
+      try {
+        await buildWorkerImage(engine, {
+          image: config.workerImage,
+          baseImage: config.workerBaseImage,
+          network: config.workerNetwork,
+          contextRoot: options.contextRoot,
+        });
+      } finally {
+        building.clear();
+      }
     })().catch((error) => {
       imageReady = null;
       throw error;
@@ -210,9 +202,7 @@ export function createSpawner(
       }
     }
     await engine.volumeRemove(`lvmh-sess-${sessionId}`, true).catch(() => {});
-    for (const job of jobs.values()) {
-      if (job.sessionId === sessionId && job.state !== "failed") update(job, "stopped");
-    }
+    for (const job of jobs.forSession(sessionId)) if (job.state !== "failed") update(job, "stopped");
   }
 
   async function recover(): Promise<void> {
@@ -228,11 +218,9 @@ export function createSpawner(
           continue;
         }
         const sessionId = c.Labels["lvmh.session"];
-        if (kind !== "worker" || !sessionId || [...jobs.values()].some((j) => j.sessionId === sessionId)) {
-          continue;
-        }
+        if (kind !== "worker" || !sessionId || jobs.forSession(sessionId).length > 0) continue;
         const at = c.Created * 1000;
-        remember({
+        jobs.add({
           id: crypto.randomUUID(),
           repo: c.Labels["lvmh.repo"] ?? "",
           branch: null,
@@ -244,7 +232,6 @@ export function createSpawner(
           updatedAt: at,
         });
       }
-      publish();
     } catch (error) {
       console.warn(`lvmh: could not list containers on start: ${messageOf(error)}`);
     }
@@ -252,7 +239,7 @@ export function createSpawner(
 
   /** A worker that exited on its own (or was removed by hand) is no longer "running". */
   async function reconcile(): Promise<void> {
-    const running = [...jobs.values()].filter((j) => j.state === "running");
+    const running = jobs.inState("running");
     if (running.length === 0) return;
     const live = new Set(
       (await engine.containerList({ ...MANAGED, "lvmh.kind": "worker" }))
@@ -293,8 +280,7 @@ export function createSpawner(
         createdAt: now,
         updatedAt: now,
       };
-      remember(job);
-      publish();
+      jobs.add(job);
       try {
         const containerId = await run(job);
         return { sessionId: job.sessionId, containerId, jobId: job.id };
@@ -302,7 +288,7 @@ export function createSpawner(
         throw mapError(error);
       }
     },
-    jobs: list,
+    jobs: () => jobs.list(),
     stopSession,
     recover,
     async shutdown() {
