@@ -12,6 +12,8 @@ import { relativeTime } from "../lib/ui/format.ts";
 
 /** How many matching repositories the picker lists at once; typing narrows the rest. */
 const SHOWN = 50;
+/** The most recent jobs shown; older ones stay in `GET /api/spawn/status`. */
+const JOBS_SHOWN = 8;
 
 const STATE_TEXT: Record<SpawnJob["state"], string> = {
   queued: "queued",
@@ -195,7 +197,7 @@ export default function SpawnPanel() {
       )}
       {jobs.length > 0 && (
         <ul class="spawn-jobs" aria-label="Spawn jobs" aria-live="polite">
-          {jobs.map((j) => (
+          {jobs.slice(0, JOBS_SHOWN).map((j) => (
             <li key={j.id} class={`spawn-job ${j.state}`} data-job={j.id} data-state={j.state}>
               <span class="name">{j.repo}{j.branch ? ` @ ${j.branch}` : ""}</span>{" "}
               <span class={`chip ${j.state === "failed" ? "error" : ""}`}>{STATE_TEXT[j.state]}</span>
@@ -204,7 +206,12 @@ export default function SpawnPanel() {
                 <>
                   {" "}
                   <a href={`/sessions/${encodeURIComponent(j.sessionId)}`}>open</a>{" "}
-                  <button type="button" class="danger small" disabled={busy} onClick={() => stop(j)}>
+                  <button
+                    type="button"
+                    class="danger small"
+                    disabled={busy}
+                    onClick={() => stop(j)}
+                  >
                     Stop
                   </button>
                 </>
