@@ -65,8 +65,8 @@ export default function SpawnPanel() {
     }
   }
 
-  async function loadRepos() {
-    setRepos(await api<GitlabRepo[]>("/api/gitlab/repos"));
+  async function loadRepos(refresh = false) {
+    setRepos(await api<GitlabRepo[]>(`/api/gitlab/repos${refresh ? "?refresh=1" : ""}`));
     setNow(Date.now());
   }
 
@@ -149,6 +149,9 @@ export default function SpawnPanel() {
           <p class="muted small">
             GitLab <code>{status.baseUrl}</code> as <strong>{status.username ?? "?"}</strong>{" "}
             <button type="button" class="link" onClick={disconnect} disabled={busy}>disconnect</button>
+            <button type="button" class="link" onClick={() => run(() => loadRepos(true))} disabled={busy}>
+              refresh
+            </button>
           </p>
           <input
             type="search"

@@ -36,10 +36,10 @@ export interface Gitlab {
   /** Forget the stored token. */
   disconnect(): void;
   /**
-   * Every member project, most recently active first (all pages).
+   * Every member project, most recently active first (all pages); kept for `REPOS_TTL_MS` unless `refresh`.
    * @throws {HttpError} 409 when not connected or the token was revoked; {UnavailableError} as `connect`.
    */
-  repos(): Promise<GitlabRepo[]>;
+  repos(options?: { refresh?: boolean }): Promise<GitlabRepo[]>;
   /** The clone URL of a project, with no credentials in it. */
   cloneUrl(repo: string): string;
   /** The stored token for clone credentials, or null; only for the spawner. */
@@ -53,6 +53,8 @@ const PER_PAGE = 100;
 /** 100 pages of 100: beyond that the picker is not the right tool anyway. */
 const MAX_PAGES = 100;
 const TIMEOUT_MS = 15_000;
+/** The project list is read page by page (slow for big accounts), so a panel reload reuses it this long. */
+export const REPOS_TTL_MS = 60_000;
 
 /**
  * Build the GitLab connection on the daemon's store and config (`LVMH_GITLAB_URL`).
@@ -65,6 +67,8 @@ export function createGitlab(
   const { store } = core;
   const baseUrl = core.config.gitlabUrl;
   const doFetch = options.fetch ?? fetch;
+  /** The last project list, for the token that read it. */
+  let cache: { token: string; at: number; repos: GitlabRepo[] } | null = null;
 
   /** The stored token, only if it was validated against this same GitLab (a changed URL must not get it). */
   function credential(): string | null {
@@ -108,6 +112,7 @@ export function createGitlab(
       if (typeof user.username !== "string") {
         throw new UnavailableError(`GitLab at ${baseUrl} sent no username`);
       }
+      cache = null;
       store.setSetting(KEY_TOKEN, token);
       store.setSetting(KEY_USER, user.username);
       store.setSetting(KEY_BASE, baseUrl);
@@ -115,12 +120,16 @@ export function createGitlab(
     },
 
     disconnect() {
+      cache = null;
       for (const key of [KEY_TOKEN, KEY_USER, KEY_BASE]) store.deleteSetting(key);
     },
 
-    async repos() {
+    async repos(options = {}) {
       const token = credential();
       if (!token) throw new HttpError(409, "GitLab is not connected");
+      if (!options.refresh && cache?.token === token && Date.now() - cache.at < REPOS_TTL_MS) {
+        return cache.repos;
+      }
       const all: GitlabRepo[] = [];
       let page = "1";
       for (let n = 0; n < MAX_PAGES && page; n++) {
@@ -154,7 +163,9 @@ export function createGitlab(
       // GitLab already sorts, but pages can shift while we read them; sort the union once more.
       all.sort((a, b) => (b.lastActivityAt ?? "").localeCompare(a.lastActivityAt ?? ""));
       const seen = new Set<string>();
-      return all.filter((r) => !seen.has(r.path) && seen.add(r.path));
+      const repos = all.filter((r) => !seen.has(r.path) && seen.add(r.path));
+      cache = { token, at: Date.now(), repos };
+      return repos;
     },
 
     cloneUrl(repo) {

@@ -62,6 +62,11 @@ Deno.test("gitlab: connect, status, repos over every page, disconnect", async (t
       });
       const pages = fixture.requests.filter((r) => r.path.startsWith("/api/v4/projects"));
       assert.equal(pages.length, 3);
+      // A second read within the TTL is served from memory; refresh reads GitLab again.
+      assert.deepEqual(await gitlab.repos(), repos);
+      assert.equal(fixture.requests.filter((r) => r.path.startsWith("/api/v4/projects")).length, 3);
+      await gitlab.repos({ refresh: true });
+      assert.equal(fixture.requests.filter((r) => r.path.startsWith("/api/v4/projects")).length, 6);
       assert.ok(
         pages.every((p) =>
           p.authorized && /membership=true/.test(p.path) && /order_by=last_activity_at/.test(p.path)
@@ -76,7 +81,7 @@ Deno.test("gitlab: connect, status, repos over every page, disconnect", async (t
     });
     await t.step("a revoked token makes repos a 409", async () => {
       settings.set("gitlab.token", "glpat-revoked");
-      const error = await gitlab.repos().catch((e) => e);
+      const error = await gitlab.repos({ refresh: true }).catch((e) => e);
       assert.ok(error instanceof HttpError && error.status === 409, String(error));
       assert.match(error.message, /connect again/);
     });
