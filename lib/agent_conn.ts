@@ -14,6 +14,7 @@ import {
 } from "./protocol.ts";
 import type { PluginLink } from "./live_sessions.ts";
 import type { EventOrigin } from "./ingest.ts";
+import type { Principal } from "./auth.ts";
 
 const encoder = new TextEncoder();
 
@@ -23,7 +24,9 @@ export function tooBig(text: string, limit = MAX_FRAME_BYTES): boolean {
 }
 
 /** Wire a freshly upgraded plugin socket to the daemon. */
-export function acceptAgentSocket(app: App, socket: WebSocket): void {
+export function acceptAgentSocket(app: App, socket: WebSocket, principal: Principal | null): void {
+  // A session-scoped token may only ever speak for its own session.
+  const onlySession = principal?.via === "agent" ? principal.sessionId : null;
   let sessionId: string | null = null;
   let closed = false;
 
@@ -71,6 +74,10 @@ export function acceptAgentSocket(app: App, socket: WebSocket): void {
     if (frame.type === "hello") {
       if (sessionId !== null && sessionId !== frame.sessionId) {
         return reject("wrong_session", `this socket belongs to session "${sessionId}"`);
+      }
+      if (onlySession !== null && frame.sessionId !== onlySession) {
+        reject("wrong_session", `this token belongs to session "${onlySession}"`);
+        return close(CloseCode.policy, "token is for another session");
       }
       if (frame.session.id !== frame.sessionId) {
         return reject("bad_frame", "session.id must equal sessionId");

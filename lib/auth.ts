@@ -6,10 +6,13 @@ import { timingSafeEqual } from "node:crypto";
 
 export const COOKIE_NAME = "lvmh_auth";
 
-/** Who made a request, and how; `cookie` callers must pass the Origin check on state changes. */
-export interface Principal {
-  via: "bearer" | "query" | "cookie";
-}
+/**
+ * Who made a request, and how. `agent` callers hold a session-scoped token (given to spawned containers):
+ * it opens the plugin socket for that one session and nothing else.
+ */
+export type Principal = { via: "bearer" | "query" | "cookie" } | { via: "agent"; sessionId: string };
+
+const AGENT_PREFIX = "agent.";
 
 const encoder = new TextEncoder();
 
@@ -24,18 +27,8 @@ export async function safeEqual(a: string, b: string): Promise<boolean> {
 }
 
 /** The cookie value for a token: an HMAC, so the raw token never sits in a cookie jar. */
-export async function cookieValue(token: string): Promise<string> {
-  const key = await crypto.subtle.importKey(
-    "raw",
-    encoder.encode(token),
-    { name: "HMAC", hash: "SHA-256" },
-    false,
-    [
-      "sign",
-    ],
-  );
-  const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, encoder.encode("lvmh-cookie-v1")));
-  return Array.from(mac, (b) => b.toString(16).padStart(2, "0")).join("");
+export function cookieValue(token: string): Promise<string> {
+  return hmacHex(token, "lvmh-cookie-v1");
 }
 
 function readCookie(req: Request, name: string): string | null {
@@ -48,6 +41,38 @@ function readCookie(req: Request, name: string): string | null {
   return null;
 }
 
+async function hmacHex(key: string, message: string): Promise<string> {
+  const k = await crypto.subtle.importKey(
+    "raw",
+    encoder.encode(key),
+    { name: "HMAC", hash: "SHA-256" },
+    false,
+    [
+      "sign",
+    ],
+  );
+  const mac = new Uint8Array(await crypto.subtle.sign("HMAC", k, encoder.encode(message)));
+  return Array.from(mac, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/**
+ * A token that lets a plugin speak for one session only: `agent.<sessionId>.<hmac>`. Spawned containers get
+ * this instead of the daemon's token, so code the agent runs cannot read other sessions or spawn more.
+ */
+export async function agentToken(token: string, sessionId: string): Promise<string> {
+  return `${AGENT_PREFIX}${sessionId}.${await hmacHex(token, `lvmh-agent-v1:${sessionId}`)}`;
+}
+
+async function checkSecret(secret: string, token: string): Promise<Principal | null> {
+  if (secret.startsWith(AGENT_PREFIX)) {
+    const dot = secret.lastIndexOf(".");
+    const sessionId = secret.slice(AGENT_PREFIX.length, dot);
+    if (dot <= AGENT_PREFIX.length) return null;
+    return await safeEqual(secret, await agentToken(token, sessionId)) ? { via: "agent", sessionId } : null;
+  }
+  return await safeEqual(secret, token) ? { via: "bearer" } : null;
+}
+
 /**
  * Find valid credentials on a request, or `null`.
  * A cookie counts only when `Origin` is ours, or absent on a safe method (against CSRF and socket hijacking).
@@ -56,10 +81,13 @@ export async function authenticate(req: Request, url: URL, token: string): Promi
   const header = req.headers.get("authorization");
   if (header) {
     const m = /^Bearer\s+(.+)$/i.exec(header.trim());
-    return m && await safeEqual(m[1], token) ? { via: "bearer" } : null;
+    return m ? await checkSecret(m[1], token) : null;
   }
   const query = url.searchParams.get("token");
-  if (query !== null) return await safeEqual(query, token) ? { via: "query" } : null;
+  if (query !== null) {
+    const found = await checkSecret(query, token);
+    return found?.via === "bearer" ? { via: "query" } : found;
+  }
   const cookie = readCookie(req, COOKIE_NAME);
   if (cookie !== null && await safeEqual(cookie, await cookieValue(token))) {
     // Browsers send Origin on cross-site requests and on every WebSocket handshake: it must be ours.

@@ -24,11 +24,12 @@ export type Handler = (ctx: Ctx) => Response | Promise<Response>;
 export type Handlers = Partial<Record<Method, Handler>>;
 
 /**
- * `token`: 401 without valid credentials, before the handler runs (REST and WebSocket upgrades).
+ * `token`: 401 without the daemon's token (bearer, query or same-origin cookie), before the handler runs.
+ * `agent`: as `token`, but a session-scoped agent token is accepted too (the plugin socket only).
  * `page`: the handler runs either way and must show no session data when `principal` is null.
  * `public`: static assets that hold no data.
  */
-export type AuthPolicy = "token" | "page" | "public";
+export type AuthPolicy = "token" | "agent" | "page" | "public";
 
 export interface RouteDef {
   path: string;
@@ -50,8 +51,12 @@ export function createRouter(app: App, table: RouteDef[]) {
       for (const r of routes) {
         const match = r.pattern.exec({ pathname: url.pathname });
         if (!match) continue;
-        const principal = await authenticate(req, url, app.config.token);
-        if (r.auth === "token" && !principal) throw new HttpError(401, "missing or invalid token");
+        let principal = await authenticate(req, url, app.config.token);
+        // A session-scoped agent token opens the plugin socket and nothing else.
+        if (principal?.via === "agent" && r.auth !== "agent") principal = null;
+        if ((r.auth === "token" || r.auth === "agent") && !principal) {
+          throw new HttpError(401, "missing or invalid token");
+        }
         const method = req.method === "HEAD" ? "GET" : req.method as Method;
         const handler = r.handler[method];
         if (!handler) {

@@ -8,6 +8,7 @@ import { createHash } from "node:crypto";
 import type { AppCore } from "./app.ts";
 import type { Gitlab } from "./gitlab.ts";
 import { HttpError, NotFoundError, UnavailableError } from "./http.ts";
+import { agentToken } from "./auth.ts";
 import type { SpawnBody, SpawnJob } from "./protocol.ts";
 import { SpawnJobs } from "./spawn_jobs.ts";
 import { createEngine, type Engine } from "../docker/engine.ts";
@@ -142,7 +143,7 @@ export function createSpawner(
         sessionVolume,
         network: config.workerNetwork,
         agentUrl,
-        token: config.token,
+        token: await agentToken(config.token, job.sessionId),
         providerKey: config.providerKey,
         modelsJson: config.modelsJson,
       });

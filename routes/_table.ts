@@ -21,7 +21,7 @@ import { handler as login } from "./login.ts";
 import { handler as staticAssets } from "./static.ts";
 
 export const routes: RouteDef[] = [
-  { path: "/agent/ws", handler: agentWs, auth: "token" },
+  { path: "/agent/ws", handler: agentWs, auth: "agent" },
   { path: "/ws", handler: browserWs, auth: "token" },
   { path: "/api/sessions", handler: sessions, auth: "token" },
   { path: "/api/sessions/:id/events", handler: sessionEvents, auth: "token" },

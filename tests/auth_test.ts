@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { routes } from "../routes/_table.ts";
 import { startDaemon } from "./_daemon.ts";
 import { connectAgent, sessionInfo } from "./_agent_client.ts";
-import { cookieValue } from "../lib/auth.ts";
+import { agentToken, cookieValue } from "../lib/auth.ts";
 
 const SECRET_NAME = "secret-session-name-7f3a";
 
@@ -51,7 +51,7 @@ Deno.test("auth: every route in the table is authenticated", async (t) => {
             body,
           });
           const text = await res.text();
-          if (route.auth === "token") {
+          if (route.auth === "token" || route.auth === "agent") {
             assert.equal(res.status, 401, `${what}: ${text}`);
             assert.match(res.headers.get("content-type") ?? "", /application\/json/);
             assert.ok(JSON.parse(text).error, what);
@@ -106,6 +106,43 @@ Deno.test("auth: every route in the table is authenticated", async (t) => {
     const q = await fetch(`${d.url}/api/sessions?token=${encodeURIComponent(d.token)}`);
     assert.equal(q.status, 200);
     await q.body?.cancel();
+  });
+
+  await t.step("a session-scoped agent token opens the plugin socket for its session only", async () => {
+    const scoped = await agentToken(d.token, "scoped-1");
+    for (const path of ["/api/sessions", "/api/sessions/auth-s1/events", "/ws"]) {
+      const res = await fetch(d.url + path, { headers: { authorization: `Bearer ${scoped}` } });
+      assert.equal(res.status, 401, path);
+      await res.body?.cancel();
+    }
+    const forged = await fetch(`${d.url}/agent/ws`, {
+      headers: { authorization: `Bearer ${scoped.replace("scoped-1", "auth-s1")}`, upgrade: "websocket" },
+    });
+    assert.equal(forged.status, 401, "the HMAC binds the token to its session id");
+    await forged.body?.cancel();
+    const own = await connectAgent({ agentUrl: d.agentUrl, token: scoped }, { sessionId: "scoped-1" });
+    assert.equal(own.welcome.lastSeq, 0);
+    await own.close();
+    const s = new WebSocket(
+      d.agentUrl,
+      { headers: { authorization: `Bearer ${scoped}` } } as unknown as string[],
+    );
+    const frames: { type: string; code?: string }[] = [];
+    s.onmessage = (e) => frames.push(JSON.parse(e.data));
+    const closed = new Promise<CloseEvent>((r) => s.onclose = r);
+    await new Promise((r) => s.onopen = r);
+    s.send(
+      JSON.stringify({
+        v: 1,
+        type: "hello",
+        sessionId: "auth-s1",
+        seq: 0,
+        ts: 1,
+        session: sessionInfo("auth-s1"),
+      }),
+    );
+    assert.equal((await closed).code, 1008, "closed for speaking for another session");
+    assert.deepEqual(frames.map((f) => f.code ?? f.type), ["wrong_session"], "no welcome");
   });
 
   await t.step("the token never appears in the daemon's output", () => {

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { startDaemon, waitFor } from "./_daemon.ts";
 import { DockerNotFoundError } from "../docker/errors.ts";
 import { connectBrowser } from "./_agent_client.ts";
+import { agentToken } from "../lib/auth.ts";
 import { DOCKER_SOCK, dockerTest } from "./_docker.ts";
 import { post, startSpawnEnv } from "./_spawn_env.ts";
 
@@ -96,6 +97,11 @@ dockerTest("spawn: connect GitLab, list repos, spawn, prompt, stop (stub bridge)
       assert.ok(envs.includes("LVMH_AGENT=1"));
       assert.ok(envs.some((e) => e.startsWith("LVMH_URL=ws://127.0.0.1:")));
       assert.ok(!JSON.stringify(info).includes(pat), "the PAT must not be in docker inspect");
+      assert.ok(!JSON.stringify(info).includes(d.token), "nor the daemon's own token");
+      assert.ok(
+        envs.includes(`LVMH_TOKEN=${await agentToken(d.token, sessionId)}`),
+        "a token for this session only",
+      );
       assert.equal(info.HostConfig.NetworkMode, "host");
       assert.equal(info.HostConfig.Init, true);
       assert.equal(info.Config.Labels["lvmh.session"], sessionId);

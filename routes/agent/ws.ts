@@ -4,5 +4,5 @@ import type { Handlers } from "../../lib/router.ts";
 
 /** Plugin socket (Transport 1). */
 export const handler: Handlers = {
-  GET: (ctx) => upgrade(ctx.req, (socket) => acceptAgentSocket(ctx.app, socket)),
+  GET: (ctx) => upgrade(ctx.req, (socket) => acceptAgentSocket(ctx.app, socket, ctx.principal)),
 };
