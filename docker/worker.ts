@@ -72,6 +72,8 @@ export interface WorkerSpec {
   providerKey: string | null;
   /** Host path of models.json, bind-mounted read-only. */
   modelsJson: string | null;
+  /** A file the bridge waits for before it opens the session (the workspace is then cloned). */
+  readyFile?: string;
 }
 
 /** Labels of a session's worker container. */
@@ -90,6 +92,7 @@ export function workerCreateBody(s: WorkerSpec): Record<string, unknown> {
     "NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt",
   ];
   if (s.branch) env.push(`LVMH_BRANCH=${s.branch}`);
+  if (s.readyFile) env.push(`LVMH_READY_FILE=${s.readyFile}`);
   if (s.providerKey) env.push(`ZAI_RENAUD_API_KEY=${s.providerKey}`);
   const mounts: Record<string, unknown>[] = [
     { Type: "volume", Source: s.repoVolume, Target: "/workspace" },

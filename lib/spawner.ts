@@ -14,6 +14,7 @@ import { SpawnJobs } from "./spawn_jobs.ts";
 import { createEngine, type Engine } from "../docker/engine.ts";
 import { DockerError, DockerNotFoundError, DockerUnreachableError } from "../docker/errors.ts";
 import { cloneIntoVolume } from "../docker/clone.ts";
+import { createTar } from "../docker/tar.ts";
 import { buildWorkerImage, MANAGED, workerCreateBody, workerImageStale } from "../docker/worker.ts";
 
 /** Starts agent sessions in containers. */
@@ -37,6 +38,8 @@ export interface Spawner {
 }
 
 const MAX_VOLUME_NAME = 200;
+/** Dropped into the session volume once the workspace is cloned or pulled; the bridge waits for it. */
+const READY_MARKER = ".lvmh-workspace-ready";
 /** Clone helpers older than this are leftovers of a crash. */
 const STALE_HELPER_S = 15 * 60;
 /** How often running jobs are checked against the engine (a worker may exit on its own). */
@@ -115,25 +118,15 @@ export function createSpawner(
     let containerId: string | null = null;
     try {
       await ensureImage(job);
-      await withLock(repoVolume, async () => {
-        update(job, "cloning");
-        await engine.volumeCreate(repoVolume, { ...labels, "lvmh.kind": "repo" });
-        await cloneIntoVolume(engine, {
-          image: config.workerImage,
-          volume: repoVolume,
-          url: gitlab.cloneUrl(job.repo),
-          branch: job.branch,
-          token: gitlab.credential(),
-          network: config.workerNetwork,
-          labels,
-        });
-      });
       update(job, "starting");
+      await engine.volumeCreate(repoVolume, { ...labels, "lvmh.kind": "repo" });
       await engine.volumeCreate(sessionVolume, {
         ...labels,
         "lvmh.kind": "session",
         "lvmh.session": job.sessionId,
       });
+      // The worker starts before the clone or pull: loading pi (most of a spawn's time) overlaps git, and
+      // the bridge opens the session only once the ready marker below is in its session volume.
       const body = workerCreateBody({
         image: config.workerImage,
         sessionId: job.sessionId,
@@ -146,6 +139,7 @@ export function createSpawner(
         token: await agentToken(config.token, job.sessionId),
         providerKey: config.providerKey,
         modelsJson: config.modelsJson,
+        readyFile: `/pi-sessions/${READY_MARKER}`,
       });
       for (let attempt = 1;; attempt++) {
         containerId = await engine.containerCreate(sessionVolume, body);
@@ -161,6 +155,23 @@ export function createSpawner(
           containerId = null;
         }
       }
+      await withLock(repoVolume, async () => {
+        update(job, "cloning");
+        await cloneIntoVolume(engine, {
+          image: config.workerImage,
+          volume: repoVolume,
+          url: gitlab.cloneUrl(job.repo),
+          branch: job.branch,
+          token: gitlab.credential(),
+          network: config.workerNetwork,
+          labels,
+        });
+      });
+      await engine.containerPutArchive(
+        containerId!,
+        "/pi-sessions",
+        createTar([{ path: READY_MARKER, type: "file", data: new TextEncoder().encode(`${Date.now()}\n`) }]),
+      );
       // Listed (offline) right away; the bridge's hello replaces this snapshot and sets it online.
       store.upsertSession({
         id: job.sessionId,

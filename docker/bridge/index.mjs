@@ -13,6 +13,8 @@
  *   LVMH_PROVIDER, LVMH_MODEL   model to use [the first model of the first provider in models.json]
  *   LVMH_WORKSPACE              cwd of the session [/workspace]
  *   LVMH_SESSION_DIR            where pi keeps its session files and the plugin its seq files [/pi-sessions]
+ *   LVMH_READY_FILE             wait for this file before opening the session (set by the daemon, which
+ *                               starts the container while it still clones the workspace)
  *   LVMH_PLUGIN_DIR             directory holding lvmh-agent.mjs [next to this file, ../plugin, ../../plugin, /plugin]
  *   LVMH_PI_MODULE              path of the pi SDK entry to use [@mariozechner/pi-coding-agent from here]
  *   PI_CODING_AGENT_DIR         pi's agent dir [~/.pi/agent]
@@ -94,6 +96,21 @@ async function proxyFromEnv() {
   }
 }
 
+/** How long the bridge waits for the workspace before it gives up (a clone of a large repository). */
+const READY_TIMEOUT_MS = 15 * 60_000;
+
+/** Resolve once `file` exists; exit with an error after `timeoutMs`. */
+async function waitForFile(file, timeoutMs) {
+  const deadline = Date.now() + timeoutMs;
+  while (!fs.existsSync(file)) {
+    if (Date.now() > deadline) {
+      say(`the workspace was not ready after ${timeoutMs / 1000} s (${file} missing)`);
+      process.exit(1);
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 async function main() {
   env.PI_OFFLINE ??= "1";
   env.PI_SKIP_VERSION_CHECK ??= "1";
@@ -110,6 +127,9 @@ async function main() {
   }
   await proxyFromEnv();
   const sdk = await loadSdk();
+  // The daemon starts this container while it still clones or pulls the repository, so loading pi overlaps
+  // git; the session, which reads the workspace, opens once the daemon drops the ready file.
+  if (env.LVMH_READY_FILE) await waitForFile(env.LVMH_READY_FILE, READY_TIMEOUT_MS);
   const agentDir = sdk.getAgentDir();
   const { provider, model: modelId } = setupModels(agentDir);
 
