@@ -15,8 +15,11 @@ import {
 import type { PluginLink } from "./live_sessions.ts";
 import type { EventOrigin } from "./ingest.ts";
 import type { Principal } from "./auth.ts";
+import { throttle } from "./throttle.ts";
 
 const encoder = new TextEncoder();
+/** At most one `ack` per socket in this interval. */
+export const ACK_INTERVAL_MS = 50;
 
 /** True when a text frame is over the byte limit (cheap for short frames). */
 export function tooBig(text: string, limit = MAX_FRAME_BYTES): boolean {
@@ -43,11 +46,21 @@ export function acceptAgentSocket(app: App, socket: WebSocket, principal: Princi
     } catch { /* already closing */ }
   };
 
+  // Acks only let the plugin trim its buffer: one per ACK_INTERVAL_MS is plenty, and under load that is far
+  // fewer frames than one per committed batch. The last one always goes out.
+  let acked = 0;
+  const sendAck = throttle(() => {
+    if (sessionId) {
+      send({ v: PROTOCOL_VERSION, type: "ack", sessionId, seq: 0, ts: Date.now(), lastSeq: acked });
+    }
+  }, ACK_INTERVAL_MS);
+
   const link: PluginLink & EventOrigin = {
     send,
     close,
     ack(lastSeq) {
-      if (sessionId) send({ v: PROTOCOL_VERSION, type: "ack", sessionId, seq: 0, ts: Date.now(), lastSeq });
+      acked = lastSeq;
+      sendAck();
     },
     fail() {
       // The plugin must not think these events are stored: drop the socket so its replay after the next
@@ -110,6 +123,7 @@ export function acceptAgentSocket(app: App, socket: WebSocket, principal: Princi
   };
   socket.onclose = () => {
     closed = true;
+    sendAck.cancel();
     goOffline();
   };
   socket.onerror = () => {};

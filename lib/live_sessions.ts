@@ -1,9 +1,8 @@
 /**
  * The live plugin socket of each online session, and the one way commands reach a plugin.
  */
-import { type DaemonFrame, PROTOCOL_VERSION } from "./protocol.ts";
+import { CloseCode, type DaemonFrame, PROTOCOL_VERSION } from "./protocol.ts";
 import { NotFoundError, OfflineError } from "./http.ts";
-import { CloseCode } from "./protocol.ts";
 
 /** The daemon's side of one plugin connection, as far as routing commands needs it. */
 export interface PluginLink {

@@ -93,13 +93,18 @@ function stateAfter(type: string, current: string): string {
   return current;
 }
 
-/** The event log and session table over one SQLite file. */
+/**
+ * The event log and session table over one SQLite file. Session rows are also kept in memory: this store is
+ * the file's only writer, so the cache is exact, and a batch then costs its INSERTs plus a row update only
+ * when a snapshot or running state changed. `lastSeq` and `lastEventAt` follow the event log, which is the
+ * truth: they are written with other row changes and at close, and recomputed from the log at open.
+ */
 export class Store {
   #db: DatabaseSync;
+  #sessions = new Map<string, SessionRow>();
   #insertEvent: StatementSync;
   #selectAfter: StatementSync;
   #selectBefore: StatementSync;
-  #selectSession: StatementSync;
   #updateSession: StatementSync;
 
   /**
@@ -110,7 +115,12 @@ export class Store {
     this.#db = new DatabaseSync(path);
     this.#db.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=5000;");
     this.#db.exec(SCHEMA);
-    this.#db.exec("UPDATE sessions SET online = 0");
+    this.#db.exec(`UPDATE sessions SET online = 0, state = 'idle',
+      lastSeq = COALESCE((SELECT max(seq) FROM events WHERE events.sessionId = sessions.id), 0),
+      lastEventAt = (SELECT ts FROM events WHERE events.sessionId = sessions.id ORDER BY seq DESC LIMIT 1)`);
+    for (const row of this.#db.prepare("SELECT * FROM sessions").all() as unknown as SessionRow[]) {
+      this.#sessions.set(row.id, { ...row });
+    }
     this.#insertEvent = this.#db.prepare(
       "INSERT OR IGNORE INTO events(sessionId, seq, ts, type, payload) VALUES (?, ?, ?, ?, ?)",
     );
@@ -120,9 +130,8 @@ export class Store {
     this.#selectBefore = this.#db.prepare(
       "SELECT sessionId, seq, ts, type, payload FROM events WHERE sessionId = ? AND seq < ? ORDER BY seq DESC LIMIT ?",
     );
-    this.#selectSession = this.#db.prepare("SELECT * FROM sessions WHERE id = ?");
     this.#updateSession = this.#db.prepare(
-      "UPDATE sessions SET info = ?, lastSeq = ?, lastEventAt = ?, state = ? WHERE id = ?",
+      "UPDATE sessions SET info = ?, lastSeq = ?, lastEventAt = ?, online = ?, state = ? WHERE id = ?",
     );
   }
 
@@ -131,18 +140,40 @@ export class Store {
    * @param online the new online flag; left unchanged when undefined.
    */
   upsertSession(info: SessionInfo, online?: boolean): void {
-    this.#db.prepare(
-      `INSERT INTO sessions(id, info, online) VALUES (?, ?, ?)
-       ON CONFLICT(id) DO UPDATE SET info = excluded.info, online = COALESCE(?, online)`,
-    ).run(info.id, JSON.stringify(info), online ? 1 : 0, online === undefined ? null : online ? 1 : 0);
+    const row = this.#sessions.get(info.id);
+    if (row) {
+      this.#write({
+        ...row,
+        info: JSON.stringify(info),
+        online: online === undefined ? row.online : online ? 1 : 0,
+      });
+      return;
+    }
+    const fresh = {
+      id: info.id,
+      info: JSON.stringify(info),
+      lastSeq: 0,
+      lastEventAt: null,
+      online: online ? 1 : 0,
+    };
+    this.#db.prepare("INSERT INTO sessions(id, info, online) VALUES (?, ?, ?)").run(
+      fresh.id,
+      fresh.info,
+      fresh.online,
+    );
+    this.#sessions.set(info.id, { ...fresh, state: "idle" });
   }
 
   /** Mark a session online or offline; a session going offline is no longer running. */
   setOnline(id: string, online: boolean): void {
-    this.#db.prepare(
-      `UPDATE sessions SET online = ?, state = CASE WHEN ? THEN state ELSE 'idle' END WHERE id = ?`,
-    )
-      .run(online ? 1 : 0, online ? 1 : 0, id);
+    const row = this.#sessions.get(id);
+    if (row) this.#write({ ...row, online: online ? 1 : 0, state: online ? row.state : "idle" });
+  }
+
+  /** Write a session row to the file, then to the cache. */
+  #write(row: SessionRow): void {
+    this.#updateSession.run(row.info, row.lastSeq, row.lastEventAt, row.online, row.state, row.id);
+    this.#sessions.set(row.id, row);
   }
 
   /**
@@ -150,45 +181,43 @@ export class Store {
    * @throws {Error} when SQLite fails; nothing of the batch is then stored.
    */
   appendBatch(events: AgentEvent[]): SessionCommit[] {
-    const commits = new Map<
-      string,
-      SessionCommit & { info: string; lastEventAt: number | null; state: string }
-    >();
+    const commits = new Map<string, { commit: SessionCommit; row: SessionRow }>();
     this.#db.exec("BEGIN IMMEDIATE");
     try {
       for (const event of events) {
-        let commit = commits.get(event.sessionId);
-        if (!commit) {
-          const row = this.#selectSession.get(event.sessionId) as SessionRow | undefined;
+        let entry = commits.get(event.sessionId);
+        if (!entry) {
+          const row = this.#sessions.get(event.sessionId);
           if (!row) throw new Error(`Cannot store event for unknown session "${event.sessionId}"`);
-          commit = {
-            sessionId: row.id,
-            after: row.lastSeq,
-            lastSeq: row.lastSeq,
-            inserted: [],
-            infoChanged: false,
-            info: row.info,
-            lastEventAt: row.lastEventAt,
-            state: row.state,
+          entry = {
+            commit: {
+              sessionId: row.id,
+              after: row.lastSeq,
+              lastSeq: row.lastSeq,
+              inserted: [],
+              infoChanged: false,
+            },
+            row: { ...row },
           };
-          commits.set(row.id, commit);
+          commits.set(row.id, entry);
         }
+        const { commit, row } = entry;
         const payload = payloadOf(event);
         const ts = Math.trunc(event.ts);
         const { changes } = this.#insertEvent.run(event.sessionId, event.seq, ts, event.type, payload);
         if (changes === 0) continue;
         const json = eventJson({ sessionId: event.sessionId, seq: event.seq, ts, type: event.type, payload });
         commit.inserted.push({ seq: event.seq, json });
-        commit.lastSeq = Math.max(commit.lastSeq, event.seq);
-        commit.lastEventAt = Math.max(commit.lastEventAt ?? 0, ts);
-        const state = stateAfter(event.type, commit.state);
-        if (state !== commit.state || event.type === "session_info") commit.infoChanged = true;
-        commit.state = state;
-        if (event.type === "session_info") commit.info = JSON.stringify(event.session);
+        commit.lastSeq = row.lastSeq = Math.max(row.lastSeq, event.seq);
+        row.lastEventAt = Math.max(row.lastEventAt ?? 0, ts);
+        const state = stateAfter(event.type, row.state);
+        if (state !== row.state || event.type === "session_info") commit.infoChanged = true;
+        row.state = state;
+        if (event.type === "session_info") row.info = JSON.stringify(event.session);
       }
-      for (const c of commits.values()) {
-        if (c.inserted.length) {
-          this.#updateSession.run(c.info, c.lastSeq, c.lastEventAt, c.state, c.sessionId);
+      for (const { commit, row } of commits.values()) {
+        if (commit.infoChanged) {
+          this.#updateSession.run(row.info, row.lastSeq, row.lastEventAt, row.online, row.state, row.id);
         }
       }
       this.#db.exec("COMMIT");
@@ -196,33 +225,27 @@ export class Store {
       if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
       throw error;
     }
-    return [...commits.values()].map(({ sessionId, after, lastSeq, inserted, infoChanged }) => ({
-      sessionId,
-      after,
-      lastSeq,
-      inserted,
-      infoChanged,
-    }));
+    // Only now, with the commit done, does the cache move on.
+    for (const { row } of commits.values()) this.#sessions.set(row.id, row);
+    return [...commits.values()].map((e) => e.commit);
   }
 
   /** The highest persisted seq of a session, 0 if none. */
   lastSeq(id: string): number {
-    const row = this.#selectSession.get(id) as SessionRow | undefined;
-    return row?.lastSeq ?? 0;
+    return this.#sessions.get(id)?.lastSeq ?? 0;
   }
 
   /** One session, or null. */
   getSession(id: string): SessionSummary | null {
-    const row = this.#selectSession.get(id) as SessionRow | undefined;
+    const row = this.#sessions.get(id);
     return row ? summary(row) : null;
   }
 
   /** Every session, most recent activity first. */
   listSessions(): SessionSummary[] {
-    const rows = this.#db.prepare(
-      "SELECT * FROM sessions ORDER BY COALESCE(lastEventAt, 0) DESC, id",
-    ).all() as unknown as SessionRow[];
-    return rows.map(summary);
+    return [...this.#sessions.values()]
+      .sort((a, b) => (b.lastEventAt ?? 0) - (a.lastEventAt ?? 0) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+      .map(summary);
   }
 
   /**
@@ -266,9 +289,18 @@ export class Store {
     this.#db.prepare("DELETE FROM settings WHERE key = ?").run(key);
   }
 
-  /** Close the database; later calls throw. */
+  /** Write the in-memory lastSeq and lastEventAt of every session, then close the database. */
   close(): void {
-    if (this.#db.isOpen) this.#db.close();
+    if (!this.#db.isOpen) return;
+    try {
+      this.#db.exec("BEGIN");
+      for (const row of this.#sessions.values()) this.#write(row);
+      this.#db.exec("COMMIT");
+    } catch {
+      // Not fatal: open() recomputes both from the event log.
+      if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
+    }
+    this.#db.close();
   }
 }
 
