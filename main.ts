@@ -27,26 +27,30 @@ async function start() {
     );
   }
   const daemon = createDaemon(config, routes, { spawner: createSpawner, gitlab: createGitlab });
-  const server = Deno.serve({
-    hostname: config.host,
-    port: config.port,
-    onListen({ hostname, port }) {
-      const url = `http://${hostname.includes(":") ? `[${hostname}]` : hostname}:${port}`;
-      console.log(`lvmh listening on ${url}`);
-      if (config.tokenGenerated) {
-        // Shown once, on the start that created it; later starts read it from the data dir silently.
-        console.log(`lvmh: generated an access token (kept in ${config.dataDir}/token): ${config.token}`);
-      }
-    },
-  }, daemon.handler);
-
+  // Handlers go in before the socket opens: a signal that arrives once clients can see us must find them,
+  // not the default action that ends the process mid-write.
+  let server: Deno.HttpServer | null = null;
   const stop = async () => {
     await daemon.shutdown();
-    await Promise.race([server.shutdown(), new Promise((r) => setTimeout(r, 2000))]);
+    if (server) await Promise.race([server.shutdown(), new Promise((r) => setTimeout(r, 2000))]);
     Deno.exit(0);
   };
   Deno.addSignalListener("SIGTERM", stop);
   Deno.addSignalListener("SIGINT", stop);
+  server = Deno.serve({
+    hostname: config.host,
+    port: config.port,
+    onListen({ hostname, port }) {
+      const url = `http://${hostname.includes(":") ? `[${hostname}]` : hostname}:${port}`;
+      const lines = [`lvmh listening on ${url}`];
+      if (config.tokenGenerated) {
+        // Shown once, on the start that created it; later starts read it from the data dir silently.
+        lines.push(`lvmh: generated an access token (kept in ${config.dataDir}/token): ${config.token}`);
+      }
+      // One write, so whoever waits for "listening" has the token line too.
+      console.log(lines.join("\n"));
+    },
+  }, daemon.handler);
 }
 
 if (import.meta.main) await start();
