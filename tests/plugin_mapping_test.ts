@@ -1,0 +1,138 @@
+/** The plugin in-process: message mapping, repo detection, and configurations that must stay harmless. */
+import assert from "node:assert/strict";
+import { waitFor } from "./_daemon.ts";
+import { fakePi } from "./_pi.ts";
+import { createLvmhAgent, repoFromRemote, toMessage } from "../plugin/lvmh-agent.mjs";
+import { opts, tempHome } from "./_plugin_host.ts";
+
+Deno.test("lvmh-agent maps pi messages to the protocol's Message shape", () => {
+  const a = toMessage({
+    role: "assistant",
+    content: [
+      { type: "thinking", thinking: "hmm" },
+      { type: "text", text: "Hi " },
+      {
+        type: "toolCall",
+        id: "c1",
+        name: "bash",
+        arguments: { command: "ls" },
+      },
+      { type: "text", text: "there" },
+    ],
+    stopReason: "toolUse",
+    timestamp: 1,
+  }, "assistant-1-3");
+  assert.deepEqual(a, {
+    role: "assistant",
+    id: "assistant-1-3",
+    text: "Hi there",
+    thinking: "hmm",
+    toolCalls: [{ id: "c1", name: "bash", argsJson: '{"command":"ls"}' }],
+    toolCallId: null,
+    stopReason: "toolUse",
+  });
+  const r = toMessage({
+    role: "toolResult",
+    toolCallId: "c1",
+    toolName: "bash",
+    content: [{ type: "text", text: "x" }, {
+      type: "image",
+      data: "",
+      mimeType: "image/png",
+    }],
+    isError: true,
+  }, "t");
+  assert.equal(r.text, "x[image]");
+  assert.equal(r.toolCallId, "c1");
+  assert.equal(r.isError, true);
+  assert.equal(
+    toMessage({ role: "user", content: "plain" }, "u").text,
+    "plain",
+  );
+  const custom = toMessage({
+    role: "custom",
+    customType: "note",
+    content: "a note",
+  }, "c");
+  assert.equal(custom.role, "system");
+  assert.equal(custom.piRole, "custom");
+  assert.equal(custom.text, "a note");
+  const bash = toMessage({
+    role: "bashExecution",
+    command: "ls",
+    output: "a\n",
+  }, "b");
+  assert.equal(bash.role, "user");
+  assert.equal(bash.text, "!ls\na\n");
+  assert.equal(
+    toMessage({ role: "compactionSummary", summary: "short" }, "s").text,
+    "short",
+  );
+  assert.equal(
+    toMessage({ role: "user", content: "x".repeat(300_000) }, "big").text
+      .length,
+    100_000,
+  );
+});
+
+Deno.test("lvmh-agent reads group/project from git remotes", () => {
+  assert.equal(
+    repoFromRemote("git@gitlab.example.com:group/sub/project.git"),
+    "group/sub/project",
+  );
+  assert.equal(
+    repoFromRemote("https://gitlab.example.com/group/project.git"),
+    "group/project",
+  );
+  assert.equal(
+    repoFromRemote("https://user@gitlab.example.com/group/project"),
+    "group/project",
+  );
+  assert.equal(
+    repoFromRemote("ssh://git@gitlab.example.com:2222/group/project.git"),
+    "group/project",
+  );
+  assert.equal(repoFromRemote("/local/path"), null);
+  assert.equal(repoFromRemote("https://host/only"), null);
+});
+
+Deno.test(
+  "lvmh-agent stays silent and harmless whatever the configuration",
+  opts,
+  async () => {
+    await using h = await tempHome();
+    const none = fakePi("silent-1");
+    createLvmhAgent({ env: {}, home: h.home })(none.pi);
+    assert.equal(none.handlerCount(), 0, "no URL/token: nothing registered");
+
+    // A URL no WebSocket accepts: the factory and every handler still return normally.
+    const bad = fakePi("silent-2");
+    const secret = "s3cret-token-value";
+    createLvmhAgent({ url: `::not a url::?token=${secret}`, token: secret, home: h.home })(bad.pi);
+    await bad.fire("session_start", { reason: "startup" });
+    await bad.fire("agent_start");
+    await bad.fire("message_start", {
+      message: { role: "user", content: "x", timestamp: 1 },
+    });
+    await bad.fire("agent_end", { messages: [] });
+    await bad.fire("session_shutdown", { reason: "quit" });
+    await waitFor(() => h.log().includes("silent-2"), "the failure logged");
+    assert.ok(h.log().includes("***"), h.log());
+    assert.equal(h.log().includes(secret), false, "the token never reaches the log");
+
+    // A pi whose ctx throws everywhere: handlers swallow it.
+    const broken = fakePi("silent-3");
+    createLvmhAgent({
+      url: "ws://127.0.0.1:9/agent/ws",
+      token: "t",
+      home: h.home,
+    })(broken.pi);
+    broken.ctx.sessionManager = null;
+    await broken.fire("session_start", { reason: "startup" });
+    await broken.fire("agent_end", { messages: null });
+    await waitFor(
+      () => h.log().includes("handler session_start failed"),
+      "the handler error logged",
+    );
+  },
+);
