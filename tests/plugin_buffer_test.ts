@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { freePort, startDaemon, waitFor } from "./_daemon.ts";
 import { allEvents, fakePi } from "./_pi.ts";
 import { createLvmhAgent } from "../plugin/lvmh-agent.mjs";
-import { type Ev, opts, tempHome } from "./_plugin_host.ts";
+import { type Ev, opts, overflowEvents, tempHome } from "./_plugin_host.ts";
 
 Deno.test(
   "lvmh-agent buffers 10,000 events offline, drops the oldest and reports the overflow",
@@ -43,14 +43,7 @@ Deno.test(
     assert.ok(worst < 50, `worst handler time ${worst.toFixed(2)} ms`);
 
     await using d = await startDaemon({ port, token });
-    const events = await waitFor(
-      async () => {
-        const evs = await allEvents(d, "overflow-1") as Ev[];
-        return evs.some((e) => e.type === "buffer_overflow") ? evs : null;
-      },
-      "overflow notice",
-      30_000,
-    );
+    const events = await overflowEvents(d, "overflow-1");
     const dropped = N + 1 - 10_000;
     assert.equal(events.length, 10_001);
     assert.equal(events[0].seq, dropped + 1, "the oldest were dropped");
@@ -160,14 +153,7 @@ Deno.test("lvmh-agent bounds the offline buffer's memory as well as its length",
     });
   }
   await using d = await startDaemon({ port, token });
-  const events = await waitFor(
-    async () => {
-      const evs = await allEvents(d, "bytes-1") as Ev[];
-      return evs.some((e) => e.type === "buffer_overflow") ? evs : null;
-    },
-    "overflow notice",
-    30_000,
-  );
+  const events = await overflowEvents(d, "bytes-1");
   const kept = events.filter((e) => e.type === "message_end").length;
   assert.ok(kept > 100 && kept < 400, `${kept} big events kept`);
   const notice = events.at(-1)!;

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { startDaemon, waitFor } from "./_daemon.ts";
 import { allEvents, fakePi, sessions } from "./_pi.ts";
 import { createLvmhAgent } from "../plugin/lvmh-agent.mjs";
-import { type Ev, opts, tempHome } from "./_plugin_host.ts";
+import { type Ev, opts, pluginOnline, tempHome } from "./_plugin_host.ts";
 
 Deno.test(
   "lvmh-agent delivers prompts when streaming, idle and in the tail window, and aborts",
@@ -14,13 +14,7 @@ Deno.test(
   async () => {
     await using h = await tempHome();
     await using d = await startDaemon();
-    const fake = fakePi("deliver-1");
-    createLvmhAgent({ url: d.agentUrl, token: d.token, home: h.home })(fake.pi);
-    await fake.fire("session_start", { reason: "startup" });
-    await waitFor(
-      async () => (await sessions(d)).find((s) => s.id === "deliver-1" && s.online),
-      "online",
-    );
+    const fake = await pluginOnline(d, h.home, "deliver-1");
     const post = async (body: Record<string, unknown>, what = "prompt") => {
       const res = await d.api(`/api/sessions/deliver-1/${what}`, {
         method: "POST",
@@ -137,10 +131,7 @@ Deno.test(
 Deno.test("lvmh-agent notices a rename made while pi 0.73.1 is idle", opts, async () => {
   await using h = await tempHome();
   await using d = await startDaemon();
-  const fake = fakePi("rename-idle-1");
-  createLvmhAgent({ url: d.agentUrl, token: d.token, home: h.home })(fake.pi);
-  await fake.fire("session_start", { reason: "startup" });
-  await waitFor(async () => (await sessions(d)).find((s) => s.id === "rename-idle-1" && s.online), "online");
+  const fake = await pluginOnline(d, h.home, "rename-idle-1");
   fake.name = "named while idle";
   await waitFor(
     async () => (await sessions(d)).find((s) => s.id === "rename-idle-1")?.name === "named while idle",
@@ -152,13 +143,7 @@ Deno.test("lvmh-agent notices a rename made while pi 0.73.1 is idle", opts, asyn
 Deno.test("lvmh-agent does not fight a newer connection for its session (close 4000)", opts, async () => {
   await using h = await tempHome();
   await using d = await startDaemon();
-  const older = fakePi("replaced-1");
-  createLvmhAgent({ url: d.agentUrl, token: d.token, home: h.home })(older.pi);
-  await older.fire("session_start", { reason: "startup" });
-  await waitFor(
-    async () => (await sessions(d)).find((s) => s.id === "replaced-1" && s.online),
-    "older online",
-  );
+  const older = await pluginOnline(d, h.home, "replaced-1");
   // A second process on the same session (say, `pi -c` in another terminal); in-process it needs its own
   // plugin state, so the link registry is swapped for the duration.
   const key = Symbol.for("lvmh-agent.state");
