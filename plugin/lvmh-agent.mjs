@@ -786,6 +786,9 @@ function bind(pi, cfg, log) {
     return done;
   });
   on("agent_start", (_e, ctx) => {
+    // pi 0.73.1 starts a run only from idle, so a settle still pending here was missed by the idle poll (a
+    // prompt came within one poll): report it first, so each run settles as it does natively on 1.6.0.
+    if (settlePending && !nativeSettle) link?.emit("agent_settled", {});
     running = true;
     settlePending = false;
     awaitingStart = 0;

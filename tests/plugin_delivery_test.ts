@@ -128,6 +128,35 @@ Deno.test(
   },
 );
 
+Deno.test(
+  "lvmh-agent on pi 0.73.1 settles a run even when the next one starts before its idle poll",
+  opts,
+  async () => {
+    await using h = await tempHome();
+    await using d = await startDaemon();
+    const fake = await pluginOnline(d, h.home, "settle-race-1");
+    await fake.fire("agent_start");
+    fake.idle = false; // the poll never sees idle: the next prompt comes first
+    await fake.fire("agent_end", { messages: [] });
+    await fake.fire("agent_start");
+    fake.idle = true;
+    await fake.fire("agent_end", { messages: [] });
+    const events = await waitFor(async () => {
+      const evs = await allEvents(d, "settle-race-1") as Ev[];
+      return evs.at(-1)?.type === "agent_settled" ? evs : null;
+    }, "the second settle");
+    assert.deepEqual(events.map((e) => e.type), [
+      "agent_start",
+      "agent_end",
+      "agent_settled",
+      "agent_start",
+      "agent_end",
+      "agent_settled",
+    ]);
+    await fake.fire("session_shutdown", { reason: "quit" });
+  },
+);
+
 Deno.test("lvmh-agent notices a rename made while pi 0.73.1 is idle", opts, async () => {
   await using h = await tempHome();
   await using d = await startDaemon();
