@@ -36,6 +36,7 @@ const STATUS_LABEL: Record<ToolCall["status"], string> = {
   running: "running",
   done: "done",
   error: "error",
+  stopped: "stopped",
 };
 
 export function ToolCard({ call }: { call: ToolCall }) {

@@ -17,7 +17,8 @@ export interface ToolCall {
   name: string;
   /** Arguments as the model wrote them (JSON text), or serialised from `tool_execution_start`. */
   argsJson: string;
-  status: "pending" | "running" | "done" | "error";
+  /** `stopped`: the run ended (abort, crash, shutdown) before the call reported an outcome. */
+  status: "pending" | "running" | "done" | "error" | "stopped";
   partial: string;
   resultPreview: string;
   /** Text of the matching `toolResult` message, when it arrived. */
@@ -70,6 +71,8 @@ export interface Conversation {
   tools: Record<string, ToolCall>;
   /** Tool call ids in call order. */
   toolOrder: string[];
+  /** Index in `toolOrder` of the first call made since the last run ended (earlier ones are all closed). */
+  toolsOpenFrom: number;
   streaming: Streaming | null;
   /** Set by agent_start / agent_end in the events held; null when they say nothing. */
   running: boolean | null;
@@ -85,6 +88,7 @@ export function emptyConversation(): Conversation {
     items: [],
     tools: {},
     toolOrder: [],
+    toolsOpenFrom: 0,
     streaming: null,
     running: null,
     totals: { inputTokens: 0, outputTokens: 0, totalCost: 0 },
@@ -235,6 +239,7 @@ function applyPersisted(conv: Conversation, ev: StoredEvent): void {
     case "agent_end": {
       conv.running = false;
       endStream(conv, ev.seq);
+      stopOpenTools(conv);
       const usage = (ev.usage ?? {}) as Usage;
       conv.totals.inputTokens += num(usage.inputTokens);
       conv.totals.outputTokens += num(usage.outputTokens);
@@ -245,9 +250,11 @@ function applyPersisted(conv: Conversation, ev: StoredEvent): void {
     case "agent_settled":
       conv.running = false;
       endStream(conv, ev.seq);
+      stopOpenTools(conv);
       return;
     case "bye":
       endStream(conv, ev.seq);
+      stopOpenTools(conv);
       conv.items.push({
         kind: "notice",
         key,
@@ -271,6 +278,15 @@ function endStream(conv: Conversation, seq: number): void {
   if (!conv.streaming) return;
   const rest = conv.streaming.parts.filter((p) => p.seq > seq);
   conv.streaming = rest.length ? { messageId: null, parts: rest } : null;
+}
+
+/** Calls still queued or running when their run is over will never report: mark them stopped. */
+function stopOpenTools(conv: Conversation): void {
+  for (const id of conv.toolOrder.slice(conv.toolsOpenFrom)) {
+    const t = conv.tools[id];
+    if (t.status === "pending" || t.status === "running") conv.tools[id] = { ...t, status: "stopped" };
+  }
+  conv.toolsOpenFrom = conv.toolOrder.length;
 }
 
 function num(v: unknown): number {

@@ -176,3 +176,23 @@ Deno.test("applyEvents() ends a stream whose run ended without a message_end (ab
   c = applyEvents(c, [ev(4, "agent_end", { usage: {} })]);
   assert.equal(c.streaming, null);
 });
+
+Deno.test("a run that ends before its tools report marks them stopped, and only those", () => {
+  const call = (id: string) => ({ id, name: "bash", argsJson: "{}" });
+  const events = [
+    ...run(),
+    ev(13, "agent_start"),
+    msg(14, "assistant", "a3", "Two calls.", { toolCalls: [call("c2"), call("c3")] }),
+    ev(15, "tool_execution_start", { toolCallId: "c2", toolName: "bash", args: {} }),
+    ev(16, "agent_end", { usage: {} }), // aborted: c2 was running, c3 never started
+  ];
+  const c = buildConversation(events);
+  assert.deepEqual(
+    ["c1", "c2", "c3"].map((id) => c.tools[id].status),
+    ["done", "stopped", "stopped"],
+  );
+  const live = applyEvents(buildConversation(events.slice(0, -1)), events.slice(-1));
+  assert.deepEqual(live.tools, c.tools, "the same live as rebuilt");
+  const gone = buildConversation([...events.slice(0, -1), ev(16, "bye", { reason: "shutdown" })]);
+  assert.equal(gone.tools.c2.status, "stopped", "a session that went away ends its calls too");
+});

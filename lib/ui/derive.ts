@@ -56,8 +56,7 @@ export function deriveTodos(calls: readonly ToolCall[]): TodoState {
   let todos: Todo[] = [];
   let seq = 0;
   for (const call of calls) {
-    if (call.name !== "todo" || call.status === "pending" || call.status === "running") continue;
-    if (call.status === "error") continue;
+    if (call.name !== "todo" || call.status !== "done") continue;
     const fromDetails = todosFromDetails(call.details);
     const result = call.resultText ?? call.resultPreview;
     const args = parseArgs(call);

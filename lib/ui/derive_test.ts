@@ -48,7 +48,7 @@ Deno.test("deriveTodos() takes a list result as the whole state, and details ove
   assert.deepEqual(deriveTodos([list, withDetails]).todos, [{ id: 9, text: "from details", done: false }]);
 });
 
-Deno.test("deriveTodos() ignores failed, running and error-text calls", () => {
+Deno.test("deriveTodos() ignores failed, running, stopped and error-text calls", () => {
   const add = call("todo", { action: "add", text: "a" }, "Added todo #1: a");
   const calls = [
     add,
@@ -56,6 +56,7 @@ Deno.test("deriveTodos() ignores failed, running and error-text calls", () => {
     call("todo", { action: "add" }, "Error: text required for add"),
     call("todo", { action: "clear" }, "", { status: "error" }),
     call("todo", { action: "clear" }, "", { status: "running", resultText: null }),
+    call("todo", { action: "clear" }, "", { status: "stopped", resultText: null }),
   ];
   assert.deepEqual(deriveTodos(calls).todos, [{ id: 1, text: "a", done: false }]);
   assert.deepEqual(deriveTodos([call("todo", "not json", "x", { argsJson: "{oops" })]).todos, []);
