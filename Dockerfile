@@ -1,7 +1,9 @@
 # The lvmh daemon in a container. It drives the host's Docker engine through the mounted socket and builds
 # the worker image (docker/worker.Dockerfile) from the files copied here, so the bridge's and the plugin's
 # npm dependencies are installed at build time. See compose.yaml and the README.
-FROM node:22-bookworm-slim
+# BASE_IMAGE is a build argument, as for the worker, so the image can be built from a local base too.
+ARG BASE_IMAGE=node:22-bookworm-slim
+FROM ${BASE_IMAGE}
 
 ENV DENO_NO_UPDATE_CHECK=1 NO_COLOR=1 DENO_DIR=/opt/deno-cache \
     NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt

@@ -27,6 +27,7 @@ export interface SpawnEnv {
  * Start the fixtures and a daemon. `repoCount` repositories `group/sub/proj-<id>-<n>` are created and listed.
  * @param options.workerImage use this image (default: a fresh stub image, removed on close).
  * @param options.env extra daemon environment.
+ * @param options.daemon how to run the daemon (default: `main.ts` as a subprocess), given its environment.
  */
 export async function startSpawnEnv(
   options: {
@@ -34,6 +35,7 @@ export async function startSpawnEnv(
     workerImage?: string;
     env?: Record<string, string>;
     extraProjects?: FixtureProject[];
+    daemon?: (env: Record<string, string>) => Promise<Daemon>;
   } = {},
 ): Promise<SpawnEnv> {
   const id = uniq();
@@ -60,17 +62,16 @@ export async function startSpawnEnv(
   if (!options.workerImage) await buildStubWorker(engine, image);
   const modelsJson = `${root}/models.json`;
   await Deno.writeTextFile(modelsJson, JSON.stringify({ providers: {} }));
-  const d = await startDaemon({
-    env: {
-      LVMH_CONTAINER_DOCKER_SOCK: DOCKER_SOCK!,
-      LVMH_GITLAB_URL: gitlab.url,
-      LVMH_WORKER_IMAGE: image,
-      LVMH_WORKER_BASE_IMAGE: "lvmh-node-base:latest",
-      LVMH_WORKER_NETWORK: "host",
-      LVMH_MODELS_JSON: modelsJson,
-      ...options.env,
-    },
-  });
+  const env = {
+    LVMH_CONTAINER_DOCKER_SOCK: DOCKER_SOCK!,
+    LVMH_GITLAB_URL: gitlab.url,
+    LVMH_WORKER_IMAGE: image,
+    LVMH_WORKER_BASE_IMAGE: "lvmh-node-base:latest",
+    LVMH_WORKER_NETWORK: "host",
+    LVMH_MODELS_JSON: modelsJson,
+    ...options.env,
+  };
+  const d = await (options.daemon ?? ((env) => startDaemon({ env })))(env);
   return {
     d,
     engine,
