@@ -1,6 +1,7 @@
 /**
  * The worker image's build context: `docker/worker.Dockerfile`, the bridge (with the node_modules that
- * `scripts/setup_pi.sh` installed) and the plugin, streamed as a tar so ~200 MB never sits in memory.
+ * `scripts/setup_pi.sh` installed, less what only development needs) and the plugin, streamed as a tar so
+ * ~120 MB never sits in memory.
  */
 import { createHash } from "node:crypto";
 import { join } from "node:path";
@@ -16,6 +17,11 @@ export const WORKER_CONTEXT_PATHS = ["docker/worker.Dockerfile", "docker/bridge"
 export const WORKER_DOCKERFILE = "docker/worker.Dockerfile";
 
 const SKIP = new Set([".git", ".DS_Store"]);
+/**
+ * Files under node_modules that nothing reads at run time: source maps and type declarations are half of the
+ * bridge's ~20,000 files, and the engine's COPY of them took half of the first worker build (19 s of 35 s).
+ */
+const DEV_ONLY = /\.(map|d\.ts|d\.mts|d\.cts)$/;
 
 /**
  * Stream a tar of `paths` (files or directories, relative to `root`), members in sorted order.
@@ -71,7 +77,11 @@ async function* member(root: string, rel: string, dirsDone: Set<string>): AsyncG
       yield tarEntry({ path: rel, type: "dir", mode });
     }
     const names: string[] = [];
-    for await (const e of Deno.readDir(full)) if (!SKIP.has(e.name)) names.push(e.name);
+    const inModules = rel.includes("node_modules");
+    for await (const e of Deno.readDir(full)) {
+      if (SKIP.has(e.name) || (inModules && e.isFile && DEV_ONLY.test(e.name))) continue;
+      names.push(e.name);
+    }
     names.sort();
     for (const name of names) yield* member(root, `${rel}/${name}`, dirsDone);
   } else if (info.isFile) {

@@ -45,12 +45,16 @@ Deno.test("createTar() refuses absolute and parent paths", () => {
   assert.throws(() => createTar([{ path: "a/../../b", type: "file" }]), TypeError);
 });
 
-Deno.test("contextStream() streams a directory tree as a tar", async () => {
+Deno.test("contextStream() streams a directory tree as a tar, without source maps and types in node_modules", async () => {
   const root = await Deno.makeTempDir({ prefix: "lvmh-ctx-" });
   try {
     await Deno.mkdir(`${root}/docker/bridge/node_modules/x`, { recursive: true });
     await Deno.writeTextFile(`${root}/docker/worker.Dockerfile`, "FROM scratch\n");
     await Deno.writeTextFile(`${root}/docker/bridge/node_modules/x/index.js`, "export {}\n");
+    for (const dev of ["index.js.map", "index.d.ts", "index.d.mts", "index.d.cts"]) {
+      await Deno.writeTextFile(`${root}/docker/bridge/node_modules/x/${dev}`, "// development only\n");
+    }
+    await Deno.writeTextFile(`${root}/docker/bridge/types.d.ts`, "// outside node_modules: kept\n");
     await Deno.symlink("x/index.js", `${root}/docker/bridge/node_modules/y.js`);
     await Deno.mkdir(`${root}/plugin`);
     await Deno.writeTextFile(`${root}/plugin/lvmh-agent.mjs`, "// plugin\n");
@@ -64,6 +68,7 @@ Deno.test("contextStream() streams a directory tree as a tar", async () => {
       "docker/bridge/node_modules/x/",
       "docker/bridge/node_modules/x/index.js",
       "docker/bridge/node_modules/y.js",
+      "docker/bridge/types.d.ts",
       "plugin/",
       "plugin/lvmh-agent.mjs",
     ]);
