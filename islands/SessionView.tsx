@@ -43,6 +43,8 @@ export default function SessionView(props: Props) {
   const [now, setNow] = useState(props.now);
   const [needSignIn, setNeedSignIn] = useState(false);
   const [watched, setWatchedState] = useState(false);
+  /** The session left the daemon's list: deleted here or in another tab. */
+  const [deleted, setDeleted] = useState(false);
   const convRef = useRef(conv);
   convRef.current = conv;
   const live = useRef<LiveSocket | null>(null);
@@ -72,6 +74,7 @@ export default function SessionView(props: Props) {
         if (frame.type === "session_list") {
           const mine = frame.sessions.find((s) => s.id === id);
           if (mine) setSession(mine);
+          else setDeleted(true);
         } else if (frame.type === "events" && frame.sessionId === id) {
           // The frame continues from `after`: if that is past what we hold, fetch the gap (merged in order).
           const persisted = frame.events.some((e) => e.type !== "message_update");
@@ -170,6 +173,18 @@ export default function SessionView(props: Props) {
     }
   }
 
+  async function deleteSession() {
+    if (!confirm(`Delete "${title}" and its whole history? This cannot be undone.`)) return;
+    try {
+      await api(`/api/sessions/${encodeURIComponent(id)}`, { method: "DELETE" });
+      location.assign("/");
+    } catch (e) {
+      if (e instanceof SignInRequired) return setNeedSignIn(true);
+      if (e instanceof ApiError && e.status === 409) setSession((s) => ({ ...s, online: true }));
+      alert(`Not deleted: ${(e as Error).message}`);
+    }
+  }
+
   async function toggleWatch() {
     const on = !watched;
     if (on && !await askPermission()) {
@@ -221,11 +236,21 @@ export default function SessionView(props: Props) {
             </button>
           </div>
           <SessionFacts s={session} now={now} />
+          {!session.online && !deleted && (
+            <button
+              type="button"
+              class="ghost small delete-session"
+              onClick={() => void deleteSession()}
+            >
+              Delete session…
+            </button>
+          )}
           <UsagePanel conv={conv} />
           <TodoPanel state={todos} />
           <SubagentPanel runs={subagents} />
         </aside>
         <main class="conversation" aria-live="off">
+          {deleted && <p class="notice deleted" role="status">This session was deleted.</p>}
           <div ref={top} class="history-top">
             {hasOlder
               ? (

@@ -78,6 +78,11 @@ export class Ingest {
     if (commits.length) this.onCommitted(commits);
   }
 
+  /** Forget what is known of a deleted session (call after `flush()`, with the session offline). */
+  forget(sessionId: string): void {
+    this.#lastSeq.delete(sessionId);
+  }
+
   /** Store a batch; if it fails as a whole, retry each session alone so one bad session cannot sink others. */
   #commit(batch: Pending[]): SessionCommit[] {
     try {

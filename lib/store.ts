@@ -230,6 +230,26 @@ export class Store {
     return [...commits.values()].map((e) => e.commit);
   }
 
+  /**
+   * Remove a session and its whole event log.
+   * @returns false when there is no such session.
+   * @throws {Error} when SQLite fails; nothing is then removed.
+   */
+  deleteSession(id: string): boolean {
+    if (!this.#sessions.has(id)) return false;
+    this.#db.exec("BEGIN IMMEDIATE");
+    try {
+      this.#db.prepare("DELETE FROM events WHERE sessionId = ?").run(id);
+      this.#db.prepare("DELETE FROM sessions WHERE id = ?").run(id);
+      this.#db.exec("COMMIT");
+    } catch (error) {
+      if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
+      throw error;
+    }
+    this.#sessions.delete(id);
+    return true;
+  }
+
   /** The highest persisted seq of a session, 0 if none. */
   lastSeq(id: string): number {
     return this.#sessions.get(id)?.lastSeq ?? 0;

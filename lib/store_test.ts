@@ -119,3 +119,17 @@ Deno.test("store.listSessions() sorts by last activity", () =>
     store.appendBatch([{ ...ev("new", 1), ts: 9999 }]);
     assert.deepEqual(store.listSessions().map((s) => s.id), ["new", "old", "never"]);
   }));
+
+Deno.test("store.deleteSession() removes the session and its events, and nothing of others", () =>
+  withStore((store) => {
+    store.upsertSession(info("a"), false);
+    store.upsertSession(info("b"), false);
+    store.appendBatch([ev("a", 1), ev("a", 2), ev("b", 1)]);
+    assert.equal(store.deleteSession("a"), true);
+    assert.equal(store.getSession("a"), null);
+    assert.equal(store.lastSeq("a"), 0);
+    assert.deepEqual(store.events("a", { after: 0, limit: 10 }), []);
+    assert.deepEqual(store.listSessions().map((s) => s.id), ["b"]);
+    assert.equal(store.events("b", { after: 0, limit: 10 }).length, 1);
+    assert.equal(store.deleteSession("a"), false);
+  }));

@@ -6,6 +6,7 @@ import type { RouteDef } from "../lib/router.ts";
 import { handler as agentWs } from "./agent/ws.ts";
 import { handler as browserWs } from "./ws.ts";
 import { handler as sessions } from "./api/sessions/index.ts";
+import { handler as session } from "./api/sessions/[id]/index.ts";
 import { handler as sessionEvents } from "./api/sessions/[id]/events.ts";
 import { handler as sessionPrompt } from "./api/sessions/[id]/prompt.ts";
 import { handler as sessionAbort } from "./api/sessions/[id]/abort.ts";
@@ -24,6 +25,7 @@ export const routes: RouteDef[] = [
   { path: "/agent/ws", handler: agentWs, auth: "agent" },
   { path: "/ws", handler: browserWs, auth: "token" },
   { path: "/api/sessions", handler: sessions, auth: "token" },
+  { path: "/api/sessions/:id", handler: session, auth: "token" },
   { path: "/api/sessions/:id/events", handler: sessionEvents, auth: "token" },
   { path: "/api/sessions/:id/prompt", handler: sessionPrompt, auth: "token" },
   { path: "/api/sessions/:id/abort", handler: sessionAbort, auth: "token" },

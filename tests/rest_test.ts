@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { startDaemon, waitFor } from "./_daemon.ts";
-import { connectAgent } from "./_agent_client.ts";
+import { connectAgent, connectBrowser } from "./_agent_client.ts";
 
 Deno.test("daemon: prompts and aborts reach the plugin", async (t) => {
   await using d = await startDaemon();
@@ -67,4 +67,62 @@ Deno.test("daemon: prompts and aborts reach the plugin", async (t) => {
     assert.equal(abort.status, 409);
     await abort.body?.cancel();
   });
+});
+
+Deno.test("daemon: an offline session can be deleted with its history; an online one cannot", async () => {
+  const dataDir = await Deno.makeTempDir({ prefix: "lvmh-test-" });
+  try {
+    let d = await startDaemon({ dataDir });
+    try {
+      const a = await connectAgent(d, { sessionId: "old-1" });
+      a.send("agent_start");
+      const keep = await connectAgent(d, { sessionId: "keep-1" });
+      keep.send("agent_start");
+      await waitFor(async () => (await (await d.api("/api/sessions/old-1")).json()).lastSeq === 1, "stored");
+      const browser = await connectBrowser(d.browserUrl);
+
+      const online = await d.api("/api/sessions/old-1", { method: "DELETE" });
+      assert.equal(online.status, 409);
+      assert.match((await online.json()).error, /online/);
+
+      await a.close();
+      await waitFor(
+        async () => (await (await d.api("/api/sessions/old-1")).json()).online === false,
+        "offline",
+      );
+      const res = await d.api("/api/sessions/old-1", { method: "DELETE" });
+      assert.equal(res.status, 200);
+      assert.deepEqual(await res.json(), { ok: true });
+      for (const path of ["/api/sessions/old-1", "/api/sessions/old-1/events"]) {
+        assert.equal((await d.api(path)).status, 404, path);
+      }
+      await browser.waitFrame(
+        (f) =>
+          f.type === "session_list" &&
+          (f.sessions as { id: string }[]).map((s) => s.id).join() === "keep-1",
+        "a session list without it",
+      );
+      const again = await d.api("/api/sessions/old-1", { method: "DELETE" });
+      assert.equal(again.status, 404);
+      await again.body?.cancel();
+      await browser.close();
+      await keep.close();
+    } finally {
+      await d.stop();
+    }
+
+    // Gone from the file too; the same id starts over if its pi comes back.
+    d = await startDaemon({ dataDir });
+    try {
+      const list = await (await d.api("/api/sessions")).json() as { id: string; lastSeq: number }[];
+      assert.deepEqual(list.map((s) => [s.id, s.lastSeq]), [["keep-1", 1]]);
+      const back = await connectAgent(d, { sessionId: "old-1" });
+      assert.equal(back.welcome.lastSeq, 0);
+      await back.close();
+    } finally {
+      await d.stop();
+    }
+  } finally {
+    await Deno.remove(dataDir, { recursive: true });
+  }
 });

@@ -1,7 +1,8 @@
 /**
  * The session page in real Chromium against the real daemon and a scripted plugin: the rebuilt conversation and
  * panels, live streaming, the composer reaching the plugin socket (steer, follow-up, abort), hostile content
- * rendered inert, the offline state, and catching up after a daemon restart without duplicates or gaps.
+ * rendered inert, the offline state, catching up after a daemon restart without duplicates or gaps, and
+ * deleting the session once it is offline.
  */
 import assert from "node:assert/strict";
 import { freePort, startDaemon, waitFor } from "./_daemon.ts";
@@ -309,6 +310,37 @@ Deno.test("UI: session page", async (t) => {
         await screenshot(phone.page, "session-mobile-top-dark");
       } finally {
         await phone.close();
+      }
+    });
+
+    await t.step("delete: only offline, from the page; another tab says it is gone", async () => {
+      assert.equal(await page.locator(".delete-session").count(), 0, "no delete button while online");
+      agent.send("bye", { reason: "shutdown" });
+      await agent.close();
+      const other = await openPage(browser, daemon, { signIn: true });
+      try {
+        await gotoHydrated(other, daemon, `/sessions/${ID}`);
+        // The confirmation names the session; dismissing it deletes nothing.
+        page.removeAllListeners("dialog");
+        const asked: string[] = [];
+        page.once("dialog", (dialog) => {
+          asked.push(dialog.message());
+          void dialog.dismiss();
+        });
+        await page.locator(".delete-session").click();
+        await waitFor(() => asked.length === 1, "the confirmation");
+        assert.match(asked[0], /Delete "tidy the repo"/);
+        assert.equal((await daemon.api(`/api/sessions/${ID}`)).status, 200);
+        page.once("dialog", (dialog) => void dialog.accept());
+        await page.locator(".delete-session").click();
+        await page.waitForURL(`${daemon.url}/`);
+        await page.waitForSelector("[data-conn='open']");
+        assert.equal(await page.locator(`a[href="/sessions/${ID}"]`).count(), 0, "not in the list");
+        await other.page.waitForSelector(".notice.deleted");
+        assert.equal(await other.page.locator(".delete-session").count(), 0);
+        assert.equal((await daemon.api(`/api/sessions/${ID}`)).status, 404);
+      } finally {
+        await other.close();
       }
     });
   } finally {
