@@ -44,7 +44,13 @@ export interface ContainerInfo {
   Name: string;
   State: { Status: string; Running: boolean; ExitCode: number };
   Config: { Env: string[] | null; Labels: Labels; Image: string; Cmd: string[] | null };
-  HostConfig: { NetworkMode: string; Init: boolean | null };
+  HostConfig: {
+    NetworkMode: string;
+    Init: boolean | null;
+    Memory?: number;
+    NanoCpus?: number;
+    PidsLimit?: number | null;
+  };
 }
 
 /** Options of `imageBuild`; `buildargs` become the Dockerfile's ARGs. */

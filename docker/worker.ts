@@ -74,11 +74,22 @@ export interface WorkerSpec {
   modelsJson: string | null;
   /** A file the bridge waits for before it opens the session (the workspace is then cloned). */
   readyFile?: string;
+  /** Resource limits; a null field (or none at all) is no limit. */
+  limits?: { memoryBytes: number | null; cpus: number | null; pids: number | null };
 }
 
 /** Labels of a session's worker container. */
 export function workerLabels(sessionId: string, repo: string): Labels {
   return { ...MANAGED, "lvmh.kind": "worker", "lvmh.session": sessionId, "lvmh.repo": repo };
+}
+
+/** HostConfig fields for the configured limits. Memory includes swap, so a runaway build is stopped, not slowed. */
+function limits(l: WorkerSpec["limits"]): Record<string, number> {
+  const out: Record<string, number> = {};
+  if (l?.memoryBytes) out.Memory = out.MemorySwap = l.memoryBytes;
+  if (l?.cpus) out.NanoCpus = Math.round(l.cpus * 1e9);
+  if (l?.pids) out.PidsLimit = l.pids;
+  return out;
 }
 
 /** The `POST /containers/create` body for one session. */
@@ -117,6 +128,7 @@ export function workerCreateBody(s: WorkerSpec): Record<string, unknown> {
       // tini as PID 1 forwards SIGTERM, so a stop takes milliseconds, not the 10 s kill timeout.
       Init: true,
       Mounts: mounts,
+      ...limits(s.limits),
     },
   };
 }

@@ -53,6 +53,21 @@ Deno.test("workerCreateBody() carries the container contract", () => {
   const bare = workerCreateBody({ ...spec, providerKey: null, modelsJson: null }) as typeof body;
   assert.ok(!bare.Env.some((e) => e.startsWith("ZAI_RENAUD_API_KEY=") || e.startsWith("LVMH_MODELS_JSON=")));
   assert.equal(bare.HostConfig.Mounts.length, 2);
+  assert.ok(
+    !("Memory" in bare.HostConfig) && !("NanoCpus" in bare.HostConfig),
+    "no limits unless configured",
+  );
+});
+
+Deno.test("workerCreateBody() sets the configured memory, CPU and process limits", () => {
+  const body = workerCreateBody({
+    ...spec,
+    limits: { memoryBytes: 512 * 1024 ** 2, cpus: 1.5, pids: 256 },
+  }) as { HostConfig: Record<string, unknown> };
+  assert.equal(body.HostConfig.Memory, 512 * 1024 ** 2);
+  assert.equal(body.HostConfig.MemorySwap, 512 * 1024 ** 2);
+  assert.equal(body.HostConfig.NanoCpus, 1_500_000_000);
+  assert.equal(body.HostConfig.PidsLimit, 256);
 });
 
 Deno.test("workerImageStale(): missing or built from other sources → rebuild; foreign images are kept", async () => {

@@ -37,6 +37,11 @@ const Env = z.object({
   LVMH_WORKER_NETWORK: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, "must be a network name").default(
     "host",
   ),
+  LVMH_WORKER_MEMORY: z.string().regex(/^[1-9][0-9]*[kmg]?$/i, "must be a size such as 512m or 4g").transform(
+    (v) => Number.parseInt(v) * ({ k: 1024, m: 1024 ** 2, g: 1024 ** 3 }[v.slice(-1).toLowerCase()] ?? 1),
+  ).refine((bytes) => bytes >= 64 * 1024 ** 2, "must be at least 64m").optional(),
+  LVMH_WORKER_CPUS: z.coerce.number().positive("must be a positive number of CPUs").max(1024).optional(),
+  LVMH_WORKER_PIDS: z.coerce.number().int().min(64, "must be at least 64").optional(),
   LVMH_WORKER_URL: z.string().regex(/^wss?:\/\//, "must be a ws:// or wss:// URL").optional(),
   LVMH_MODELS_JSON: z.string().startsWith("/", "must be an absolute path").optional(),
   ZAI_RENAUD_API_KEY: z.string().optional(),
@@ -55,6 +60,8 @@ export interface Config {
   workerImage: string;
   workerBaseImage: string;
   workerNetwork: string;
+  /** Resource limits of each worker container; null means none. */
+  workerLimits: { memoryBytes: number | null; cpus: number | null; pids: number | null };
   /** The agent socket URL containers dial; defaults to this daemon on the host network. */
   workerUrl: string | null;
   modelsJson: string | null;
@@ -100,6 +107,11 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
     workerImage: e.LVMH_WORKER_IMAGE,
     workerBaseImage: e.LVMH_WORKER_BASE_IMAGE,
     workerNetwork: e.LVMH_WORKER_NETWORK,
+    workerLimits: {
+      memoryBytes: e.LVMH_WORKER_MEMORY ?? null,
+      cpus: e.LVMH_WORKER_CPUS ?? null,
+      pids: e.LVMH_WORKER_PIDS ?? null,
+    },
     workerUrl: e.LVMH_WORKER_URL ?? null,
     modelsJson: e.LVMH_MODELS_JSON ?? null,
     providerKey: e.ZAI_RENAUD_API_KEY ?? null,

@@ -140,6 +140,7 @@ export function createSpawner(
         providerKey: config.providerKey,
         modelsJson: config.modelsJson,
         readyFile: `/pi-sessions/${READY_MARKER}`,
+        limits: config.workerLimits,
       });
       for (let attempt = 1;; attempt++) {
         containerId = await engine.containerCreate(sessionVolume, body);

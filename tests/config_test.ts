@@ -24,6 +24,8 @@ Deno.test("config: an invalid variable stops start-up with exit 2 and one line n
       [{ LVMH_TOKEN: "short" }, /LVMH_TOKEN: must be at least 16/],
       [{ LVMH_GITLAB_URL: "ftp://x" }, /LVMH_GITLAB_URL/],
       [{ LVMH_CONTAINER_DOCKER_SOCK: "relative.sock" }, /LVMH_CONTAINER_DOCKER_SOCK/],
+      [{ LVMH_WORKER_MEMORY: "lots" }, /LVMH_WORKER_MEMORY: must be a size/],
+      [{ LVMH_WORKER_CPUS: "-1" }, /LVMH_WORKER_CPUS/],
     ];
     for (const [env, line] of cases) {
       await t.step(Object.keys(env)[0], async () => {

@@ -21,7 +21,10 @@ type Session =
   >;
 
 dockerTest("spawn: connect GitLab, list repos, spawn, prompt, stop (stub bridge)", async (t) => {
-  const env = await startSpawnEnv({ repoCount: 3 });
+  const env = await startSpawnEnv({
+    repoCount: 3,
+    env: { LVMH_WORKER_MEMORY: "512m", LVMH_WORKER_CPUS: "1", LVMH_WORKER_PIDS: "512" },
+  });
   const { d, engine, pat } = env;
   const browser = await connectBrowser(d.browserUrl);
   const repo = env.repos[0];
@@ -89,7 +92,7 @@ dockerTest("spawn: connect GitLab, list repos, spawn, prompt, stop (stub bridge)
       },
     );
 
-    await t.step("the container carries the contract, and not the GitLab token", async () => {
+    await t.step("the container carries the contract and the limits, and not the GitLab token", async () => {
       const info = await engine.containerInspect(containerId);
       const envs = info.Config.Env ?? [];
       assert.ok(envs.includes(`LVMH_SESSION_ID=${sessionId}`));
@@ -104,6 +107,9 @@ dockerTest("spawn: connect GitLab, list repos, spawn, prompt, stop (stub bridge)
       );
       assert.equal(info.HostConfig.NetworkMode, "host");
       assert.equal(info.HostConfig.Init, true);
+      assert.equal(info.HostConfig.Memory, 512 * 1024 ** 2, "LVMH_WORKER_MEMORY");
+      assert.equal(info.HostConfig.NanoCpus, 1e9, "LVMH_WORKER_CPUS");
+      assert.equal(info.HostConfig.PidsLimit, 512, "LVMH_WORKER_PIDS");
       assert.equal(info.Config.Labels["lvmh.session"], sessionId);
       assert.equal(info.Config.Labels["lvmh.managed"], "true");
     });

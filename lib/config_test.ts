@@ -1,0 +1,39 @@
+import assert from "node:assert/strict";
+import { ConfigError, loadConfig } from "./config.ts";
+
+async function withDataDir(fn: (dir: string) => void) {
+  const dir = await Deno.makeTempDir({ prefix: "lvmh-config-" });
+  try {
+    fn(dir);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+const base = (dir: string) => ({ LVMH_TOKEN: "test-token-0123456789abcdef", LVMH_DATA_DIR: dir });
+
+Deno.test("loadConfig(): worker limits are off unless set, and sizes read as Docker reads them", () =>
+  withDataDir((dir) => {
+    assert.deepEqual(loadConfig(base(dir)).workerLimits, { memoryBytes: null, cpus: null, pids: null });
+    const set = loadConfig({
+      ...base(dir),
+      LVMH_WORKER_MEMORY: "512m",
+      LVMH_WORKER_CPUS: "1.5",
+      LVMH_WORKER_PIDS: "256",
+    });
+    assert.deepEqual(set.workerLimits, { memoryBytes: 512 * 1024 ** 2, cpus: 1.5, pids: 256 });
+    assert.equal(
+      loadConfig({ ...base(dir), LVMH_WORKER_MEMORY: "4G" }).workerLimits.memoryBytes,
+      4 * 1024 ** 3,
+    );
+    for (
+      const [name, value] of [["LVMH_WORKER_MEMORY", "10m"], ["LVMH_WORKER_MEMORY", "1.5g"], [
+        "LVMH_WORKER_PIDS",
+        "8",
+      ]]
+    ) {
+      assert.throws(
+        () => loadConfig({ ...base(dir), [name]: value }),
+        (e) => e instanceof ConfigError && e.message.startsWith(name),
+      );
+    }
+  }));
