@@ -42,6 +42,8 @@ const Env = z.object({
   ).refine((bytes) => bytes >= 64 * 1024 ** 2, "must be at least 64m").optional(),
   LVMH_WORKER_CPUS: z.coerce.number().positive("must be a positive number of CPUs").max(1024).optional(),
   LVMH_WORKER_PIDS: z.coerce.number().int().min(64, "must be at least 64").optional(),
+  LVMH_RETENTION_DAYS: z.coerce.number().int().min(1, "must be a whole number of days, at least 1")
+    .optional(),
   LVMH_WORKER_URL: z.string().regex(/^wss?:\/\//, "must be a ws:// or wss:// URL").optional(),
   LVMH_MODELS_JSON: z.string().startsWith("/", "must be an absolute path").optional(),
   ZAI_RENAUD_API_KEY: z.string().optional(),
@@ -60,6 +62,8 @@ export interface Config {
   workerImage: string;
   workerBaseImage: string;
   workerNetwork: string;
+  /** Offline sessions idle for longer than this many days are deleted; null keeps everything. */
+  retentionDays: number | null;
   /** Resource limits of each worker container; null means none. */
   workerLimits: { memoryBytes: number | null; cpus: number | null; pids: number | null };
   /** The agent socket URL containers dial; defaults to this daemon on the host network. */
@@ -107,6 +111,7 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
     workerImage: e.LVMH_WORKER_IMAGE,
     workerBaseImage: e.LVMH_WORKER_BASE_IMAGE,
     workerNetwork: e.LVMH_WORKER_NETWORK,
+    retentionDays: e.LVMH_RETENTION_DAYS ?? null,
     workerLimits: {
       memoryBytes: e.LVMH_WORKER_MEMORY ?? null,
       cpus: e.LVMH_WORKER_CPUS ?? null,

@@ -13,9 +13,12 @@ import { throttle } from "./throttle.ts";
 import { CloseCode } from "./protocol.ts";
 import type { Spawner } from "./spawner.ts";
 import type { Gitlab } from "./gitlab.ts";
+import { pruneSessions } from "./session_removal.ts";
 
 /** How often, at most, browsers get a fresh session list while sessions are busy. */
 const SESSION_LIST_INTERVAL_MS = 100;
+/** How often sessions past the retention period are looked for (also once at start). */
+const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 
 export interface Daemon {
   app: App;
@@ -52,6 +55,18 @@ export function createDaemon(config: Config, routes: RouteDef[], parts: DaemonPa
   const gitlab = parts.gitlab(core);
   const app: App = { ...core, gitlab, spawner: parts.spawner(core, gitlab) };
 
+  const prune = () => {
+    const gone = pruneSessions(core, config.retentionDays!);
+    if (gone.length) {
+      console.log(`lvmh: deleted ${gone.length} session(s) idle for more than ${config.retentionDays} days`);
+    }
+  };
+  let pruneTimer: ReturnType<typeof setInterval> | undefined;
+  if (config.retentionDays !== null) {
+    prune();
+    pruneTimer = setInterval(prune, PRUNE_INTERVAL_MS);
+  }
+
   let stopped = false;
   return {
     app,
@@ -59,6 +74,7 @@ export function createDaemon(config: Config, routes: RouteDef[], parts: DaemonPa
     async shutdown() {
       if (stopped) return;
       stopped = true;
+      clearInterval(pruneTimer);
       notify.cancel();
       app.ingest.flush();
       await app.spawner.shutdown();

@@ -26,6 +26,7 @@ Deno.test("config: an invalid variable stops start-up with exit 2 and one line n
       [{ LVMH_CONTAINER_DOCKER_SOCK: "relative.sock" }, /LVMH_CONTAINER_DOCKER_SOCK/],
       [{ LVMH_WORKER_MEMORY: "lots" }, /LVMH_WORKER_MEMORY: must be a size/],
       [{ LVMH_WORKER_CPUS: "-1" }, /LVMH_WORKER_CPUS/],
+      [{ LVMH_RETENTION_DAYS: "0" }, /LVMH_RETENTION_DAYS: must be a whole number of days/],
     ];
     for (const [env, line] of cases) {
       await t.step(Object.keys(env)[0], async () => {
