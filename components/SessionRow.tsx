@@ -24,7 +24,9 @@ export function SessionRow({ s, now }: { s: SessionSummary; now: number }) {
             {!s.online ? "offline" : running ? "running" : "settled"}
           </span>
           {s.model && <span class="model" title={s.provider ?? ""}>{s.model}</span>}
-          <span class="when" title="last activity">{relativeTime(s.lastEventAt, now)}</span>
+          {s.lastEventAt !== null
+            ? <span class="when" title="last activity">{relativeTime(s.lastEventAt, now)}</span>
+            : <span class="when" title="no activity yet">started {relativeTime(s.startedAt, now)}</span>}
         </span>
       </a>
     </li>

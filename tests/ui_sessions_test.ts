@@ -81,15 +81,22 @@ Deno.test("UI: sessions page", async (t) => {
 
         const beta = await connectAgent(daemon, {
           sessionId: "beta",
-          session: sessionInfo("beta", { name: "beta in a box", agent: true, repo: "group/beta" }),
+          session: sessionInfo("beta", {
+            name: "beta in a box",
+            agent: true,
+            repo: "group/beta",
+            startedAt: Date.now(),
+          }),
         });
         agents.push(beta);
         await ui.page.waitForSelector("[data-session='beta']");
         assert.match(await ui.page.locator("[data-session='beta']").innerText(), /container/);
         assert.match(await ui.page.locator("[data-session='beta']").innerText(), /group\/beta/);
+        assert.match(await ui.page.locator("[data-session='beta'] .when").innerText(), /^started just now$/);
 
         beta.send("agent_start");
         await ui.page.waitForSelector("[data-session='beta'] .state.running");
+        assert.equal(await ui.page.locator("[data-session='beta'] .when").innerText(), "just now");
         assert.equal(await ui.page.title(), "(1 running) Sessions · lvmh");
         // Most recent activity first.
         assert.equal(await ui.page.locator(".session-row").first().getAttribute("data-session"), "beta");
