@@ -74,7 +74,7 @@ export default function SessionView(props: Props) {
         if (frame.type === "session_list") {
           const mine = frame.sessions.find((s) => s.id === id);
           if (mine) setSession(mine);
-          else setDeleted(true);
+          setDeleted(!mine);
         } else if (frame.type === "events" && frame.sessionId === id) {
           // The frame continues from `after`: if that is past what we hold, fetch the gap (merged in order).
           const persisted = frame.events.some((e) => e.type !== "message_update");

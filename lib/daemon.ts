@@ -56,9 +56,16 @@ export function createDaemon(config: Config, routes: RouteDef[], parts: DaemonPa
   const app: App = { ...core, gitlab, spawner: parts.spawner(core, gitlab) };
 
   const prune = () => {
-    const gone = pruneSessions(core, config.retentionDays!);
-    if (gone.length) {
-      console.log(`lvmh: deleted ${gone.length} session(s) idle for more than ${config.retentionDays} days`);
+    try {
+      const gone = pruneSessions(core, config.retentionDays!);
+      if (gone.length) {
+        console.log(
+          `lvmh: deleted ${gone.length} session(s) idle for more than ${config.retentionDays} days`,
+        );
+      }
+    } catch (error) {
+      // Not fatal: the next round tries again.
+      console.error(`lvmh: could not delete old sessions: ${(error as Error).message}`);
     }
   };
   let pruneTimer: ReturnType<typeof setInterval> | undefined;
