@@ -257,13 +257,41 @@ Deno.test("UI: session page", async (t) => {
       }
     });
 
-    await t.step("offline: composer disabled with the reason", async () => {
-      agent.send("bye", { reason: "shutdown" });
-      await agent.close();
-      await page.waitForSelector(".offline-reason");
-      assert.ok(await page.locator("#prompt").isDisabled());
-      assert.match(await page.locator(".state-line").innerText(), /offline/);
-    });
+    await t.step(
+      "offline: composer disabled with the reason, also when only the REST 409 tells",
+      async () => {
+        // A second tab that never hears of it: the session_list frames to it are dropped on the way.
+        const stale = await openPage(browser, daemon, { signIn: true });
+        try {
+          await stale.page.routeWebSocket(/\/ws/, (ws) => {
+            const server = ws.connectToServer();
+            server.onMessage((m) => String(m).includes('"type":"session_list"') || ws.send(m));
+            ws.onMessage((m) => server.send(m));
+          });
+          await gotoHydrated(stale, daemon, `/sessions/${ID}`);
+          await stale.page.waitForSelector("[data-conn='open']");
+
+          agent.send("bye", { reason: "shutdown" });
+          await agent.close();
+          await page.waitForSelector(".offline-reason");
+          assert.ok(await page.locator("#prompt").isDisabled());
+          assert.match(await page.locator(".state-line").innerText(), /offline/);
+
+          assert.equal(
+            await stale.page.locator(".offline-reason").count(),
+            0,
+            "the stale tab thinks it is online",
+          );
+          await stale.page.fill("#prompt", "are you still there?");
+          await stale.page.press("#prompt", "Enter");
+          await stale.page.waitForSelector(".offline-reason");
+          assert.match(await stale.page.locator(".composer .note.error").innerText(), /offline/);
+          assert.equal(await stale.page.inputValue("#prompt"), "are you still there?", "the text is kept");
+        } finally {
+          await stale.close();
+        }
+      },
+    );
 
     await t.step("daemon restart: reconnects, catches up, no duplicates", async () => {
       const before = await page.locator("[data-seq]").count();
