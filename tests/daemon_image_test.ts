@@ -160,7 +160,7 @@ dockerTest(
           assert.equal(s.model, "fake-model");
         });
 
-        await t.step("docker restart keeps the sessions in the volume; the worker comes back", async () => {
+        await t.step("docker restart keeps the database in the volume; the worker comes back", async () => {
           await docker("restart", daemon!.name);
           await waitFor(async () => await starts(daemon!.name) === 2, "listening again", 60_000);
           const s = await waitFor(
@@ -169,6 +169,9 @@ dockerTest(
             60_000,
           );
           assert.equal(s.repo, env.repos[0]);
+          // The GitLab connection lives in the database: it survived in the volume.
+          const status = await (await d.api("/api/gitlab/status")).json();
+          assert.equal(status.connected, true);
         });
 
         await t.step("docker stop ends it with exit code 0", async () => {
