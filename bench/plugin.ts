@@ -8,7 +8,7 @@
  */
 import process from "node:process";
 import { freePort, startDaemon, waitFor } from "../tests/_daemon.ts";
-import { fakePi } from "../tests/_pi.ts";
+import { fakePi } from "../tests/_fake_pi.ts";
 import { createLvmhAgent } from "../plugin/lvmh-agent.mjs";
 
 const GOAL_US = 50;

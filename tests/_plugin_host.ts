@@ -3,7 +3,8 @@
  * options they need (the plugin keeps timers and sockets alive by design until its host shuts it down).
  */
 import { type Daemon, waitFor } from "./_daemon.ts";
-import { allEvents, fakePi, sessions } from "./_pi.ts";
+import { allEvents, sessions } from "./_pi.ts";
+import { fakePi } from "./_fake_pi.ts";
 import { createLvmhAgent } from "../plugin/lvmh-agent.mjs";
 
 /** A throwaway HOME; `log()` reads the plugin's log file. */

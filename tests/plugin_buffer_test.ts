@@ -4,7 +4,8 @@
  */
 import assert from "node:assert/strict";
 import { freePort, startDaemon, waitFor } from "./_daemon.ts";
-import { allEvents, fakePi } from "./_pi.ts";
+import { allEvents } from "./_pi.ts";
+import { fakePi } from "./_fake_pi.ts";
 import { createLvmhAgent } from "../plugin/lvmh-agent.mjs";
 import { type Ev, opts, overflowEvents, tempHome } from "./_plugin_host.ts";
 

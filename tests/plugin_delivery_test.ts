@@ -4,7 +4,8 @@
  */
 import assert from "node:assert/strict";
 import { startDaemon, waitFor } from "./_daemon.ts";
-import { allEvents, fakePi, sessions } from "./_pi.ts";
+import { allEvents, sessions } from "./_pi.ts";
+import { fakePi } from "./_fake_pi.ts";
 import { createLvmhAgent } from "../plugin/lvmh-agent.mjs";
 import { type Ev, opts, pluginOnline, tempHome } from "./_plugin_host.ts";
 

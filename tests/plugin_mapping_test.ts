@@ -1,7 +1,7 @@
 /** The plugin in-process: message mapping, repo detection, and configurations that must stay harmless. */
 import assert from "node:assert/strict";
 import { waitFor } from "./_daemon.ts";
-import { fakePi } from "./_pi.ts";
+import { fakePi } from "./_fake_pi.ts";
 import { createLvmhAgent, repoFromRemote, toMessage } from "../plugin/lvmh-agent.mjs";
 import { opts, tempHome } from "./_plugin_host.ts";
 
