@@ -5,19 +5,11 @@ import { Ingest } from "./ingest.ts";
 import { LiveSessions, type PluginLink } from "./live_sessions.ts";
 import type { AgentEvent, SessionInfo } from "./protocol.ts";
 import { deleteSession, pruneSessions } from "./session_removal.ts";
+import { sessionInfo } from "../tests/_agent_client.ts";
 
 const DAY = 24 * 60 * 60 * 1000;
 const NOW = Date.UTC(2026, 10, 30);
-const info = (id: string, startedAt: number): SessionInfo => ({
-  id,
-  name: null,
-  cwd: "/w",
-  model: null,
-  provider: null,
-  agent: false,
-  repo: null,
-  startedAt,
-});
+const info = (id: string, startedAt: number) => sessionInfo(id, { startedAt }) as SessionInfo;
 const ev = (sessionId: string, seq: number, ts: number) =>
   ({ v: 1, sessionId, seq, ts, type: "agent_start" }) as AgentEvent;
 const link: PluginLink = { send() {}, close() {} };

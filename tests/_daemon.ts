@@ -44,6 +44,16 @@ export function freePort(): number {
   return port;
 }
 
+/** A `fetch` of paths under `url` with the bearer token (JSON content type when there is a body). */
+export function bearerFetch(url: string, token: string): Daemon["api"] {
+  return (path, init = {}) => {
+    const headers = new Headers(init.headers);
+    headers.set("authorization", `Bearer ${token}`);
+    if (init.body && !headers.has("content-type")) headers.set("content-type", "application/json");
+    return fetch(url + path, { ...init, headers });
+  };
+}
+
 /** Start the daemon and resolve once it listens. */
 export async function startDaemon(options: DaemonOptions = {}): Promise<Daemon> {
   const ownDir = options.dataDir === undefined;
@@ -119,12 +129,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<Daemon> 
     agentUrl: `ws://127.0.0.1:${port}/agent/ws`,
     browserUrl: `ws://127.0.0.1:${port}/ws?token=${encodeURIComponent(token)}`,
     output: () => log,
-    api: (path, init = {}) => {
-      const headers = new Headers(init.headers);
-      headers.set("authorization", `Bearer ${token}`);
-      if (init.body && !headers.has("content-type")) headers.set("content-type", "application/json");
-      return fetch(url + path, { ...init, headers });
-    },
+    api: bearerFetch(url, token),
     kill,
     stop,
     [Symbol.asyncDispose]: stop,

@@ -7,7 +7,7 @@
  * Host networking stands in for compose's published port: the test engine has no bridge network.
  */
 import assert from "node:assert/strict";
-import { type Daemon, freePort, TEST_TOKEN, waitFor } from "./_daemon.ts";
+import { bearerFetch, type Daemon, freePort, TEST_TOKEN, waitFor } from "./_daemon.ts";
 import { DOCKER_SOCK, dockerTest, ensureBaseImage, ROOT, uniq } from "./_docker.ts";
 import { post, startSpawnEnv } from "./_spawn_env.ts";
 import { modelsJson } from "./_pi.ts";
@@ -92,12 +92,7 @@ async function startDaemonContainer(
     agentUrl: `ws://127.0.0.1:${port}/agent/ws`,
     browserUrl: `ws://127.0.0.1:${port}/ws?token=${TEST_TOKEN}`,
     output: () => output,
-    api: (path, init = {}) => {
-      const headers = new Headers(init.headers);
-      headers.set("authorization", `Bearer ${TEST_TOKEN}`);
-      if (init.body && !headers.has("content-type")) headers.set("content-type", "application/json");
-      return fetch(url + path, { ...init, headers });
-    },
+    api: bearerFetch(url, TEST_TOKEN),
     async kill(signal = "SIGTERM") {
       await docker("kill", "--signal", signal, name).catch(() => {});
       await docker("wait", name);
