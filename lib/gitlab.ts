@@ -5,7 +5,7 @@
  * API response, log line or error message ever contains it.
  */
 import type { AppCore } from "./app.ts";
-import { HttpError, UnavailableError } from "./http.ts";
+import { ConflictError, InvalidError, UnavailableError } from "./errors.ts";
 import { RepoPath } from "./protocol.ts";
 
 /** A project as `GET /api/gitlab/repos` returns it. */
@@ -30,14 +30,14 @@ export interface Gitlab {
   status(): GitlabStatus;
   /**
    * Validate `token` with `GET /api/v4/user` and store it.
-   * @throws {HttpError} 400 when GitLab rejects the token; {UnavailableError} when GitLab cannot be reached.
+   * @throws {InvalidError} when GitLab rejects the token; {UnavailableError} when GitLab cannot be reached.
    */
   connect(token: string): Promise<{ username: string }>;
   /** Forget the stored token. */
   disconnect(): void;
   /**
    * Every member project, most recently active first (all pages); kept for `REPOS_TTL_MS` unless `refresh`.
-   * @throws {HttpError} 409 when not connected or the token was revoked; {UnavailableError} as `connect`.
+   * @throws {ConflictError} when not connected or the token was revoked; {UnavailableError} as `connect`.
    */
   repos(options?: { refresh?: boolean }): Promise<GitlabRepo[]>;
   /** The clone URL of a project, with no credentials in it. */
@@ -106,7 +106,7 @@ export function createGitlab(
       const res = await get("/user", token);
       if (!res.ok) {
         await res.body?.cancel();
-        throw new HttpError(400, `GitLab rejected the token (${res.status})`);
+        throw new InvalidError(`GitLab rejected the token (${res.status})`);
       }
       const user = await res.json() as { username?: unknown };
       if (typeof user.username !== "string") {
@@ -126,7 +126,7 @@ export function createGitlab(
 
     async repos(options = {}) {
       const token = credential();
-      if (!token) throw new HttpError(409, "GitLab is not connected");
+      if (!token) throw new ConflictError("GitLab is not connected");
       if (!options.refresh && cache?.token === token && Date.now() - cache.at < REPOS_TTL_MS) {
         return cache.repos;
       }
@@ -144,8 +144,7 @@ export function createGitlab(
         const res = await get(`/projects?${q}`, token);
         if (res.status === 401 || res.status === 403) {
           await res.body?.cancel();
-          throw new HttpError(
-            409,
+          throw new ConflictError(
             `GitLab no longer accepts the stored token (${res.status}); connect again`,
           );
         }

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { createGitlab } from "./gitlab.ts";
-import { HttpError, UnavailableError } from "./http.ts";
+import { ConflictError, InvalidError, UnavailableError } from "./errors.ts";
 import type { AppCore } from "./app.ts";
 import { startGitlabFixture } from "../tests/fixtures/gitlab_fixture.ts";
 
@@ -35,11 +35,11 @@ Deno.test("gitlab: connect, status, repos over every page, disconnect", async (t
     await t.step("not connected at first; repos is a 409", async () => {
       assert.deepEqual(gitlab.status(), { connected: false, baseUrl: fixture.url });
       const error = await gitlab.repos().catch((e) => e);
-      assert.ok(error instanceof HttpError && error.status === 409);
+      assert.ok(error instanceof ConflictError);
     });
     await t.step("a rejected token is a 400 and is not stored", async () => {
       const error = await gitlab.connect("glpat-wrong").catch((e) => e);
-      assert.ok(error instanceof HttpError && error.status === 400, String(error));
+      assert.ok(error instanceof InvalidError, String(error));
       assert.ok(!error.message.includes("glpat-wrong"));
       assert.equal(settings.size, 0);
     });
@@ -82,7 +82,7 @@ Deno.test("gitlab: connect, status, repos over every page, disconnect", async (t
     await t.step("a revoked token makes repos a 409", async () => {
       settings.set("gitlab.token", "glpat-revoked");
       const error = await gitlab.repos({ refresh: true }).catch((e) => e);
-      assert.ok(error instanceof HttpError && error.status === 409, String(error));
+      assert.ok(error instanceof ConflictError, String(error));
       assert.match(error.message, /connect again/);
     });
     await t.step("disconnect forgets everything", () => {

@@ -1,33 +1,24 @@
 /**
- * The one place that turns domain errors into HTTP responses, plus body and JSON helpers for routes.
+ * The one place that turns domain errors (`lib/errors.ts`) into HTTP responses, plus body and JSON helpers
+ * for routes. `HttpError` is for the HTTP layer itself (auth, methods, body limits, upgrades), not the domain.
  */
 import type { z } from "zod";
 import { MAX_BODY_BYTES, parseWith } from "./protocol.ts";
+import {
+  ConflictError,
+  ForbiddenError,
+  InvalidError,
+  NotFoundError,
+  UnavailableError,
+  UpstreamError,
+} from "./errors.ts";
 
-/** An error that already knows its HTTP status; its message is safe to show the caller. */
+/** An HTTP-layer error that already knows its status; its message is safe to show the caller. */
 export class HttpError extends Error {
   constructor(readonly status: number, message: string, readonly headers: Record<string, string> = {}) {
     super(message);
     this.name = "HttpError";
   }
-}
-
-/** A session that exists but has no live plugin socket. */
-export class OfflineError extends Error {
-  constructor(sessionId: string) {
-    super(`Session "${sessionId}" is offline`);
-    this.name = "OfflineError";
-  }
-}
-
-/** A named thing that does not exist (session, job, container). */
-export class NotFoundError extends Error {
-  override name = "NotFoundError";
-}
-
-/** A dependency the daemon needs (Docker, GitLab) cannot be reached. */
-export class UnavailableError extends Error {
-  override name = "UnavailableError";
 }
 
 const SECURITY_HEADERS = { "x-content-type-options": "nosniff", "cache-control": "no-store" };
@@ -43,11 +34,21 @@ export function json(body: unknown, status = 200, headers: Record<string, string
 /** Map any thrown value to `{"error": "…"}` with the right status; unknown errors are logged, not shown. */
 export function errorResponse(error: unknown): Response {
   if (error instanceof HttpError) return json({ error: error.message }, error.status, error.headers);
-  if (error instanceof OfflineError) return json({ error: error.message }, 409);
-  if (error instanceof NotFoundError) return json({ error: error.message }, 404);
-  if (error instanceof UnavailableError) return json({ error: error.message }, 503);
+  const status = statusOf(error);
+  if (status !== null) return json({ error: (error as Error).message }, status);
   console.error("lvmh: unhandled error in route:", error);
   return json({ error: "internal error" }, 500);
+}
+
+/** The status of a domain error kind, or null for anything else. */
+function statusOf(error: unknown): number | null {
+  if (error instanceof InvalidError) return 400;
+  if (error instanceof ForbiddenError) return 403;
+  if (error instanceof NotFoundError) return 404;
+  if (error instanceof ConflictError) return 409;
+  if (error instanceof UpstreamError) return 502;
+  if (error instanceof UnavailableError) return 503;
+  return null;
 }
 
 /**
@@ -67,11 +68,11 @@ export async function readJson<T>(req: Request, schema: z.ZodType<T>, maxBytes =
     try {
       raw = JSON.parse(text);
     } catch {
-      throw new HttpError(400, "body is not valid JSON");
+      throw new InvalidError("body is not valid JSON");
     }
   }
   const parsed = parseWith(schema, raw);
-  if (!parsed.ok) throw new HttpError(400, parsed.message);
+  if (!parsed.ok) throw new InvalidError(parsed.message);
   return parsed.value;
 }
 

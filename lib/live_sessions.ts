@@ -2,7 +2,7 @@
  * The live plugin socket of each online session, and the one way commands reach a plugin.
  */
 import { CloseCode, type DaemonFrame, PROTOCOL_VERSION } from "./protocol.ts";
-import { NotFoundError, OfflineError } from "./http.ts";
+import { sessionNotFound, sessionOffline } from "./errors.ts";
 
 /** The daemon's side of one plugin connection, as far as routing commands needs it. */
 export interface PluginLink {
@@ -47,8 +47,8 @@ export class LiveSessions {
   send(sessionId: string, command: Command): void {
     const link = this.#links.get(sessionId);
     if (!link) {
-      if (!this.exists(sessionId)) throw new NotFoundError(`Session "${sessionId}" does not exist`);
-      throw new OfflineError(sessionId);
+      if (!this.exists(sessionId)) throw sessionNotFound(sessionId);
+      throw sessionOffline(sessionId);
     }
     link.send({ v: PROTOCOL_VERSION, sessionId, seq: 0, ts: Date.now(), ...command });
   }

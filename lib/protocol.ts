@@ -4,32 +4,23 @@
  * Types are inferred from the schemas and never written twice.
  */
 import { z } from "zod";
+import { MAX_PROMPT_CHARS, PROTOCOL_VERSION, SESSION_ID_RE } from "./wire.ts";
 
-export const PROTOCOL_VERSION = 1;
-/** Largest text frame the daemon accepts on either socket; larger frames close the socket with 1009. */
-export const MAX_FRAME_BYTES = 1024 * 1024;
-/** Largest REST body the daemon reads; larger bodies answer 413. */
-export const MAX_BODY_BYTES = 256 * 1024;
-/** Largest prompt text the REST API forwards to a plugin. */
-export const MAX_PROMPT_CHARS = 100_000;
+export {
+  CloseCode,
+  Feature,
+  MAX_BODY_BYTES,
+  MAX_FRAME_BYTES,
+  MAX_PROMPT_CHARS,
+  PROTOCOL_VERSION,
+  SESSION_ID_RE,
+} from "./wire.ts";
+
 /** `limit` of `GET /api/sessions/:id/events` when absent, and its cap. */
 export const EVENTS_PAGE_DEFAULT = 1000;
 export const EVENTS_PAGE_MAX = 1000;
 
-/** pi's own rule for session ids (SessionManager), with a length bound of ours. */
-export const SESSION_ID_RE = /^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,126}[A-Za-z0-9])?$/;
 export const SessionId = z.string().regex(SESSION_ID_RE, "not a valid session id");
-
-/** Close codes the daemon uses on both sockets. */
-export const CloseCode = {
-  normal: 1000,
-  goingAway: 1001,
-  policy: 1008,
-  tooBig: 1009,
-  internal: 1011,
-  replaced: 4000,
-  slowConsumer: 4001,
-} as const;
 
 // ---------------------------------------------------------------------------------------------
 // Shared shapes

@@ -6,6 +6,7 @@
 import type { App } from "./app.ts";
 import { authenticate, type Principal } from "./auth.ts";
 import { errorResponse, HttpError } from "./http.ts";
+import { InvalidError } from "./errors.ts";
 
 export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 
@@ -64,9 +65,7 @@ export function createRouter(app: App, table: RouteDef[]) {
             allow: Object.keys(r.handler).join(", "),
           });
         }
-        const params = Object.fromEntries(
-          Object.entries(match.pathname.groups).map(([k, v]) => [k, decodeURIComponent(v ?? "")]),
-        );
+        const params = decodeParams(match.pathname.groups);
         return await handler({ req, url, params, app, principal, info });
       }
       throw new HttpError(404, `no route for ${url.pathname}`);
@@ -74,4 +73,13 @@ export function createRouter(app: App, table: RouteDef[]) {
       return errorResponse(error);
     }
   };
+}
+
+/** Percent-decode path parameters. @throws {InvalidError} on a malformed escape such as `%E0%A4%A`. */
+function decodeParams(groups: Record<string, string | undefined>): Record<string, string> {
+  try {
+    return Object.fromEntries(Object.entries(groups).map(([k, v]) => [k, decodeURIComponent(v ?? "")]));
+  } catch {
+    throw new InvalidError("malformed percent-escape in the path");
+  }
 }

@@ -7,7 +7,7 @@
 import { createHash } from "node:crypto";
 import type { AppCore } from "./app.ts";
 import type { Gitlab } from "./gitlab.ts";
-import { HttpError, NotFoundError, UnavailableError } from "./http.ts";
+import { isDomainError, NotFoundError, UnavailableError, UpstreamError } from "./errors.ts";
 import { agentToken } from "./auth.ts";
 import type { SpawnBody, SpawnJob } from "./protocol.ts";
 import { SpawnJobs } from "./spawn_jobs.ts";
@@ -21,7 +21,7 @@ import { buildWorkerImage, MANAGED, workerCreateBody, workerImageStale } from ".
 export interface Spawner {
   /**
    * Run a spawn job up to a started container.
-   * @throws {UnavailableError} when Docker is unreachable (before any job exists); {HttpError} 502 when the
+   * @throws {UnavailableError} when Docker is unreachable (before any job exists); {UpstreamError} when the
    * image build, clone or container start failed (the job is then `failed` with the engine's message).
    */
   spawn(body: SpawnBody): Promise<{ sessionId: string; containerId: string; jobId: string }>;
@@ -320,8 +320,6 @@ function mapError(error: unknown): Error {
   if (error instanceof DockerUnreachableError) {
     return new UnavailableError(`Docker is unreachable: ${error.message}`);
   }
-  if (error instanceof DockerError || error instanceof Error && !(error instanceof HttpError)) {
-    return new HttpError(502, messageOf(error));
-  }
-  return error as Error;
+  if (isDomainError(error)) return error;
+  return new UpstreamError(messageOf(error));
 }

@@ -1,4 +1,5 @@
-import { HttpError, json, NotFoundError } from "../../../../lib/http.ts";
+import { json } from "../../../../lib/http.ts";
+import { ConflictError, sessionNotFound } from "../../../../lib/errors.ts";
 import type { Handlers } from "../../../../lib/router.ts";
 import { deleteSession } from "../../../../lib/session_removal.ts";
 
@@ -6,16 +7,16 @@ import { deleteSession } from "../../../../lib/session_removal.ts";
 export const handler: Handlers = {
   GET(ctx) {
     const session = ctx.app.store.getSession(ctx.params.id);
-    if (!session) throw new NotFoundError(`Session "${ctx.params.id}" does not exist`);
+    if (!session) throw sessionNotFound(ctx.params.id);
     return json(session);
   },
   DELETE(ctx) {
     const id = ctx.params.id;
     const result = deleteSession(ctx.app, id);
     if (result === "online") {
-      throw new HttpError(409, `Session "${id}" is online: end it (or stop its container) first`);
+      throw new ConflictError(`Session "${id}" is online: end it (or stop its container) first`);
     }
-    if (result === "missing") throw new NotFoundError(`Session "${id}" does not exist`);
+    if (result === "missing") throw sessionNotFound(id);
     return json({ ok: true });
   },
 };
