@@ -225,7 +225,13 @@ export const BranchName = z.string()
   .refine((s) => !s.includes("..") && !s.includes("//") && !s.endsWith("/") && !s.endsWith(".lock"), {
     message: "branch is not a valid git ref name",
   });
-export const SpawnBody = z.object({ repo: RepoPath, branch: BranchName.optional() });
+/** A tool name as pi reports it (`bash`, `edit`, an extension's tool). */
+export const ToolName = z.string().regex(/^[A-Za-z0-9_.:-]{1,64}$/, "not a valid tool name");
+/** The tools whose calls wait for a person: a list (empty = none) or every tool. */
+export const AskSet = z.union([z.literal("all"), z.array(ToolName).max(200)]);
+export type AskSet = z.infer<typeof AskSet>;
+
+export const SpawnBody = z.object({ repo: RepoPath, branch: BranchName.optional(), ask: AskSet.optional() });
 export type SpawnBody = z.infer<typeof SpawnBody>;
 export const GitlabConnectBody = z.object({
   token: z.string().trim().min(8, "token is too short").max(512).regex(
