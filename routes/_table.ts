@@ -11,6 +11,8 @@ import { handler as sessionEvents } from "./api/sessions/[id]/events.ts";
 import { handler as sessionPrompt } from "./api/sessions/[id]/prompt.ts";
 import { handler as sessionAbort } from "./api/sessions/[id]/abort.ts";
 import { handler as sessionContainer } from "./api/sessions/[id]/container.ts";
+import { handler as sessionStream } from "./api/sessions/[id]/stream.ts";
+import { handler as daemonStream } from "./api/stream.ts";
 import { handler as spawn } from "./api/spawn/index.ts";
 import { handler as spawnStatus } from "./api/spawn/status.ts";
 import { handler as gitlabConnect } from "./api/gitlab/connect.ts";
@@ -30,6 +32,8 @@ export const routes: RouteDef[] = [
   { path: "/api/sessions/:id/prompt", handler: sessionPrompt, auth: "token" },
   { path: "/api/sessions/:id/abort", handler: sessionAbort, auth: "token" },
   { path: "/api/sessions/:id/container", handler: sessionContainer, auth: "token" },
+  { path: "/api/sessions/:id/stream", handler: sessionStream, auth: "token" },
+  { path: "/api/stream", handler: daemonStream, auth: "token" },
   { path: "/api/spawn", handler: spawn, auth: "token" },
   { path: "/api/spawn/status", handler: spawnStatus, auth: "token" },
   { path: "/api/gitlab/connect", handler: gitlabConnect, auth: "token" },

@@ -1,0 +1,10 @@
+import { resumePoint, sseResponse } from "../../lib/sse.ts";
+import { daemonFeed } from "../../lib/daemon_feed.ts";
+import type { Handlers } from "../../lib/router.ts";
+
+/** The daemon-wide stream: session list changes, approvals and spawn jobs, resumable with `Last-Event-ID`. */
+export const handler: Handlers = {
+  GET(ctx) {
+    return sseResponse(daemonFeed(ctx.app).open(resumePoint(ctx.req, ctx.url)));
+  },
+};
