@@ -3,7 +3,8 @@
  * `scripts/setup_chromium.sh` when missing), the island bundle built before the daemon starts, and page
  * helpers that fail the test on any script error or CSP violation.
  */
-import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
+// A full specifier, not the import map: only the UI tests need it, so `deno task start` never installs it.
+import { type Browser, type BrowserContext, chromium, type Page } from "npm:playwright-core@^1.65.0";
 import { fileURLToPath } from "node:url";
 import { ensureBundle } from "../scripts/build.ts";
 import type { Daemon } from "./_daemon.ts";
