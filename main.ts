@@ -5,9 +5,27 @@
 import { ConfigError, loadConfig } from "./lib/config.ts";
 import { createDaemon } from "./lib/daemon.ts";
 import { routes } from "./routes/_table.ts";
-import { createSpawner } from "./lib/spawner.ts";
-import { createGitlab } from "./lib/gitlab.ts";
+import { createSpawner, type Spawner } from "./lib/spawner.ts";
+import { createDockerBackend } from "./lib/spawn/docker_backend.ts";
+import { agentToken } from "./lib/auth.ts";
+import { createGitlab, type Gitlab } from "./lib/gitlab.ts";
+import type { AppCore } from "./lib/app.ts";
 import { ensureBundle } from "./scripts/build.ts";
+
+/**
+ * The spawner as the daemon runs it: workers on the Docker engine, jobs broadcast as `spawn_status`, spawned
+ * sessions listed in the registry, clones from GitLab. The one place that maps the core onto `SpawnDeps`.
+ */
+export function daemonSpawner(core: AppCore, gitlab: Gitlab): Spawner {
+  return createSpawner({
+    config: core.config,
+    backend: createDockerBackend(core.config),
+    publishJobs: (jobs) => core.hub.broadcast({ type: "spawn_status", jobs }),
+    registerSession: (info, ask) => core.sessions.register(info, ask),
+    repos: gitlab,
+    agentToken: (sessionId) => agentToken(core.config.token, sessionId),
+  });
+}
 
 async function start() {
   let config;
@@ -26,7 +44,7 @@ async function start() {
       `lvmh: cannot build the UI bundle, pages will not be interactive: ${(error as Error).message}`,
     );
   }
-  const daemon = createDaemon(config, routes, { spawner: createSpawner, gitlab: createGitlab });
+  const daemon = createDaemon(config, routes, { spawner: daemonSpawner, gitlab: createGitlab });
   // Handlers go in before the socket opens: a signal that arrives once clients can see us must find them,
   // not the default action that ends the process mid-write.
   let server: Deno.HttpServer | null = null;

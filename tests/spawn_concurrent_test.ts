@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { waitFor } from "./_daemon.ts";
 import { dockerTest } from "./_docker.ts";
 import { post, startSpawnEnv } from "./_spawn_env.ts";
-import { repoVolumeName } from "../lib/spawner.ts";
+import { repoVolumeName } from "../lib/spawn/docker_backend.ts";
 
 dockerTest("spawn: three spawns of one repo at once share one clone and all succeed", async () => {
   const env = await startSpawnEnv();

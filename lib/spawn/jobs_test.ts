@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { MAX_JOBS, SpawnJobs } from "./spawn_jobs.ts";
-import type { SpawnJob } from "./protocol.ts";
+import { MAX_JOBS, SpawnJobs } from "./jobs.ts";
+import type { SpawnJob } from "../protocol.ts";
 
 const job = (n: number, state: SpawnJob["state"] = "running"): SpawnJob => ({
   id: `j${n}`,

@@ -1,8 +1,8 @@
 /**
  * The spawn jobs the daemon knows, newest first, bounded; every change is handed to `publish` (the
- * spawner broadcasts it as a `spawn_status` frame).
+ * daemon broadcasts it as a `spawn_status` frame).
  */
-import type { SpawnJob, SpawnState } from "./protocol.ts";
+import type { SpawnJob, SpawnState } from "../protocol.ts";
 
 /** Jobs kept for the status list; the oldest finished ones go first. */
 export const MAX_JOBS = 200;

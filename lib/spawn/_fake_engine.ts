@@ -1,0 +1,210 @@
+/**
+ * Test helper: an in-memory Docker engine behind `createEngine`'s injectable transport, enough for the spawn
+ * pipeline (images, volumes, containers, clone helpers, archives, label filters). The real client encodes
+ * every request and parses every answer, so the backend under test runs its production code paths. Knobs
+ * let a test fail a start, hold a build or a clone, or fail git. Not for production.
+ */
+import { createEngine, type Engine, type Labels, type Transport } from "../../docker/engine.ts";
+
+/** One container the fake engine holds. */
+export interface FakeContainer {
+  id: string;
+  name: string;
+  labels: Labels;
+  state: "created" | "running" | "exited";
+  /** Seconds since the epoch, as the engine reports it. */
+  created: number;
+  body: Record<string, unknown>;
+  /** Volumes mounted, by name. */
+  volumes: string[];
+}
+
+/** A resolvable promise, for holding a fake step until the test lets it go. */
+export function deferred(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => resolve = r);
+  return { promise, resolve };
+}
+
+/** The fake engine, its state and its knobs. */
+export class FakeEngine {
+  images = new Map<string, Labels | null>();
+  volumes = new Map<string, Labels>();
+  containers = new Map<string, FakeContainer>();
+  /** Every request as `METHOD /path` (without the API version), in order. */
+  log: string[] = [];
+  /** Statuses the next `start` calls of worker containers answer with, first one first. */
+  startFailures: number[] = [];
+  /** Awaited by every build before it tags the image. */
+  holdBuild: Promise<void> = Promise.resolve();
+  /** Awaited by each clone helper (with its volume) before it exits. */
+  onClone: (volume: string) => Promise<void> = () => Promise.resolve();
+  /** Exit code and stderr of clone helpers. */
+  cloneResult = { code: 0, stderr: "" };
+  /** When true, every request fails as if the socket were gone. */
+  down = false;
+  builds = 0;
+  #seq = 0;
+
+  /** A client on this fake, as the spawner would use one. */
+  engine(): Engine {
+    return createEngine({ socketPath: "/fake/docker.sock", transport: this.#transport });
+  }
+
+  /** Put a container in place as if an earlier daemon had made it. */
+  addContainer(c: Omit<FakeContainer, "id" | "body" | "volumes"> & { id?: string }): FakeContainer {
+    const full = { id: c.id ?? this.#id(), body: {}, volumes: [], ...c };
+    this.containers.set(full.id, full);
+    return full;
+  }
+
+  /** Containers whose labels include all of `labels`. */
+  find(labels: Labels): FakeContainer[] {
+    return [...this.containers.values()].filter((c) => matches(c.labels, labels));
+  }
+
+  #id(): string {
+    return `c${++this.#seq}`.padEnd(12, "0");
+  }
+
+  #transport: Transport = async (req) => {
+    if (this.down) throw new TypeError("client error (Connect): No such file or directory");
+    const url = new URL(req.url);
+    const path = url.pathname.replace(/^\/v[\d.]+/, "");
+    this.log.push(`${req.method} ${path}`);
+    const body = req.method === "POST" && req.headers.get("content-type") === "application/json"
+      ? await req.json()
+      : null;
+    return await this.#answer(req, url, path, body);
+  };
+
+  async #answer(
+    req: Request,
+    url: URL,
+    path: string,
+    body: Record<string, unknown> | null,
+  ): Promise<Response> {
+    const q = url.searchParams;
+    let m: RegExpMatchArray | null;
+    if (path === "/_ping") return new Response("OK");
+    if ((m = path.match(/^\/images\/(.+)\/json$/))) {
+      if (!this.images.has(m[1])) return notFound(`No such image: ${m[1]}`);
+      return Response.json({ Id: `sha256:${m[1]}`, Config: { Labels: this.images.get(m[1]) } });
+    }
+    if (path === "/build") {
+      this.builds++;
+      await req.body?.cancel();
+      await this.holdBuild;
+      this.images.set(q.get("t")!, JSON.parse(q.get("labels") ?? "null"));
+      return new Response('{"aux":{"ID":"sha256:built"}}\n{"stream":"Successfully built"}\n');
+    }
+    if (path === "/volumes/create") {
+      this.volumes.set(body!.Name as string, body!.Labels as Labels);
+      return Response.json({ Name: body!.Name }, { status: 201 });
+    }
+    if ((m = path.match(/^\/volumes\/([^/?]+)$/)) && req.method === "DELETE") {
+      if (!this.volumes.delete(m[1])) return notFound(`get ${m[1]}: no such volume`);
+      return new Response(null, { status: 204 });
+    }
+    if (path === "/containers/create") return this.#create(q.get("name")!, body!);
+    if (path === "/containers/json") {
+      const wanted = Object.fromEntries(
+        (JSON.parse(q.get("filters")!).label as string[]).map((kv) => kv.split("=") as [string, string]),
+      );
+      return Response.json(
+        this.find(wanted).map((c) => ({
+          Id: c.id,
+          Names: [`/${c.name}`],
+          Image: "",
+          State: c.state,
+          Status: "",
+          Labels: c.labels,
+          Created: c.created,
+        })),
+      );
+    }
+    if ((m = path.match(/^\/containers\/([^/]+)(\/[a-z]+)?$/))) {
+      const c = this.containers.get(m[1]);
+      if (!c) return notFound(`No such container: ${m[1]}`);
+      return await this.#container(req.method, m[2] ?? "", c);
+    }
+    return Response.json({ message: `fake engine: no route ${req.method} ${path}` }, { status: 500 });
+  }
+
+  #create(name: string, body: Record<string, unknown>): Response {
+    if (!this.images.has(body.Image as string)) return notFound(`No such image: ${body.Image}`);
+    if ([...this.containers.values()].some((c) => c.name === name)) {
+      return Response.json({ message: `Conflict. The container name "/${name}" is already in use` }, {
+        status: 409,
+      });
+    }
+    const mounts = (body.HostConfig as { Mounts?: { Type: string; Source: string }[] }).Mounts ?? [];
+    const c: FakeContainer = {
+      id: this.#id(),
+      name,
+      labels: (body.Labels ?? {}) as Labels,
+      state: "created",
+      created: Math.floor(Date.now() / 1000),
+      body,
+      volumes: mounts.filter((x) => x.Type === "volume").map((x) => x.Source),
+    };
+    this.containers.set(c.id, c);
+    return Response.json({ Id: c.id, Warnings: [] }, { status: 201 });
+  }
+
+  async #container(method: string, action: string, c: FakeContainer): Promise<Response> {
+    if (method === "POST" && action === "/start") {
+      const failure = c.labels["lvmh.kind"] === "worker" ? this.startFailures.shift() : undefined;
+      if (failure) {
+        return Response.json({ message: "OCI runtime create failed: can't get final child's PID" }, {
+          status: failure,
+        });
+      }
+      c.state = "running";
+      return new Response(null, { status: 204 });
+    }
+    if (method === "POST" && action === "/wait") {
+      if (c.labels["lvmh.kind"] === "clone") await this.onClone(c.volumes[0]);
+      c.state = "exited";
+      return Response.json({ StatusCode: this.cloneResult.code, Error: null });
+    }
+    if (method === "GET" && action === "/logs") {
+      return new Response(concat(frame(1, "lvmh: cloning\n"), frame(2, this.cloneResult.stderr)));
+    }
+    if (method === "POST" && action === "/stop") {
+      c.state = "exited";
+      return new Response(null, { status: 204 });
+    }
+    if (method === "PUT" && action === "/archive") return new Response(null, { status: 200 });
+    if (method === "DELETE" && action === "") {
+      this.containers.delete(c.id);
+      return new Response(null, { status: 204 });
+    }
+    return Response.json({ message: `fake engine: no action ${method} ${action}` }, { status: 500 });
+  }
+}
+
+function matches(have: Labels, want: Labels): boolean {
+  return Object.entries(want).every(([k, v]) => have[k] === v);
+}
+
+function notFound(message: string): Response {
+  return Response.json({ message }, { status: 404 });
+}
+
+/** One frame of the engine's multiplexed output format. */
+function frame(stream: 1 | 2, text: string): Uint8Array {
+  const data = new TextEncoder().encode(text);
+  const out = new Uint8Array(8 + data.length);
+  out[0] = stream;
+  new DataView(out.buffer).setUint32(4, data.length);
+  out.set(data, 8);
+  return out;
+}
+
+function concat(a: Uint8Array, b: Uint8Array): Uint8Array<ArrayBuffer> {
+  const out = new Uint8Array(a.length + b.length);
+  out.set(a);
+  out.set(b, a.length);
+  return out;
+}
