@@ -67,7 +67,7 @@ try {
     agent: false,
     repo: null,
     startedAt: 1_700_000_000_000,
-  }, true);
+  });
   let batch: AgentEvent[] = [];
   let seq = 1;
   while (seq <= EVENTS) {

@@ -1,18 +1,22 @@
 /**
  * One plugin connection on `/agent/ws`: the hello handshake, per-frame validation, and handing events to
- * the ingest path. A bad frame gets an error frame and is dropped; the connection and every other
- * session carry on.
+ * the ingest path (approval events to the approvals owner too). A bad frame gets an error frame and is dropped;
+ * the connection and every other session carry on.
  */
 import type { App } from "./app.ts";
 import {
+  type AgentEvent,
+  AgentEvent as AgentEventSchema,
   CloseCode,
   type DaemonFrame,
   type ErrorCode,
+  Feature,
   MAX_FRAME_BYTES,
   parsePluginFrame,
+  parseWith,
   PROTOCOL_VERSION,
 } from "./protocol.ts";
-import type { PluginLink } from "./live_sessions.ts";
+import type { PluginLink } from "./sessions.ts";
 import type { EventOrigin } from "./ingest.ts";
 import type { Principal } from "./auth.ts";
 import { throttle } from "./throttle.ts";
@@ -70,9 +74,21 @@ export function acceptAgentSocket(app: App, socket: WebSocket, principal: Princi
   };
 
   const goOffline = () => {
-    if (sessionId && app.live.detach(sessionId, link)) {
-      app.store.setOnline(sessionId, false);
-      app.onSessionsChanged();
+    if (sessionId) app.sessions.disconnect(sessionId, link);
+  };
+
+  /** One event after hello (alone or out of a batch): checked, then stored. */
+  const accept = (event: AgentEvent) => {
+    if (event.sessionId !== sessionId) {
+      return reject("wrong_session", `this socket belongs to session "${sessionId}"`, event.seq);
+    }
+    if (event.seq === 0) return reject("bad_frame", "events need a seq of 1 or more", event.seq);
+    if (event.type === "approval_request") app.approvals.requested(event);
+    else if (event.type === "approval_resolved") app.approvals.resolved(event);
+    app.ingest.push(event, link);
+    if (event.type === "bye") {
+      app.approvals.sessionEnded(event.sessionId);
+      goOffline();
     }
   };
 
@@ -96,29 +112,33 @@ export function acceptAgentSocket(app: App, socket: WebSocket, principal: Princi
         return reject("bad_frame", "session.id must equal sessionId");
       }
       sessionId = frame.sessionId;
-      app.ingest.flush(); // lastSeq must include anything still queued from an older socket
-      app.store.upsertSession(frame.session, true);
-      app.live.attach(sessionId, link);
+      const { lastSeq, ask } = app.sessions.connect(frame.session, link);
       send({
         v: PROTOCOL_VERSION,
         type: "welcome",
         sessionId,
         seq: 0,
         ts: Date.now(),
-        lastSeq: app.store.lastSeq(sessionId),
+        lastSeq,
+        policy: { ask },
+        features: [Feature.batch],
       });
-      app.onSessionsChanged();
       return;
     }
-    if (sessionId === null) return reject("hello_required", "send hello before any event", frame.seq);
-    if (frame.sessionId !== sessionId) {
-      return reject("wrong_session", `this socket belongs to session "${sessionId}"`, frame.seq);
+    if (frame.type === "ping") {
+      return send({ v: PROTOCOL_VERSION, type: "pong", sessionId: frame.sessionId, seq: 0, ts: Date.now() });
     }
-    if (frame.seq === 0) return reject("bad_frame", "events need a seq of 1 or more", frame.seq);
-    app.ingest.push(frame, link);
-    if (frame.type === "bye") {
-      app.ingest.flush();
-      goOffline();
+    if (sessionId === null) return reject("hello_required", "send hello before any event", frame.seq);
+    if (frame.type !== "batch") return accept(frame);
+    if (frame.sessionId !== sessionId) {
+      return reject("wrong_session", `this socket belongs to session "${sessionId}"`);
+    }
+    // Each event of a batch is validated on its own, as if it came alone: one bad event costs only itself.
+    for (const raw of frame.events) {
+      const event = parseWith(AgentEventSchema, raw);
+      if (event.ok) accept(event.value);
+      else reject("bad_frame", `batch: ${event.message}`, seqOf(raw));
+      if (closed) return;
     }
   };
   socket.onclose = () => {
@@ -127,4 +147,9 @@ export function acceptAgentSocket(app: App, socket: WebSocket, principal: Princi
     goOffline();
   };
   socket.onerror = () => {};
+}
+
+function seqOf(raw: unknown): number | undefined {
+  const seq = (raw as { seq?: unknown } | null)?.seq;
+  return typeof seq === "number" ? seq : undefined;
 }

@@ -14,6 +14,12 @@ export type Principal = { via: "bearer" | "query" | "cookie" } | { via: "agent";
 
 const AGENT_PREFIX = "agent.";
 
+/** Who acted, as approvals and (later) the audit log name them: the bootstrap token is "admin". */
+export function actorName(principal: Principal | null): string {
+  if (!principal) return "anonymous";
+  return principal.via === "agent" ? `agent:${principal.sessionId}` : "admin";
+}
+
 const encoder = new TextEncoder();
 
 async function sha256(text: string): Promise<Uint8Array> {

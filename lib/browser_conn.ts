@@ -23,8 +23,9 @@ export function acceptBrowserSocket(app: App, socket: WebSocket): void {
 
   socket.onopen = () => {
     app.hub.join(sub);
-    sendFrame({ type: "session_list", sessions: app.store.listSessions() });
+    sendFrame({ type: "session_list", sessions: app.sessions.list() });
     sendFrame({ type: "spawn_status", jobs: app.spawner.jobs() });
+    sendFrame(app.approvals.frame());
   };
   socket.onmessage = (e: MessageEvent) => {
     if (typeof e.data !== "string" || tooBig(e.data, MAX_FRAME_BYTES)) {
@@ -34,6 +35,8 @@ export function acceptBrowserSocket(app: App, socket: WebSocket): void {
     if (!parsed.ok) return sendFrame({ type: "error", message: parsed.message });
     const frame = parsed.value;
     if (frame.type === "unsubscribe") return app.hub.unsubscribe(sub, frame.sessionId);
+    if (frame.type === "list") return sendFrame({ type: "session_list", sessions: app.sessions.list() });
+    if (frame.type === "ping") return sendFrame({ type: "pong" });
     try {
       // Read the catch-up and subscribe in the same synchronous turn: no commit can slip in between.
       if (frame.after !== undefined) catchUp(app, sub, frame.sessionId, frame.after);

@@ -4,11 +4,27 @@
 import { z } from "zod";
 import { join } from "node:path";
 import { generateToken } from "./auth.ts";
+import { type AskSet, ToolName } from "./protocol.ts";
 
 /** A configuration value that cannot be used; the message names the variable. */
 export class ConfigError extends Error {
   override name = "ConfigError";
 }
+
+/** `all`, `none`, or a comma list of tool names (`bash,edit,write`). */
+const AskEnv = z.string().transform((v, ctx): AskSet => {
+  const text = v.trim().toLowerCase();
+  if (text === "all") return "all";
+  if (text === "none") return [];
+  const names = text.split(",").map((t) => t.trim()).filter(Boolean);
+  for (const name of names) {
+    if (!ToolName.safeParse(name).success) {
+      ctx.addIssue({ code: "custom", message: `"${name}" is not a tool name (use all, none or a,b,c)` });
+      return z.NEVER;
+    }
+  }
+  return [...new Set(names)];
+});
 
 const Env = z.object({
   LVMH_TOKEN: z.string().min(16, "must be at least 16 characters").regex(
@@ -21,7 +37,6 @@ const Env = z.object({
   ),
   LVMH_PORT: z.coerce.number().int().min(0).max(65535).default(8686),
   LVMH_DATA_DIR: z.string().min(1).default("./data"),
-  LVMH_PUBLIC_URL: z.url().optional(),
   LVMH_CONTAINER_DOCKER_SOCK: z.string().startsWith("/", "must be an absolute path").default(
     "/var/run/docker.sock",
   ),
@@ -47,6 +62,8 @@ const Env = z.object({
   LVMH_WORKER_URL: z.string().regex(/^wss?:\/\//, "must be a ws:// or wss:// URL").optional(),
   LVMH_MODELS_JSON: z.string().startsWith("/", "must be an absolute path").optional(),
   ZAI_RENAUD_API_KEY: z.string().optional(),
+  LVMH_ASK: AskEnv.optional(),
+  LVMH_SPAWN_ASK: AskEnv.default(["bash", "edit", "write"]),
 });
 
 export interface Config {
@@ -70,6 +87,10 @@ export interface Config {
   workerUrl: string | null;
   modelsJson: string | null;
   providerKey: string | null;
+  /** Tools that wait for approval in local sessions without an ask set of their own (`LVMH_ASK`). */
+  localAsk: AskSet;
+  /** The ask set of spawned sessions unless the spawn names one (`LVMH_SPAWN_ASK`). */
+  spawnAsk: AskSet;
 }
 
 /**
@@ -120,6 +141,8 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
     workerUrl: e.LVMH_WORKER_URL ?? null,
     modelsJson: e.LVMH_MODELS_JSON ?? null,
     providerKey: e.ZAI_RENAUD_API_KEY ?? null,
+    localAsk: e.LVMH_ASK ?? [],
+    spawnAsk: e.LVMH_SPAWN_ASK,
   };
 }
 

@@ -1,5 +1,5 @@
 /**
- * Assemble the daemon from its parts: store, ingest, hub, live sessions, spawner, GitLab, routes.
+ * Assemble the daemon from its parts: store, ingest, hub, session registry, approvals, spawner, GitLab, routes.
  * `main.ts` serves what this returns; tests can build one in-process the same way.
  */
 import type { App, AppCore } from "./app.ts";
@@ -7,16 +7,15 @@ import type { Config } from "./config.ts";
 import { Store } from "./store.ts";
 import { Hub } from "./hub.ts";
 import { Ingest } from "./ingest.ts";
-import { LiveSessions } from "./live_sessions.ts";
+import { Sessions } from "./sessions.ts";
+import { Approvals } from "./approvals.ts";
+import { ApprovalStore } from "./approval_store.ts";
 import { createRouter, type RouteDef } from "./router.ts";
-import { throttle } from "./throttle.ts";
 import { CloseCode } from "./protocol.ts";
 import type { Spawner } from "./spawner.ts";
 import type { Gitlab } from "./gitlab.ts";
 import { pruneSessions } from "./session_removal.ts";
 
-/** How often, at most, browsers get a fresh session list while sessions are busy. */
-const SESSION_LIST_INTERVAL_MS = 100;
 /** How often sessions past the retention period are looked for (also once at start). */
 const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 
@@ -40,18 +39,19 @@ export interface DaemonParts {
 export function createDaemon(config: Config, routes: RouteDef[], parts: DaemonParts): Daemon {
   const store = new Store(config.dbPath);
   const hub = new Hub();
-  const notify = throttle(
-    () => hub.broadcast({ type: "session_list", sessions: store.listSessions() }),
-    SESSION_LIST_INTERVAL_MS,
-  );
-  const core: AppCore = {
-    config,
-    store,
-    hub,
-    ingest: new Ingest(store, hub, notify),
-    live: new LiveSessions((id) => store.getSession(id) !== null),
-    onSessionsChanged: notify,
-  };
+  // Ingest tells the registry which sessions a commit changed; the registry reads committed seqs from ingest.
+  let sessions: Sessions | undefined;
+  const ingest = new Ingest(store, hub, (commits) => {
+    for (const c of commits) sessions!.touch(c.sessionId);
+  });
+  sessions = new Sessions(store, ingest, hub, { defaultAsk: config.localAsk, spawnAsk: config.spawnAsk });
+  const approvals = new Approvals(new ApprovalStore(store.db), {
+    trySend: (id, command) => sessions.trySend(id, command),
+    touch: (id) => sessions.touch(id),
+    broadcast: (frame) => hub.broadcast(frame),
+  });
+  sessions.setWaiting((id) => approvals.waiting(id));
+  const core: AppCore = { config, store, hub, ingest, sessions, approvals };
   const gitlab = parts.gitlab(core);
   const app: App = { ...core, gitlab, spawner: parts.spawner(core, gitlab) };
 
@@ -82,10 +82,9 @@ export function createDaemon(config: Config, routes: RouteDef[], parts: DaemonPa
       if (stopped) return;
       stopped = true;
       clearInterval(pruneTimer);
-      notify.cancel();
       app.ingest.flush();
       await app.spawner.shutdown();
-      app.live.closeAll(CloseCode.goingAway, "daemon shutting down");
+      app.sessions.closeAll(CloseCode.goingAway, "daemon shutting down");
       hub.closeAll(CloseCode.goingAway, "daemon shutting down");
       store.close();
     },

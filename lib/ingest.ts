@@ -31,7 +31,6 @@ const MIN_COMMIT_INTERVAL_MS = 2;
 export class Ingest {
   #queue: Pending[] = [];
   #pendingSessions = new Set<string>();
-  #lastSeq = new Map<string, number>();
   #timer: ReturnType<typeof setTimeout> | undefined;
   #lastFlush = 0;
 
@@ -48,7 +47,7 @@ export class Ingest {
   push(event: AgentEvent, origin: EventOrigin): void {
     if (isEphemeral(event.type) && !this.#pendingSessions.has(event.sessionId)) {
       // Nothing of this session waits for the disk, so the delta can go out now, in order.
-      this.hub.publishEvents(event.sessionId, this.#after(event.sessionId), [{
+      this.hub.publishEvents(event.sessionId, this.store.lastSeq(event.sessionId), [{
         seq: event.seq,
         json: encodeEvent(event),
       }]);
@@ -78,9 +77,13 @@ export class Ingest {
     if (commits.length) this.onCommitted(commits);
   }
 
-  /** Forget what is known of a deleted session (call after `flush()`, with the session offline). */
-  forget(sessionId: string): void {
-    this.#lastSeq.delete(sessionId);
+  /**
+   * The highest committed seq of a session, after committing whatever of it is still queued (a `welcome` must
+   * count events an older socket sent just before it closed).
+   */
+  committedSeq(sessionId: string): number {
+    if (this.#pendingSessions.has(sessionId)) this.flush();
+    return this.store.lastSeq(sessionId);
   }
 
   /** Store a batch; if it fails as a whole, retry each session alone so one bad session cannot sink others. */
@@ -117,16 +120,13 @@ export class Ingest {
       ephemeral.set(event.sessionId, list);
     }
     const after = new Map(commits.map((c) => [c.sessionId, c.after]));
-    for (const c of commits) {
-      this.#lastSeq.set(c.sessionId, c.lastSeq);
-      origins.get(c.sessionId)?.ack(c.lastSeq);
-    }
+    for (const c of commits) origins.get(c.sessionId)?.ack(c.lastSeq);
     for (const sessionId of origins.keys()) {
       const events = [
         ...commits.find((c) => c.sessionId === sessionId)?.inserted ?? [],
         ...ephemeral.get(sessionId) ?? [],
       ].sort((a, b) => a.seq - b.seq);
-      const from = after.get(sessionId) ?? this.#after(sessionId);
+      const from = after.get(sessionId) ?? this.store.lastSeq(sessionId);
       this.hub.publishEvents(sessionId, from, events);
     }
     return commits.filter((c) => c.inserted.length > 0);
@@ -135,11 +135,5 @@ export class Ingest {
   #fail(batch: Pending[]): void {
     const error = new Error("Cannot store events: the database write failed");
     for (const origin of new Set(batch.map((p) => p.origin))) origin.fail(error);
-  }
-
-  #after(sessionId: string): number {
-    let seq = this.#lastSeq.get(sessionId);
-    if (seq === undefined) this.#lastSeq.set(sessionId, seq = this.store.lastSeq(sessionId));
-    return seq;
   }
 }

@@ -38,6 +38,12 @@ export const SessionInfo = z.looseObject({
 });
 export type SessionInfo = z.infer<typeof SessionInfo>;
 
+/** A tool name as pi reports it (`bash`, `edit`, an extension's tool). */
+export const ToolName = z.string().regex(/^[A-Za-z0-9_.:-]{1,64}$/, "not a valid tool name");
+/** The tools whose calls wait for a person: a list (empty = none) or every tool. */
+export const AskSet = z.union([z.literal("all"), z.array(ToolName).max(200)]);
+export type AskSet = z.infer<typeof AskSet>;
+
 /** The message shape carried by `message_end`. */
 export const Message = z.looseObject({
   role: z.enum(["user", "assistant", "toolResult", "system"]),
@@ -106,6 +112,32 @@ export const BufferOverflowEvent = event("buffer_overflow", {
   lastDroppedSeq: z.number().int().nonnegative().optional(),
 });
 
+/** The plugin waits for a person before running a tool call in the session's ask set. */
+export const ApprovalRequestEvent = event("approval_request", {
+  approvalId: z.string().min(1).max(100),
+  toolCallId: z.string().max(200),
+  toolName: z.string().max(200),
+  args: z.unknown(),
+});
+export const ApprovalDecision = z.enum(["approve", "reject"]);
+export type ApprovalDecision = z.infer<typeof ApprovalDecision>;
+/** Where the answer the plugin applied came from. */
+export const ApprovalSource = z.enum(["web", "terminal", "abort", "timeout"]);
+export type ApprovalSource = z.infer<typeof ApprovalSource>;
+/** The plugin applied an answer (or gave up waiting): the tool ran or was blocked. */
+export const ApprovalResolvedEvent = event("approval_resolved", {
+  approvalId: z.string().min(1).max(100),
+  decision: ApprovalDecision,
+  by: z.string().max(200),
+  source: ApprovalSource,
+});
+/** The plugin's answer to a daemon command that carried a `commandId`. */
+export const CommandResultEvent = event("command_result", {
+  commandId: z.string().min(1).max(100),
+  ok: z.boolean(),
+  error: z.string().max(2000).optional(),
+});
+
 /** Every event a plugin may send after `hello`. */
 export const AgentEvent = z.discriminatedUnion("type", [
   MessageStartEvent,
@@ -120,11 +152,30 @@ export const AgentEvent = z.discriminatedUnion("type", [
   SessionInfoEvent,
   ByeEvent,
   BufferOverflowEvent,
+  ApprovalRequestEvent,
+  ApprovalResolvedEvent,
+  CommandResultEvent,
 ]);
 export type AgentEvent = z.infer<typeof AgentEvent>;
 export type AgentEventType = AgentEvent["type"];
 
-export const PluginFrame = z.discriminatedUnion("type", [HelloFrame, ...AgentEvent.options]);
+/** Application heartbeat: the daemon answers `pong` (WebSocket pings are the daemon's own dead-peer check). */
+export const PingFrame = event("ping", { seq: z.literal(0) });
+/** Most events one `batch` frame may carry. */
+export const MAX_BATCH_EVENTS = 5000;
+/** Optional feature `batch`: many events in one frame, each validated on its own, answered by one ack. */
+export const BatchFrame = event("batch", {
+  seq: z.literal(0),
+  events: z.array(z.unknown()).min(1).max(MAX_BATCH_EVENTS),
+});
+export type BatchFrame = z.infer<typeof BatchFrame>;
+
+export const PluginFrame = z.discriminatedUnion("type", [
+  HelloFrame,
+  PingFrame,
+  BatchFrame,
+  ...AgentEvent.options,
+]);
 export type PluginFrame = z.infer<typeof PluginFrame>;
 export type HelloFrame = z.infer<typeof HelloFrame>;
 
@@ -146,6 +197,10 @@ export const WelcomeFrame = z.object({
   ...daemonEnvelope,
   type: z.literal("welcome"),
   lastSeq: z.number().int().nonnegative(),
+  /** The daemon's ask set for this session; absent from older daemons (no asking). */
+  policy: z.object({ ask: AskSet }).optional(),
+  /** Optional features of version 1 this daemon supports (`batch`). */
+  features: z.array(z.string()).optional(),
 });
 export const AckFrame = z.object({ ...daemonEnvelope, type: z.literal("ack"), lastSeq: z.number().int() });
 export const DeliverAs = z.enum(["steer", "followUp"]);
@@ -156,8 +211,26 @@ export const PromptFrame = z.object({
   promptId: z.string(),
   message: z.string(),
   deliverAs: DeliverAs,
+  /** Answered by a `command_result` event (plugins that predate it never answer). */
+  commandId: z.string().optional(),
 });
-export const AbortFrame = z.object({ ...daemonEnvelope, type: z.literal("abort") });
+export const AbortFrame = z.object({
+  ...daemonEnvelope,
+  type: z.literal("abort"),
+  commandId: z.string().optional(),
+});
+/** The session's ask set changed; replaces the one from `welcome`. */
+export const PolicyFrame = z.object({ ...daemonEnvelope, type: z.literal("policy"), ask: AskSet });
+/** A person answered an `approval_request`; sent again whenever the plugin re-sends the request. */
+export const ApprovalDecisionFrame = z.object({
+  ...daemonEnvelope,
+  type: z.literal("approval_decision"),
+  approvalId: z.string(),
+  decision: ApprovalDecision,
+  reason: z.string().optional(),
+  by: z.string(),
+});
+export const PongFrame = z.object({ ...daemonEnvelope, type: z.literal("pong") });
 export const ErrorCode = z.enum(["bad_json", "bad_version", "bad_frame", "hello_required", "wrong_session"]);
 export type ErrorCode = z.infer<typeof ErrorCode>;
 export const ErrorFrame = z.object({
@@ -172,6 +245,9 @@ export const DaemonFrame = z.discriminatedUnion("type", [
   AckFrame,
   PromptFrame,
   AbortFrame,
+  PolicyFrame,
+  ApprovalDecisionFrame,
+  PongFrame,
   ErrorFrame,
 ]);
 export type DaemonFrame = z.infer<typeof DaemonFrame>;
@@ -193,13 +269,47 @@ export const EventsQuery = z.object({
 });
 export type EventsQuery = z.infer<typeof EventsQuery>;
 
-/** A session as `GET /api/sessions` and `session_list` report it. */
-export interface SessionSummary extends SessionInfo {
-  online: boolean;
+/** A session as the store keeps it: the last snapshot plus what the event log says. */
+export interface SessionRecord extends SessionInfo {
   /** "running" between agent_start and agent_end; "idle" otherwise. */
   state: "running" | "idle";
   lastSeq: number;
   lastEventAt: number | null;
+}
+
+/** A session as `GET /api/sessions`, `session_list` and `session_update` report it. */
+export interface SessionSummary extends SessionRecord {
+  online: boolean;
+  /** The tools whose calls wait for a person in this session. */
+  ask: AskSet;
+  /** How many approvals of this session are pending. */
+  waiting: number;
+}
+
+export const PolicyBody = z.object({ ask: AskSet });
+export const DecisionBody = z.object({
+  decision: ApprovalDecision,
+  reason: z.string().trim().max(2000).optional(),
+});
+export type DecisionBody = z.infer<typeof DecisionBody>;
+export const ApprovalState = z.enum(["pending", "approved", "rejected", "cancelled", "expired"]);
+export type ApprovalState = z.infer<typeof ApprovalState>;
+export const ApprovalsQuery = z.object({ state: ApprovalState.optional() });
+
+/** One tool call waiting for (or answered by) a person, as the REST API and `approvals` frames report it. */
+export interface Approval {
+  id: string;
+  sessionId: string;
+  toolCallId: string;
+  toolName: string;
+  args: unknown;
+  state: ApprovalState;
+  createdAt: number;
+  decidedBy: string | null;
+  decidedAt: number | null;
+  reason: string | null;
+  /** When the plugin reported the answer applied (`approval_resolved`): "delivered to the agent". */
+  appliedAt: number | null;
 }
 
 /** A persisted (or live) event as the REST API and `/ws` deliver it: envelope plus payload. */
@@ -225,12 +335,6 @@ export const BranchName = z.string()
   .refine((s) => !s.includes("..") && !s.includes("//") && !s.endsWith("/") && !s.endsWith(".lock"), {
     message: "branch is not a valid git ref name",
   });
-/** A tool name as pi reports it (`bash`, `edit`, an extension's tool). */
-export const ToolName = z.string().regex(/^[A-Za-z0-9_.:-]{1,64}$/, "not a valid tool name");
-/** The tools whose calls wait for a person: a list (empty = none) or every tool. */
-export const AskSet = z.union([z.literal("all"), z.array(ToolName).max(200)]);
-export type AskSet = z.infer<typeof AskSet>;
-
 export const SpawnBody = z.object({ repo: RepoPath, branch: BranchName.optional(), ask: AskSet.optional() });
 export type SpawnBody = z.infer<typeof SpawnBody>;
 export const GitlabConnectBody = z.object({
@@ -267,12 +371,25 @@ export const SubscribeFrame = z.object({
   after: seqParam.optional(),
 });
 export const UnsubscribeFrame = z.object({ type: z.literal("unsubscribe"), sessionId: SessionId });
-export const BrowserFrame = z.discriminatedUnion("type", [SubscribeFrame, UnsubscribeFrame]);
+/** Ask for the whole session list again (answered by `session_list`). */
+export const ListFrame = z.object({ type: z.literal("list") });
+/** Application heartbeat, answered by `pong`. */
+export const BrowserPingFrame = z.object({ type: z.literal("ping") });
+export const BrowserFrame = z.discriminatedUnion("type", [
+  SubscribeFrame,
+  UnsubscribeFrame,
+  ListFrame,
+  BrowserPingFrame,
+]);
 export type BrowserFrame = z.infer<typeof BrowserFrame>;
 
 /** Frames the daemon sends to browsers; plain types, since the daemon only writes them. */
 export type ServerFrame =
   | { type: "session_list"; sessions: SessionSummary[] }
+  /** Rows that changed since the last list or update (coalesced per tick), and ids that were deleted. */
+  | { type: "session_update"; sessions: SessionSummary[]; removed: string[] }
+  | { type: "approvals"; pending: Approval[] }
+  | { type: "pong" }
   | { type: "events"; sessionId: string; after: number; events: StoredEvent[] }
   | { type: "spawn_status"; jobs: SpawnJob[] }
   | { type: "error"; message: string };
@@ -341,5 +458,13 @@ export const MESSAGE_TYPES = {
   pluginToDaemon: PluginFrame.options.map((o) => o.shape.type.value),
   daemonToPlugin: DaemonFrame.options.map((o) => o.shape.type.value),
   browserToDaemon: BrowserFrame.options.map((o) => o.shape.type.value),
-  daemonToBrowser: ["session_list", "events", "spawn_status", "error"] satisfies ServerFrameType[],
+  daemonToBrowser: [
+    "session_list",
+    "session_update",
+    "events",
+    "spawn_status",
+    "approvals",
+    "pong",
+    "error",
+  ] satisfies ServerFrameType[],
 };

@@ -4,21 +4,18 @@
  */
 import type { AppCore } from "./app.ts";
 
-export type Removal = "deleted" | "online" | "missing";
 /** What removing a session touches. */
-type Parts = Pick<AppCore, "store" | "ingest" | "live" | "onSessionsChanged">;
+type Parts = Pick<AppCore, "sessions" | "approvals">;
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
-/** Delete an offline session and its events; an online one is left alone. */
-export function deleteSession(app: Parts, id: string): Removal {
-  // A live plugin would only bring the session back, with a history that no longer starts at seq 1.
-  if (app.live.isOnline(id)) return "online";
-  app.ingest.flush(); // nothing of it may still wait for the disk
-  if (!app.store.deleteSession(id)) return "missing";
-  app.ingest.forget(id);
-  app.onSessionsChanged();
-  return "deleted";
+/**
+ * Delete an offline session, its events and its approvals.
+ * @throws {ConflictError} while it is online; {NotFoundError} when unknown.
+ */
+export function deleteSession(app: Parts, id: string): void {
+  app.sessions.remove(id);
+  app.approvals.sessionDeleted(id);
 }
 
 /**
@@ -27,8 +24,7 @@ export function deleteSession(app: Parts, id: string): Removal {
  */
 export function pruneSessions(app: Parts, days: number, now = Date.now()): string[] {
   const cutoff = now - days * DAY_MS;
-  return app.store.listSessions()
-    .filter((s) => !s.online && (s.lastEventAt ?? s.startedAt) < cutoff)
-    .map((s) => s.id)
-    .filter((id) => deleteSession(app, id) === "deleted");
+  const old = app.sessions.list().filter((s) => !s.online && (s.lastEventAt ?? s.startedAt) < cutoff);
+  for (const s of old) deleteSession(app, s.id);
+  return old.map((s) => s.id);
 }

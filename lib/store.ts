@@ -3,7 +3,8 @@
  * settings. This is the only module that runs SQL.
  */
 import { DatabaseSync, type StatementSync } from "node:sqlite";
-import type { AgentEvent, SessionInfo, SessionSummary, StoredEvent } from "./protocol.ts";
+import type { AgentEvent, AskSet, SessionInfo, SessionRecord, StoredEvent } from "./protocol.ts";
+import { PROTOCOL_VERSION } from "./wire.ts";
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS events(
@@ -14,6 +15,8 @@ CREATE TABLE IF NOT EXISTS sessions(
   online INTEGER DEFAULT 0, state TEXT NOT NULL DEFAULT 'idle');
 CREATE TABLE IF NOT EXISTS settings(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 `;
+/** Columns added after the first release, with their definitions (added to older files at open). */
+const ADDED_SESSION_COLUMNS: Record<string, string> = { ask: "TEXT" };
 
 /** What one committed batch changed for one session. */
 export interface SessionCommit {
@@ -54,13 +57,14 @@ interface SessionRow {
   info: string;
   lastSeq: number;
   lastEventAt: number | null;
-  online: number;
   state: string;
+  /** The session's own ask set as JSON, or null for the daemon's default. */
+  ask: string | null;
 }
 
 const ENVELOPE_KEYS = new Set(["v", "sessionId", "seq", "ts", "type"]);
 
-/** Encode an event as browsers and the REST API see it: envelope (without `v`) plus payload. */
+/** Encode an event as browsers and the REST API see it: the whole envelope plus payload. */
 export function encodeEvent(event: AgentEvent): string {
   const ts = Math.trunc(event.ts);
   return eventJson({
@@ -81,9 +85,9 @@ function payloadOf(event: AgentEvent): string {
 
 /** Rebuild the envelope+payload JSON of a row without parsing the payload. */
 export function eventJson(row: EventRow): string {
-  const head = `{"sessionId":${JSON.stringify(row.sessionId)},"seq":${row.seq},"ts":${row.ts},"type":${
-    JSON.stringify(row.type)
-  }`;
+  const head = `{"v":${PROTOCOL_VERSION},"sessionId":${
+    JSON.stringify(row.sessionId)
+  },"seq":${row.seq},"ts":${row.ts},"type":${JSON.stringify(row.type)}`;
   return row.payload === "{}" ? head + "}" : head + "," + row.payload.slice(1);
 }
 
@@ -94,7 +98,8 @@ function stateAfter(type: string, current: string): string {
 }
 
 /**
- * The event log and session table over one SQLite file. Session rows are also kept in memory: this store is
+ * The event log and session table over one SQLite file (whether a session is online is the session
+ * registry's business, not the file's). Session rows are also kept in memory: this store is
  * the file's only writer, so the cache is exact, and a batch then costs its INSERTs plus a row update only
  * when a snapshot or running state changed. `lastSeq` and `lastEventAt` follow the event log, which is the
  * truth: they are written with other row changes and at close, and recomputed from the log at open.
@@ -115,12 +120,18 @@ export class Store {
     this.#db = new DatabaseSync(path);
     this.#db.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=5000;");
     this.#db.exec(SCHEMA);
+    const have = new Set(
+      (this.#db.prepare("PRAGMA table_info(sessions)").all() as { name: string }[]).map((c) => c.name),
+    );
+    for (const [name, type] of Object.entries(ADDED_SESSION_COLUMNS)) {
+      if (!have.has(name)) this.#db.exec(`ALTER TABLE sessions ADD COLUMN ${name} ${type}`);
+    }
+    // `online` is a column of the first release, no longer written: a session is online while its socket is.
     this.#db.exec(`UPDATE sessions SET online = 0, state = 'idle',
       lastSeq = COALESCE((SELECT max(seq) FROM events WHERE events.sessionId = sessions.id), 0),
       lastEventAt = (SELECT ts FROM events WHERE events.sessionId = sessions.id ORDER BY seq DESC LIMIT 1)`);
-    for (const row of this.#db.prepare("SELECT * FROM sessions").all() as unknown as SessionRow[]) {
-      this.#sessions.set(row.id, { ...row });
-    }
+    const rows = this.#db.prepare("SELECT id, info, lastSeq, lastEventAt, state, ask FROM sessions").all();
+    for (const row of rows as unknown as SessionRow[]) this.#sessions.set(row.id, { ...row });
     this.#insertEvent = this.#db.prepare(
       "INSERT OR IGNORE INTO events(sessionId, seq, ts, type, payload) VALUES (?, ?, ?, ?, ?)",
     );
@@ -131,21 +142,29 @@ export class Store {
       "SELECT sessionId, seq, ts, type, payload FROM events WHERE sessionId = ? AND seq < ? ORDER BY seq DESC LIMIT ?",
     );
     this.#updateSession = this.#db.prepare(
-      "UPDATE sessions SET info = ?, lastSeq = ?, lastEventAt = ?, online = ?, state = ? WHERE id = ?",
+      "UPDATE sessions SET info = ?, lastSeq = ?, lastEventAt = ?, state = ?, ask = ? WHERE id = ?",
     );
+  }
+
+  /** The database handle, for the other tables' stores (approvals) that share this file. */
+  get db(): DatabaseSync {
+    return this.#db;
   }
 
   /**
    * Insert a session or replace its snapshot, keeping its event log and lastSeq.
-   * @param online the new online flag; left unchanged when undefined.
+   * @param options.keepSnapshot leave an existing session's snapshot alone (insert only when unknown).
+   * @param options.ask a new ask set for the session (`undefined` leaves it unchanged).
    */
-  upsertSession(info: SessionInfo, online?: boolean): void {
+  upsertSession(info: SessionInfo, options: { keepSnapshot?: boolean; ask?: AskSet } = {}): void {
     const row = this.#sessions.get(info.id);
+    const ask = options.ask === undefined ? undefined : JSON.stringify(options.ask);
     if (row) {
+      if (options.keepSnapshot && ask === undefined) return;
       this.#write({
         ...row,
-        info: JSON.stringify(info),
-        online: online === undefined ? row.online : online ? 1 : 0,
+        info: options.keepSnapshot ? row.info : JSON.stringify(info),
+        ask: ask === undefined ? row.ask : ask,
       });
       return;
     }
@@ -154,25 +173,31 @@ export class Store {
       info: JSON.stringify(info),
       lastSeq: 0,
       lastEventAt: null,
-      online: online ? 1 : 0,
+      ask: ask ?? null,
     };
-    this.#db.prepare("INSERT INTO sessions(id, info, online) VALUES (?, ?, ?)").run(
+    this.#db.prepare("INSERT INTO sessions(id, info, ask) VALUES (?, ?, ?)").run(
       fresh.id,
       fresh.info,
-      fresh.online,
+      fresh.ask,
     );
     this.#sessions.set(info.id, { ...fresh, state: "idle" });
   }
 
-  /** Mark a session online or offline; a session going offline is no longer running. */
-  setOnline(id: string, online: boolean): void {
+  /** A session's own ask set, or null when it follows the daemon's default (or is unknown). */
+  askOf(id: string): AskSet | null {
+    const ask = this.#sessions.get(id)?.ask;
+    return ask ? JSON.parse(ask) as AskSet : null;
+  }
+
+  /** Mark a session no longer running (its plugin went away mid-run). */
+  setIdle(id: string): void {
     const row = this.#sessions.get(id);
-    if (row) this.#write({ ...row, online: online ? 1 : 0, state: online ? row.state : "idle" });
+    if (row && row.state !== "idle") this.#write({ ...row, state: "idle" });
   }
 
   /** Write a session row to the file, then to the cache. */
   #write(row: SessionRow): void {
-    this.#updateSession.run(row.info, row.lastSeq, row.lastEventAt, row.online, row.state, row.id);
+    this.#updateSession.run(row.info, row.lastSeq, row.lastEventAt, row.state, row.ask, row.id);
     this.#sessions.set(row.id, row);
   }
 
@@ -217,7 +242,7 @@ export class Store {
       }
       for (const { commit, row } of commits.values()) {
         if (commit.infoChanged) {
-          this.#updateSession.run(row.info, row.lastSeq, row.lastEventAt, row.online, row.state, row.id);
+          this.#updateSession.run(row.info, row.lastSeq, row.lastEventAt, row.state, row.ask, row.id);
         }
       }
       this.#db.exec("COMMIT");
@@ -256,13 +281,13 @@ export class Store {
   }
 
   /** One session, or null. */
-  getSession(id: string): SessionSummary | null {
+  getSession(id: string): SessionRecord | null {
     const row = this.#sessions.get(id);
     return row ? summary(row) : null;
   }
 
   /** Every session, most recent activity first. */
-  listSessions(): SessionSummary[] {
+  listSessions(): SessionRecord[] {
     return [...this.#sessions.values()]
       .sort((a, b) => (b.lastEventAt ?? 0) - (a.lastEventAt ?? 0) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
       .map(summary);
@@ -324,11 +349,10 @@ export class Store {
   }
 }
 
-function summary(row: SessionRow): SessionSummary {
+function summary(row: SessionRow): SessionRecord {
   return {
     ...(JSON.parse(row.info) as SessionInfo),
     id: row.id,
-    online: row.online === 1,
     state: row.state === "running" ? "running" : "idle",
     lastSeq: row.lastSeq,
     lastEventAt: row.lastEventAt,

@@ -28,7 +28,7 @@ async function withStore(fn: (store: Store, path: string) => void | Promise<void
 
 Deno.test("store.appendBatch() ignores a replayed seq and reports only new rows", () =>
   withStore((store) => {
-    store.upsertSession(info("a"), true);
+    store.upsertSession(info("a"));
     const first = store.appendBatch([ev("a", 1), ev("a", 2, "agent_end", { usage: {} })]);
     assert.equal(first[0].after, 0);
     assert.equal(first[0].lastSeq, 2);
@@ -51,6 +51,7 @@ Deno.test("store.appendBatch() keeps unknown payload fields and rebuilds the env
     ]);
     const [e] = store.events("a", { after: 0, limit: 1 });
     assert.deepEqual(e, {
+      v: 1,
       sessionId: "a",
       seq: 1,
       ts: 1001,
@@ -60,7 +61,6 @@ Deno.test("store.appendBatch() keeps unknown payload fields and rebuilds the env
       args: { x: 1 },
       extra: "kept",
     });
-    assert.equal("v" in e, false);
   }));
 
 Deno.test("store.appendBatch() rolls back the whole batch on failure", () =>
@@ -73,14 +73,14 @@ Deno.test("store.appendBatch() rolls back the whole batch on failure", () =>
 
 Deno.test("store tracks running state, session_info and lastEventAt", () =>
   withStore((store) => {
-    store.upsertSession(info("a"), true);
+    store.upsertSession(info("a"));
     store.appendBatch([ev("a", 1, "agent_start")]);
     assert.equal(store.getSession("a")!.state, "running");
     store.appendBatch([ev("a", 2, "session_info", { session: { ...info("a"), name: "new name" } })]);
     const s = store.getSession("a")!;
     assert.equal(s.name, "new name");
     assert.equal(s.lastEventAt, 1002);
-    store.setOnline("a", false);
+    store.setIdle("a");
     assert.equal(store.getSession("a")!.state, "idle", "an offline session is not running");
   }));
 
@@ -93,16 +93,18 @@ Deno.test("store pages events with after, before and limit", () =>
     assert.deepEqual(store.events("a", { after: 48, limit: 10 }).map((e) => e.seq), [49, 50]);
   }));
 
-Deno.test("store reopens with every session offline and its data intact", async () => {
+Deno.test("store reopens with every session idle and its data intact", async () => {
   await withStore((store, path) => {
-    store.upsertSession(info("a"), true);
+    store.upsertSession(info("a"));
     store.appendBatch([ev("a", 1)]);
+    store.upsertSession(info("a"), { keepSnapshot: true, ask: ["bash"] });
     store.setSetting("k", "v");
     store.close();
     const again = new Store(path);
     try {
-      assert.equal(again.getSession("a")!.online, false);
+      assert.equal(again.getSession("a")!.state, "idle");
       assert.equal(again.lastSeq("a"), 1);
+      assert.deepEqual(again.askOf("a"), ["bash"], "a session's ask set survives a restart");
       assert.equal(again.getSetting("k"), "v");
       again.deleteSetting("k");
       assert.equal(again.getSetting("k"), null);
@@ -122,8 +124,8 @@ Deno.test("store.listSessions() sorts by last activity", () =>
 
 Deno.test("store.deleteSession() removes the session and its events, and nothing of others", () =>
   withStore((store) => {
-    store.upsertSession(info("a"), false);
-    store.upsertSession(info("b"), false);
+    store.upsertSession(info("a"));
+    store.upsertSession(info("b"));
     store.appendBatch([ev("a", 1), ev("a", 2), ev("b", 1)]);
     assert.equal(store.deleteSession("a"), true);
     assert.equal(store.getSession("a"), null);

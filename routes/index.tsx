@@ -1,28 +1,25 @@
 /** `/`: the sessions page (sign-in form without credentials). */
 import type { Ctx } from "../lib/router.ts";
-import { Island, optionalIsland, renderPage } from "../lib/render.tsx";
+import { Island, renderPage } from "../lib/render.tsx";
 import { signInPage } from "../components/SignInPage.tsx";
 import { TopBar } from "../components/TopBar.tsx";
 import SessionList from "../islands/SessionList.tsx";
+import SpawnPanel from "../islands/SpawnPanel.tsx";
 
 export const handler = {
-  async GET(ctx: Ctx): Promise<Response> {
+  GET(ctx: Ctx): Response {
     if (!ctx.principal) return signInPage(ctx.url.searchParams.get("signin") === "failed");
-    const sessions = ctx.app.store.listSessions();
-    // The spawn panel (issue 5) lives in its own island file; the page shows it once that file exists.
-    const SpawnPanel = await optionalIsland<Record<string, never>>("SpawnPanel");
+    const sessions = ctx.app.sessions.list();
     return renderPage(
       <>
         <TopBar>
           <span aria-current="page">Sessions</span>
         </TopBar>
-        <div class={`sessions-layout ${SpawnPanel ? "with-spawn" : ""}`}>
+        <div class="sessions-layout with-spawn">
           <Island name="SessionList" component={SessionList} props={{ sessions, now: Date.now() }} />
-          {SpawnPanel && (
-            <aside class="spawn-slot" aria-label="Start a session">
-              <Island name="SpawnPanel" component={SpawnPanel} props={{}} />
-            </aside>
-          )}
+          <aside class="spawn-slot" aria-label="Start a session">
+            <Island name="SpawnPanel" component={SpawnPanel} props={{}} />
+          </aside>
         </div>
       </>,
       { title: "Sessions · lvmh", bodyClass: "page-sessions" },

@@ -5,9 +5,8 @@ import { signInPage } from "../../components/SignInPage.tsx";
 import { TopBar } from "../../components/TopBar.tsx";
 import SessionView from "../../islands/SessionView.tsx";
 import { SESSION_ID_RE } from "../../lib/protocol.ts";
-
-/** Persisted events rendered on first load; older ones are fetched as the user scrolls up. */
-export const INITIAL_EVENTS = 300;
+import { HISTORY_PAGE } from "../../lib/ui/conversation.ts";
+import { asUiEvents } from "../../lib/ui/wire.ts";
 
 function notFound(id: string): Response {
   return renderPage(
@@ -30,10 +29,12 @@ export const handler = {
   GET(ctx: Ctx): Response {
     if (!ctx.principal) return signInPage();
     const id = ctx.params.id;
-    const session = SESSION_ID_RE.test(id) ? ctx.app.store.getSession(id) : null;
+    const session = SESSION_ID_RE.test(id) ? ctx.app.sessions.get(id) : null;
     if (!session) return notFound(id);
-    const events = ctx.app.store.events(id, { after: 0, before: session.lastSeq + 1, limit: INITIAL_EVENTS });
-    const hasOlder = events.length === INITIAL_EVENTS && events[0].seq > 1;
+    // The latest page of history; older pages are fetched as the reader scrolls up.
+    const stored = ctx.app.store.events(id, { after: 0, before: session.lastSeq + 1, limit: HISTORY_PAGE });
+    const events = asUiEvents(stored);
+    const hasOlder = events.length === HISTORY_PAGE && events[0].seq > 1;
     const title = session.name || id;
     return renderPage(
       <>

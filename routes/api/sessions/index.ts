@@ -3,5 +3,5 @@ import type { Handlers } from "../../../lib/router.ts";
 
 /** Every session, most recent activity first. */
 export const handler: Handlers = {
-  GET: (ctx) => json(ctx.app.store.listSessions()),
+  GET: (ctx) => json(ctx.app.sessions.list()),
 };

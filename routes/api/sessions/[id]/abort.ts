@@ -4,7 +4,8 @@ import type { Handlers } from "../../../../lib/router.ts";
 /** Abort the current run of a live session. */
 export const handler: Handlers = {
   POST(ctx) {
-    ctx.app.live.send(ctx.params.id, { type: "abort" });
-    return json({ ok: true });
+    const commandId = crypto.randomUUID();
+    ctx.app.sessions.send(ctx.params.id, { type: "abort", commandId });
+    return json({ ok: true, commandId });
   },
 };

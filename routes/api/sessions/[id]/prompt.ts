@@ -7,12 +7,13 @@ export const handler: Handlers = {
   async POST(ctx) {
     const body = await readJson(ctx.req, PromptBody);
     const promptId = crypto.randomUUID();
-    ctx.app.live.send(ctx.params.id, {
+    ctx.app.sessions.send(ctx.params.id, {
       type: "prompt",
       promptId,
+      commandId: promptId,
       message: body.message,
       deliverAs: body.deliverAs,
     });
-    return json({ ok: true, promptId });
+    return json({ ok: true, promptId, commandId: promptId });
   },
 };

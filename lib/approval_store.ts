@@ -1,0 +1,109 @@
+/**
+ * The `approvals` table, in the store's SQLite file: one row per tool call that waited for a person. Only
+ * `lib/approvals.ts` calls this; every change is one statement, so a SIGKILL leaves each row before or after it.
+ */
+import type { DatabaseSync, StatementSync } from "node:sqlite";
+import type { Approval, ApprovalSource, ApprovalState } from "./protocol.ts";
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS approvals(
+  id TEXT PRIMARY KEY, sessionId TEXT NOT NULL, toolCallId TEXT NOT NULL, toolName TEXT NOT NULL,
+  args TEXT NOT NULL, state TEXT NOT NULL DEFAULT 'pending', decidedBy TEXT, decidedAt INTEGER, reason TEXT,
+  createdAt INTEGER NOT NULL, appliedAt INTEGER, source TEXT);
+CREATE INDEX IF NOT EXISTS approvals_by_session ON approvals(sessionId, createdAt);
+CREATE INDEX IF NOT EXISTS approvals_by_state ON approvals(state, createdAt);
+`;
+
+/** A stored approval: the REST shape plus where the applied answer came from. */
+export interface ApprovalRecord extends Approval {
+  source: ApprovalSource | null;
+}
+
+interface Row extends Omit<ApprovalRecord, "args"> {
+  args: string;
+}
+
+const COLUMNS =
+  "id, sessionId, toolCallId, toolName, args, state, decidedBy, decidedAt, reason, createdAt, " +
+  "appliedAt, source";
+
+/** SQL for approvals; rows come back as `ApprovalRecord`s. */
+export class ApprovalStore {
+  #insert: StatementSync;
+  #get: StatementSync;
+  #decide: StatementSync;
+  #apply: StatementSync;
+  #pending: StatementSync;
+
+  constructor(private readonly db: DatabaseSync) {
+    db.exec(SCHEMA);
+    this.#insert = db.prepare(
+      "INSERT OR IGNORE INTO approvals(id, sessionId, toolCallId, toolName, args, createdAt) VALUES (?, ?, ?, ?, ?, ?)",
+    );
+    this.#get = db.prepare(`SELECT ${COLUMNS} FROM approvals WHERE id = ?`);
+    this.#decide = db.prepare(
+      "UPDATE approvals SET state = ?, decidedBy = ?, decidedAt = ?, reason = ? WHERE id = ? AND state = 'pending'",
+    );
+    this.#apply = db.prepare(
+      "UPDATE approvals SET appliedAt = ?, source = ? WHERE id = ? AND appliedAt IS NULL",
+    );
+    this.#pending = db.prepare(
+      `SELECT ${COLUMNS} FROM approvals WHERE state = 'pending' ORDER BY createdAt, id`,
+    );
+  }
+
+  /** Insert a new pending approval; false when one with this id exists (a re-sent request). */
+  insert(a: Pick<Approval, "id" | "sessionId" | "toolCallId" | "toolName" | "args" | "createdAt">): boolean {
+    const args = JSON.stringify(a.args ?? null);
+    return this.#insert.run(a.id, a.sessionId, a.toolCallId, a.toolName, args, a.createdAt).changes > 0;
+  }
+
+  /** One approval, or null. */
+  get(id: string): ApprovalRecord | null {
+    const row = this.#get.get(id) as unknown as Row | undefined;
+    return row ? record(row) : null;
+  }
+
+  /** Move a pending approval to a final state; false when it was no longer pending. */
+  decide(id: string, state: Exclude<ApprovalState, "pending">, by: string, reason: string | null): boolean {
+    return this.#decide.run(state, by, Date.now(), reason, id).changes > 0;
+  }
+
+  /** Correct a decided approval to what the agent really applied (the terminal answered first). */
+  overrule(id: string, state: Exclude<ApprovalState, "pending">, by: string): void {
+    this.db.prepare(
+      "UPDATE approvals SET state = ?, decidedBy = ?, decidedAt = ?, reason = NULL WHERE id = ?",
+    )
+      .run(state, by, Date.now(), id);
+  }
+
+  /** Record that the plugin applied an answer; false when already recorded. */
+  applied(id: string, source: ApprovalSource): boolean {
+    return this.#apply.run(Date.now(), source, id).changes > 0;
+  }
+
+  /** Every pending approval, oldest first. */
+  pending(): ApprovalRecord[] {
+    return (this.#pending.all() as unknown as Row[]).map(record);
+  }
+
+  /** Approvals filtered by session and state, oldest first. */
+  list(filter: { sessionId?: string; state?: ApprovalState } = {}): ApprovalRecord[] {
+    const where: string[] = [];
+    const params: string[] = [];
+    if (filter.sessionId !== undefined) where.push("sessionId = ?") && params.push(filter.sessionId);
+    if (filter.state !== undefined) where.push("state = ?") && params.push(filter.state);
+    const sql = `SELECT ${COLUMNS} FROM approvals${where.length ? " WHERE " + where.join(" AND ") : ""}` +
+      " ORDER BY createdAt, id LIMIT 10000";
+    return (this.db.prepare(sql).all(...params) as unknown as Row[]).map(record);
+  }
+
+  /** Remove a deleted session's approvals. */
+  deleteSession(sessionId: string): void {
+    this.db.prepare("DELETE FROM approvals WHERE sessionId = ?").run(sessionId);
+  }
+}
+
+function record(row: Row): ApprovalRecord {
+  return { ...row, args: JSON.parse(row.args) };
+}

@@ -1,0 +1,216 @@
+/**
+ * The session registry: the one owner of a session's row changes, its live plugin link, its ask set and the one
+ * throttled "sessions changed" signal (`session_update` frames with only the rows that changed). Sockets, routes
+ * and the spawner ask it; none of them writes a session row or publishes a session frame themselves.
+ */
+import { CloseCode, PROTOCOL_VERSION } from "./wire.ts";
+import type { AskSet, DaemonFrame, SessionInfo, SessionRecord, SessionSummary } from "./protocol.ts";
+import type { Store } from "./store.ts";
+import type { Ingest } from "./ingest.ts";
+import type { Hub } from "./hub.ts";
+import { ConflictError, sessionNotFound, sessionOffline } from "./errors.ts";
+import { throttle } from "./throttle.ts";
+
+/** The daemon's side of one plugin connection, as far as routing commands needs it. */
+export interface PluginLink {
+  send(frame: DaemonFrame): void;
+  close(code: number, reason: string): void;
+}
+
+/** Commands a person sends to a session's plugin (the envelope is added here). */
+export type Command =
+  | { type: "prompt"; promptId: string; message: string; deliverAs: "steer" | "followUp"; commandId?: string }
+  | { type: "abort"; commandId?: string }
+  | { type: "policy"; ask: AskSet }
+  | {
+    type: "approval_decision";
+    approvalId: string;
+    decision: "approve" | "reject";
+    reason?: string;
+    by: string;
+  };
+
+/** How often, at most, browsers get a `session_update` while sessions are busy. */
+export const SESSION_UPDATE_INTERVAL_MS = 100;
+
+export interface SessionsOptions {
+  /** Ask set of sessions that have none of their own (`LVMH_ASK`). */
+  defaultAsk: AskSet;
+  /** Ask set of registered (spawned) sessions when the spawn names none (`LVMH_SPAWN_ASK`). */
+  spawnAsk?: AskSet;
+  /** Pending approvals of a session (the approvals owner answers). */
+  waiting?: (sessionId: string) => number;
+}
+
+/** Every session the daemon knows, and which of them have a live plugin socket. */
+export class Sessions {
+  #links = new Map<string, PluginLink>();
+  #changed = new Set<string>();
+  #removed = new Set<string>();
+  #publish = throttle(() => this.#flushChanges(), SESSION_UPDATE_INTERVAL_MS);
+  #defaultAsk: AskSet;
+  #spawnAsk: AskSet;
+  #waiting: (sessionId: string) => number;
+
+  constructor(
+    private readonly store: Store,
+    private readonly ingest: Ingest,
+    private readonly hub: Hub,
+    options: SessionsOptions,
+  ) {
+    this.#defaultAsk = options.defaultAsk;
+    this.#spawnAsk = options.spawnAsk ?? options.defaultAsk;
+    this.#waiting = options.waiting ?? (() => 0);
+  }
+
+  /** Late wiring of the approvals owner, which is built on this registry. */
+  setWaiting(waiting: (sessionId: string) => number): void {
+    this.#waiting = waiting;
+  }
+
+  /**
+   * A plugin said hello: store its snapshot, make `link` the session's socket (closing an older one with 4000).
+   * @returns what `welcome` carries: the committed lastSeq (anything still queued from an older socket included)
+   * and the session's ask set.
+   */
+  connect(info: SessionInfo, link: PluginLink): { lastSeq: number; ask: AskSet } {
+    const lastSeq = this.ingest.committedSeq(info.id);
+    this.store.upsertSession(info);
+    const old = this.#links.get(info.id);
+    this.#links.set(info.id, link);
+    if (old && old !== link) old.close(CloseCode.replaced, "replaced by a newer connection");
+    this.touch(info.id);
+    return { lastSeq, ask: this.askOf(info.id) };
+  }
+
+  /**
+   * Forget `link` once its socket closed or said bye. Only the session's current socket takes it offline.
+   * @returns true when the session went offline.
+   */
+  disconnect(sessionId: string, link: PluginLink): boolean {
+    if (this.#links.get(sessionId) !== link) return false;
+    this.#links.delete(sessionId);
+    this.ingest.committedSeq(sessionId); // a `bye` still queued is stored before the list says offline
+    this.store.setIdle(sessionId);
+    this.touch(sessionId);
+    return true;
+  }
+
+  /**
+   * List a session that is about to start (a spawned container), offline, with its own ask set (the spawn
+   * default without one). The snapshot of a session that already said hello is kept.
+   */
+  register(info: SessionInfo, ask?: AskSet): void {
+    this.store.upsertSession(info, { keepSnapshot: true, ask: ask ?? this.#spawnAsk });
+    this.touch(info.id);
+  }
+
+  /**
+   * Replace a session's ask set and tell its plugin when online.
+   * @throws {NotFoundError} when the session is unknown.
+   */
+  setPolicy(sessionId: string, ask: AskSet): AskSet {
+    const row = this.store.getSession(sessionId);
+    if (!row) throw sessionNotFound(sessionId);
+    this.store.upsertSession(row, { keepSnapshot: true, ask });
+    this.#links.get(sessionId)?.send(this.#frame(sessionId, { type: "policy", ask }));
+    this.touch(sessionId);
+    return ask;
+  }
+
+  /** The ask set in force for a session: its own, or the daemon's default. */
+  askOf(sessionId: string): AskSet {
+    return this.store.askOf(sessionId) ?? this.#defaultAsk;
+  }
+
+  /**
+   * Delete an offline session and its whole history.
+   * @throws {ConflictError} while it is online; {NotFoundError} when unknown.
+   */
+  remove(sessionId: string): void {
+    // A live plugin would only bring the session back, with a history that no longer starts at seq 1.
+    if (this.#links.has(sessionId)) {
+      throw new ConflictError(`Session "${sessionId}" is online: end it (or stop its container) first`);
+    }
+    this.ingest.committedSeq(sessionId); // nothing of it may still wait for the disk
+    if (!this.store.deleteSession(sessionId)) throw sessionNotFound(sessionId);
+    this.#changed.delete(sessionId);
+    this.#removed.add(sessionId);
+    this.#publish();
+  }
+
+  /** True when the session has a live socket. */
+  isOnline(sessionId: string): boolean {
+    return this.#links.has(sessionId);
+  }
+
+  /** One session, or null. */
+  get(sessionId: string): SessionSummary | null {
+    const row = this.store.getSession(sessionId);
+    return row ? this.#summary(row) : null;
+  }
+
+  /** Every session, most recent activity first. */
+  list(): SessionSummary[] {
+    return this.store.listSessions().map((row) => this.#summary(row));
+  }
+
+  /**
+   * Send a command to a session's plugin.
+   * @throws {NotFoundError} when the session is unknown; {ConflictError} when it has no live socket.
+   */
+  send(sessionId: string, command: Command): void {
+    const link = this.#links.get(sessionId);
+    if (!link) {
+      if (!this.store.getSession(sessionId)) throw sessionNotFound(sessionId);
+      throw sessionOffline(sessionId);
+    }
+    link.send(this.#frame(sessionId, command));
+  }
+
+  /** Send a command if the session is online; false when it is not (it will be sent again on reconnect). */
+  trySend(sessionId: string, command: Command): boolean {
+    const link = this.#links.get(sessionId);
+    link?.send(this.#frame(sessionId, command));
+    return link !== undefined;
+  }
+
+  /** Note that a session's row changed (events committed, approvals); browsers hear of it within a tick. */
+  touch(sessionId: string): void {
+    this.#removed.delete(sessionId);
+    this.#changed.add(sessionId);
+    this.#publish();
+  }
+
+  /** Close every plugin socket and stop publishing (shutdown). */
+  closeAll(code: number, reason: string): void {
+    this.#publish.cancel();
+    for (const link of this.#links.values()) link.close(code, reason);
+    this.#links.clear();
+  }
+
+  #frame(sessionId: string, command: Command): DaemonFrame {
+    return { v: PROTOCOL_VERSION, sessionId, seq: 0, ts: Date.now(), ...command } as DaemonFrame;
+  }
+
+  #summary(row: SessionRecord): SessionSummary {
+    return {
+      ...row,
+      online: this.#links.has(row.id),
+      ask: this.askOf(row.id),
+      waiting: this.#waiting(row.id),
+    };
+  }
+
+  #flushChanges(): void {
+    const sessions: SessionSummary[] = [];
+    for (const id of this.#changed) {
+      const row = this.get(id);
+      if (row) sessions.push(row);
+    }
+    const removed = [...this.#removed];
+    this.#changed.clear();
+    this.#removed.clear();
+    if (sessions.length || removed.length) this.hub.broadcast({ type: "session_update", sessions, removed });
+  }
+}

@@ -1,0 +1,166 @@
+import assert from "node:assert/strict";
+import { Store } from "./store.ts";
+import { Hub, type Subscriber } from "./hub.ts";
+import { Ingest } from "./ingest.ts";
+import { type PluginLink, Sessions } from "./sessions.ts";
+import { Approvals } from "./approvals.ts";
+import { ApprovalStore } from "./approval_store.ts";
+import type { AgentEvent, DaemonFrame, ServerFrame, SessionInfo, SessionSummary } from "./protocol.ts";
+import { ConflictError, NotFoundError } from "./errors.ts";
+import { deleteSession, pruneSessions } from "./session_removal.ts";
+import { sessionInfo } from "../tests/_agent_client.ts";
+
+const DAY = 24 * 60 * 60 * 1000;
+const NOW = Date.UTC(2026, 10, 30);
+const info = (id: string, startedAt = NOW) => sessionInfo(id, { startedAt }) as SessionInfo;
+const ev = (sessionId: string, seq: number, ts: number, type = "agent_start") =>
+  ({ v: 1, sessionId, seq, ts, type }) as AgentEvent;
+
+function recorder() {
+  const frames: DaemonFrame[] = [];
+  const closed: number[] = [];
+  const link: PluginLink = { send: (f) => frames.push(f), close: (code) => closed.push(code) };
+  return { link, frames, closed };
+}
+
+/** A registry over a real SQLite file, with a browser recorder on the hub. */
+async function withRegistry(fn: (r: Awaited<ReturnType<typeof build>>) => void | Promise<void>) {
+  const r = await build();
+  try {
+    await fn(r);
+  } finally {
+    r.sessions.closeAll(1001, "test over");
+    r.store.close();
+    await Deno.remove(r.dir, { recursive: true });
+  }
+}
+
+async function build() {
+  const dir = await Deno.makeTempDir({ prefix: "lvmh-sessions-" });
+  const store = new Store(`${dir}/lvmh.db`);
+  const hub = new Hub();
+  const seen: ServerFrame[] = [];
+  const browser: Subscriber = { send: (d) => seen.push(JSON.parse(d)), bufferedAmount: () => 0, close() {} };
+  hub.join(browser);
+  let sessions: Sessions | undefined;
+  const ingest = new Ingest(store, hub, (commits) => commits.forEach((c) => sessions!.touch(c.sessionId)));
+  sessions = new Sessions(store, ingest, hub, { defaultAsk: ["bash"] });
+  const approvals = new Approvals(new ApprovalStore(store.db), {
+    trySend: (id, c) => sessions.trySend(id, c),
+    touch: (id) => sessions.touch(id),
+    broadcast: (f) => hub.broadcast(f),
+  });
+  sessions.setWaiting((id) => approvals.waiting(id));
+  /** Wait until the throttled updates name `ids` (changed or removed), then merge and return them. */
+  const updates = async (...ids: string[]) => {
+    const deadline = Date.now() + 2000;
+    const merged = { sessions: new Map<string, SessionSummary>(), removed: new Set<string>() };
+    for (;;) {
+      for (const f of seen.splice(0)) {
+        if (f.type !== "session_update") continue;
+        for (const s of f.sessions) merged.sessions.set(s.id, s);
+        for (const id of f.removed) merged.removed.add(id);
+      }
+      const named = (id: string) => merged.sessions.has(id) || merged.removed.has(id);
+      if (ids.every(named) && (ids.length || merged.sessions.size || merged.removed.size)) break;
+      if (Date.now() > deadline) throw new Error(`no session_update naming ${ids.join(", ")}`);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    return { sessions: [...merged.sessions.values()], removed: [...merged.removed] };
+  };
+  return { dir, store, hub, ingest, sessions, approvals, seen, updates };
+}
+
+Deno.test("sessions: connect, replace and disconnect own the online flag and announce only changed rows", () =>
+  withRegistry(async ({ sessions, updates }) => {
+    const first = recorder();
+    sessions.register(info("spawned"), ["edit"]);
+    assert.deepEqual(sessions.connect(info("a"), first.link), { lastSeq: 0, ask: ["bash"] });
+    assert.equal(sessions.get("a")!.online, true);
+    const update = await updates("a", "spawned");
+    assert.deepEqual(update.sessions.map((s) => [s.id, s.online, s.ask]).sort(), [
+      ["a", true, ["bash"]],
+      ["spawned", false, ["edit"]],
+    ]);
+
+    const second = recorder();
+    sessions.connect(info("a"), second.link);
+    assert.deepEqual(first.closed, [4000], "the older socket is replaced");
+    assert.equal(sessions.disconnect("a", first.link), false, "a replaced socket does not take it offline");
+    assert.equal(sessions.isOnline("a"), true);
+    assert.equal(sessions.disconnect("a", second.link), true);
+    assert.equal(sessions.get("a")!.online, false);
+  }));
+
+Deno.test("sessions: register keeps the snapshot of a session that already said hello", () =>
+  withRegistry(({ sessions }) => {
+    sessions.connect({ ...info("s"), name: "from hello" }, recorder().link);
+    sessions.register({ ...info("s"), name: null }, ["bash", "edit"]);
+    assert.equal(sessions.get("s")!.name, "from hello");
+    assert.deepEqual(sessions.get("s")!.ask, ["bash", "edit"]);
+  }));
+
+Deno.test("sessions: send routes to the live link; unknown is 404, offline is 409", () =>
+  withRegistry(({ sessions }) => {
+    const r = recorder();
+    sessions.connect(info("a"), r.link);
+    sessions.send("a", { type: "abort", commandId: "c1" });
+    assert.equal(r.frames[0].type, "abort");
+    assert.equal(r.frames[0].sessionId, "a");
+    assert.throws(() => sessions.send("ghost", { type: "abort" }), NotFoundError);
+    sessions.disconnect("a", r.link);
+    assert.throws(() => sessions.send("a", { type: "abort" }), ConflictError);
+  }));
+
+Deno.test("sessions: setPolicy persists and reaches an online plugin at once", () =>
+  withRegistry(({ sessions }) => {
+    const r = recorder();
+    sessions.connect(info("a"), r.link);
+    assert.deepEqual(sessions.setPolicy("a", "all"), "all");
+    assert.deepEqual(r.frames.map((f) => f.type), ["policy"]);
+    assert.equal((r.frames[0] as { ask: unknown }).ask, "all");
+    assert.equal(sessions.askOf("a"), "all");
+    assert.throws(() => sessions.setPolicy("ghost", []), NotFoundError);
+  }));
+
+Deno.test("sessions: connect answers the committed seq, events queued from an older socket included", () =>
+  withRegistry(({ sessions, ingest }) => {
+    const r = recorder();
+    sessions.connect(info("a"), r.link);
+    ingest.push(ev("a", 1, NOW), { ack() {}, fail() {} });
+    ingest.push(ev("a", 2, NOW), { ack() {}, fail() {} });
+    assert.equal(sessions.connect(info("a"), recorder().link).lastSeq, 2);
+  }));
+
+Deno.test("pruneSessions() deletes offline sessions idle past the period, by last event or start", () =>
+  withRegistry(async (r) => {
+    const { store, sessions } = r;
+    for (const [id, at] of [["old", 40], ["recent", 40], ["never-ran", 31], ["new", 1], ["old-online", 40]]) {
+      sessions.register(info(id as string, NOW - (at as number) * DAY));
+    }
+    sessions.connect(info("old-online", NOW - 40 * DAY), recorder().link);
+    store.appendBatch([
+      ev("old", 1, NOW - 35 * DAY),
+      ev("recent", 1, NOW - 2 * DAY),
+      ev("old-online", 1, NOW - 35 * DAY),
+    ]);
+    await r.updates("old", "recent", "never-ran", "new", "old-online");
+
+    assert.deepEqual(pruneSessions(r, 30, NOW).sort(), ["never-ran", "old"]);
+    assert.deepEqual(sessions.list().map((s) => s.id).sort(), ["new", "old-online", "recent"]);
+    assert.deepEqual(store.events("old", { after: 0, limit: 10 }), []);
+    const update = await r.updates("never-ran", "old");
+    assert.deepEqual(update.removed.sort(), ["never-ran", "old"], "browsers told of each removal");
+    assert.deepEqual(pruneSessions(r, 30, NOW), [], "nothing left to prune");
+  }));
+
+Deno.test("deleteSession() refuses an online session (409) and an unknown one (404)", () =>
+  withRegistry((r) => {
+    const link = recorder().link;
+    r.sessions.connect(info("live"), link);
+    assert.throws(() => deleteSession(r, "live"), ConflictError);
+    assert.throws(() => deleteSession(r, "ghost"), NotFoundError);
+    r.sessions.disconnect("live", link);
+    deleteSession(r, "live");
+    assert.equal(r.sessions.get("live"), null);
+  }));
