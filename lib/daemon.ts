@@ -40,11 +40,10 @@ export function createDaemon(config: Config, routes: RouteDef[], parts: DaemonPa
   const store = new Store(config.dbPath);
   const hub = new Hub();
   // Ingest tells the registry which sessions a commit changed; the registry reads committed seqs from ingest.
-  let sessions: Sessions | undefined;
   const ingest = new Ingest(store, hub, (commits) => {
-    for (const c of commits) sessions!.touch(c.sessionId);
+    for (const c of commits) sessions.touch(c.sessionId);
   });
-  sessions = new Sessions(store, ingest, hub, { defaultAsk: config.localAsk, spawnAsk: config.spawnAsk });
+  const sessions = new Sessions(store, ingest, hub, { defaultAsk: config.localAsk, spawnAsk: config.spawnAsk });
   const approvals = new Approvals(new ApprovalStore(store.db), {
     trySend: (id, command) => sessions.trySend(id, command),
     touch: (id) => sessions.touch(id),

@@ -42,9 +42,8 @@ async function build() {
   const seen: ServerFrame[] = [];
   const browser: Subscriber = { send: (d) => seen.push(JSON.parse(d)), bufferedAmount: () => 0, close() {} };
   hub.join(browser);
-  let sessions: Sessions | undefined;
-  const ingest = new Ingest(store, hub, (commits) => commits.forEach((c) => sessions!.touch(c.sessionId)));
-  sessions = new Sessions(store, ingest, hub, { defaultAsk: ["bash"] });
+  const ingest = new Ingest(store, hub, (commits) => commits.forEach((c) => sessions.touch(c.sessionId)));
+  const sessions = new Sessions(store, ingest, hub, { defaultAsk: ["bash"] });
   const approvals = new Approvals(new ApprovalStore(store.db), {
     trySend: (id, c) => sessions.trySend(id, c),
     touch: (id) => sessions.touch(id),
