@@ -33,9 +33,11 @@ function summary(call: ToolCall): string {
 
 const STATUS_LABEL: Record<ToolCall["status"], string> = {
   pending: "queued",
+  awaiting: "awaiting approval",
   running: "running",
   done: "done",
   error: "error",
+  rejected: "rejected",
   stopped: "stopped",
 };
 

@@ -1,25 +1,29 @@
 /**
- * The sessions page: every session, live through `/ws` (`session_list` frames replace the list), filtered by
- * text and by online state, most recent activity first.
+ * The sessions page: every session, live through the page's connection (a `session_list` replaces the
+ * directory, `session_update` frames patch it), filtered by text and by online state, most recent activity
+ * first. Only the first `PAGE_ROWS` matches are rendered (more on request), so 3,000 sessions stay fast.
  */
-import { useEffect, useMemo, useRef, useState } from "preact/hooks";
+import { useEffect, useMemo, useState } from "preact/hooks";
 import type { SessionSummary } from "../lib/protocol.ts";
 import { SessionRow } from "../components/SessionRow.tsx";
-import { SignInForm } from "../components/SignInForm.tsx";
-import { credentialsAccepted, socketUrl } from "../lib/ui/api.ts";
-import { connectLive, type LiveSocket } from "../lib/ui/live_socket.ts";
-import { onRetryRequest, publishStatus } from "../lib/ui/status_bus.ts";
+import { pageLive } from "../lib/ui/live.ts";
 import { notifySettled } from "../lib/ui/notify.ts";
+import { useClock } from "../lib/ui/use_clock.ts";
+import { EMPTY_DIRECTORY } from "../lib/ui/session_directory.ts";
+import { useLive } from "../lib/ui/use_live.ts";
 
 interface Props {
   sessions: SessionSummary[];
   now: number;
 }
 
+/** Rows rendered per page of matches. */
+const PAGE_ROWS = 100;
+
 /** Sessions matching `query` (name, id, cwd, repo, model) and the online filter, latest activity first. */
-function visible(sessions: SessionSummary[], query: string, onlineOnly: boolean): SessionSummary[] {
+function visible(sessions: Iterable<SessionSummary>, query: string, onlineOnly: boolean): SessionSummary[] {
   const q = query.trim().toLowerCase();
-  return sessions
+  return [...sessions]
     .filter((s) => !onlineOnly || s.online)
     .filter((s) => !q || [s.name, s.id, s.cwd, s.repo, s.model].some((f) => f?.toLowerCase().includes(q)))
     .sort((a, b) =>
@@ -28,34 +32,24 @@ function visible(sessions: SessionSummary[], query: string, onlineOnly: boolean)
 }
 
 export default function SessionList(props: Props) {
-  const [sessions, setSessions] = useState(props.sessions);
+  const dir = useLive((l) => l.sessions, EMPTY_DIRECTORY);
   const [query, setQuery] = useState("");
   const [onlineOnly, setOnlineOnly] = useState(false);
-  const [now, setNow] = useState(props.now);
-  const [needSignIn, setNeedSignIn] = useState(false);
-  const live = useRef<LiveSocket | null>(null);
-  const prev = useRef(new Map(props.sessions.map((s) => [s.id, s.state])));
+  const [limit, setLimit] = useState(PAGE_ROWS);
+  const now = useClock(props.now);
+  // The server's rows until the first list arrives (so the hydrated page shows what was rendered).
+  const sessions = useMemo(() => dir.loaded ? [...dir.byId.values()] : props.sessions, [dir, props.sessions]);
 
   useEffect(() => {
-    setNow(Date.now());
-    const tick = setInterval(() => setNow(Date.now()), 30_000);
-    live.current = connectLive({
-      url: socketUrl,
-      onStatus(s) {
-        publishStatus(s);
-        // Refused twice in a row: maybe the daemon's token changed. Only the REST API can tell a 401 apart.
-        if (s.state === "retrying" && s.attempt >= 2) {
-          credentialsAccepted().then((ok) => ok || setNeedSignIn(true));
-        }
-      },
-      onFrame(frame) {
-        if (frame.type !== "session_list") return;
-        for (const s of frame.sessions) {
-          if (prev.current.get(s.id) === "running" && s.state === "idle") notifySettled(s.id, s.name || s.id);
-        }
-        prev.current = new Map(frame.sessions.map((s) => [s.id, s.state]));
-        setSessions(frame.sessions);
-      },
+    const topic = pageLive().sessions;
+    let prev = new Map(props.sessions.map((s) => [s.id, s.state]));
+    // Tell the person when a run they may be waiting for ends (notify.ts decides whether they asked to).
+    const offSettled = topic.subscribe((d) => {
+      for (const id of d.changed ?? d.byId.keys()) {
+        const s = d.byId.get(id);
+        if (s && prev.get(id) === "running" && s.state === "idle") notifySettled(id, s.name || id);
+      }
+      prev = new Map([...d.byId.values()].map((s) => [s.id, s.state]));
     });
     // "/" jumps to the filter from anywhere on the page, as on many developer sites.
     const onKey = (e: KeyboardEvent) => {
@@ -65,75 +59,81 @@ export default function SessionList(props: Props) {
       document.getElementById("filter")?.focus();
     };
     addEventListener("keydown", onKey);
-    const online = () => live.current?.reconnectNow();
-    addEventListener("online", online);
-    const offRetry = onRetryRequest(online);
     return () => {
-      clearInterval(tick);
-      removeEventListener("online", online);
+      offSettled();
       removeEventListener("keydown", onKey);
-      offRetry();
-      live.current?.close();
     };
   }, []);
 
   // The tab tells how many agents are working, for a page kept open in the background.
-  const runningCount = sessions.filter((s) => s.online && s.state === "running").length;
+  const runningCount = useMemo(() => sessions.filter((s) => s.online && s.state === "running").length, [
+    sessions,
+  ]);
   useEffect(() => {
     document.title = `${runningCount ? `(${runningCount} running) ` : ""}Sessions · lvmh`;
   }, [runningCount]);
 
-  const shown = useMemo(() => visible(sessions, query, onlineOnly), [sessions, query, onlineOnly]);
-  const onlineCount = sessions.filter((s) => s.online).length;
+  const matches = useMemo(() => visible(sessions, query, onlineOnly), [sessions, query, onlineOnly]);
+  const shown = matches.length > limit ? matches.slice(0, limit) : matches;
+  const onlineCount = useMemo(() => sessions.filter((s) => s.online).length, [sessions]);
+  const waitingCount = useMemo(() => sessions.filter((s) => s.waiting > 0).length, [sessions]);
 
   return (
-    <>
-      {needSignIn && (
-        <div class="overlay">
-          <SignInForm message="The daemon no longer accepts this browser's token." />
-        </div>
-      )}
-      <main class="sessions-page">
-        <div class="filters" role="search">
+    <main class="sessions-page">
+      <div class="filters" role="search">
+        <input
+          type="search"
+          id="filter"
+          aria-label="Filter sessions"
+          placeholder="Filter by name, path, repo or model (press /)"
+          value={query}
+          onInput={(e) => (setQuery((e.target as HTMLInputElement).value), setLimit(PAGE_ROWS))}
+        />
+        <label class="toggle">
           <input
-            type="search"
-            id="filter"
-            aria-label="Filter sessions"
-            placeholder="Filter by name, path, repo or model (press /)"
-            value={query}
-            onInput={(e) => setQuery((e.target as HTMLInputElement).value)}
+            type="checkbox"
+            id="online-only"
+            checked={onlineOnly}
+            onChange={(e) => (setOnlineOnly((e.target as HTMLInputElement).checked), setLimit(PAGE_ROWS))}
           />
-          <label class="toggle">
-            <input
-              type="checkbox"
-              id="online-only"
-              checked={onlineOnly}
-              onChange={(e) => setOnlineOnly((e.target as HTMLInputElement).checked)}
-            />
-            Online only
-          </label>
-          <span class="muted small count" aria-live="polite">
-            {onlineCount} online · {sessions.length} total
-          </span>
-        </div>
-        {shown.length > 0
-          ? <ul class="session-list">{shown.map((s) => <SessionRow key={s.id} s={s} now={now} />)}</ul>
-          : (
-            <div class="empty">
-              {sessions.length === 0
-                ? (
-                  <>
-                    <p>No sessions yet.</p>
-                    <p class="muted small">
-                      Start <code>pi</code> with the lvmh plugin (and <code>LVMH_URL</code>,{" "}
-                      <code>LVMH_TOKEN</code> set); it appears here as soon as it connects.
-                    </p>
-                  </>
-                )
-                : <p>No session matches the filter.</p>}
-            </div>
-          )}
-      </main>
-    </>
+          Online only
+        </label>
+        <span class="muted small count" aria-live="polite">
+          {onlineCount} online · {sessions.length} total
+          {waitingCount > 0 && ` · ${waitingCount} need${waitingCount === 1 ? "s" : ""} you`}
+        </span>
+      </div>
+      {shown.length > 0
+        ? (
+          <>
+            <ul class="session-list">{shown.map((s) => <SessionRow key={s.id} s={s} now={now} />)}</ul>
+            {matches.length > shown.length && (
+              <button
+                type="button"
+                class="ghost show-more"
+                onClick={() => setLimit((n) => n + PAGE_ROWS)}
+              >
+                Show {Math.min(PAGE_ROWS, matches.length - shown.length)} more of{" "}
+                {matches.length - shown.length}
+              </button>
+            )}
+          </>
+        )
+        : (
+          <div class="empty">
+            {sessions.length === 0
+              ? (
+                <>
+                  <p>No sessions yet.</p>
+                  <p class="muted small">
+                    Start <code>pi</code> with the lvmh plugin (and <code>LVMH_URL</code>,{" "}
+                    <code>LVMH_TOKEN</code> set); it appears here as soon as it connects.
+                  </p>
+                </>
+              )
+              : <p>No session matches the filter.</p>}
+          </div>
+        )}
+    </main>
   );
 }

@@ -5,9 +5,10 @@
  */
 import { useEffect, useMemo, useState } from "preact/hooks";
 import type { SpawnJob } from "../lib/protocol.ts";
-import type { GitlabRepo, GitlabStatus } from "../lib/gitlab.ts";
-import { api, ApiError, SignInRequired, socketUrl } from "../lib/ui/api.ts";
-import { connectLive } from "../lib/ui/live_socket.ts";
+import type { GitlabRepo, GitlabStatus } from "../lib/ui/wire.ts";
+import { ApiError, SignInRequired } from "../lib/ui/api.ts";
+import { pageLive } from "../lib/ui/live.ts";
+import * as rest from "../lib/ui/rest.ts";
 import { relativeTime } from "../lib/ui/format.ts";
 
 /** How many matching repositories the picker lists at once; typing narrows the rest. */
@@ -66,40 +67,38 @@ export default function SpawnPanel() {
   }
 
   async function loadRepos(refresh = false) {
-    setRepos(await api<GitlabRepo[]>(`/api/gitlab/repos${refresh ? "?refresh=1" : ""}`));
+    setRepos(await rest.gitlabRepos(refresh));
     setNow(Date.now());
   }
 
   useEffect(() => {
     run(async () => {
-      const s = await api<GitlabStatus>("/api/gitlab/status");
+      const s = await rest.gitlabStatus();
       setStatus(s);
       if (s.connected) await loadRepos();
     });
-    api<SpawnJob[]>("/api/spawn/status").then(setJobs, () => {});
-    const live = connectLive({
-      url: socketUrl,
-      onFrame(frame) {
-        if (frame.type === "spawn_status") setJobs(frame.jobs);
-      },
-    });
-    return () => live.close();
+    // The page's connection has the live list once it opened; until then (or without one) REST has it.
+    const topic = pageLive().spawnJobs;
+    const current = topic.get();
+    if (current) setJobs(current);
+    else rest.spawnStatus().then((j) => topic.get() ?? setJobs(j), () => {});
+    return topic.subscribe((j) => j && setJobs(j));
   }, []);
 
   const connect = (e: Event) => {
     e.preventDefault();
     run(async () => {
-      await api("/api/gitlab/connect", { method: "POST", body: JSON.stringify({ token: token.trim() }) });
+      await rest.gitlabConnect(token.trim());
       setTokenInput(""); // the token is not kept in the page once the daemon has it
-      setStatus(await api<GitlabStatus>("/api/gitlab/status"));
+      setStatus(await rest.gitlabStatus());
       await loadRepos();
     });
   };
 
   const disconnect = () =>
     run(async () => {
-      await api("/api/gitlab/connect", { method: "DELETE" });
-      setStatus(await api<GitlabStatus>("/api/gitlab/status"));
+      await rest.gitlabDisconnect();
+      setStatus(await rest.gitlabStatus());
       setRepos(null);
       setSelected(null);
     });
@@ -109,13 +108,13 @@ export default function SpawnPanel() {
     if (!selected) return;
     run(async () => {
       const body = branch.trim() ? { repo: selected.path, branch: branch.trim() } : { repo: selected.path };
-      await api("/api/spawn", { method: "POST", body: JSON.stringify(body) });
+      await rest.spawn(body);
     });
   };
 
   const stop = (job: SpawnJob) =>
     run(async () => {
-      await api(`/api/sessions/${encodeURIComponent(job.sessionId)}/container`, { method: "DELETE" });
+      await rest.stopContainer(job.sessionId);
     });
 
   const shown = useMemo(() => matching(repos ?? [], query).slice(0, SHOWN), [repos, query]);

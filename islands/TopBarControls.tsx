@@ -1,8 +1,16 @@
-/** The live part of the top bar: the connection indicator (fed by the page's socket owner) and sign-out. */
+/**
+ * The live part of the top bar, on every signed-in page: the connection indicator, "N waiting" approvals,
+ * sign-out, and the sign-in prompt when the daemon stops accepting this browser's token. It reads the page's
+ * one connection (`lib/ui/live.ts`), which it is the first to open.
+ */
 import { useEffect, useState } from "preact/hooks";
 import { signOut } from "../lib/ui/api.ts";
 import type { SocketStatus } from "../lib/ui/live_socket.ts";
-import { requestRetry, subscribeStatus } from "../lib/ui/status_bus.ts";
+import { pageLive } from "../lib/ui/live.ts";
+import { EMPTY_DIRECTORY } from "../lib/ui/session_directory.ts";
+import { useLive } from "../lib/ui/use_live.ts";
+import { SignInForm } from "../components/SignInForm.tsx";
+import { WaitingBadge } from "../components/WaitingBadge.tsx";
 
 function label(status: SocketStatus | null): string {
   switch (status?.state) {
@@ -18,17 +26,15 @@ function label(status: SocketStatus | null): string {
 }
 
 export default function TopBarControls() {
-  const [status, setStatus] = useState<SocketStatus | null>(null);
+  const status = useLive((l) => l.status, null);
+  const needSignIn = useLive((l) => l.needSignIn, false);
+  const pending = useLive((l) => l.approvals, null);
+  const sessions = useLive((l) => l.sessions, EMPTY_DIRECTORY);
   const [retryAt, setRetryAt] = useState(0);
   const [, setTick] = useState(0);
-  useEffect(
-    () =>
-      subscribeStatus((s) => {
-        setStatus(s);
-        setRetryAt(s.state === "retrying" ? Date.now() + (s.retryInMs ?? 0) : 0);
-      }),
-    [],
-  );
+  useEffect(() => {
+    setRetryAt(status?.state === "retrying" ? Date.now() + (status.retryInMs ?? 0) : 0);
+  }, [status]);
   // Count down to the next attempt, so a long backoff does not look like a hang.
   useEffect(() => {
     if (!retryAt) return;
@@ -40,13 +46,16 @@ export default function TopBarControls() {
   const seconds = retryAt ? Math.max(0, Math.ceil((retryAt - Date.now()) / 1000)) : 0;
   return (
     <div class="topbar-controls">
+      <WaitingBadge pending={pending ?? []} sessions={sessions.byId} />
       <span class={`conn conn-${state}`} data-conn={state} role="status" aria-live="polite">
         <span class="dot" aria-hidden="true"></span>
         <span class="conn-label">
           {label(status)}
           {state === "retrying" && <span aria-hidden="true">{seconds > 0 ? ` in ${seconds} s` : "…"}</span>}
         </span>
-        {state === "retrying" && <button type="button" class="link" onClick={requestRetry}>retry now</button>}
+        {state === "retrying" && (
+          <button type="button" class="link" onClick={() => pageLive().reconnectNow()}>retry now</button>
+        )}
       </span>
       <button
         type="button"
@@ -58,6 +67,11 @@ export default function TopBarControls() {
       >
         Sign out
       </button>
+      {needSignIn && (
+        <div class="overlay">
+          <SignInForm message="The daemon no longer accepts this browser's token." />
+        </div>
+      )}
     </div>
   );
 }

@@ -8,7 +8,7 @@
  */
 import type { ComponentType, JSX, VNode } from "preact";
 import { renderToString } from "preact-render-to-string";
-import App from "../routes/_app.tsx";
+import { PageShell } from "../components/PageShell.tsx";
 
 /**
  * Content-Security-Policy of every page: scripts only from our origin (no inline script; island props are JSON
@@ -72,30 +72,14 @@ export interface PageOptions {
 }
 
 /**
- * Render a page inside `routes/_app.tsx` to a complete HTML response with the CSP and security headers.
+ * Render a page inside the page shell (`components/PageShell.tsx`) to a complete HTML response with the CSP and security headers.
  * @param body the page content
  */
 export function renderPage(body: VNode, opts: PageOptions): Response {
   const html = "<!DOCTYPE html>" + renderToString(
-    <App title={opts.title} bodyClass={opts.bodyClass}>
+    <PageShell title={opts.title} bodyClass={opts.bodyClass}>
       {body}
-    </App>,
+    </PageShell>,
   );
   return new Response(html, { status: opts.status ?? 200, headers: { ...PAGE_HEADERS, ...opts.headers } });
-}
-
-/**
- * Load an optional island by file name (e.g. one another feature adds later), or null when the file is absent.
- * @throws {Error} when the file exists but fails to load
- */
-export async function optionalIsland<P>(name: string): Promise<ComponentType<P> | null> {
-  if (!/^[A-Z][A-Za-z0-9]*$/.test(name)) throw new Error(`invalid island name "${name}"`);
-  const url = new URL(`../islands/${name}.tsx`, import.meta.url);
-  try {
-    await Deno.stat(url);
-  } catch {
-    return null;
-  }
-  const mod = await import(url.href);
-  return mod.default as ComponentType<P>;
 }

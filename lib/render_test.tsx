@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { renderToString } from "preact-render-to-string";
-import { CSP, Island, optionalIsland, propsJson, renderPage } from "./render.tsx";
+import { CSP, Island, propsJson, renderPage } from "./render.tsx";
 
 function Hello({ name }: { name: string }) {
   return <p class="hello">Hello {name}</p>;
@@ -36,10 +36,4 @@ Deno.test("renderPage() answers HTML with the CSP and no inline script", async (
   for (const m of html.matchAll(/<script([^>]*)>/g)) {
     assert.ok(/src="\/static\/client.js"|type="application\/json"/.test(m[1]), `inline script: ${m[0]}`);
   }
-});
-
-Deno.test("optionalIsland() returns null for a missing file and rejects odd names", async () => {
-  assert.equal(await optionalIsland("DoesNotExist"), null);
-  await assert.rejects(optionalIsland("../lib/render"), /invalid island name/);
-  assert.equal(typeof await optionalIsland("SignIn"), "function");
 });

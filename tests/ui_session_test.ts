@@ -260,12 +260,12 @@ Deno.test("UI: session page", async (t) => {
     await t.step(
       "offline: composer disabled with the reason, also when only the REST 409 tells",
       async () => {
-        // A second tab that never hears of it: the session_list frames to it are dropped on the way.
+        // A second tab that never hears of it: the session list frames (whole and deltas) are dropped on the way.
         const stale = await openPage(browser, daemon, { signIn: true });
         try {
           await stale.page.routeWebSocket(/\/ws/, (ws) => {
             const server = ws.connectToServer();
-            server.onMessage((m) => String(m).includes('"type":"session_list"') || ws.send(m));
+            server.onMessage((m) => /"type":"session_(list|update)"/.test(String(m)) || ws.send(m));
             ws.onMessage((m) => server.send(m));
           });
           await gotoHydrated(stale, daemon, `/sessions/${ID}`);

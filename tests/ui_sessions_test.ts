@@ -72,6 +72,8 @@ Deno.test("UI: sessions page", async (t) => {
     const ui = await openPage(browser, daemon, { signIn: true });
     try {
       await t.step("live list: new sessions, running state and offline appear without reload", async () => {
+        const sockets: string[] = [];
+        ui.page.on("websocket", (ws) => sockets.push(ws.url()));
         await gotoHydrated(ui, daemon, "/");
         await ui.page.waitForSelector("[data-conn='open']");
         const row = ui.page.locator("[data-session='alpha']");
@@ -106,6 +108,8 @@ Deno.test("UI: sessions page", async (t) => {
         await agents[0].close();
         await ui.page.waitForSelector("[data-session='alpha'].offline");
         await screenshot(ui.page, "sessions-desktop");
+        // The list, the spawn panel and the top bar share the page's one live connection.
+        assert.equal(sockets.filter((u) => new URL(u).pathname === "/ws").length, 1, sockets.join(", "));
       });
 
       await t.step("filters: text and online only", async () => {

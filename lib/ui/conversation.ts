@@ -3,12 +3,21 @@
  * session island. Persisted events are applied once each (by seq); live `message_update` deltas only feed the
  * message being streamed, since the persisted `message_end` that follows carries the whole text.
  */
-import type { StoredEvent } from "../protocol.ts";
+import type { Message, Usage } from "../protocol.ts";
+import type { UiEvent } from "./wire.ts";
 
-export interface Usage {
-  inputTokens?: number;
-  outputTokens?: number;
-  totalCost?: number;
+/** One event type of the union, narrowed. */
+type Ev<T extends UiEvent["type"]> = Extract<UiEvent, { type: T }>;
+
+/** What the conversation knows of an approval from the events it holds (the daemon's record adds who and when). */
+export interface ApprovalEvent {
+  id: string;
+  toolCallId: string;
+  toolName: string;
+  args: unknown;
+  seq: number;
+  /** From `approval_resolved`: the answer the plugin applied; null while it waits. */
+  resolved: { decision: "approve" | "reject"; by: string; source: string; seq: number } | null;
 }
 
 /** One tool call as a card shows it: arguments, progress and outcome. */
@@ -17,8 +26,13 @@ export interface ToolCall {
   name: string;
   /** Arguments as the model wrote them (JSON text), or serialised from `tool_execution_start`. */
   argsJson: string;
-  /** `stopped`: the run ended (abort, crash, shutdown) before the call reported an outcome. */
-  status: "pending" | "running" | "done" | "error" | "stopped";
+  /**
+   * `awaiting`: waits for a person's approval; `rejected`: a person (or a timeout, or an abort) refused it;
+   * `stopped`: the run ended (abort, crash, shutdown) before the call reported an outcome.
+   */
+  status: "pending" | "awaiting" | "running" | "done" | "error" | "rejected" | "stopped";
+  /** The id of the latest approval asked for this call, if any. */
+  approvalId: string | null;
   partial: string;
   resultPreview: string;
   /** Text of the matching `toolResult` message, when it arrived. */
@@ -63,7 +77,7 @@ export function streamingThinking(s: Streaming | null): string {
 
 export interface Conversation {
   /** Persisted events held, ascending by seq, no duplicates. */
-  events: StoredEvent[];
+  events: UiEvent[];
   /** Lowest and highest persisted seq held (0 when none). */
   firstSeq: number;
   lastSeq: number;
@@ -73,6 +87,9 @@ export interface Conversation {
   toolOrder: string[];
   /** Index in `toolOrder` of the first call made since the last run ended (earlier ones are all closed). */
   toolsOpenFrom: number;
+  /** Approvals asked in the events held, by approval id, and their ids in request order. */
+  approvals: Record<string, ApprovalEvent>;
+  approvalOrder: string[];
   streaming: Streaming | null;
   /** Set by agent_start / agent_end in the events held; null when they say nothing. */
   running: boolean | null;
@@ -89,6 +106,8 @@ export function emptyConversation(): Conversation {
     tools: {},
     toolOrder: [],
     toolsOpenFrom: 0,
+    approvals: {},
+    approvalOrder: [],
     streaming: null,
     running: null,
     totals: { inputTokens: 0, outputTokens: 0, totalCost: 0 },
@@ -99,7 +118,7 @@ export function emptyConversation(): Conversation {
  * Rebuild a conversation from persisted events in any order (duplicates are dropped).
  * @param events persisted events of one session
  */
-export function buildConversation(events: readonly StoredEvent[]): Conversation {
+export function buildConversation(events: readonly UiEvent[]): Conversation {
   return applyEvents(emptyConversation(), events);
 }
 
@@ -109,13 +128,15 @@ export function buildConversation(events: readonly StoredEvent[]): Conversation 
  * @param conv current state (not mutated)
  * @param batch events in seq order as the daemon sends them
  */
-export function applyEvents(conv: Conversation, batch: readonly StoredEvent[]): Conversation {
+export function applyEvents(conv: Conversation, batch: readonly UiEvent[]): Conversation {
   const next: Conversation = {
     ...conv,
     events: conv.events.slice(),
     items: conv.items.slice(),
     tools: { ...conv.tools },
     toolOrder: conv.toolOrder.slice(),
+    approvals: { ...conv.approvals },
+    approvalOrder: conv.approvalOrder.slice(),
     totals: { ...conv.totals },
   };
   const sorted = [...batch].sort((a, b) => a.seq - b.seq);
@@ -138,7 +159,7 @@ export function applyEvents(conv: Conversation, batch: readonly StoredEvent[]): 
  * @param conv current state (not mutated)
  * @param older events from `GET …/events?before=firstSeq`
  */
-export function prependEvents(conv: Conversation, older: readonly StoredEvent[]): Conversation {
+export function prependEvents(conv: Conversation, older: readonly UiEvent[]): Conversation {
   const first = conv.firstSeq || Infinity;
   const fresh = older.filter((e) => e.seq < first && e.type !== "message_update");
   if (fresh.length === 0) return conv;
@@ -152,7 +173,7 @@ export function prependEvents(conv: Conversation, older: readonly StoredEvent[])
  * @param conv current state (not mutated)
  * @param events persisted events of this session, any order
  */
-export function mergeEvents(conv: Conversation, events: readonly StoredEvent[]): Conversation {
+export function mergeEvents(conv: Conversation, events: readonly UiEvent[]): Conversation {
   const held = new Set(conv.events.map((e) => e.seq));
   const fresh = events.filter((e) => e.type !== "message_update" && !held.has(e.seq));
   if (fresh.length === 0) return conv;
@@ -161,8 +182,8 @@ export function mergeEvents(conv: Conversation, events: readonly StoredEvent[]):
   return { ...rebuilt, streaming: conv.streaming };
 }
 
-function applyDelta(conv: Conversation, ev: StoredEvent): void {
-  const delta = typeof ev.delta === "string" ? ev.delta : "";
+function applyDelta(conv: Conversation, ev: Ev<"message_update">): void {
+  const delta = ev.delta;
   // A delta older than a persisted event we hold belongs to a message already complete.
   if (ev.seq <= conv.lastSeq) return;
   const s = conv.streaming ?? { messageId: null, parts: [] };
@@ -189,6 +210,7 @@ function tool(conv: Conversation, id: string, name: string, seq: number): ToolCa
       resultPreview: "",
       resultText: null,
       details: undefined,
+      approvalId: null,
       seq,
       inMessage: false,
     };
@@ -201,36 +223,65 @@ function tool(conv: Conversation, id: string, name: string, seq: number): ToolCa
   return t;
 }
 
-function applyPersisted(conv: Conversation, ev: StoredEvent): void {
+function applyPersisted(conv: Conversation, ev: Exclude<UiEvent, Ev<"message_update">>): void {
   const key = `e${ev.seq}`;
   switch (ev.type) {
     case "message_start": {
-      const m = ev.message as { role?: string; id?: string } | undefined;
-      if (m?.role !== "assistant") return;
+      if (ev.message.role !== "assistant") return;
       // Deltas can overtake their own message_start (they skip the store): keep those newer than it.
       const parts = (conv.streaming?.parts ?? []).filter((p) => p.seq > ev.seq);
-      conv.streaming = { messageId: str(m.id), parts };
+      conv.streaming = { messageId: ev.message.id, parts };
       return;
     }
     case "message_end":
       return applyMessage(conv, ev, key);
     case "tool_execution_start": {
-      const t = tool(conv, str(ev.toolCallId), str(ev.toolName), ev.seq);
-      t.status = "running";
+      const t = tool(conv, ev.toolCallId, ev.toolName, ev.seq);
+      // A call still waiting for its approval has not started for the person watching.
+      if (t.status !== "awaiting") t.status = "running";
       if (!t.argsJson && ev.args !== undefined) t.argsJson = JSON.stringify(ev.args);
       return;
     }
     case "tool_execution_update": {
-      const t = tool(conv, str(ev.toolCallId), str(ev.toolName), ev.seq);
-      t.partial = str(ev.partial);
+      const t = tool(conv, ev.toolCallId, ev.toolName, ev.seq);
+      t.partial = ev.partial;
       if (t.status === "pending") t.status = "running";
       return;
     }
     case "tool_execution_end": {
-      const t = tool(conv, str(ev.toolCallId), str(ev.toolName), ev.seq);
-      t.status = ev.isError === true ? "error" : "done";
-      t.resultPreview = str(ev.resultPreview);
+      const t = tool(conv, ev.toolCallId, ev.toolName, ev.seq);
+      if (t.status !== "rejected") t.status = ev.isError ? "error" : "done";
+      t.resultPreview = ev.resultPreview;
       if (ev.details !== undefined) t.details = ev.details;
+      return;
+    }
+    case "approval_request": {
+      const t = tool(conv, ev.toolCallId, ev.toolName, ev.seq);
+      if (t.status === "pending" || t.status === "running") t.status = "awaiting";
+      if (!t.argsJson && ev.args !== undefined) t.argsJson = JSON.stringify(ev.args);
+      t.approvalId = ev.approvalId;
+      if (!conv.approvals[ev.approvalId]) conv.approvalOrder.push(ev.approvalId);
+      conv.approvals[ev.approvalId] = {
+        id: ev.approvalId,
+        toolCallId: ev.toolCallId,
+        toolName: ev.toolName,
+        args: ev.args,
+        seq: ev.seq,
+        resolved: conv.approvals[ev.approvalId]?.resolved ?? null,
+      };
+      return;
+    }
+    case "approval_resolved": {
+      const a = conv.approvals[ev.approvalId];
+      if (!a) return;
+      conv.approvals[ev.approvalId] = {
+        ...a,
+        resolved: { decision: ev.decision, by: ev.by, source: ev.source, seq: ev.seq },
+      };
+      const t = conv.tools[a.toolCallId];
+      if (t?.status === "awaiting") {
+        conv.tools[a.toolCallId] = { ...t, status: ev.decision === "approve" ? "running" : "rejected" };
+      }
       return;
     }
     case "agent_start":
@@ -240,7 +291,7 @@ function applyPersisted(conv: Conversation, ev: StoredEvent): void {
       conv.running = false;
       endStream(conv, ev.seq);
       stopOpenTools(conv);
-      const usage = (ev.usage ?? {}) as Usage;
+      const usage: Usage = ev.usage;
       conv.totals.inputTokens += num(usage.inputTokens);
       conv.totals.outputTokens += num(usage.outputTokens);
       conv.totals.totalCost += num(usage.totalCost);
@@ -259,7 +310,7 @@ function applyPersisted(conv: Conversation, ev: StoredEvent): void {
         kind: "notice",
         key,
         seq: ev.seq,
-        text: `Session disconnected (${str(ev.reason) || "bye"})`,
+        text: `Session disconnected (${ev.reason || "bye"})`,
       });
       return;
     case "buffer_overflow":
@@ -270,6 +321,15 @@ function applyPersisted(conv: Conversation, ev: StoredEvent): void {
         text: `The plugin dropped ${num(ev.dropped)} events while the daemon was unreachable`,
       });
       return;
+    case "session_info":
+    case "command_result":
+      // The snapshot reaches the page through the session list; command results only concern the daemon.
+      return;
+    default: {
+      // Exhaustive: a new event type in lib/protocol.ts fails the type check here until it is handled.
+      const never: never = ev;
+      return never;
+    }
   }
 }
 
@@ -284,7 +344,9 @@ function endStream(conv: Conversation, seq: number): void {
 function stopOpenTools(conv: Conversation): void {
   for (const id of conv.toolOrder.slice(conv.toolsOpenFrom)) {
     const t = conv.tools[id];
-    if (t.status === "pending" || t.status === "running") conv.tools[id] = { ...t, status: "stopped" };
+    if (t.status === "pending" || t.status === "running" || t.status === "awaiting") {
+      conv.tools[id] = { ...t, status: "stopped" };
+    }
   }
   conv.toolsOpenFrom = conv.toolOrder.length;
 }
@@ -293,41 +355,44 @@ function num(v: unknown): number {
   return typeof v === "number" && Number.isFinite(v) ? v : 0;
 }
 
-function applyMessage(conv: Conversation, ev: StoredEvent, key: string): void {
-  const m = (ev.message ?? {}) as Record<string, unknown>;
-  const role = str(m.role);
-  const text = str(m.text);
-  if (role === "assistant") {
+function applyMessage(conv: Conversation, ev: Ev<"message_end">, key: string): void {
+  // Unknown fields of the message are kept by the schema (a plugin may forward `details`, `isError`).
+  const m: Message & { toolName?: unknown; details?: unknown; isError?: unknown } = ev.message;
+  const text = m.text;
+  if (m.role === "assistant") {
     if (conv.streaming) {
       // Deltas newer than this message_end already belong to the next message.
       const rest = conv.streaming.parts.filter((p) => p.seq > ev.seq);
       conv.streaming = rest.length ? { messageId: null, parts: rest } : null;
     }
-    const calls = Array.isArray(m.toolCalls) ? m.toolCalls as Record<string, unknown>[] : [];
     const ids: string[] = [];
-    for (const c of calls) {
-      const t = tool(conv, str(c.id), str(c.name), ev.seq);
-      t.argsJson = str(c.argsJson) || t.argsJson;
+    for (const c of m.toolCalls) {
+      const t = tool(conv, c.id, c.name, ev.seq);
+      t.argsJson = c.argsJson || t.argsJson;
       t.inMessage = true;
       ids.push(t.id);
     }
-    const thinking = typeof m.thinking === "string" && m.thinking.length > 0 ? m.thinking : null;
+    const thinking = m.thinking ? m.thinking : null;
     conv.items.push({ kind: "assistant", key, seq: ev.seq, text, thinking, toolCalls: ids });
-  } else if (role === "toolResult") {
-    const callId = typeof m.toolCallId === "string" ? m.toolCallId : null;
+  } else if (m.role === "toolResult") {
+    const callId = m.toolCallId;
     const known = callId !== null && conv.tools[callId]?.inMessage === true;
     if (callId !== null) {
       const t = tool(conv, callId, str(m.toolName), ev.seq);
       t.resultText = text;
       if (m.details !== undefined) t.details = m.details;
-      if (m.isError === true) t.status = "error";
-      else if (t.status === "pending" || t.status === "running") t.status = "done";
+      // A rejected call's result says why; its card keeps saying "rejected".
+      if (t.status !== "rejected" && m.isError === true) t.status = "error";
+      else if (t.status === "pending" || t.status === "running" || t.status === "awaiting") t.status = "done";
     }
     // A result whose call we hold is shown inside that call's card; others stand alone.
     if (!known) conv.items.push({ kind: "toolResult", key, seq: ev.seq, toolCallId: callId, text });
-  } else if (role === "user") {
+  } else if (m.role === "user") {
     conv.items.push({ kind: "user", key, seq: ev.seq, text });
   } else {
     conv.items.push({ kind: "system", key, seq: ev.seq, text });
   }
 }
+
+/** Persisted events a session page renders first, and fetches per page when scrolling back (one number). */
+export const HISTORY_PAGE = 300;

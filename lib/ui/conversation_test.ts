@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { StoredEvent } from "../protocol.ts";
+import type { UiEvent } from "./wire.ts";
 import {
   applyEvents,
   buildConversation,
@@ -11,8 +11,9 @@ import {
 } from "./conversation.ts";
 
 const S = "s1";
-function ev(seq: number, type: string, payload: Record<string, unknown> = {}): StoredEvent {
-  return { sessionId: S, seq, ts: 1000 + seq, type, ...payload };
+/** An event as the daemon serves it (tests write payloads loosely; the daemon parsed the real ones). */
+function ev(seq: number, type: string, payload: Record<string, unknown> = {}): UiEvent {
+  return { sessionId: S, seq, ts: 1000 + seq, type, ...payload } as unknown as UiEvent;
 }
 function msg(seq: number, role: string, id: string, text: string, extra: Record<string, unknown> = {}) {
   return ev(seq, "message_end", {
@@ -21,7 +22,7 @@ function msg(seq: number, role: string, id: string, text: string, extra: Record<
 }
 
 /** A short run: prompt, assistant calls a tool, result, final answer, usage. */
-function run(): StoredEvent[] {
+function run(): UiEvent[] {
   return [
     ev(1, "agent_start"),
     msg(2, "user", "u1", "list files"),

@@ -14,6 +14,7 @@ function call(name: string, args: unknown, result: string, extra: Partial<ToolCa
     resultPreview: result,
     resultText: result,
     details: undefined,
+    approvalId: null,
     seq,
     inMessage: true,
     ...extra,

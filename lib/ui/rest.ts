@@ -1,0 +1,118 @@
+/**
+ * One typed function per REST route (PROTOCOL.md, Transport 2), over `api()` so each gets the token, the JSON
+ * handling and the errors by kind (`SignInRequired` on 401, `ApiError` otherwise). Bodies and answers use the
+ * protocol's types; the browser never builds an `/api/...` path anywhere else.
+ */
+import type {
+  Approval,
+  ApprovalState,
+  AskSet,
+  DecisionBody,
+  DeliverAs,
+  SessionSummary,
+  SpawnBody,
+  SpawnJob,
+} from "../protocol.ts";
+import { api } from "./api.ts";
+import type { GitlabRepo, GitlabStatus, SpawnResult, UiEvent } from "./wire.ts";
+
+function session(id: string): string {
+  return `/api/sessions/${encodeURIComponent(id)}`;
+}
+
+function json(method: string, body: unknown): RequestInit {
+  return { method, body: JSON.stringify(body) };
+}
+
+/** `GET /api/sessions`: every session, most recent activity first. */
+export function listSessions(): Promise<SessionSummary[]> {
+  return api<SessionSummary[]>("/api/sessions");
+}
+
+/** `GET /api/sessions/:id`. */
+export function getSession(id: string): Promise<SessionSummary> {
+  return api<SessionSummary>(session(id));
+}
+
+/** `DELETE /api/sessions/:id`: an offline session and its history (409 while online). */
+export function deleteSession(id: string): Promise<{ ok: true }> {
+  return api<{ ok: true }>(session(id), { method: "DELETE" });
+}
+
+/** Which page of `GET /api/sessions/:id/events`: after a seq (ascending), or the latest before one. */
+export type EventsPage = { after: number; limit?: number } | { before: number; limit?: number };
+
+/** `GET /api/sessions/:id/events`. */
+export function sessionEvents(id: string, page: EventsPage): Promise<UiEvent[]> {
+  const q = "before" in page ? `before=${page.before}` : `after=${page.after}`;
+  return api<UiEvent[]>(`${session(id)}/events?${q}&limit=${page.limit ?? 1000}`);
+}
+
+/** `POST /api/sessions/:id/prompt` (409 when the session is offline). */
+export function sendPrompt(
+  id: string,
+  message: string,
+  deliverAs: DeliverAs,
+): Promise<{ ok: true; promptId: string }> {
+  return api<{ ok: true; promptId: string }>(`${session(id)}/prompt`, json("POST", { message, deliverAs }));
+}
+
+/** `POST /api/sessions/:id/abort` (409 when the session is offline). */
+export function abortSession(id: string): Promise<{ ok: true }> {
+  return api<{ ok: true }>(`${session(id)}/abort`, json("POST", {}));
+}
+
+/** `DELETE /api/sessions/:id/container`: stop a spawned session's container. */
+export function stopContainer(id: string): Promise<{ ok: true }> {
+  return api<{ ok: true }>(`${session(id)}/container`, { method: "DELETE" });
+}
+
+/** `GET /api/sessions/:id/approvals`: every approval of one session, oldest first. */
+export function sessionApprovals(id: string): Promise<Approval[]> {
+  return api<Approval[]>(`${session(id)}/approvals`);
+}
+
+/** `PUT /api/sessions/:id/policy`: the session's ask set. */
+export function setPolicy(id: string, ask: AskSet): Promise<{ ask: AskSet }> {
+  return api<{ ask: AskSet }>(`${session(id)}/policy`, json("PUT", { ask }));
+}
+
+/** `GET /api/approvals?state=…`: approvals of every session, oldest first. */
+export function listApprovals(state?: ApprovalState): Promise<Approval[]> {
+  return api<Approval[]>(`/api/approvals${state ? `?state=${state}` : ""}`);
+}
+
+/** `POST /api/approvals/:id`: answer one (409 when the other answer was stored first). */
+export function decideApproval(id: string, body: DecisionBody): Promise<Approval> {
+  return api<Approval>(`/api/approvals/${encodeURIComponent(id)}`, json("POST", body));
+}
+
+/** `POST /api/spawn`: answered once the container runs. */
+export function spawn(body: SpawnBody): Promise<SpawnResult> {
+  return api<SpawnResult>("/api/spawn", json("POST", body));
+}
+
+/** `GET /api/spawn/status`. */
+export function spawnStatus(): Promise<SpawnJob[]> {
+  return api<SpawnJob[]>("/api/spawn/status");
+}
+
+/** `GET /api/gitlab/status`. */
+export function gitlabStatus(): Promise<GitlabStatus> {
+  return api<GitlabStatus>("/api/gitlab/status");
+}
+
+/** `POST /api/gitlab/connect`: store a personal access token (checked against GitLab first). */
+export function gitlabConnect(token: string): Promise<{ username: string }> {
+  return api<{ username: string }>("/api/gitlab/connect", json("POST", { token }));
+}
+
+/** `DELETE /api/gitlab/connect`. */
+export function gitlabDisconnect(): Promise<{ ok: true }> {
+  return api<{ ok: true }>("/api/gitlab/connect", { method: "DELETE" });
+}
+
+/** `GET /api/gitlab/repos` (`refresh` rereads GitLab instead of the 60 s cache). */
+export function gitlabRepos(refresh = false): Promise<GitlabRepo[]> {
+  return api<GitlabRepo[]>(`/api/gitlab/repos${refresh ? "?refresh=1" : ""}`);
+}

@@ -1,0 +1,48 @@
+/** What a person can do to a session from its page: prompt, abort, delete; errors become messages. */
+import type { DeliverAs, SessionSummary } from "../protocol.ts";
+import { ApiError, SignInRequired } from "./api.ts";
+import { pageLive } from "./live.ts";
+import { abortSession, deleteSession, sendPrompt } from "./rest.ts";
+
+export interface SessionActions {
+  /** Resolves to an error message, or null once the daemon took it. */
+  send(message: string, deliverAs: DeliverAs): Promise<string | null>;
+  abort(): Promise<string | null>;
+  /** Asks for confirmation, deletes, then leaves for the list. */
+  remove(title: string): Promise<void>;
+}
+
+/**
+ * Actions on one session.
+ * @param patch corrects the page's row from what an answer proved (409: not online / still online)
+ */
+export function sessionActions(id: string, patch: (f: Partial<SessionSummary>) => void): SessionActions {
+  async function attempt(call: () => Promise<unknown>): Promise<string | null> {
+    try {
+      await call();
+      return null;
+    } catch (e) {
+      if (e instanceof SignInRequired) {
+        pageLive().requireSignIn();
+        return "Sign in again to send.";
+      }
+      if (e instanceof ApiError && e.status === 409) patch({ online: false });
+      return (e as Error).message;
+    }
+  }
+  return {
+    send: (message, deliverAs) => attempt(() => sendPrompt(id, message, deliverAs)),
+    abort: () => attempt(() => abortSession(id)),
+    async remove(title) {
+      if (!confirm(`Delete "${title}" and its whole history? This cannot be undone.`)) return;
+      try {
+        await deleteSession(id);
+        location.assign("/");
+      } catch (e) {
+        if (e instanceof SignInRequired) return pageLive().requireSignIn();
+        if (e instanceof ApiError && e.status === 409) patch({ online: true });
+        alert(`Not deleted: ${(e as Error).message}`);
+      }
+    },
+  };
+}

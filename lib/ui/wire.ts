@@ -1,0 +1,46 @@
+/**
+ * Wire types the browser shares with the daemon that `lib/protocol.ts` does not declare (the GitLab routes'
+ * answers live in the server's `lib/gitlab.ts`, which the bundle must not import), and the event type the
+ * browser works with, inferred from the protocol's schemas so nothing is written twice.
+ */
+import type { AgentEvent, StoredEvent } from "../protocol.ts";
+
+/** One repository of `GET /api/gitlab/repos`. */
+export interface GitlabRepo {
+  path: string;
+  name: string;
+  namespace: string;
+  lastActivityAt: string | null;
+  webUrl: string;
+  defaultBranch: string | null;
+}
+
+/** `GET /api/gitlab/status`; never the token. */
+export interface GitlabStatus {
+  connected: boolean;
+  baseUrl: string;
+  username?: string;
+}
+
+/** `POST /api/spawn`'s 201 answer. */
+export interface SpawnResult {
+  sessionId: string;
+  jobId: string;
+  containerId: string;
+}
+
+/**
+ * An event as REST and `/ws` deliver it: the plugin's event after the daemon parsed it with `AgentEvent`
+ * (defaults applied, unknown fields kept). Its `type` is a closed union, so reducers can switch exhaustively.
+ */
+export type UiEvent = AgentEvent;
+/** The type names of `UiEvent`. */
+export type UiEventType = UiEvent["type"];
+
+/**
+ * View stored events as `UiEvent`s. The store only holds frames that passed `AgentEvent`, so this is the one
+ * place the loose `StoredEvent` shape of the server is narrowed; it copies nothing.
+ */
+export function asUiEvents(events: readonly StoredEvent[]): UiEvent[] {
+  return events as unknown as UiEvent[];
+}
