@@ -1,11 +1,61 @@
 #!/usr/bin/env bash
-# Run every test on this machine: installs what is missing, starts a throwaway Docker engine, runs
-# `deno test`, stops the engine, and ends with the plain line "N passed, N failed".
-# Extra arguments go to `deno test` (e.g. a file or --filter).
+# Run the tests and end with the plain line "N passed, N failed".
+#   bash scripts/test.sh          everything (CI and the README): installs what is missing, builds the island
+#                                 bundle, starts a throwaway Docker engine, runs the unit set in parallel and
+#                                 then every other test file one at a time
+#   bash scripts/test.sh --unit   the unit set only (`deno task test:unit`): no root, no network, no Docker,
+#                                 no browser, no pi; daemons in-process or as plain subprocesses
+#   bash scripts/test.sh ARGS…    `deno test -A ARGS…` with the full setup (e.g. a file or --filter)
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 export NO_COLOR=1 DENO_NO_UPDATE_CHECK=1 PATH="$ROOT/.tools/node_modules/.bin:$PATH"
+
+# The unit set: what needs nothing but Deno, the npm packages and loopback. A new test file outside it runs
+# in the serial phase of the full suite until it is added here.
+UNIT=(
+  lib docker plugin
+  tests/agent_socket_test.ts tests/auth_test.ts tests/browser_socket_test.ts tests/config_test.ts
+  tests/protocol_doc_test.ts tests/rest_test.ts tests/restart_test.ts tests/retention_test.ts
+  tests/ui_routes_test.ts
+  tests/plugin_mapping_test.ts tests/plugin_buffer_test.ts tests/plugin_delivery_test.ts
+)
+
+# Test-only npm packages (playwright-core) must stay out of deno.lock, because Deno installs everything a
+# lock lists, `deno task start` included: tests resolve against a throwaway copy of it, which pins the same
+# versions and takes the additions.
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cp deno.lock "$work/test.lock"
+
+passed=0
+failed=0
+rc=0
+# Run `deno test -A "$@"`, show its output, and add its summary line to the totals (no line: 1 failed).
+run_deno_test() {
+  local log="$work/log" line
+  deno test -A --permit-no-files --lock="$work/test.lock" "$@" 2>&1 | tee "$log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+  line=$(sed -nE 's/^(ok|FAILED) \| ([0-9]+) passed[^|]*\| ([0-9]+) failed.*/\2 \3/p' "$log" | tail -1)
+  if [ -z "$line" ]; then
+    failed=$((failed + 1))
+    rc=1
+  else
+    passed=$((passed + ${line% *}))
+    failed=$((failed + ${line#* }))
+  fi
+}
+finish() {
+  echo "$passed passed, $failed failed"
+  exit "$rc"
+}
+
+if [ "${1:-}" = "--unit" ]; then
+  shift
+  # Two cores on the reference machine; more jobs only make the socket tests wait on each other.
+  DENO_JOBS="${DENO_JOBS:-2}" run_deno_test --parallel "${UNIT[@]}" "$@"
+  finish
+fi
 
 bash scripts/setup.sh --test || { echo "setup failed"; echo "0 passed, 1 failed"; exit 1; }
 deno install --quiet >/dev/null 2>&1 || true
@@ -15,17 +65,17 @@ deno task build >&2 || { echo "bundle build failed"; echo "0 passed, 1 failed"; 
 if [ -z "${LVMH_TEST_DOCKER_SOCK:-}" ]; then
   if sock=$(bash scripts/dockerd.sh start); then
     export LVMH_TEST_DOCKER_SOCK="$sock"
-    trap 'bash scripts/dockerd.sh stop >/dev/null 2>&1' EXIT
+    trap 'bash scripts/dockerd.sh stop >/dev/null 2>&1; rm -rf "$work"' EXIT
   else
     echo "warning: could not start dockerd; Docker tests will fail" >&2
   fi
 fi
 
-log=$(mktemp)
-deno test -A "$@" 2>&1 | tee "$log"
-rc=${PIPESTATUS[0]}
-summary=$(sed -nE 's/^(ok|FAILED) \| ([0-9]+) passed[^|]*\| ([0-9]+) failed.*/\2 passed, \3 failed/p' "$log" | tail -1)
-rm -f "$log"
-if [ -z "$summary" ]; then summary="0 passed, 1 failed"; rc=1; fi
-echo "$summary"
-exit "$rc"
+if [ $# -gt 0 ]; then
+  run_deno_test "$@"
+else
+  DENO_JOBS="${DENO_JOBS:-2}" run_deno_test --parallel "${UNIT[@]}"
+  # Docker, Chromium and real pi: one file at a time, so their timeouts hold on a busy machine.
+  run_deno_test --ignore="$(IFS=,; echo "${UNIT[*]}")" .
+fi
+finish

@@ -103,11 +103,36 @@ export async function connectAgent(target: AgentTarget, options: AgentOptions = 
   };
 }
 
-/** A browser-side socket on `/ws` that records every frame. */
+/** A session as `GET /api/sessions` and the browser socket describe it (the fields tests look at). */
+export type SessionSummary = Record<string, unknown> & { id: string; online: boolean };
+
+/**
+ * Fold one daemon→browser frame into the browser's view of the sessions: `session_list` replaces it,
+ * `session_update` sets the changed summaries and drops the removed ids. Other frames leave it as it is.
+ */
+export function applySessionFrame(sessions: Map<string, SessionSummary>, frame: Frame): void {
+  if (frame.type === "session_list") {
+    sessions.clear();
+    for (const s of frame.sessions as SessionSummary[]) sessions.set(s.id, s);
+  } else if (frame.type === "session_update") {
+    for (const s of (frame.sessions ?? []) as SessionSummary[]) sessions.set(s.id, s);
+    for (const id of (frame.removed ?? []) as string[]) sessions.delete(id);
+  }
+}
+
+/**
+ * A browser-side socket on `/ws` that records every frame and keeps the session map the frames describe,
+ * so tests wait on "session X is online" whether the daemon re-sends the list or sends only the changes.
+ */
 export async function connectBrowser(url: string) {
   const socket = new WebSocket(url);
   const frames: Frame[] = [];
-  socket.onmessage = (e) => frames.push(JSON.parse(e.data));
+  const sessions = new Map<string, SessionSummary>();
+  socket.onmessage = (e) => {
+    const frame = JSON.parse(e.data) as Frame;
+    frames.push(frame);
+    applySessionFrame(sessions, frame);
+  };
   const closed = new Promise<CloseEvent>((resolve) => socket.addEventListener("close", (e) => resolve(e)));
   await new Promise<void>((resolve, reject) => {
     socket.onopen = () => resolve();
@@ -116,10 +141,18 @@ export async function connectBrowser(url: string) {
   return {
     socket,
     frames,
+    /** The sessions as this browser knows them now, by id. */
+    sessions,
     closed,
     send: (frame: Record<string, unknown>) => socket.send(JSON.stringify(frame)),
     waitFrame: (pred: (f: Frame) => boolean, what = "a frame", timeoutMs = 10_000) =>
       waitFor(() => frames.find(pred), what, timeoutMs),
+    /** Wait until the session map satisfies `pred` (after at least the first `session_list`). */
+    waitSessions: (
+      pred: (sessions: Map<string, SessionSummary>) => boolean,
+      what = "a session list",
+      timeoutMs = 10_000,
+    ) => waitFor(() => frames.some((f) => f.type === "session_list") && pred(sessions), what, timeoutMs),
     async close() {
       if (socket.readyState !== WebSocket.CLOSED) {
         socket.close();

@@ -3,8 +3,9 @@
  * `scripts/setup_chromium.sh` when missing), the island bundle built before the daemon starts, and page
  * helpers that fail the test on any script error or CSP violation.
  */
-// A full specifier, not the import map: only the UI tests need it, so `deno task start` never installs it.
-import { type Browser, type BrowserContext, chromium, type Page } from "npm:playwright-core@^1.65.0";
+// A full, exact specifier instead of the import map, and kept out of deno.lock (tests run against a copy of
+// it, see scripts/test.sh): Deno installs everything the lock lists, so `deno task start` would fetch it too.
+import { type Browser, type BrowserContext, chromium, type Page } from "npm:playwright-core@1.65.1";
 import { fileURLToPath } from "node:url";
 import { ensureBundle } from "../scripts/build.ts";
 import type { Daemon } from "./_daemon.ts";

@@ -1,11 +1,12 @@
 import assert from "node:assert/strict";
-import { startDaemon, waitFor } from "./_daemon.ts";
+import { waitFor } from "./_daemon.ts";
+import { startInProcess } from "./_inproc.ts";
 import { connectAgent, sessionInfo, userEnd } from "./_agent_client.ts";
 
 const text = (n: number) => `message ${n} `.padEnd(300, "x");
 
 Deno.test("daemon: plugin socket, persistence and REST", async (t) => {
-  await using d = await startDaemon();
+  await using d = await startInProcess();
 
   await t.step("hello gets welcome with lastSeq 0 and the session is listed online", async () => {
     const a = await connectAgent(d, { sessionId: "s1" });
@@ -112,7 +113,7 @@ Deno.test("daemon: plugin socket, persistence and REST", async (t) => {
 });
 
 Deno.test("daemon: bad frames are rejected without hurting anyone", async (t) => {
-  await using d = await startDaemon();
+  await using d = await startInProcess();
   const good = await connectAgent(d, { sessionId: "good" });
   const bad = await connectAgent(d, { sessionId: "bad" });
 

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { routes } from "../routes/_table.ts";
-import { startDaemon } from "./_daemon.ts";
+import { startInProcess } from "./_inproc.ts";
 import { connectAgent, sessionInfo } from "./_agent_client.ts";
 import { agentToken, cookieValue } from "../lib/auth.ts";
 
@@ -12,7 +12,7 @@ function concrete(path: string): string {
 }
 
 Deno.test("auth: every route in the table is authenticated", async (t) => {
-  await using d = await startDaemon();
+  await using d = await startInProcess();
   const agent = await connectAgent(d, {
     sessionId: "auth-s1",
     session: sessionInfo("auth-s1", { name: SECRET_NAME }),
@@ -45,7 +45,7 @@ Deno.test("auth: every route in the table is authenticated", async (t) => {
           }
           const body = method === "GET" || method === "DELETE" ? undefined : "{}";
           if (body) h.set("content-type", "application/json");
-          const res = await fetch(d.url + path + (what === "no credentials" ? "?token=wrong" : ""), {
+          const res = await d.fetch(path + (what === "no credentials" ? "?token=wrong" : ""), {
             method,
             headers: h,
             body,
@@ -85,7 +85,7 @@ Deno.test("auth: every route in the table is authenticated", async (t) => {
         },
       ]
     ) {
-      const res = await fetch(`${d.url}/login`, { method: "POST", redirect: "manual", ...init });
+      const res = await d.fetch("/login", { method: "POST", redirect: "manual", ...init });
       await res.body?.cancel();
       assert.ok(res.status === 401 || res.status === 303, String(res.status));
       assert.equal(res.headers.get("set-cookie"), null);
@@ -99,11 +99,11 @@ Deno.test("auth: every route in the table is authenticated", async (t) => {
         { headers: { cookie: `lvmh_auth=${await cookieValue(d.token)}` } },
       ]
     ) {
-      const res = await fetch(`${d.url}/api/sessions`, init);
+      const res = await d.fetch("/api/sessions", init);
       assert.equal(res.status, 200);
       await res.body?.cancel();
     }
-    const q = await fetch(`${d.url}/api/sessions?token=${encodeURIComponent(d.token)}`);
+    const q = await d.fetch(`/api/sessions?token=${encodeURIComponent(d.token)}`);
     assert.equal(q.status, 200);
     await q.body?.cancel();
   });
@@ -111,11 +111,11 @@ Deno.test("auth: every route in the table is authenticated", async (t) => {
   await t.step("a session-scoped agent token opens the plugin socket for its session only", async () => {
     const scoped = await agentToken(d.token, "scoped-1");
     for (const path of ["/api/sessions", "/api/sessions/auth-s1/events", "/ws"]) {
-      const res = await fetch(d.url + path, { headers: { authorization: `Bearer ${scoped}` } });
+      const res = await d.fetch(path, { headers: { authorization: `Bearer ${scoped}` } });
       assert.equal(res.status, 401, path);
       await res.body?.cancel();
     }
-    const forged = await fetch(`${d.url}/agent/ws`, {
+    const forged = await d.fetch("/agent/ws", {
       headers: { authorization: `Bearer ${scoped.replace("scoped-1", "auth-s1")}`, upgrade: "websocket" },
     });
     assert.equal(forged.status, 401, "the HMAC binds the token to its session id");

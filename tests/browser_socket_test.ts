@@ -1,9 +1,10 @@
 import assert from "node:assert/strict";
-import { startDaemon, waitFor } from "./_daemon.ts";
+import { waitFor } from "./_daemon.ts";
+import { startInProcess } from "./_inproc.ts";
 import { connectAgent, connectBrowser, userEnd } from "./_agent_client.ts";
 
 Deno.test("daemon: browsers get the session list and live events", async (t) => {
-  await using d = await startDaemon();
+  await using d = await startInProcess();
   const browser = await connectBrowser(d.browserUrl);
 
   await t.step("session_list on connect and on change", async () => {
@@ -11,12 +12,7 @@ Deno.test("daemon: browsers get the session list and live events", async (t) => 
     assert.deepEqual(first.sessions, []);
     await browser.waitFrame((f) => f.type === "spawn_status");
     const a = await connectAgent(d, { sessionId: "live" });
-    await browser.waitFrame(
-      (f) =>
-        f.type === "session_list" &&
-        (f.sessions as { id: string; online: boolean }[]).some((s) => s.id === "live" && s.online),
-      "list with live online",
-    );
+    await browser.waitSessions((sessions) => sessions.get("live")?.online === true, "live online");
     await a.close();
   });
 
@@ -68,7 +64,7 @@ Deno.test("daemon: browsers get the session list and live events", async (t) => 
 });
 
 Deno.test("daemon: a browser that stops reading is disconnected, others are not", async () => {
-  await using d = await startDaemon();
+  await using d = await startInProcess();
   // A raw socket that completes the handshake and never reads again.
   const conn = await Deno.connect({ hostname: "127.0.0.1", port: d.port });
   const key = btoa("0123456789abcdef");

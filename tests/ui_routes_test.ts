@@ -1,20 +1,24 @@
 /**
- * The web UI's HTTP routes against the real daemon (no browser): sign-in and sign-out, the page cookie and its
- * limits, static assets, page headers, and what a page shows with and without credentials.
+ * The web UI's HTTP routes against the daemon built in-process (no browser): sign-in and sign-out, the page
+ * cookie and its limits, static assets, page headers, and what a page shows with and without credentials.
  */
 import assert from "node:assert/strict";
-import { startDaemon } from "./_daemon.ts";
+import { startInProcess } from "./_inproc.ts";
+import { ensureBundle } from "../scripts/build.ts";
 import { connectAgent, sessionInfo } from "./_agent_client.ts";
 
 Deno.test("UI routes", async (t) => {
-  const daemon = await startDaemon();
+  // main.ts builds the island bundle before it serves; the in-process daemon does not, and a fresh checkout
+  // has none.
+  await ensureBundle();
+  const daemon = await startInProcess();
   const agent = await connectAgent(daemon, {
     sessionId: "r1",
     session: sessionInfo("r1", { name: "route test session" }),
   });
   const origin = daemon.url;
   const post = (path: string, body: string, headers: Record<string, string> = {}) =>
-    fetch(`${daemon.url}${path}`, { method: "POST", body, headers, redirect: "manual" });
+    daemon.fetch(path, { method: "POST", body, headers, redirect: "manual" });
   let cookie = "";
   try {
     await t.step("POST /login with a wrong token: 401, no cookie", async () => {
@@ -55,26 +59,26 @@ Deno.test("UI routes", async (t) => {
     );
 
     await t.step("pages: data with the cookie, none without; CSP on both", async () => {
-      const withCookie = await fetch(`${daemon.url}/`, { headers: { cookie } });
+      const withCookie = await daemon.fetch("/", { headers: { cookie } });
       assert.equal(withCookie.status, 200);
       assert.match(withCookie.headers.get("content-security-policy") ?? "", /default-src 'none'/);
       assert.match(await withCookie.text(), /route test session/);
-      const session = await fetch(`${daemon.url}/sessions/r1`, { headers: { cookie } });
+      const session = await daemon.fetch("/sessions/r1", { headers: { cookie } });
       assert.equal(session.status, 200);
       assert.match(await session.text(), /data-island="SessionView"/);
-      const without = await fetch(`${daemon.url}/sessions/r1`);
+      const without = await daemon.fetch("/sessions/r1");
       assert.equal(without.status, 401);
       assert.match(without.headers.get("content-security-policy") ?? "", /default-src 'none'/);
       const html = await without.text();
       assert.match(html, /data-island="SignIn"/);
       assert.ok(!html.includes("route test session"));
-      const forged = await fetch(`${daemon.url}/`, { headers: { cookie: `lvmh_auth=${daemon.token}` } });
+      const forged = await daemon.fetch("/", { headers: { cookie: `lvmh_auth=${daemon.token}` } });
       assert.equal(forged.status, 401, "the raw token is not a valid cookie");
       await forged.body?.cancel();
     });
 
     await t.step("unknown session: 404 page, the id escaped", async () => {
-      const res = await fetch(`${daemon.url}/sessions/%3Cscript%3Ealert(1)%3C%2Fscript%3E`, {
+      const res = await daemon.fetch("/sessions/%3Cscript%3Ealert(1)%3C%2Fscript%3E", {
         headers: { cookie },
       });
       assert.equal(res.status, 404);
@@ -110,7 +114,7 @@ Deno.test("UI routes", async (t) => {
     });
 
     await t.step("DELETE /login clears the cookie", async () => {
-      const res = await fetch(`${daemon.url}/login`, { method: "DELETE", headers: { cookie, origin } });
+      const res = await daemon.fetch("/login", { method: "DELETE", headers: { cookie, origin } });
       assert.equal(res.status, 200);
       assert.match(
         res.headers.get("set-cookie") ?? "",
@@ -120,22 +124,22 @@ Deno.test("UI routes", async (t) => {
     });
 
     await t.step("static assets: types, revalidation, nothing outside static/", async () => {
-      const css = await fetch(`${daemon.url}/static/style.css`);
+      const css = await daemon.fetch("/static/style.css");
       assert.equal(css.status, 200);
       assert.equal(css.headers.get("content-type"), "text/css; charset=utf-8");
       assert.equal(css.headers.get("x-content-type-options"), "nosniff");
       const etag = css.headers.get("etag") ?? "";
       await css.body?.cancel();
-      const again = await fetch(`${daemon.url}/static/style.css`, { headers: { "if-none-match": etag } });
+      const again = await daemon.fetch("/static/style.css", { headers: { "if-none-match": etag } });
       assert.equal(again.status, 304);
-      const js = await fetch(`${daemon.url}/static/client.js`);
+      const js = await daemon.fetch("/static/client.js");
       assert.equal(js.status, 200);
       assert.equal(js.headers.get("content-type"), "text/javascript; charset=utf-8");
       assert.match(await js.text(), /data-island|hydrated/);
       for (
         const path of ["/static/..%2Fdeno.json", "/static/.hidden.css", "/static/nope.css", "/static/x.ts"]
       ) {
-        const res = await fetch(`${daemon.url}${path}`);
+        const res = await daemon.fetch(path);
         assert.equal(res.status, 404, path);
         await res.body?.cancel();
       }
