@@ -1,0 +1,218 @@
+/**
+ * Tool approvals through the real daemon process with a scripted plugin: the request is listed over REST and
+ * /ws, answers are first-writer-wins, and neither a pending request nor a stored decision is lost when the
+ * daemon is SIGKILLed or the plugin reconnects. (The real pi on both versions: plugin_approvals tests.)
+ */
+import assert from "node:assert/strict";
+import { startDaemon } from "./_daemon.ts";
+import { connectAgent, connectBrowser, type Frame } from "./_agent_client.ts";
+
+const request = (approvalId: string) => ({
+  approvalId,
+  toolCallId: `call-${approvalId}`,
+  toolName: "bash",
+  args: { command: "echo hello" },
+});
+
+Deno.test("approvals: listed, decided once, delivered, applied", async (t) => {
+  await using d = await startDaemon({ env: { LVMH_ASK: "bash,edit" } });
+  const a = await connectAgent(d, { sessionId: "ap1" });
+  const browser = await connectBrowser(d.browserUrl);
+  try {
+    await t.step("welcome carries the ask set and features", () => {
+      assert.deepEqual(a.welcome.policy, { ask: ["bash", "edit"] });
+      assert.deepEqual(a.welcome.features, ["batch"]);
+    });
+
+    await t.step("a request is pending over REST and on /ws", async () => {
+      a.send("approval_request", request("r1"));
+      await browser.waitFrame(
+        (f) => f.type === "approvals" && (f.pending as { id: string }[]).some((p) => p.id === "r1"),
+        "approvals frame with r1",
+      );
+      const pending = await (await d.api("/api/approvals?state=pending")).json();
+      assert.deepEqual(pending.map((p: { id: string; state: string }) => [p.id, p.state]), [[
+        "r1",
+        "pending",
+      ]]);
+      assert.deepEqual(pending[0].args, { command: "echo hello" });
+      await browser.waitSessions((s) => s.get("ap1")?.waiting === 1, "waiting: 1 on the session row");
+    });
+
+    await t.step("two answers at once: one wins, the other is the same record or 409", async () => {
+      const answers = await Promise.all(
+        ["approve", "reject"].map((decision) =>
+          d.api("/api/approvals/r1", { method: "POST", body: JSON.stringify({ decision }) })
+        ),
+      );
+      const statuses = answers.map((r) => r.status).sort();
+      assert.deepEqual(statuses, [200, 409]);
+      const winner = await answers.find((r) => r.status === 200)!.json();
+      await answers.find((r) => r.status === 409)!.body?.cancel();
+      const decision = await a.waitFrame((f) => f.type === "approval_decision", "approval_decision");
+      assert.equal(decision.approvalId, "r1");
+      assert.equal(decision.decision, winner.state === "approved" ? "approve" : "reject");
+      assert.equal(decision.by, "admin");
+      const again = await d.api("/api/approvals/r1", {
+        method: "POST",
+        body: JSON.stringify({ decision: decision.decision }),
+      });
+      assert.equal(again.status, 200);
+      assert.deepEqual(await again.json(), winner, "the same answer again is the same record");
+      assert.equal(a.frames.filter((f) => f.type === "approval_decision").length, 1, "delivered once");
+    });
+
+    await t.step("approval_resolved marks it applied", async () => {
+      const decision = a.frames.find((f) => f.type === "approval_decision")!;
+      a.send("approval_resolved", {
+        approvalId: "r1",
+        decision: decision.decision,
+        by: "admin",
+        source: "web",
+      });
+      const applied = await waitApproval(d, "ap1", "r1", (x) => x.appliedAt !== null);
+      assert.equal(applied.source, "web");
+    });
+
+    await t.step("bad bodies and ids", async () => {
+      const cases: [string, string, number][] = [
+        ["/api/approvals/r1", JSON.stringify({ decision: "maybe" }), 400],
+        ["/api/approvals/nope", JSON.stringify({ decision: "approve" }), 404],
+        ["/api/approvals/r1", "{", 400],
+      ];
+      for (const [path, body, status] of cases) {
+        const res = await d.api(path, { method: "POST", body });
+        assert.equal(res.status, status, `${path} ${body}`);
+        assert.equal(typeof (await res.json()).error, "string");
+      }
+      const badState = await d.api("/api/approvals?state=soon");
+      assert.equal(badState.status, 400);
+      await badState.body?.cancel();
+    });
+
+    await t.step("PUT policy reaches the plugin live and is listed", async () => {
+      const res = await d.api("/api/sessions/ap1/policy", {
+        method: "PUT",
+        body: JSON.stringify({ ask: "all" }),
+      });
+      assert.equal(res.status, 200);
+      assert.deepEqual(await res.json(), { ask: "all" });
+      const frame = await a.waitFrame((f) => f.type === "policy", "policy frame");
+      assert.equal(frame.ask, "all");
+      const bad = await d.api("/api/sessions/ap1/policy", {
+        method: "PUT",
+        body: JSON.stringify({ ask: "x" }),
+      });
+      assert.equal(bad.status, 400);
+      await bad.body?.cancel();
+      const ghost = await d.api("/api/sessions/ghost/policy", {
+        method: "PUT",
+        body: JSON.stringify({ ask: [] }),
+      });
+      assert.equal(ghost.status, 404);
+      await ghost.body?.cancel();
+    });
+  } finally {
+    await browser.close();
+    await a.close();
+  }
+});
+
+Deno.test("approvals: a SIGKILLed daemon keeps the pending request; a decision taken offline reaches the reconnecting plugin", async () => {
+  const dataDir = await Deno.makeTempDir({ prefix: "lvmh-approvals-" });
+  try {
+    const d1 = await startDaemon({ dataDir });
+    const a1 = await connectAgent(d1, { sessionId: "ap2" });
+    const seq = a1.send("approval_request", request("r2"));
+    await a1.waitFrame((f) => f.type === "ack" && (f.lastSeq as number) >= seq, "ack of the request");
+    await d1.kill("SIGKILL");
+    await d1.stop();
+
+    await using d2 = await startDaemon({ dataDir, port: d1.port });
+    const pending = await (await d2.api("/api/approvals?state=pending")).json();
+    assert.deepEqual(pending.map((p: { id: string }) => p.id), ["r2"], "still pending after SIGKILL");
+    // Decided while the plugin is away: stored, delivered on its reconnect.
+    const res = await d2.api("/api/approvals/r2", {
+      method: "POST",
+      body: JSON.stringify({ decision: "approve", reason: "looks fine" }),
+    });
+    assert.equal(res.status, 200);
+    assert.equal((await res.json()).state, "approved");
+
+    const a2 = await connectAgent(d2, { sessionId: "ap2", nextSeq: seq + 1 });
+    try {
+      // The plugin re-sends what it still waits on, same approvalId and seq; the daemon answers at once.
+      a2.socket.send(
+        JSON.stringify({
+          v: 1,
+          sessionId: "ap2",
+          seq,
+          ts: Date.now(),
+          type: "approval_request",
+          ...request("r2"),
+        }),
+      );
+      const decision: Frame = await a2.waitFrame(
+        (f) => f.type === "approval_decision",
+        "decision on reconnect",
+      );
+      assert.deepEqual(
+        [decision.approvalId, decision.decision, decision.reason, decision.by],
+        ["r2", "approve", "looks fine", "admin"],
+      );
+      const events = await (await d2.api("/api/sessions/ap2/events")).json();
+      assert.equal(
+        events.filter((e: Frame) => e.type === "approval_request").length,
+        1,
+        "the log holds it once",
+      );
+      assert.equal(events[0].v, 1, "events carry the whole envelope");
+    } finally {
+      await a2.close();
+    }
+  } finally {
+    await Deno.remove(dataDir, { recursive: true });
+  }
+});
+
+Deno.test("approvals: bye cancels what still waits; batch frames are stored event by event", async () => {
+  await using d = await startDaemon();
+  const a = await connectAgent(d, { sessionId: "ap3" });
+  const base = { v: 1, sessionId: "ap3", ts: Date.now() };
+  a.socket.send(JSON.stringify({
+    ...base,
+    seq: 0,
+    type: "batch",
+    events: [
+      { ...base, seq: 1, type: "agent_start" },
+      { ...base, seq: 2, type: "no_such_type" },
+      { ...base, seq: 3, type: "approval_request", ...request("r3") },
+    ],
+  }));
+  const error = await a.waitFrame((f) => f.type === "error", "error for the bad event");
+  assert.equal(error.seq, 2);
+  await a.waitFrame((f) => f.type === "ack" && f.lastSeq === 3, "one ack for the batch");
+  const events = await (await d.api("/api/sessions/ap3/events")).json();
+  assert.deepEqual(events.map((e: Frame) => e.seq), [1, 3]);
+  a.socket.send(JSON.stringify({ ...base, seq: 4, type: "bye", reason: "shutdown" }));
+  await waitApproval(d, "ap3", "r3", (x) => x.state === "cancelled");
+  a.socket.send(JSON.stringify({ ...base, seq: 0, type: "ping" }));
+  await a.waitFrame((f) => f.type === "pong", "pong");
+  await a.close();
+});
+
+async function waitApproval(
+  d: { api(path: string): Promise<Response> },
+  sessionId: string,
+  id: string,
+  pred: (a: Record<string, unknown>) => boolean,
+): Promise<Record<string, unknown>> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const list = await (await d.api(`/api/sessions/${sessionId}/approvals`)).json();
+    const found = list.find((x: { id: string }) => x.id === id);
+    if (found && pred(found)) return found;
+    if (Date.now() > deadline) throw new Error(`approval ${id} never matched: ${JSON.stringify(found)}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
