@@ -35,9 +35,7 @@ export const PI_VERSIONS: PiVersion[] = [
 
 /** Fail loudly (not skip) when setup_pi.sh has not run: these tests are part of the suite. */
 export function assertInstalled(v: PiVersion): void {
-  for (
-    const f of [v.node, v.cli, `${ROOT}plugin/node_modules/ws/package.json`]
-  ) {
+  for (const f of [v.node, v.cli, PLUGIN]) {
     try {
       Deno.statSync(f);
     } catch {

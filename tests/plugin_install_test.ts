@@ -1,40 +1,56 @@
 /**
- * The installation ways plugin/README.md gives work with the real pi 0.73.1 and 1.6.0: a folder under
- * ~/.pi/agent/extensions/ found through its package.json "pi" field, and an entry in settings.json.
+ * The installation ways plugin/README.md gives work with the real pi 0.73.1 and 1.6.0, with nothing installed
+ * beside the plugin file (its `ws` is bundled in; pi 0.73.1 runs on Node 20, which has no WebSocket):
+ * `pi install <path>`, one file copied into ~/.pi/agent/extensions/, and an entry in settings.json.
  */
 import assert from "node:assert/strict";
 import { startDaemon, waitFor } from "./_daemon.ts";
 import { startFakeLlm } from "./fixtures/fake_llm.mjs";
-import { assertInstalled, makePiHome, PI_VERSIONS, piPrint, PLUGIN, ROOT, sessions } from "./_pi.ts";
-
-async function copyDir(from: string, to: string) {
-  await Deno.mkdir(to, { recursive: true });
-  for await (const e of Deno.readDir(from)) {
-    if (e.isDirectory) await copyDir(`${from}/${e.name}`, `${to}/${e.name}`);
-    else if (e.isFile) await Deno.copyFile(`${from}/${e.name}`, `${to}/${e.name}`);
-  }
-}
+import {
+  assertInstalled,
+  makePiHome,
+  PI_VERSIONS,
+  type PiHome,
+  piPrint,
+  PLUGIN,
+  ROOT,
+  sessions,
+} from "./_pi.ts";
 
 for (const v of PI_VERSIONS) {
   Deno.test(`plugin on pi ${v.name}: installed as README.md says, it loads in every session`, async (t) => {
     assertInstalled(v);
     const llm = await startFakeLlm();
     await using d = await startDaemon();
+    /** A pi run without -e in `home` shows up in the daemon: the installed plugin loaded. */
+    const loads = async (home: PiHome, what: string) => {
+      const run = await piPrint(v, home, home.env(d), `TEXTONLY ${what}`, [], false);
+      assert.equal(run.code, 0, run.stderr);
+      await waitFor(
+        async () => (await sessions(d)).some((s) => s.cwd === home.workspace),
+        `session (${what})`,
+      );
+    };
     try {
-      await t.step("a folder in ~/.pi/agent/extensions with a pi manifest", async () => {
+      await t.step("pi install <the plugin folder>", async () => {
         await using home = await makePiHome(llm.url);
-        const dir = `${home.agentDir}/extensions/lvmh-agent`;
-        await Deno.mkdir(dir, { recursive: true });
-        await Deno.copyFile(PLUGIN, `${dir}/lvmh-agent.mjs`);
-        await Deno.copyFile(`${ROOT}plugin/package.json`, `${dir}/package.json`);
-        // What `npm install` there produces (copied: tests do not use the network).
-        await copyDir(`${ROOT}plugin/node_modules`, `${dir}/node_modules`);
-        const run = await piPrint(v, home, home.env(d), "TEXTONLY installed", [], false);
-        assert.equal(run.code, 0, run.stderr);
-        await waitFor(
-          async () => (await sessions(d)).some((s) => s.cwd === home.workspace),
-          "session from the folder",
-        );
+        const out = await new Deno.Command(v.node, {
+          args: [v.cli, "install", `${ROOT}plugin`],
+          cwd: home.workspace,
+          env: home.env(),
+          clearEnv: true,
+          stdin: "null",
+          signal: AbortSignal.timeout(60_000),
+        }).output();
+        assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+        await loads(home, "pi install");
+      });
+      await t.step("the one file copied into ~/.pi/agent/extensions/", async () => {
+        await using home = await makePiHome(llm.url);
+        await Deno.mkdir(`${home.agentDir}/extensions`, { recursive: true });
+        // pi picks up top-level .ts/.js files there (not .mjs); the bundle is plain ESM, so .js loads it.
+        await Deno.copyFile(PLUGIN, `${home.agentDir}/extensions/lvmh-agent.js`);
+        await loads(home, "copied");
       });
       await t.step("an absolute path in settings.json", async () => {
         await using home = await makePiHome(llm.url);
@@ -43,12 +59,7 @@ for (const v of PI_VERSIONS) {
           `${home.agentDir}/settings.json`,
           JSON.stringify({ ...settings, extensions: [PLUGIN] }),
         );
-        const run = await piPrint(v, home, home.env(d), "TEXTONLY from settings", [], false);
-        assert.equal(run.code, 0, run.stderr);
-        await waitFor(
-          async () => (await sessions(d)).some((s) => s.cwd === home.workspace),
-          "session from settings",
-        );
+        await loads(home, "settings");
       });
     } finally {
       await llm.close();

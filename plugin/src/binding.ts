@@ -1,0 +1,240 @@
+/**
+ * One factory run's pi handlers: each maps a pi event onto the session's link and returns at once (pi awaits
+ * handlers inside its event queue). State that must outlive the run lives in the link registry.
+ */
+import type { Config } from "./config.ts";
+import { PREVIEW_CHARS, RENAME_POLL_MS, TOOL_UPDATE_MS } from "./constants.ts";
+import { Delivery } from "./delivery.ts";
+import { type DaemonFrame, Link } from "./link.ts";
+import type { Logger } from "./log.ts";
+import { mapRole, resultText, safeArgs, toMessage } from "./mapping.ts";
+import type { PiApi, PiContext, PiEvent } from "./pi_types.ts";
+import { globalState, unref } from "./runtime.ts";
+import { Settle } from "./settle.ts";
+import { field, snapshot } from "./snapshot.ts";
+
+interface ToolUpdate {
+  last: number;
+  pending: PiEvent | null;
+  timer: ReturnType<typeof setTimeout> | null;
+}
+
+/** Register this factory run's handlers on `pi`. */
+export function bind(pi: PiApi, cfg: Config, log: Logger): void {
+  const g = globalState();
+  let link: Link | null = null;
+  let ctxRef: PiContext | null = null;
+  let renameTimer: ReturnType<typeof setInterval> | null = null;
+  const ids = new Map<string, string>();
+  const toolUpdates = new Map<string, ToolUpdate>();
+
+  const guard =
+    (name: string, fn: (e: PiEvent, ctx: PiContext) => unknown) =>
+    (e: PiEvent, ctx: PiContext) => {
+      try {
+        if (ctx) ctxRef = ctx;
+        return fn(e ?? {}, ctx);
+      } catch (err) {
+        log(`handler ${name} failed`, err);
+      }
+    };
+  const on = (name: string, fn: (e: PiEvent, ctx: PiContext) => unknown) =>
+    pi.on(name, guard(name, fn));
+
+  const emitSettled = () => link?.emit("agent_settled", {});
+  // pi 1.6.0's `on` returns an unsubscribe function; 0.73.1 has no agent_settled and returns nothing.
+  let settle: Settle | null = null;
+  const native = typeof pi.on(
+    "agent_settled",
+    guard("agent_settled", () => {
+      if (settle?.nativeSettled()) emitSettled();
+    }),
+  ) === "function";
+  settle = new Settle(native);
+  const delivery = new Delivery(pi, settle, {
+    ctx: () => (link ? ctxRef : null),
+    onSettled: emitSettled,
+    log,
+  });
+
+  function checkInfo(ctx: PiContext | null, model?: PiContext["model"]) {
+    if (!link || !ctx) return;
+    const name = field(ctx.sessionManager?.getSessionName?.(), 1000);
+    const m = model ?? ctx.model;
+    const info = link.info;
+    const id = field(m?.id, 200), provider = field(m?.provider, 200);
+    if (name === info.name && id === info.model && provider === info.provider) {
+      return;
+    }
+    link.info = { ...info, name, model: id, provider };
+    link.emit("session_info", { session: link.info });
+  }
+
+  const binding = {
+    command(f: DaemonFrame) {
+      if (f.type === "prompt" && typeof f.message === "string") {
+        const deliverAs = f.deliverAs === "followUp" ? "followUp" : "steer";
+        try {
+          delivery.deliver({
+            promptId: f.promptId,
+            message: f.message,
+            deliverAs,
+          });
+        } catch (err) {
+          log(`prompt ${f.promptId} failed`, err);
+        }
+      } else if (f.type === "abort") {
+        try {
+          ctxRef?.abort();
+        } catch (err) {
+          log("abort failed", err);
+        }
+      }
+    },
+  };
+
+  on("session_start", (_e, ctx) => {
+    const info = snapshot(ctx, cfg);
+    if (link?.sessionId === info.id) return checkInfo(ctx);
+    link = g.links.get(info.id) ?? null;
+    if (!link || link.closed) {
+      link = new Link(cfg, info.id, info, log);
+      g.links.set(info.id, link);
+    } else {
+      link.info = info;
+    }
+    link.binding = binding;
+    link.start();
+    // pi 0.73.1 tells extensions nothing about a /name typed while idle; 1.6.0 has session_info_changed.
+    if (!native && !renameTimer) {
+      renameTimer = unref(setInterval(() => {
+        try {
+          if (!settle.running) checkInfo(ctxRef);
+        } catch { /* a stale ctx after a session switch */ }
+      }, RENAME_POLL_MS));
+    }
+    delivery.pump();
+  });
+  on("session_shutdown", (e) => {
+    const current = link;
+    link = null;
+    delivery.stop();
+    if (renameTimer) clearInterval(renameTimer);
+    renameTimer = null;
+    if (!current) return;
+    if (current.binding === binding) current.binding = null;
+    if (settle.shutdown()) current.emit("agent_settled", {}); // pi is idle by now: print mode ends here
+    if (e.reason === "reload") return; // the same session comes back in the next factory run
+    g.links.delete(current.sessionId);
+    const done = current.close();
+    log.flushSync();
+    return done;
+  });
+  on("agent_start", (_e, ctx) => {
+    if (settle.agentStart()) emitSettled();
+    link?.emit("agent_start", {});
+    checkInfo(ctx);
+    delivery.pump();
+  });
+  on("agent_end", (e, ctx) => {
+    const usage = { inputTokens: 0, outputTokens: 0, totalCost: 0 };
+    for (const m of Array.isArray(e.messages) ? e.messages : []) {
+      if (m?.role !== "assistant" || !m.usage) continue;
+      usage.inputTokens += Number(m.usage.input) || 0;
+      usage.outputTokens += Number(m.usage.output) || 0;
+      usage.totalCost += Number(m.usage.cost?.total) || 0;
+    }
+    settle.agentEnd();
+    link?.emit("agent_end", { usage });
+    checkInfo(ctx);
+    if (!native || delivery.queued) delivery.arm();
+  });
+  on("message_start", (e) => {
+    if (!link) return;
+    const m = e.message ?? {};
+    const id = `${m.role}-${m.timestamp ?? 0}-${link.nextSeq}`;
+    ids.set(`${m.role}:${m.timestamp}`, id);
+    link.emit("message_start", { message: { role: mapRole(m.role), id } });
+  });
+  on("message_update", (e) => {
+    const a = e.assistantMessageEvent;
+    if (!link || !a) return;
+    if (a.type === "text_delta") {
+      link.emit("message_update", { delta: a.delta ?? "", kind: "text" });
+    } else if (a.type === "thinking_delta") {
+      link.emit("message_update", { delta: a.delta ?? "", kind: "thinking" });
+    }
+  });
+  on("message_end", (e) => {
+    if (!link) return;
+    const m = e.message ?? {};
+    const key = `${m.role}:${m.timestamp}`;
+    const id = ids.get(key) ?? `${m.role}-${m.timestamp ?? 0}-${link.nextSeq}`;
+    ids.delete(key);
+    const message = toMessage(m, id);
+    let size = 300 + message.text.length + (message.thinking?.length ?? 0);
+    for (const c of message.toolCalls) size += c.argsJson.length;
+    link.emit("message_end", { message }, size);
+  });
+  on("tool_execution_start", (e) => {
+    const { args, size } = safeArgs(e.args);
+    link?.emit("tool_execution_start", {
+      toolCallId: String(e.toolCallId ?? ""),
+      toolName: String(e.toolName ?? ""),
+      args,
+    }, 300 + size);
+  });
+  on("tool_execution_update", (e) => {
+    if (!link) return;
+    // Output arrives accumulated and can come in bursts: send its tail, at most once per TOOL_UPDATE_MS.
+    const id = String(e.toolCallId ?? "");
+    const frame = {
+      toolCallId: id,
+      toolName: String(e.toolName ?? ""),
+      result: e.partialResult,
+    };
+    let u = toolUpdates.get(id);
+    if (!u) toolUpdates.set(id, u = { last: 0, pending: null, timer: null });
+    const update = u;
+    const send = (f: PiEvent) => {
+      update.last = Date.now();
+      update.pending = null;
+      link?.emit("tool_execution_update", {
+        toolCallId: f.toolCallId,
+        toolName: f.toolName,
+        partial: resultText(f.result, PREVIEW_CHARS, true),
+      }, 300 + PREVIEW_CHARS);
+    };
+    if (Date.now() - update.last >= TOOL_UPDATE_MS) return send(frame);
+    update.pending = frame;
+    update.timer ??= unref(setTimeout(() => {
+      update.timer = null;
+      if (update.pending) send(update.pending);
+    }, TOOL_UPDATE_MS));
+  });
+  on("tool_execution_end", (e) => {
+    if (!link) return;
+    const id = String(e.toolCallId ?? "");
+    const u = toolUpdates.get(id);
+    toolUpdates.delete(id);
+    if (u?.timer) clearTimeout(u.timer);
+    link.emit("tool_execution_end", {
+      toolCallId: id,
+      toolName: String(e.toolName ?? ""),
+      isError: !!e.isError,
+      resultPreview: resultText(e.result, PREVIEW_CHARS),
+    }, 300 + PREVIEW_CHARS);
+  });
+  on("model_select", (e, ctx) => checkInfo(ctx, e.model));
+  for (
+    const name of [
+      "input",
+      "turn_end",
+      "session_info_changed",
+      "thinking_level_select",
+      "session_compact",
+    ]
+  ) {
+    on(name, (_e, ctx) => checkInfo(ctx));
+  }
+}

@@ -1,0 +1,63 @@
+/**
+ * The plugin's settings: from the factory's options (tests, benchmarks), else pi's environment.
+ */
+import os from "node:os";
+import path from "node:path";
+import process from "node:process";
+
+/** What tests and hosts may override; everything else comes from the environment. */
+export interface AgentOptions {
+  url?: string;
+  token?: string;
+  agent?: boolean;
+  repo?: string | null;
+  stateDir?: string;
+  logFile?: string;
+  home?: string;
+  env?: Record<string, string | undefined>;
+}
+
+/** The resolved settings of one factory run. */
+export interface Config {
+  url: string;
+  token: string;
+  agent: boolean;
+  repo: string | null;
+  stateDir: string;
+  logFile: string;
+  /** Tools this pi always asks about (LVMH_ASK), on top of the daemon's ask set. */
+  ask: string[] | "all";
+  /** LVMH_ASK_TIMEOUT in ms, or 0 for none: a waiting approval is then never decided by the clock. */
+  askTimeoutMs: number;
+}
+
+/** `all`, or the comma list's names; empty or unset = none. */
+export function parseAsk(value: string | undefined): string[] | "all" {
+  const v = (value ?? "").trim();
+  if (v === "all") return "all";
+  return v.split(",").map((s) => s.trim()).filter(Boolean);
+}
+
+/** Settings from `options`, else the environment. */
+export function readConfig(options: AgentOptions): Config {
+  const env = options.env ?? process.env;
+  const home = options.home ?? os.homedir();
+  const timeout = Number(env.LVMH_ASK_TIMEOUT ?? "");
+  return {
+    url: options.url ?? env.LVMH_URL ?? "",
+    token: options.token ?? env.LVMH_TOKEN ?? "",
+    agent: options.agent ?? env.LVMH_AGENT === "1",
+    repo: options.repo ?? (env.LVMH_REPO || null),
+    stateDir: options.stateDir ??
+      (env.LVMH_STATE_DIR || path.join(home, ".pi", "lvmh-agent")),
+    logFile: options.logFile ?? path.join(home, ".pi", "lvmh-agent.log"),
+    ask: parseAsk(env.LVMH_ASK),
+    askTimeoutMs: Number.isFinite(timeout) && timeout > 0 ? timeout * 1000 : 0,
+  };
+}
+
+/** True when the plugin must stay off: no URL or token, or LVMH_DISABLED=1. */
+export function disabled(cfg: Config, options: AgentOptions): boolean {
+  return !cfg.url || !cfg.token || options.env?.LVMH_DISABLED === "1" ||
+    process.env.LVMH_DISABLED === "1";
+}

@@ -1,0 +1,108 @@
+/**
+ * Prompts from the daemon into pi, and the settle poll of pi 0.73.1: both wait for pi to be idle, so they
+ * share one timer, armed only while something waits.
+ */
+import { POLL_MS } from "./constants.ts";
+import type { Logger } from "./log.ts";
+import type { PiApi, PiContext } from "./pi_types.ts";
+import { unref } from "./runtime.ts";
+import type { Settle } from "./settle.ts";
+
+/** One prompt to deliver. */
+export interface Prompt {
+  promptId?: string;
+  message: string;
+  deliverAs: "steer" | "followUp";
+  /** Told once pi took the prompt (or refused it). */
+  done?: (error?: string) => void;
+}
+
+/** The prompt queue and idle poll of one factory run. */
+export class Delivery {
+  #pi: PiApi;
+  #settle: Settle;
+  #ctx: () => PiContext | null;
+  #onSettled: () => void;
+  #log: Logger;
+  #queue: Prompt[] = [];
+  #timer: ReturnType<typeof setTimeout> | null = null;
+  #active = true;
+
+  constructor(
+    pi: PiApi,
+    settle: Settle,
+    options: {
+      ctx: () => PiContext | null;
+      onSettled: () => void;
+      log: Logger;
+    },
+  ) {
+    this.#pi = pi;
+    this.#settle = settle;
+    this.#ctx = options.ctx;
+    this.#onSettled = options.onSettled;
+    this.#log = options.log;
+  }
+
+  /** Prompts waiting for pi. */
+  get queued(): number {
+    return this.#queue.length;
+  }
+
+  /** Queue a prompt and deliver what can be delivered now. */
+  deliver(p: Prompt): void {
+    this.#queue.push(p);
+    this.pump();
+  }
+
+  /** Deliver what can be delivered and check for a settle; arms the poll when something must wait. */
+  pump(): void {
+    const ctx = this.#ctx();
+    if (!this.#active || !ctx) return;
+    const idle = () => ctx.isIdle();
+    while (this.#queue.length) {
+      const p = this.#queue[0];
+      // Between agent_end and idle a queued message can get stuck (pi 0.73.1), so wait for real idle;
+      // after an idle send, wait for its agent_start so a second prompt cannot race it.
+      if (
+        !this.#settle.running && !this.#settle.mayStartRun(Date.now(), idle)
+      ) return this.arm();
+      this.#queue.shift(); // first: a prompt pi refuses must not block the ones behind it
+      try {
+        if (this.#settle.running) {
+          this.#pi.sendUserMessage(p.message, { deliverAs: p.deliverAs });
+        } else {
+          this.#settle.startedFromIdle(Date.now());
+          this.#pi.sendUserMessage(p.message);
+        }
+        p.done?.();
+      } catch (err) {
+        this.#log(`prompt ${p.promptId} refused by pi`, err);
+        p.done?.(String((err as Error)?.message ?? err));
+      }
+    }
+    const check = this.#settle.check(Date.now(), false, idle);
+    if (check === "settled") this.#onSettled();
+    else if (check === "wait") this.arm();
+  }
+
+  /** Poll again in POLL_MS (once). */
+  arm(): void {
+    if (!this.#active) return;
+    this.#timer ??= unref(setTimeout(() => {
+      this.#timer = null;
+      try {
+        this.pump();
+      } catch (err) {
+        this.#log("prompt delivery failed", err);
+      }
+    }, POLL_MS));
+  }
+
+  /** The factory run ends: no more polls. */
+  stop(): void {
+    this.#active = false;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = null;
+  }
+}

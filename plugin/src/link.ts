@@ -1,0 +1,297 @@
+/**
+ * One session's link to the daemon: its seq counter, its buffer and its socket. It outlives factory runs
+ * (pi re-runs the factory on /new, /resume, /reload) and reconnects forever; emitting never does I/O.
+ */
+import { CloseCode, PROTOCOL_VERSION } from "../../lib/wire.ts";
+import { Backoff } from "./backoff.ts";
+import { EventBuffer, type EventFrame } from "./buffer.ts";
+import type { Config } from "./config.ts";
+import {
+  HIGH_WATER_BYTES,
+  POLL_MS,
+  SEND_BATCH,
+  SHUTDOWN_WAIT_MS,
+  WELCOME_TIMEOUT_MS,
+} from "./constants.ts";
+import { encode } from "./encode.ts";
+import type { Logger } from "./log.ts";
+import { later, unref, type WebSocketLike } from "./runtime.ts";
+import { SeqFile } from "./seq_file.ts";
+import type { SessionInfo } from "./snapshot.ts";
+import { webSocketClass } from "./websocket.ts";
+
+/** A frame from the daemon, parsed but not yet checked beyond `type`. */
+// deno-lint-ignore no-explicit-any
+export type DaemonFrame = { type?: unknown; [field: string]: any };
+
+/** What a link hands to the factory run attached to it. */
+export interface Binding {
+  /** A daemon command (`prompt`, `abort`, …) for the live pi session. */
+  command(frame: DaemonFrame): void;
+}
+
+type State = "down" | "connecting" | "open" | "ready" | "closed";
+
+/** One session's connection, seq counter and buffer. */
+export class Link {
+  readonly sessionId: string;
+  info: SessionInfo;
+  /** The factory run currently attached: receives prompts and aborts. */
+  binding: Binding | null = null;
+  #cfg: Config;
+  #log: Logger;
+  #seq: SeqFile;
+  #buf = new EventBuffer();
+  #nextSeq: number;
+  #baseSeq: number;
+  #everWelcomed = false;
+  #ws: WebSocketLike | null = null;
+  #state: State = "down";
+  #backoff = new Backoff();
+  #timer: ReturnType<typeof setTimeout> | null = null;
+  #welcomeTimer: ReturnType<typeof setTimeout> | undefined;
+  #flushQueued = false;
+  #closing: Promise<void> | null = null;
+  #lastError = "";
+
+  constructor(cfg: Config, sessionId: string, info: SessionInfo, log: Logger) {
+    this.#cfg = cfg;
+    this.#log = log;
+    this.sessionId = sessionId;
+    this.info = info;
+    this.#seq = new SeqFile(
+      cfg.stateDir,
+      sessionId,
+      () => this.#nextSeq - 1,
+      (msg, err) => {
+        if (err) this.#log(`session ${sessionId}: ${msg}`, err);
+        else this.#noteError(msg);
+      },
+    );
+    this.#nextSeq = this.#baseSeq = this.#seq.read() + 1;
+  }
+
+  /** The seq the next event gets. */
+  get nextSeq(): number {
+    return this.#nextSeq;
+  }
+
+  /** True once `close()` finished: a new factory run makes a new link. */
+  get closed(): boolean {
+    return this.#state === "closed";
+  }
+
+  /**
+   * Queue one event; returns its seq. Never does I/O itself.
+   * @param size roughly how many characters the payload holds (for the buffer's memory bound)
+   */
+  emit(type: string, payload: Record<string, unknown>, size = 200): number {
+    const seq = this.#nextSeq++;
+    this.#seq.dirty();
+    // Deltas are only useful live: the daemon never stores them, so offline ones are not kept.
+    if (type === "message_update" && this.#state !== "ready") return seq;
+    const ev: EventFrame = {
+      v: PROTOCOL_VERSION,
+      sessionId: this.sessionId,
+      seq,
+      ts: Date.now(),
+      type,
+      ...payload,
+    };
+    this.#buf.push(ev, size, type === "buffer_overflow");
+    if (this.#state === "ready") this.#queueFlush();
+    return seq;
+  }
+
+  /** Start connecting (idempotent). */
+  start(): void {
+    if (this.#state === "down" && !this.#timer && !this.#closing) {
+      this.#connect();
+    }
+  }
+
+  /** Send `bye`, wait (bounded) for the daemon to take everything, then close for good. */
+  close(): Promise<void> {
+    if (this.#closing) return this.#closing;
+    const byeSeq = this.emit("bye", { reason: "shutdown" });
+    this.#seq.writeSync();
+    if (this.#ws === null) {
+      // No socket: nothing can be delivered, so do not hold pi's exit at all.
+      this.#shutdown();
+      this.#closing = Promise.resolve();
+      return this.#closing;
+    }
+    // These timers stay referenced: pi awaits this promise, and an unreferenced wait could let Node exit
+    // in the middle of pi's own shutdown. SHUTDOWN_WAIT_MS bounds them.
+    this.#closing = new Promise((resolve) => {
+      const finish = () => {
+        clearInterval(poll);
+        clearTimeout(deadline);
+        this.#shutdown();
+        resolve();
+      };
+      const poll = setInterval(() => {
+        const head = this.#buf.first;
+        if (!head || head.seq > byeSeq) finish();
+      }, POLL_MS);
+      const deadline = setTimeout(finish, SHUTDOWN_WAIT_MS);
+    });
+    return this.#closing;
+  }
+
+  /** A text frame from the daemon. */
+  onFrame(text: unknown): void {
+    let f: DaemonFrame;
+    try {
+      f = JSON.parse(typeof text === "string" ? text : String(text));
+    } catch {
+      return this.#log("daemon sent a frame that is not JSON");
+    }
+    if (f?.type === "welcome") this.#onWelcome(Number(f.lastSeq) || 0);
+    else if (f?.type === "ack") this.#buf.trim(Number(f.lastSeq) || 0);
+    else if (f?.type === "error") {
+      this.#log(`daemon error ${f.code}: ${f.message}`);
+    } else if (this.binding) this.binding.command(f);
+    else if (f?.type === "prompt") {
+      this.#log(`prompt ${f.promptId} dropped: no live pi session`);
+    }
+  }
+
+  #connect() {
+    this.#timer = null;
+    if (this.#closing || this.#state === "closed") return;
+    this.#state = "connecting";
+    webSocketClass().then((WebSocket) => {
+      if (this.#closing) return this.#down(CloseCode.normal);
+      const headers = { authorization: `Bearer ${this.#cfg.token}` };
+      const ws = new WebSocket(this.#cfg.url, { headers });
+      this.#ws = ws;
+      ws.onopen = () => {
+        if (this.#ws !== ws) return;
+        this.#state = "open";
+        ws.send(JSON.stringify({
+          v: PROTOCOL_VERSION,
+          type: "hello",
+          sessionId: this.sessionId,
+          seq: 0,
+          ts: Date.now(),
+          session: this.info,
+        }));
+        this.#welcomeTimer = unref(
+          setTimeout(() => ws.close(CloseCode.normal), WELCOME_TIMEOUT_MS),
+        );
+      };
+      ws.onmessage = (e) => this.#ws === ws && this.onFrame(e.data);
+      ws.onerror = (e) => {
+        const err = e as
+          | { message?: string; error?: { message?: string } }
+          | undefined;
+        this.#noteError(
+          `socket error: ${
+            err?.message ?? err?.error?.message ?? "connection failed"
+          }`,
+        );
+      };
+      ws.onclose = (e) => {
+        if (this.#ws !== ws) return;
+        this.#ws = null;
+        this.#down(e?.code ?? 1006);
+      };
+    }).catch((err) => {
+      this.#noteError(`cannot open socket: ${err?.message ?? err}`);
+      this.#down(1006);
+    });
+  }
+
+  #down(code: number) {
+    clearTimeout(this.#welcomeTimer);
+    if (this.#state === "closed") return;
+    this.#state = "down";
+    if (this.#closing) return;
+    if (code === CloseCode.replaced) {
+      this.#log(`session ${this.sessionId}: replaced by a newer connection`);
+    }
+    this.#timer = unref(
+      setTimeout(() => this.#connect(), this.#backoff.next(code)),
+    );
+  }
+
+  #noteError(msg: string) {
+    // A daemon that stays down would otherwise fill the log with one line per retry.
+    if (msg !== this.#lastError) this.#log(`session ${this.sessionId}: ${msg}`);
+    this.#lastError = msg;
+  }
+
+  #onWelcome(lastSeq: number) {
+    clearTimeout(this.#welcomeTimer);
+    if (!this.#everWelcomed && lastSeq >= this.#baseSeq) {
+      // The daemon holds seqs this process thought were free (the seq file lagged behind a crash).
+      // Nothing was sent yet in this process, so renumber everything above the daemon's last one.
+      const shift = lastSeq + 1 - this.#baseSeq;
+      this.#buf.renumber(shift);
+      this.#nextSeq += shift;
+      this.#baseSeq += shift;
+      this.#seq.dirty();
+      this.#log(
+        `session ${this.sessionId}: renumbered local events after daemon seq ${lastSeq}`,
+      );
+    } else if (lastSeq >= this.#nextSeq) {
+      this.#nextSeq = lastSeq + 1;
+      this.#seq.dirty();
+    }
+    this.#everWelcomed = true;
+    this.#backoff.reset();
+    this.#lastError = "";
+    this.#buf.rewind(lastSeq);
+    this.#state = "ready";
+    const o = this.#buf.takeOverflow();
+    if (o) {
+      this.#log(
+        `session ${this.sessionId}: buffer overflow, ${o.dropped} events dropped`,
+      );
+      this.emit("buffer_overflow", { ...o });
+    }
+    this.#queueFlush();
+  }
+
+  #queueFlush() {
+    if (this.#flushQueued) return;
+    this.#flushQueued = true;
+    later(() => this.#flush());
+  }
+
+  #flush() {
+    this.#flushQueued = false;
+    const ws = this.#ws;
+    if (this.#state !== "ready" || !ws) return;
+    try {
+      for (let n = 0; this.#buf.unsent > 0; n++) {
+        if (n >= SEND_BATCH) return this.#queueFlush();
+        if (ws.bufferedAmount > HIGH_WATER_BYTES) {
+          unref(setTimeout(() => this.#queueFlush(), 20));
+          return;
+        }
+        ws.send(encode(this.#buf.peekUnsent()!));
+        this.#buf.markSent();
+      }
+    } catch (err) {
+      this.#log(`session ${this.sessionId}: send failed`, err);
+      try {
+        ws.close(CloseCode.internal);
+      } catch { /* already closing */ }
+    }
+  }
+
+  #shutdown() {
+    this.#state = "closed";
+    if (this.#timer) clearTimeout(this.#timer);
+    clearTimeout(this.#welcomeTimer);
+    this.#seq.writeSync();
+    const ws = this.#ws;
+    this.#ws = null;
+    try {
+      ws?.close(CloseCode.normal, "bye");
+    } catch { /* ignore */ }
+    this.#buf.clear();
+  }
+}
