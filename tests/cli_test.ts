@@ -1,0 +1,245 @@
+import assert from "node:assert/strict";
+import { freePort, startDaemon } from "./_daemon.ts";
+import { connectAgent, userEnd } from "./_agent_client.ts";
+import { cliEnv, lvmh, spawnLvmh } from "./_cli.ts";
+
+/** Routes of other issues: their CLI steps run once the daemon has them. */
+const table = await Deno.readTextFile(new URL("../routes/_table.ts", import.meta.url));
+const HAS_APPROVALS = table.includes('"/api/approvals/:id"');
+const HAS_TOKENS = table.includes('"/api/tokens"');
+
+const lines = (text: string) => text.split("\n").filter(Boolean).map((l) => JSON.parse(l));
+
+Deno.test("cli: exit codes 2 usage, 3 unreachable, 1 refused", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "lvmh-cli-" });
+  try {
+    const nowhere = cliEnv(dir, { url: `http://127.0.0.1:${freePort()}`, token: "x".repeat(20) });
+    for (const args of [[], ["frobnicate"], ["tail"], ["tail", "a", "--bogus"], ["prompt", "a"]]) {
+      const r = await lvmh(nowhere, args);
+      assert.equal(r.code, 2, `${args.join(" ")}: ${r.stderr}`);
+      assert.match(r.stderr, /^lvmh: /);
+    }
+    const help = await lvmh(nowhere, ["--help"]);
+    assert.equal(help.code, 0);
+    for (const cmd of ["sessions", "tail", "prompt", "approve", "spawn", "token"]) {
+      assert.ok(help.stdout.includes(cmd), cmd);
+      const h = await lvmh(nowhere, [cmd, "--help"]);
+      assert.equal(h.code, 0);
+      assert.match(h.stdout, new RegExp(`^Usage: lvmh ${cmd}`));
+    }
+    const r = await lvmh(nowhere, ["sessions"]);
+    assert.equal(r.code, 3, r.stderr);
+    assert.match(r.stderr, /cannot reach the daemon/);
+
+    await using d = await startDaemon();
+    const wrong = await lvmh(cliEnv(dir, { url: d.url, token: "wrong-token-0000000000" }), ["sessions"]);
+    assert.equal(wrong.code, 1);
+    assert.match(wrong.stderr, /missing or invalid token/);
+    const unknown = await lvmh(cliEnv(dir, d), ["tail", "nope"]);
+    assert.equal(unknown.code, 1);
+    assert.match(unknown.stderr, /Session "nope" does not exist/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("cli: sessions, prompt, abort, tail, login against a daemon with a scripted plugin", async (t) => {
+  const dir = await Deno.makeTempDir({ prefix: "lvmh-cli-" });
+  // No Docker for this daemon: spawn and stop answer 503, which the CLI reports as a refusal.
+  await using d = await startDaemon({ env: { LVMH_CONTAINER_DOCKER_SOCK: `${dir}/no.sock` } });
+  // The agent's ws:// URL is accepted as LVMH_URL too.
+  const env = cliEnv(dir, { url: d.agentUrl, token: d.token });
+  const agent = await connectAgent(d, { sessionId: "cli-1" });
+  const idle = await connectAgent(d, { sessionId: "cli-2" });
+  await idle.close();
+  let last = 0;
+  for (let i = 1; i <= 5; i++) last = agent.send("message_end", userEnd(`u${i}`, `hello ${i}`));
+  agent.send("tool_execution_start", { toolCallId: "t1", toolName: "bash", args: { command: "ls" } });
+  last = agent.send("tool_execution_end", {
+    toolCallId: "t1",
+    toolName: "bash",
+    isError: false,
+    resultPreview: "",
+  });
+  await agent.waitFrame((f) => f.type === "ack" && f.lastSeq === last);
+  try {
+    await t.step("sessions: table and --json lines, --online", async () => {
+      const table = await lvmh(env, ["sessions"]);
+      assert.equal(table.code, 0, table.stderr);
+      assert.match(table.stdout, /^ID +STATE +NAME/);
+      assert.match(table.stdout, /cli-1 +idle +session cli-1/);
+      assert.match(table.stdout, /cli-2 +offline/);
+      const all = lines((await lvmh(env, ["sessions", "--json"])).stdout);
+      assert.deepEqual(all.map((s) => s.id).sort(), ["cli-1", "cli-2"]);
+      const online = lines((await lvmh(env, ["sessions", "--online", "--json"])).stdout);
+      assert.deepEqual(online.map((s) => s.id), ["cli-1"]);
+      assert.equal(online[0].lastSeq, last);
+    });
+
+    await t.step("prompt (steer, follow-up, stdin) and abort reach the plugin", async () => {
+      const r = await lvmh(env, ["prompt", "cli-1", "do the thing"]);
+      assert.equal(r.code, 0, r.stderr);
+      const promptId = r.stdout.trim();
+      const f = await agent.waitFrame((f) => f.type === "prompt" && f.promptId === promptId);
+      assert.equal(f.message, "do the thing");
+      assert.equal(f.deliverAs, "steer");
+      const r2 = await lvmh(env, ["prompt", "cli-1", "-", "--follow-up", "--json"], "from stdin\n");
+      assert.equal(r2.code, 0, r2.stderr);
+      const { promptId: id2 } = JSON.parse(r2.stdout);
+      const f2 = await agent.waitFrame((f) => f.type === "prompt" && f.promptId === id2);
+      assert.equal(f2.deliverAs, "followUp");
+      assert.match(String(f2.message), /from stdin/);
+      assert.equal((await lvmh(env, ["abort", "cli-1"])).code, 0);
+      await agent.waitFrame((f) => f.type === "abort");
+      const offline = await lvmh(env, ["prompt", "cli-2", "hi"]);
+      assert.equal(offline.code, 1);
+      assert.match(offline.stderr, /offline/);
+      const badImage = await lvmh(env, ["prompt", "cli-1", "hi", "--image", `${dir}/x.txt`]);
+      assert.equal(badImage.code, 2);
+    });
+
+    await t.step("tail: rendered, --json, --from", async () => {
+      const r = await lvmh(env, ["tail", "cli-1"]);
+      assert.equal(r.code, 0, r.stderr);
+      for (let i = 1; i <= 5; i++) assert.ok(r.stdout.includes(`user: hello ${i}\n`), r.stdout);
+      assert.match(r.stdout, /> bash \{"command":"ls"\}\n {2}ok bash\n/);
+      const json = lines((await lvmh(env, ["tail", "cli-1", "--json"])).stdout);
+      assert.deepEqual(json.map((e) => e.seq), [1, 2, 3, 4, 5, 6, 7]);
+      const from = lines((await lvmh(env, ["tail", "cli-1", "--json", "--from", "4"])).stdout);
+      assert.deepEqual(from.map((e) => e.seq), [4, 5, 6, 7]);
+    });
+
+    await t.step("spawn and stop without Docker: refused with the daemon's error", async () => {
+      const s = await lvmh(env, ["spawn", "group/project", "--branch", "main", "--ask", "bash,edit"]);
+      assert.equal(s.code, 1);
+      assert.match(s.stderr, /^lvmh: .*docker/i);
+      const bad = await lvmh(env, ["spawn", "not a repo"]);
+      assert.equal(bad.code, 1);
+      assert.equal((await lvmh(env, ["stop", "cli-1"])).code, 1);
+    });
+
+    await t.step("login writes the config file, which later commands use", async () => {
+      const bare = cliEnv(dir);
+      const wrong = await lvmh(bare, ["login", d.url, "--token", "wrong-token-0000000000"]);
+      assert.equal(wrong.code, 1);
+      const r = await lvmh(bare, ["login", d.url], `${d.token}\n`);
+      assert.equal(r.code, 0, r.stderr);
+      const saved = JSON.parse(await Deno.readTextFile(`${dir}/lvmh/config.json`));
+      assert.deepEqual(saved, { url: d.url, token: d.token });
+      assert.equal((await Deno.stat(`${dir}/lvmh/config.json`)).mode! & 0o777, 0o600);
+      const list = lines((await lvmh(bare, ["sessions", "--json"])).stdout);
+      assert.equal(list.length, 2);
+    });
+
+    await t.step({
+      name: "approvals, approve, reject",
+      ignore: !HAS_APPROVALS,
+      fn: async () => {
+        agent.send("approval_request", {
+          approvalId: "ap-1",
+          toolCallId: "tc-1",
+          toolName: "bash",
+          args: { command: "rm -rf build" },
+        });
+        const pending = await (async () => {
+          for (let i = 0; i < 200; i++) {
+            const r = lines((await lvmh(env, ["approvals", "--json"])).stdout);
+            if (r.some((a) => a.id === "ap-1")) return r;
+          }
+          throw new Error("ap-1 never listed");
+        })();
+        assert.equal(pending.find((a) => a.id === "ap-1").toolName, "bash");
+        const table = await lvmh(env, ["approvals"]);
+        assert.match(table.stdout, /ap-1 +cli-1 +bash/);
+        const ok = await lvmh(env, ["approve", "ap-1", "--reason", "fine"]);
+        assert.equal(ok.code, 0, ok.stderr);
+        const f = await agent.waitFrame((f) => f.type === "approval_decision" && f.approvalId === "ap-1");
+        assert.equal(f.decision, "approve");
+        assert.equal((await lvmh(env, ["approve", "ap-1"])).code, 0, "the same answer again is fine");
+        const clash = await lvmh(env, ["reject", "ap-1"]);
+        assert.equal(clash.code, 1, "the other answer after one is stored is refused");
+        assert.equal((await lvmh(env, ["approve", "nope"])).code, 1);
+      },
+    });
+
+    await t.step({
+      name: "token add, list, revoke",
+      ignore: !HAS_TOKENS,
+      fn: async () => {
+        const add = await lvmh(env, ["token", "add", "ci", "--role", "viewer"]);
+        assert.equal(add.code, 0, add.stderr);
+        const viewer = cliEnv(dir, { url: d.url, token: add.stdout.trim() });
+        assert.equal((await lvmh(viewer, ["sessions"])).code, 0);
+        const list = lines((await lvmh(env, ["token", "list", "--json"])).stdout);
+        assert.ok(list.some((t) => t.name === "ci" && t.role === "viewer"));
+        assert.equal((await lvmh(env, ["token", "revoke", "ci"])).code, 0);
+        assert.equal((await lvmh(viewer, ["sessions"])).code, 1);
+      },
+    });
+  } finally {
+    await agent.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("cli: tail -f across a daemon SIGKILL and restart shows every message exactly once", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "lvmh-cli-" });
+  const dataDir = await Deno.makeTempDir({ prefix: "lvmh-cli-data-" });
+  try {
+    const d1 = await startDaemon({ dataDir });
+    const env = cliEnv(dir, d1);
+    const a1 = await connectAgent(d1, { sessionId: "follow" });
+    const texts: string[] = [];
+    const say = (agent: typeof a1) => {
+      const text = `message ${texts.length + 1}`;
+      texts.push(text);
+      return agent.send("message_end", userEnd(`m${texts.length}`, text));
+    };
+    for (let i = 0; i < 5; i++) say(a1);
+    await using json = spawnLvmh(env, ["tail", "follow", "-f", "--json", "--from", "0"]);
+    await using text = spawnLvmh(env, ["tail", "follow", "-f", "--from", "0"]);
+    await text.waitOut((o) => o.includes("user: message 5\n"), "text tail before the crash");
+    // Streamed deltas show as they arrive, then the message is completed, not printed twice.
+    const deltas = [a1.send("message_update", { delta: "Hel" }), a1.send("message_update", { delta: "lo" })];
+    a1.send("message_end", {
+      message: {
+        role: "assistant",
+        id: "a1",
+        text: "Hello there",
+        thinking: null,
+        toolCalls: [],
+        toolCallId: null,
+      },
+    });
+    for (let i = 0; i < 5; i++) say(a1);
+    const lastBefore = say(a1);
+    await a1.waitFrame((f) => f.type === "ack" && f.lastSeq === lastBefore);
+    await json.waitOut((o) => o.includes(`"seq":${lastBefore},`), "json tail before the crash");
+    await text.waitOut((o) => o.includes(`user: ${texts.at(-1)}\n`), "text tail before the crash");
+
+    await d1.kill("SIGKILL");
+    await d1.stop();
+    await json.waitOut(() => /reconnecting/.test(json.stderr()), "the tail notices");
+    await using d2 = await startDaemon({ dataDir, port: d1.port });
+    const a2 = await connectAgent(d2, { sessionId: "follow" });
+    let lastAfter = 0;
+    for (let i = 0; i < 10; i++) lastAfter = say(a2);
+    await a2.waitFrame((f) => f.type === "ack" && f.lastSeq === lastAfter);
+    await json.waitOut((o) => o.includes(`"seq":${lastAfter},`), "json tail after the restart", 30_000);
+    await text.waitOut((o) => o.includes(`user: ${texts.at(-1)}\n`), "text tail after the restart", 30_000);
+
+    const seqs = lines(json.stdout()).filter((e) => e.type !== "message_update").map((e) => e.seq);
+    const expected = Array.from({ length: lastAfter }, (_, i) => i + 1).filter((s) => !deltas.includes(s));
+    assert.deepEqual(seqs, expected, "every persisted event once, in order");
+    const out = text.stdout();
+    for (const t of texts) {
+      assert.equal(out.split(`user: ${t}\n`).length - 1, 1, `"${t}" exactly once`);
+    }
+    assert.equal(out.split("Hello").length - 1, 1, "streamed text completed, not repeated");
+    assert.equal(out.split("assistant: Hello there\n").length - 1, 1);
+    await a2.close();
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+    await Deno.remove(dataDir, { recursive: true });
+  }
+});
