@@ -2,10 +2,13 @@
  * The conversation's items. Assistant text is Markdown rendered by `lib/ui/markdown.ts` (raw HTML escaped,
  * unsafe links dropped), the only place this UI sets HTML; everything else is text Preact escapes.
  */
-import { Component } from "preact";
+import { Component, Fragment } from "preact";
+import type { ApprovalDecision } from "../lib/protocol.ts";
+import type { ApprovalView } from "../lib/ui/approval_view.ts";
 import type { Item, ToolCall } from "../lib/ui/conversation.ts";
 import { formatCost, formatTokens } from "../lib/ui/format.ts";
 import { renderMarkdown } from "../lib/ui/markdown.ts";
+import { ApprovalCard } from "./ApprovalCard.tsx";
 import { ToolCard } from "./ToolCard.tsx";
 
 export function Markdown({ text }: { text: string }) {
@@ -25,9 +28,12 @@ interface ItemProps {
   item: Item;
   /** The tool calls of an assistant item, in order. */
   calls: ToolCall[];
+  /** The approval asked for each of `calls` (same index), if any. */
+  approvals?: (ApprovalView | null)[];
+  onDecide?(id: string, decision: ApprovalDecision, reason?: string): Promise<string | null>;
 }
 
-function ItemView({ item, calls }: ItemProps) {
+function ItemView({ item, calls, approvals = [], onDecide }: ItemProps) {
   switch (item.kind) {
     case "user":
       return (
@@ -41,7 +47,19 @@ function ItemView({ item, calls }: ItemProps) {
         <article class="msg assistant" data-seq={item.seq}>
           {item.thinking && <Thinking text={item.thinking} />}
           {item.text && <Markdown text={item.text} />}
-          {calls.length > 0 && <div class="tools">{calls.map((c) => <ToolCard key={c.id} call={c} />)}</div>}
+          {calls.length > 0 && (
+            <div class="tools">
+              {calls.map((c, i) => {
+                const a = approvals[i];
+                return (
+                  <Fragment key={c.id}>
+                    <ToolCard call={c} />
+                    {a && onDecide && <ApprovalCard approval={a} onDecide={onDecide} />}
+                  </Fragment>
+                );
+              })}
+            </div>
+          )}
         </article>
       );
     case "toolResult":
@@ -78,12 +96,12 @@ function ItemView({ item, calls }: ItemProps) {
 /** One item; skips re-rendering (and re-running Markdown) unless the item or one of its tool calls changed. */
 export class MessageItem extends Component<ItemProps> {
   override shouldComponentUpdate(next: ItemProps): boolean {
-    const { item, calls } = this.props;
+    const { item, calls, approvals = [] } = this.props;
     return next.item !== item || next.calls.length !== calls.length ||
-      next.calls.some((c, i) => c !== calls[i]);
+      next.calls.some((c, i) => c !== calls[i]) || (next.approvals ?? []).some((a, i) => a !== approvals[i]);
   }
   override render() {
-    return <ItemView item={this.props.item} calls={this.props.calls} />;
+    return <ItemView {...this.props} />;
   }
 }
 

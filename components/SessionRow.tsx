@@ -1,4 +1,4 @@
-/** One session in the sessions list. */
+/** One session in the sessions list; sessions with tool calls waiting for a person are marked. */
 import type { SessionSummary } from "../lib/protocol.ts";
 import { relativeTime, shortPath } from "../lib/ui/format.ts";
 
@@ -6,7 +6,10 @@ export function SessionRow({ s, now }: { s: SessionSummary; now: number }) {
   const where = s.repo ?? shortPath(s.cwd || "?");
   const running = s.online && s.state === "running";
   return (
-    <li class={`session-row ${s.online ? "online" : "offline"}`} data-session={s.id}>
+    <li
+      class={`session-row ${s.online ? "online" : "offline"} ${s.waiting > 0 ? "needs-you" : ""}`}
+      data-session={s.id}
+    >
       <a href={`/sessions/${encodeURIComponent(s.id)}`}>
         <span
           class={`dot ${s.online ? "on" : "off"}`}
@@ -19,6 +22,11 @@ export function SessionRow({ s, now }: { s: SessionSummary; now: number }) {
           <span class="where" title={s.repo ?? s.cwd}>{where}</span>
         </span>
         <span class="meta">
+          {s.waiting > 0 && (
+            <span class="badge waiting" data-waiting-session={s.waiting}>
+              {s.waiting} waiting
+            </span>
+          )}
           <span class={`badge ${s.agent ? "container" : "local"}`}>{s.agent ? "container" : "local"}</span>
           <span class={`state ${running ? "running" : "settled"}`}>
             {!s.online ? "offline" : running ? "running" : "settled"}

@@ -5,12 +5,16 @@
  */
 import { useEffect, useMemo, useRef } from "preact/hooks";
 import type { SessionSummary } from "../lib/protocol.ts";
+import { ApprovalCard } from "../components/ApprovalCard.tsx";
+import { AskSetControl } from "../components/AskSetControl.tsx";
 import { Composer } from "../components/Composer.tsx";
 import { MessageItem, StreamingMessage } from "../components/Messages.tsx";
 import { SessionFacts, SubagentPanel, TodoPanel, UsagePanel } from "../components/SidePanels.tsx";
 import { streamingText, streamingThinking } from "../lib/ui/conversation.ts";
 import { deriveSubagents, deriveTodos } from "../lib/ui/derive.ts";
 import type { UiEvent } from "../lib/ui/wire.ts";
+import { useApprovals } from "../lib/ui/use_approvals.ts";
+import { useApprovalKeys } from "../lib/ui/use_approval_keys.ts";
 import { useClock } from "../lib/ui/use_clock.ts";
 import { useConversation } from "../lib/ui/use_conversation.ts";
 import { useScrollPin, useWhenVisible } from "../lib/ui/use_scroll_pin.ts";
@@ -42,6 +46,17 @@ export default function SessionView(props: Props) {
   useWhenVisible(top, hasOlder, () => void loadOlder(pin.keepPlace), [loadingOlder]);
   const [watched, toggleWatch] = useWatch(id);
   const actions = useMemo(() => sessionActions(id, patch), [id]);
+  const { views, decide } = useApprovals(id, conv);
+  const pending = useMemo(() => [...views.values()].filter((a) => a.state === "pending"), [views]);
+  useApprovalKeys(pending, decide);
+  // Approvals whose call is in no message held (older history, or asked before its message arrived).
+  const loose = useMemo(
+    () =>
+      [...views.values()].filter((a) =>
+        !conv.tools[a.toolCallId]?.inMessage && (a.state === "pending" || conv.approvals[a.id])
+      ),
+    [views, conv.tools],
+  );
 
   const calls = useMemo(() => conv.toolOrder.map((t) => conv.tools[t]), [conv.tools, conv.toolOrder]);
   const todos = useMemo(() => deriveTodos(calls), [calls]);
@@ -79,6 +94,7 @@ export default function SessionView(props: Props) {
             </button>
           </div>
           <SessionFacts s={session} now={now} />
+          <AskSetControl ask={session.ask ?? []} onSave={actions.setAsk} />
           {!session.online && !deleted && (
             <button
               type="button"
@@ -115,8 +131,13 @@ export default function SessionView(props: Props) {
               calls={item.kind === "assistant"
                 ? item.toolCalls.map((t) => conv.tools[t]).filter(Boolean)
                 : []}
+              approvals={item.kind === "assistant"
+                ? item.toolCalls.map((t) => views.get(conv.tools[t]?.approvalId ?? "") ?? null)
+                : []}
+              onDecide={decide}
             />
           ))}
+          {loose.map((a) => <ApprovalCard key={a.id} approval={a} onDecide={decide} />)}
           {streaming !== null && <StreamingMessage text={streaming} thinking={thinking} />}
           {running && streaming === null && <div class="working" aria-live="polite">Agent is working…</div>}
           {conv.items.length === 0 && streaming === null && <p class="empty muted">No messages yet.</p>}

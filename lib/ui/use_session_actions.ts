@@ -1,13 +1,15 @@
 /** What a person can do to a session from its page: prompt, abort, delete; errors become messages. */
-import type { DeliverAs, SessionSummary } from "../protocol.ts";
+import type { AskSet, DeliverAs, SessionSummary } from "../protocol.ts";
 import { ApiError, SignInRequired } from "./api.ts";
 import { pageLive } from "./live.ts";
-import { abortSession, deleteSession, sendPrompt } from "./rest.ts";
+import { abortSession, deleteSession, sendPrompt, setPolicy } from "./rest.ts";
 
 export interface SessionActions {
   /** Resolves to an error message, or null once the daemon took it. */
   send(message: string, deliverAs: DeliverAs): Promise<string | null>;
   abort(): Promise<string | null>;
+  /** Replace the session's ask set (which tool calls wait for a person). */
+  setAsk(ask: AskSet): Promise<string | null>;
   /** Asks for confirmation, deletes, then leaves for the list. */
   remove(title: string): Promise<void>;
 }
@@ -26,6 +28,7 @@ export function sessionActions(id: string, patch: (f: Partial<SessionSummary>) =
         pageLive().requireSignIn();
         return "Sign in again to send.";
       }
+      // Prompt and abort answer 409 only when the session is offline.
       if (e instanceof ApiError && e.status === 409) patch({ online: false });
       return (e as Error).message;
     }
@@ -33,6 +36,11 @@ export function sessionActions(id: string, patch: (f: Partial<SessionSummary>) =
   return {
     send: (message, deliverAs) => attempt(() => sendPrompt(id, message, deliverAs)),
     abort: () => attempt(() => abortSession(id)),
+    setAsk: (ask) =>
+      attempt(async () => {
+        const saved = await setPolicy(id, ask);
+        patch({ ask: saved.ask });
+      }),
     async remove(title) {
       if (!confirm(`Delete "${title}" and its whole history? This cannot be undone.`)) return;
       try {
