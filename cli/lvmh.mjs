@@ -69,8 +69,7 @@ Lists the tool calls waiting for a person, oldest first.`,
 Approves a waiting tool call; the first answer wins.`,
   reject: `Usage: lvmh reject APPROVAL_ID [--reason R] [--json]
 Rejects a waiting tool call; the agent gets the reason.`,
-  spawn:
-    `Usage: lvmh spawn GROUP/PROJECT [--branch B] [--ask bash,edit|all|none] [--json]
+  spawn: `Usage: lvmh spawn GROUP/PROJECT [--branch B] [--ask bash,edit|all|none] [--json]
 Starts a session in a container from a GitLab repository. Prints the new session's id once it runs.`,
   stop: `Usage: lvmh stop ID
 Stops and removes a spawned session's container (its history stays).`,
@@ -250,9 +249,7 @@ function createRenderer(write) {
       case "tool_execution_end":
         endStream();
         write(
-          `  ${e.isError ? "x" : "ok"} ${e.toolName}${
-            e.isError ? `: ${short(e.resultPreview)}` : ""
-          }\n`,
+          `  ${e.isError ? "x" : "ok"} ${e.toolName}${e.isError ? `: ${short(e.resultPreview)}` : ""}\n`,
         );
         return;
       case "approval_request":
@@ -263,9 +260,7 @@ function createRenderer(write) {
         return;
       case "approval_resolved":
         write(
-          `  ${e.decision === "approve" ? "approved" : "rejected"} by ${
-            e.by ?? "?"
-          } (${e.source ?? ""})\n`,
+          `  ${e.decision === "approve" ? "approved" : "rejected"} by ${e.by ?? "?"} (${e.source ?? ""})\n`,
         );
         return;
       case "agent_end": {
@@ -344,9 +339,7 @@ async function follow(cfg, id, initialQuery, onEvent) {
       let res;
       try {
         res = await fetch(
-          `${cfg.url}/api/sessions/${enc(id)}/stream${
-            lastId === null ? initialQuery : ""
-          }`,
+          `${cfg.url}/api/sessions/${enc(id)}/stream${lastId === null ? initialQuery : ""}`,
           {
             headers,
             signal: abort.signal,
@@ -487,9 +480,7 @@ const commands = {
       }
     }
     const render = createRenderer((s) => process.stdout.write(s));
-    const show = values.json
-      ? (e) => process.stdout.write(JSON.stringify(e) + "\n")
-      : render;
+    const show = values.json ? (e) => process.stdout.write(JSON.stringify(e) + "\n") : render;
     const after = from === null ? null : Math.max(0, from - 1);
     if (values.follow) {
       return await follow(
