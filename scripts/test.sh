@@ -18,7 +18,9 @@ UNIT=(
   tests/agent_socket_test.ts tests/auth_test.ts tests/browser_socket_test.ts tests/config_test.ts
   tests/protocol_doc_test.ts tests/rest_test.ts tests/restart_test.ts tests/retention_test.ts
   tests/ui_routes_test.ts
-  tests/plugin_mapping_test.ts tests/plugin_buffer_test.ts tests/plugin_delivery_test.ts
+  tests/approvals_daemon_test.ts tests/sse_daemon_test.ts tests/sse_session_test.ts
+  tests/cli_test.ts
+  tests/plugin_mapping_test.ts tests/plugin_buffer_test.ts tests/plugin_delivery_test.ts tests/plugin_build_test.ts
 )
 
 # Test-only npm packages (playwright-core) must stay out of deno.lock, because Deno installs everything a
