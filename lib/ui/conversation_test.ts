@@ -197,3 +197,46 @@ Deno.test("a run that ends before its tools report marks them stopped, and only 
   const gone = buildConversation([...events.slice(0, -1), ev(16, "bye", { reason: "shutdown" })]);
   assert.equal(gone.tools.c2.status, "stopped", "a session that went away ends its calls too");
 });
+
+Deno.test("approval events: the call awaits, then runs once approved or stays rejected", () => {
+  const asked = [
+    ev(1, "agent_start"),
+    msg(2, "assistant", "a1", "", {
+      toolCalls: [
+        { id: "c1", name: "bash", argsJson: '{"command":"ls"}' },
+        { id: "c2", name: "bash", argsJson: '{"command":"rm -rf /"}' },
+      ],
+    }),
+    ev(3, "approval_request", {
+      approvalId: "ap1",
+      toolCallId: "c1",
+      toolName: "bash",
+      args: { command: "ls" },
+    }),
+    ev(4, "tool_execution_start", { toolCallId: "c1", toolName: "bash", args: { command: "ls" } }),
+  ];
+  let c = buildConversation(asked);
+  assert.equal(c.tools.c1.status, "awaiting", "a start while waiting does not read as running");
+  assert.equal(c.tools.c1.approvalId, "ap1");
+  assert.deepEqual(c.approvalOrder, ["ap1"]);
+  assert.equal(c.approvals.ap1.resolved, null);
+
+  c = applyEvents(c, [
+    ev(5, "approval_resolved", { approvalId: "ap1", decision: "approve", by: "admin", source: "web" }),
+  ]);
+  assert.equal(c.tools.c1.status, "running");
+  assert.equal(c.approvals.ap1.resolved?.source, "web");
+  c = applyEvents(c, [
+    ev(6, "tool_execution_end", { toolCallId: "c1", toolName: "bash", isError: false, resultPreview: "a" }),
+    ev(7, "approval_request", { approvalId: "ap2", toolCallId: "c2", toolName: "bash", args: {} }),
+    ev(8, "approval_resolved", { approvalId: "ap2", decision: "reject", by: "admin", source: "web" }),
+    msg(9, "toolResult", "r2", "Rejected by admin", { toolCallId: "c2", isError: true }),
+  ]);
+  assert.equal(c.tools.c1.status, "done");
+  assert.equal(c.tools.c2.status, "rejected", "the result of a rejected call keeps it rejected");
+  assert.equal(c.tools.c2.resultText, "Rejected by admin");
+
+  // A run that ends while a call waits (abort, crash): the call is stopped, not waiting forever.
+  const aborted = buildConversation([...asked, ev(5, "agent_end", { usage: {} })]);
+  assert.equal(aborted.tools.c1.status, "stopped");
+});
