@@ -69,7 +69,11 @@ export function createPageLive(opts: PageLiveOptions = {}): PageLive {
   function onFrame(frame: ServerFrame): void {
     switch (frame.type) {
       case "session_list":
+        sessions.set(applySessionFrame(sessions.get(), frame));
+        return;
       case "session_update":
+        // A delta without the list it patches (a frame lost on the way): ask for the whole list again.
+        if (!sessions.get().loaded) socket.send({ type: "list" });
         sessions.set(applySessionFrame(sessions.get(), frame));
         return;
       case "events":

@@ -115,3 +115,16 @@ Deno.test("createPageLive(): refused from the second attempt on and REST says 40
     live.close();
   }
 });
+
+Deno.test("createPageLive(): a delta before any list asks for the whole list", async () => {
+  const srv = serve((send) => send({ type: "session_update", sessions: [row("x")], removed: [] }));
+  const live = createPageLive({ url: srv.url, credentialsAccepted: () => Promise.resolve(true) });
+  try {
+    await until(() => srv.received.length === 1, "the list request");
+    assert.deepEqual(srv.received, [{ type: "list" }]);
+    assert.equal(live.sessions.get().byId.has("x"), true);
+  } finally {
+    live.close();
+    await srv.stop();
+  }
+});
