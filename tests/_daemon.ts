@@ -68,6 +68,9 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<Daemon> 
       LVMH_HOST: "127.0.0.1",
       LVMH_PORT: String(port),
       LVMH_DATA_DIR: dataDir,
+      // No engine and no GitLab unless a test names its own: a daemon must not find the host's containers.
+      LVMH_CONTAINER_DOCKER_SOCK: `${dataDir}/no-docker.sock`,
+      LVMH_GITLAB_URL: "http://127.0.0.1:9",
       NO_COLOR: "1",
       ...options.env,
     },
