@@ -3721,6 +3721,268 @@ var SEQ_WRITE_MS = 300;
 var RENAME_POLL_MS = 3e3;
 var LOG_MAX_BYTES = 1 << 20;
 var SEQ_KEEP_MS = 180 * 24 * 3600 * 1e3;
+var POLICY_WAIT_MS = 3e3;
+
+// plugin/src/mapping.ts
+function clip(s, n = MAX_TEXT) {
+  return typeof s === "string" && s.length > n ? s.slice(0, n - 1) + "\u2026" : s;
+}
+function contentText(content) {
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return "";
+  let out = "";
+  for (const part of content) {
+    if (part?.type === "text") out += part.text ?? "";
+    else if (part?.type === "image") out += "[image]";
+  }
+  return out;
+}
+var ROLES = /* @__PURE__ */ new Set([
+  "user",
+  "assistant",
+  "toolResult",
+  "system"
+]);
+function mapRole(role) {
+  return ROLES.has(role) ? role : role === "bashExecution" ? "user" : "system";
+}
+function toMessage(m, id) {
+  const role = mapRole(m?.role);
+  let text = "";
+  let thinking = null;
+  const toolCalls = [];
+  if (m?.role === "assistant" && Array.isArray(m.content)) {
+    for (const part of m.content) {
+      if (part?.type === "text") text += part.text ?? "";
+      else if (part?.type === "thinking") {
+        thinking = (thinking ?? "") + (part.thinking ?? "");
+      } else if (part?.type === "toolCall") {
+        let argsJson;
+        try {
+          argsJson = JSON.stringify(part.arguments ?? {});
+        } catch {
+          argsJson = "{}";
+        }
+        toolCalls.push({
+          id: String(part.id ?? ""),
+          name: String(part.name ?? ""),
+          argsJson: clip(argsJson)
+        });
+      }
+    }
+  } else if (m?.role === "bashExecution") {
+    text = `!${m.command ?? ""}
+${m.output ?? ""}`;
+  } else if (typeof m?.summary === "string") {
+    text = m.summary;
+  } else {
+    text = contentText(m?.content);
+  }
+  const out = {
+    role,
+    id,
+    text: clip(text),
+    thinking: clip(thinking),
+    toolCalls,
+    toolCallId: m?.role === "toolResult" ? String(m.toolCallId ?? "") : null
+  };
+  if (role !== m?.role) out.piRole = String(m?.role ?? "");
+  if (m?.role === "assistant") {
+    if (m.stopReason) out.stopReason = m.stopReason;
+    if (m.errorMessage) {
+      out.errorMessage = clip(String(m.errorMessage), PREVIEW_CHARS);
+    }
+  }
+  if (m?.role === "toolResult") {
+    out.toolName = String(m.toolName ?? "");
+    out.isError = !!m.isError;
+  }
+  return out;
+}
+function resultText(result, n, fromEnd = false) {
+  const text = typeof result === "string" ? result : contentText(result?.content);
+  if (text.length <= n) return text;
+  return fromEnd ? "\u2026" + text.slice(text.length - n + 1) : text.slice(0, n - 1) + "\u2026";
+}
+function safeArgs(args) {
+  try {
+    const json = JSON.stringify(args ?? {});
+    if (json.length > MAX_TEXT) {
+      return {
+        args: {
+          truncated: true,
+          preview: clip(json)
+        },
+        size: MAX_TEXT
+      };
+    }
+    return {
+      args: JSON.parse(json),
+      size: json.length
+    };
+  } catch {
+    return {
+      args: {
+        unserializable: true
+      },
+      size: 30
+    };
+  }
+}
+
+// plugin/src/approvals.ts
+var APPROVE = "Approve";
+var REJECT = "Reject";
+var Approvals = class {
+  #link;
+  #localAsk;
+  #timeoutMs;
+  #log;
+  #uuid;
+  #pending = /* @__PURE__ */ new Map();
+  /**
+   * @param options.link the session's link now (null before session_start and after shutdown)
+   * @param options.localAsk LVMH_ASK: asked on top of the daemon's set, never instead of it
+   * @param options.timeoutMs LVMH_ASK_TIMEOUT in ms; 0 waits for ever
+   */
+  constructor(options) {
+    this.#link = options.link;
+    this.#localAsk = options.localAsk;
+    this.#timeoutMs = options.timeoutMs;
+    this.#log = options.log;
+    this.#uuid = options.uuid ?? (() => crypto.randomUUID());
+  }
+  /** Requests still waiting for an answer. */
+  get waiting() {
+    return this.#pending.size;
+  }
+  /** Whether `toolName` needs a person's approval: in the daemon's ask set or in LVMH_ASK. */
+  asks(toolName) {
+    const daemon = this.#link()?.policy ?? [];
+    const has = (set) => set === "all" || set.includes(toolName);
+    return has(daemon) || has(this.#localAsk);
+  }
+  /**
+   * pi's `tool_call`: undefined at once when the tool is not gated, else a promise of undefined (run it) or
+   * a block, settled by the first answer.
+   */
+  toolCall(e, ctx) {
+    const link = this.#link();
+    const toolName = String(e.toolName ?? "");
+    if (!link) return void 0;
+    if (this.asks(toolName)) return this.#ask(link, e, ctx);
+    if (link.policyKnown) return void 0;
+    return link.whenPolicyKnown.then(() => this.asks(toolName) ? this.#ask(link, e, ctx) : void 0);
+  }
+  #ask(link, e, ctx) {
+    const toolName = String(e.toolName ?? "");
+    const approvalId = this.#uuid();
+    const { args, size } = safeArgs(e.input);
+    const frame = link.emitFrame("approval_request", {
+      approvalId,
+      toolCallId: String(e.toolCallId ?? ""),
+      toolName,
+      args
+    }, 300 + size);
+    const title = `lvmh: allow ${toolName} ${clip(JSON.stringify(args) ?? "", 200)}?`;
+    return this.#wait(frame, ctx, title).then((o) => {
+      (this.#link() ?? link).emit("approval_resolved", {
+        approvalId,
+        decision: o.decision,
+        by: o.by,
+        source: o.source
+      });
+      if (o.decision === "approve") return void 0;
+      return {
+        block: true,
+        reason: `Rejected by ${o.by}${o.reason ? `: ${o.reason}` : ""}`
+      };
+    });
+  }
+  /** The daemon's `approval_decision`; one for an unknown or already answered request is ignored. */
+  decide(f) {
+    const p = this.#pending.get(String(f.approvalId));
+    if (!p || f.decision !== "approve" && f.decision !== "reject") return;
+    p.finish({
+      decision: f.decision,
+      by: typeof f.by === "string" && f.by ? f.by : "the daemon",
+      source: "web",
+      reason: typeof f.reason === "string" && f.reason ? f.reason : void 0
+    });
+  }
+  /** After a welcome: every unresolved request again, same approvalId and seq. */
+  resendAll() {
+    const link = this.#link();
+    if (!link) return;
+    for (const p of this.#pending.values()) link.resend(p.frame);
+  }
+  /** The session ends: nothing will answer, so every wait ends as an abort (the tools do not run). */
+  cancelAll() {
+    for (const p of [
+      ...this.#pending.values()
+    ]) {
+      p.finish({
+        decision: "reject",
+        by: "abort",
+        source: "abort"
+      });
+    }
+  }
+  #wait(frame, ctx, title) {
+    const approvalId = frame.approvalId;
+    return new Promise((resolve) => {
+      const signal = ctx?.signal;
+      const dialog = new AbortController();
+      let timer;
+      const keepAlive = setInterval(() => {
+      }, 1 << 30);
+      const onAbort = () => finish({
+        decision: "reject",
+        by: "abort",
+        source: "abort"
+      });
+      const finish = (o) => {
+        if (this.#pending.get(approvalId)?.frame !== frame) return;
+        this.#pending.delete(approvalId);
+        clearTimeout(timer);
+        clearInterval(keepAlive);
+        signal?.removeEventListener("abort", onAbort);
+        dialog.abort();
+        resolve(o);
+      };
+      this.#pending.set(approvalId, {
+        frame,
+        finish
+      });
+      if (signal?.aborted) return onAbort();
+      signal?.addEventListener("abort", onAbort, {
+        once: true
+      });
+      if (this.#timeoutMs > 0) {
+        timer = setTimeout(() => finish({
+          decision: "reject",
+          by: "timeout",
+          source: "timeout"
+        }), this.#timeoutMs);
+      }
+      if (ctx?.hasUI && typeof ctx.ui?.select === "function") {
+        ctx.ui.select(title, [
+          APPROVE,
+          REJECT
+        ], {
+          signal: dialog.signal
+        }).then((choice) => {
+          if (dialog.signal.aborted) return;
+          finish({
+            decision: choice === APPROVE ? "approve" : "reject",
+            by: "terminal",
+            source: "terminal"
+          });
+        }, (err) => this.#log("terminal approval failed", err));
+      }
+    });
+  }
+};
 
 // plugin/src/runtime.ts
 var STATE = Symbol.for("lvmh-agent.state");
@@ -3986,113 +4248,6 @@ var EventBuffer = class {
   }
 };
 
-// plugin/src/mapping.ts
-function clip(s, n = MAX_TEXT) {
-  return typeof s === "string" && s.length > n ? s.slice(0, n - 1) + "\u2026" : s;
-}
-function contentText(content) {
-  if (typeof content === "string") return content;
-  if (!Array.isArray(content)) return "";
-  let out = "";
-  for (const part of content) {
-    if (part?.type === "text") out += part.text ?? "";
-    else if (part?.type === "image") out += "[image]";
-  }
-  return out;
-}
-var ROLES = /* @__PURE__ */ new Set([
-  "user",
-  "assistant",
-  "toolResult",
-  "system"
-]);
-function mapRole(role) {
-  return ROLES.has(role) ? role : role === "bashExecution" ? "user" : "system";
-}
-function toMessage(m, id) {
-  const role = mapRole(m?.role);
-  let text = "";
-  let thinking = null;
-  const toolCalls = [];
-  if (m?.role === "assistant" && Array.isArray(m.content)) {
-    for (const part of m.content) {
-      if (part?.type === "text") text += part.text ?? "";
-      else if (part?.type === "thinking") {
-        thinking = (thinking ?? "") + (part.thinking ?? "");
-      } else if (part?.type === "toolCall") {
-        let argsJson;
-        try {
-          argsJson = JSON.stringify(part.arguments ?? {});
-        } catch {
-          argsJson = "{}";
-        }
-        toolCalls.push({
-          id: String(part.id ?? ""),
-          name: String(part.name ?? ""),
-          argsJson: clip(argsJson)
-        });
-      }
-    }
-  } else if (m?.role === "bashExecution") {
-    text = `!${m.command ?? ""}
-${m.output ?? ""}`;
-  } else if (typeof m?.summary === "string") {
-    text = m.summary;
-  } else {
-    text = contentText(m?.content);
-  }
-  const out = {
-    role,
-    id,
-    text: clip(text),
-    thinking: clip(thinking),
-    toolCalls,
-    toolCallId: m?.role === "toolResult" ? String(m.toolCallId ?? "") : null
-  };
-  if (role !== m?.role) out.piRole = String(m?.role ?? "");
-  if (m?.role === "assistant") {
-    if (m.stopReason) out.stopReason = m.stopReason;
-    if (m.errorMessage) {
-      out.errorMessage = clip(String(m.errorMessage), PREVIEW_CHARS);
-    }
-  }
-  if (m?.role === "toolResult") {
-    out.toolName = String(m.toolName ?? "");
-    out.isError = !!m.isError;
-  }
-  return out;
-}
-function resultText(result, n, fromEnd = false) {
-  const text = typeof result === "string" ? result : contentText(result?.content);
-  if (text.length <= n) return text;
-  return fromEnd ? "\u2026" + text.slice(text.length - n + 1) : text.slice(0, n - 1) + "\u2026";
-}
-function safeArgs(args) {
-  try {
-    const json = JSON.stringify(args ?? {});
-    if (json.length > MAX_TEXT) {
-      return {
-        args: {
-          truncated: true,
-          preview: clip(json)
-        },
-        size: MAX_TEXT
-      };
-    }
-    return {
-      args: JSON.parse(json),
-      size: json.length
-    };
-  } catch {
-    return {
-      args: {
-        unserializable: true
-      },
-      size: 30
-    };
-  }
-}
-
 // plugin/src/encode.ts
 function encode(frame) {
   let s = JSON.stringify(frame);
@@ -4182,11 +4337,27 @@ function webSocketClass() {
 }
 
 // plugin/src/link.ts
+function askSet(ask) {
+  if (ask === "all") return "all";
+  return Array.isArray(ask) ? ask.filter((t) => typeof t === "string") : [];
+}
 var Link = class {
   sessionId;
   info;
   /** The factory run currently attached: receives prompts and aborts. */
   binding = null;
+  /** The daemon's ask set for this session, from `welcome.policy` and `policy` frames (none until then). */
+  policy = [];
+  /** Optional protocol features the daemon listed in its last `welcome`. */
+  features = /* @__PURE__ */ new Set();
+  /**
+   * Settles at the first welcome, or POLICY_WAIT_MS after the link was made: until then the daemon's ask
+   * set is unknown, and a tool call that may need approval waits for it rather than run unasked.
+   */
+  whenPolicyKnown;
+  /** True once `whenPolicyKnown` settled. */
+  policyKnown = false;
+  #policyKnown;
   #cfg;
   #log;
   #seq;
@@ -4212,6 +4383,15 @@ var Link = class {
       else this.#noteError(msg);
     });
     this.#nextSeq = this.#baseSeq = this.#seq.read() + 1;
+    this.whenPolicyKnown = new Promise((resolve) => {
+      const known = () => {
+        clearTimeout(timer);
+        this.policyKnown = true;
+        resolve();
+      };
+      const timer = unref(setTimeout(known, POLICY_WAIT_MS));
+      this.#policyKnown = known;
+    });
   }
   /** The seq the next event gets. */
   get nextSeq() {
@@ -4226,9 +4406,16 @@ var Link = class {
    * @param size roughly how many characters the payload holds (for the buffer's memory bound)
    */
   emit(type, payload, size = 200) {
+    if (type === "message_update" && this.#state !== "ready") {
+      this.#seq.dirty();
+      return this.#nextSeq++;
+    }
+    return this.emitFrame(type, payload, size).seq;
+  }
+  /** `emit`, returning the frame itself (to send it again later with the same seq). */
+  emitFrame(type, payload, size = 200) {
     const seq = this.#nextSeq++;
     this.#seq.dirty();
-    if (type === "message_update" && this.#state !== "ready") return seq;
     const ev = {
       v: PROTOCOL_VERSION,
       sessionId: this.sessionId,
@@ -4239,7 +4426,20 @@ var Link = class {
     };
     this.#buf.push(ev, size, type === "buffer_overflow");
     if (this.#state === "ready") this.#queueFlush();
-    return seq;
+    return ev;
+  }
+  /**
+   * Send `ev` again on the current socket, unless the buffer's replay sends it anyway. The daemon's log
+   * ignores the seq it already has, but answers the frame itself (a stored approval decision).
+   */
+  resend(ev) {
+    const ws = this.#ws;
+    if (this.#state !== "ready" || !ws || this.#buf.has(ev.seq)) return;
+    try {
+      ws.send(encode(ev));
+    } catch (err) {
+      this.#log(`session ${this.sessionId}: send failed`, err);
+    }
   }
   /** Start connecting (idempotent). */
   start() {
@@ -4282,7 +4482,12 @@ var Link = class {
     } catch {
       return this.#log("daemon sent a frame that is not JSON");
     }
-    if (f?.type === "welcome") this.#onWelcome(Number(f.lastSeq) || 0);
+    if (f?.type === "welcome") {
+      this.policy = askSet(f.policy?.ask);
+      this.features = new Set(Array.isArray(f.features) ? f.features : []);
+      this.#policyKnown();
+      this.#onWelcome(Number(f.lastSeq) || 0);
+    } else if (f?.type === "policy") this.policy = askSet(f.ask);
     else if (f?.type === "ack") this.#buf.trim(Number(f.lastSeq) || 0);
     else if (f?.type === "error") {
       this.#log(`daemon error ${f.code}: ${f.message}`);
@@ -4371,6 +4576,7 @@ var Link = class {
         ...o
       });
     }
+    this.binding?.welcomed?.();
     this.#queueFlush();
   }
   #queueFlush() {
@@ -4572,6 +4778,12 @@ function bind(pi, cfg, log) {
     onSettled: emitSettled,
     log
   });
+  const approvals = new Approvals({
+    link: () => link,
+    localAsk: cfg.ask,
+    timeoutMs: cfg.askTimeoutMs,
+    log
+  });
   function checkInfo(ctx, model) {
     if (!link || !ctx) return;
     const name = field(ctx.sessionManager?.getSessionName?.(), 1e3);
@@ -4604,6 +4816,8 @@ function bind(pi, cfg, log) {
         } catch (err) {
           log(`prompt ${f.promptId} failed`, err);
         }
+      } else if (f.type === "approval_decision") {
+        approvals.decide(f);
       } else if (f.type === "abort") {
         try {
           ctxRef?.abort();
@@ -4611,6 +4825,9 @@ function bind(pi, cfg, log) {
           log("abort failed", err);
         }
       }
+    },
+    welcomed() {
+      approvals.resendAll();
     }
   };
   on("session_start", (_e, ctx) => {
@@ -4643,6 +4860,7 @@ function bind(pi, cfg, log) {
     renameTimer = null;
     if (!current) return;
     if (current.binding === binding) current.binding = null;
+    approvals.cancelAll();
     if (settle.shutdown()) current.emit("agent_settled", {});
     if (e.reason === "reload") return;
     g.links.delete(current.sessionId);
@@ -4767,6 +4985,13 @@ function bind(pi, cfg, log) {
       resultPreview: resultText(e.result, PREVIEW_CHARS)
     }, 300 + PREVIEW_CHARS);
   });
+  on("tool_call", (e, ctx) => approvals.toolCall(e, ctx)?.catch((err) => {
+    log("approval failed", err);
+    return {
+      block: true,
+      reason: "lvmh-agent could not ask for approval"
+    };
+  }));
   on("model_select", (e, ctx) => checkInfo(ctx, e.model));
   for (const name of [
     "input",

@@ -57,3 +57,91 @@ export function overflowEvents(d: DaemonLike, sessionId: string): Promise<Ev[]> 
     30_000,
   );
 }
+
+/** A frame the fake daemon received. */
+export type Frame = Record<string, unknown> & { type: string; seq: number };
+
+/** What a test can do with the loopback fake daemon. */
+export interface FakeDaemon extends AsyncDisposable {
+  url: string;
+  token: string;
+  /** Every frame received, in order (a batch's events are listed after it, one by one). */
+  frames: Frame[];
+  /** How many sockets said hello so far. */
+  hellos(): number;
+  /** Send a daemon → plugin frame on the current socket (envelope added). */
+  send(frame: Record<string, unknown>): void;
+  /** Close the current socket (the plugin reconnects). */
+  drop(): void;
+  /** The first received frame matching `pred`, once it is there. */
+  waitFrame(pred: (f: Frame) => boolean, what: string, ms?: number): Promise<Frame>;
+  /** Answer `ping` frames with `pong` (default true); false plays a daemon that froze. */
+  answerPings: boolean;
+  /** Answer nothing at all (a SIGSTOPped daemon), until set back to false. */
+  silent: boolean;
+}
+
+/**
+ * A loopback stand-in for the daemon's agent socket: welcomes with `welcome` (policy and features as given),
+ * acks every event, and records every frame. For the plugin's side of new frames, tested in-process.
+ */
+export function fakeDaemon(
+  options: { policy?: { ask: string[] | "all" }; features?: string[]; errorOnPing?: boolean } = {},
+): FakeDaemon {
+  const frames: Frame[] = [];
+  let current: WebSocket | null = null;
+  let hellos = 0;
+  let lastSeq = 0;
+  const envelope = (sessionId: string) => ({ v: 1, sessionId, seq: 0, ts: Date.now() });
+  let sessionId = "";
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (req) => {
+    const { socket, response } = Deno.upgradeWebSocket(req);
+    socket.onmessage = (e) => {
+      if (fake.silent) return;
+      const f = JSON.parse(e.data as string) as Frame;
+      frames.push(f);
+      if (f.type === "hello") {
+        hellos++;
+        current = socket;
+        sessionId = f.sessionId as string;
+        const welcome: Record<string, unknown> = { ...envelope(sessionId), type: "welcome", lastSeq };
+        if (options.policy) welcome.policy = options.policy;
+        if (options.features) welcome.features = options.features;
+        socket.send(JSON.stringify(welcome));
+      } else if (f.type === "ping") {
+        if (options.errorOnPing) {
+          socket.send(
+            JSON.stringify({ v: 1, type: "error", code: "bad_frame", message: "unknown type ping" }),
+          );
+        } else if (fake.answerPings) socket.send(JSON.stringify({ ...envelope(sessionId), type: "pong" }));
+      } else {
+        const events = f.type === "batch" ? f.events as Frame[] : [f];
+        if (f.type === "batch") frames.push(...events);
+        for (const ev of events) if (ev.type !== "message_update") lastSeq = Math.max(lastSeq, ev.seq);
+        socket.send(JSON.stringify({ ...envelope(sessionId), type: "ack", lastSeq }));
+      }
+    };
+    return response;
+  });
+  const fake: FakeDaemon = {
+    url: `ws://127.0.0.1:${server.addr.port}/agent/ws`,
+    token: "fake-daemon-token-1234",
+    frames,
+    hellos: () => hellos,
+    send(frame) {
+      current?.send(JSON.stringify({ ...envelope(sessionId), ...frame }));
+    },
+    drop() {
+      current?.close(1011);
+      current = null;
+    },
+    waitFrame: (pred, what, ms = 10_000) => waitFor(() => frames.find(pred), what, ms),
+    answerPings: true,
+    silent: false,
+    [Symbol.asyncDispose]: async () => {
+      current?.close();
+      await server.shutdown();
+    },
+  };
+  return fake;
+}

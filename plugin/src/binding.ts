@@ -2,6 +2,7 @@
  * One factory run's pi handlers: each maps a pi event onto the session's link and returns at once (pi awaits
  * handlers inside its event queue). State that must outlive the run lives in the link registry.
  */
+import { Approvals } from "./approvals.ts";
 import type { Config } from "./config.ts";
 import { PREVIEW_CHARS, RENAME_POLL_MS, TOOL_UPDATE_MS } from "./constants.ts";
 import { Delivery } from "./delivery.ts";
@@ -56,6 +57,12 @@ export function bind(pi: PiApi, cfg: Config, log: Logger): void {
     onSettled: emitSettled,
     log,
   });
+  const approvals = new Approvals({
+    link: () => link,
+    localAsk: cfg.ask,
+    timeoutMs: cfg.askTimeoutMs,
+    log,
+  });
 
   function checkInfo(ctx: PiContext | null, model?: PiContext["model"]) {
     if (!link || !ctx) return;
@@ -83,6 +90,8 @@ export function bind(pi: PiApi, cfg: Config, log: Logger): void {
         } catch (err) {
           log(`prompt ${f.promptId} failed`, err);
         }
+      } else if (f.type === "approval_decision") {
+        approvals.decide(f);
       } else if (f.type === "abort") {
         try {
           ctxRef?.abort();
@@ -90,6 +99,9 @@ export function bind(pi: PiApi, cfg: Config, log: Logger): void {
           log("abort failed", err);
         }
       }
+    },
+    welcomed() {
+      approvals.resendAll();
     },
   };
 
@@ -123,6 +135,7 @@ export function bind(pi: PiApi, cfg: Config, log: Logger): void {
     renameTimer = null;
     if (!current) return;
     if (current.binding === binding) current.binding = null;
+    approvals.cancelAll();
     if (settle.shutdown()) current.emit("agent_settled", {}); // pi is idle by now: print mode ends here
     if (e.reason === "reload") return; // the same session comes back in the next factory run
     g.links.delete(current.sessionId);
@@ -225,6 +238,12 @@ export function bind(pi: PiApi, cfg: Config, log: Logger): void {
       resultPreview: resultText(e.result, PREVIEW_CHARS),
     }, 300 + PREVIEW_CHARS);
   });
+  on("tool_call", (e, ctx) =>
+    approvals.toolCall(e, ctx)?.catch((err) => {
+      // Fail closed: a tool that needs approval must not run because the plugin broke.
+      log("approval failed", err);
+      return { block: true, reason: "lvmh-agent could not ask for approval" };
+    }));
   on("model_select", (e, ctx) => checkInfo(ctx, e.model));
   for (
     const name of [

@@ -40,3 +40,5 @@ export const RENAME_POLL_MS = 3_000;
 export const LOG_MAX_BYTES = 1 << 20;
 /** A session untouched this long will not be continued with `pi -c`; its seq file goes. */
 export const SEQ_KEEP_MS = 180 * 24 * 3600 * 1000;
+/** How long the first tool calls of a session wait for the daemon's ask set (its first welcome). */
+export const POLICY_WAIT_MS = 3_000;

@@ -8,6 +8,7 @@ import { EventBuffer, type EventFrame } from "./buffer.ts";
 import type { Config } from "./config.ts";
 import {
   HIGH_WATER_BYTES,
+  POLICY_WAIT_MS,
   POLL_MS,
   SEND_BATCH,
   SHUTDOWN_WAIT_MS,
@@ -26,8 +27,21 @@ export type DaemonFrame = { type?: unknown; [field: string]: any };
 
 /** What a link hands to the factory run attached to it. */
 export interface Binding {
-  /** A daemon command (`prompt`, `abort`, …) for the live pi session. */
+  /** A daemon command (`prompt`, `abort`, `approval_decision`, …) for the live pi session. */
   command(frame: DaemonFrame): void;
+  /** A welcome came and the replay is queued: re-send what must be asked again. */
+  welcomed?(): void;
+}
+
+/** A daemon's ask set: the tool names that need a person's approval, or all of them. */
+export type AskSet = string[] | "all";
+
+/** `ask` if it is an ask set, else none (an older daemon, or a malformed field). */
+function askSet(ask: unknown): AskSet {
+  if (ask === "all") return "all";
+  return Array.isArray(ask)
+    ? ask.filter((t): t is string => typeof t === "string")
+    : [];
 }
 
 type State = "down" | "connecting" | "open" | "ready" | "closed";
@@ -38,6 +52,18 @@ export class Link {
   info: SessionInfo;
   /** The factory run currently attached: receives prompts and aborts. */
   binding: Binding | null = null;
+  /** The daemon's ask set for this session, from `welcome.policy` and `policy` frames (none until then). */
+  policy: AskSet = [];
+  /** Optional protocol features the daemon listed in its last `welcome`. */
+  features: ReadonlySet<string> = new Set();
+  /**
+   * Settles at the first welcome, or POLICY_WAIT_MS after the link was made: until then the daemon's ask
+   * set is unknown, and a tool call that may need approval waits for it rather than run unasked.
+   */
+  readonly whenPolicyKnown: Promise<void>;
+  /** True once `whenPolicyKnown` settled. */
+  policyKnown = false;
+  #policyKnown!: () => void;
   #cfg: Config;
   #log: Logger;
   #seq: SeqFile;
@@ -69,6 +95,15 @@ export class Link {
       },
     );
     this.#nextSeq = this.#baseSeq = this.#seq.read() + 1;
+    this.whenPolicyKnown = new Promise((resolve) => {
+      const known = () => {
+        clearTimeout(timer);
+        this.policyKnown = true;
+        resolve();
+      };
+      const timer = unref(setTimeout(known, POLICY_WAIT_MS));
+      this.#policyKnown = known;
+    });
   }
 
   /** The seq the next event gets. */
@@ -86,10 +121,22 @@ export class Link {
    * @param size roughly how many characters the payload holds (for the buffer's memory bound)
    */
   emit(type: string, payload: Record<string, unknown>, size = 200): number {
+    // Deltas are only useful live: the daemon never stores them, so offline ones are not kept (nor built).
+    if (type === "message_update" && this.#state !== "ready") {
+      this.#seq.dirty();
+      return this.#nextSeq++;
+    }
+    return this.emitFrame(type, payload, size).seq;
+  }
+
+  /** `emit`, returning the frame itself (to send it again later with the same seq). */
+  emitFrame(
+    type: string,
+    payload: Record<string, unknown>,
+    size = 200,
+  ): EventFrame {
     const seq = this.#nextSeq++;
     this.#seq.dirty();
-    // Deltas are only useful live: the daemon never stores them, so offline ones are not kept.
-    if (type === "message_update" && this.#state !== "ready") return seq;
     const ev: EventFrame = {
       v: PROTOCOL_VERSION,
       sessionId: this.sessionId,
@@ -100,7 +147,21 @@ export class Link {
     };
     this.#buf.push(ev, size, type === "buffer_overflow");
     if (this.#state === "ready") this.#queueFlush();
-    return seq;
+    return ev;
+  }
+
+  /**
+   * Send `ev` again on the current socket, unless the buffer's replay sends it anyway. The daemon's log
+   * ignores the seq it already has, but answers the frame itself (a stored approval decision).
+   */
+  resend(ev: EventFrame): void {
+    const ws = this.#ws;
+    if (this.#state !== "ready" || !ws || this.#buf.has(ev.seq)) return;
+    try {
+      ws.send(encode(ev));
+    } catch (err) {
+      this.#log(`session ${this.sessionId}: send failed`, err);
+    }
   }
 
   /** Start connecting (idempotent). */
@@ -147,7 +208,12 @@ export class Link {
     } catch {
       return this.#log("daemon sent a frame that is not JSON");
     }
-    if (f?.type === "welcome") this.#onWelcome(Number(f.lastSeq) || 0);
+    if (f?.type === "welcome") {
+      this.policy = askSet(f.policy?.ask);
+      this.features = new Set(Array.isArray(f.features) ? f.features : []);
+      this.#policyKnown();
+      this.#onWelcome(Number(f.lastSeq) || 0);
+    } else if (f?.type === "policy") this.policy = askSet(f.ask);
     else if (f?.type === "ack") this.#buf.trim(Number(f.lastSeq) || 0);
     else if (f?.type === "error") {
       this.#log(`daemon error ${f.code}: ${f.message}`);
@@ -251,6 +317,7 @@ export class Link {
       );
       this.emit("buffer_overflow", { ...o });
     }
+    this.binding?.welcomed?.();
     this.#queueFlush();
   }
 

@@ -1,0 +1,67 @@
+/**
+ * Tool approvals end to end with the real pi 0.73.1 and 1.6.0, the real daemon and the fake LLM asking for a
+ * `bash` call: the call waits (listed pending, no tool_execution_end), an approval over REST runs the
+ * command exactly once, and the plugin reports the answer it applied.
+ */
+import assert from "node:assert/strict";
+import { startDaemon, waitFor } from "./_daemon.ts";
+import { startFakeLlm } from "./fixtures/fake_llm.mjs";
+import { allEvents, assertInstalled, makePiHome, PI_VERSIONS, piPrint, sessions } from "./_pi.ts";
+
+type Ev = Record<string, unknown> & { seq: number; type: string };
+
+for (const v of PI_VERSIONS) {
+  Deno.test(`plugin on pi ${v.name}: a gated bash call waits until approved over REST, then runs once`, async () => {
+    assertInstalled(v);
+    const llm = await startFakeLlm();
+    await using d = await startDaemon({ env: { LVMH_ASK: "bash" } });
+    await using home = await makePiHome(llm.url);
+    try {
+      // Print mode has no UI: only the web can answer.
+      const run = piPrint(v, home, home.env(d), "please run the command");
+      const session = await waitFor(
+        async () => (await sessions(d)).find((s) => s.cwd === home.workspace),
+        "session",
+      );
+      const id = session.id as string;
+      const pending = await waitFor(
+        async () => {
+          const res = await d.api("/api/approvals?state=pending");
+          assert.equal(res.status, 200);
+          return ((await res.json()) as Record<string, unknown>[]).find((a) => a.sessionId === id);
+        },
+        "pending approval",
+        20_000,
+      );
+      assert.equal(pending.toolName, "bash");
+      assert.deepEqual(pending.args, { command: "echo hi" });
+      const before = await allEvents(d, id) as Ev[];
+      assert.ok(before.some((e) => e.type === "approval_request" && e.approvalId === pending.id));
+      assert.ok(!before.some((e) => e.type === "tool_execution_end"), "the tool waits");
+
+      const res = await d.api(`/api/approvals/${pending.id}`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ decision: "approve" }),
+      });
+      assert.equal(res.status, 200, await res.clone().text());
+      const out = await run;
+      assert.equal(out.code, 0, out.stderr);
+      const events = await waitFor(async () => {
+        const evs = await allEvents(d, id) as Ev[];
+        return evs.some((e) => e.type === "agent_settled") ? evs : null;
+      }, "run settled");
+      const ends = events.filter((e) => e.type === "tool_execution_end");
+      assert.equal(ends.length, 1, "the command ran once");
+      assert.match(String(ends[0].resultPreview), /hi/);
+      const resolved = events.find((e) => e.type === "approval_resolved");
+      assert.equal(resolved?.approvalId, pending.id);
+      assert.equal(resolved?.decision, "approve");
+      assert.equal(resolved?.source, "web");
+      const requestSeq = events.find((e) => e.type === "approval_request")!.seq;
+      assert.ok(requestSeq < resolved!.seq && resolved!.seq < ends[0].seq, "asked, answered, then ran");
+    } finally {
+      await llm.close();
+    }
+  });
+}

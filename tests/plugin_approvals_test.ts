@@ -1,0 +1,434 @@
+/**
+ * Tool approvals, the plugin's side, in-process: the fake pi host drives the bundled plugin against a
+ * loopback fake daemon, which plays the wire contract (welcome.policy, policy, approval_decision).
+ */
+import assert from "node:assert/strict";
+import { waitFor } from "./_daemon.ts";
+import { fakePi } from "./_fake_pi.ts";
+import { createLvmhAgent } from "../plugin/lvmh-agent.mjs";
+import {
+  type FakeDaemon,
+  fakeDaemon,
+  type Frame,
+  opts,
+  tempHome,
+} from "./_plugin_host.ts";
+
+/** A fake pi with the plugin against `d`, welcomed. */
+async function started(
+  d: FakeDaemon,
+  home: string,
+  id: string,
+  env: Record<string, string> = {},
+) {
+  const fake = fakePi(id);
+  createLvmhAgent({ url: d.url, token: d.token, home, env })(fake.pi);
+  await fake.fire("session_start", { reason: "startup" });
+  await d.waitFrame((f) => f.type === "hello", "hello");
+  return fake;
+}
+
+const request = (d: FakeDaemon, toolCallId: string) =>
+  d.waitFrame(
+    (f) => f.type === "approval_request" && f.toolCallId === toolCallId,
+    `request ${toolCallId}`,
+  );
+const resolved = (d: FakeDaemon, approvalId: unknown) =>
+  d.waitFrame(
+    (f) => f.type === "approval_resolved" && f.approvalId === approvalId,
+    "approval_resolved",
+  );
+const call = (
+  id: string,
+  toolName = "bash",
+  input: unknown = { command: "ls" },
+) => ({
+  toolCallId: id,
+  toolName,
+  input,
+});
+/** Whether `p` is still pending after the plugin had a moment to act. */
+async function pending(p: Promise<unknown>): Promise<boolean> {
+  const tick = Symbol();
+  return await Promise.race([
+    p,
+    new Promise((r) => setTimeout(() => r(tick), 50)),
+  ]) === tick;
+}
+
+Deno.test(
+  "approvals: a gated call waits for the daemon's decision; others run at once",
+  opts,
+  async () => {
+    await using d = fakeDaemon({ policy: { ask: ["bash"] } });
+    await using h = await tempHome();
+    const fake = await started(d, h.home, "appr-1");
+    // The welcome's policy must be in before the first call; the ack of a first event shows it is.
+    await fake.fire("agent_start");
+    await d.waitFrame((f) => f.type === "agent_start", "agent_start");
+    assert.equal(
+      await fake.fire("tool_call", call("r1", "read", { path: "x" })),
+      undefined,
+      "read is not gated",
+    );
+
+    const approved = fake.fire("tool_call", call("c1"));
+    const req = await request(d, "c1");
+    assert.equal(req.toolName, "bash");
+    assert.deepEqual(req.args, { command: "ls" });
+    assert.match(String(req.approvalId), /^[0-9a-f-]{36}$/);
+    assert.ok(req.seq >= 1);
+    assert.equal(await pending(approved), true, "waits");
+    d.send({
+      type: "approval_decision",
+      approvalId: "not-ours",
+      decision: "reject",
+      by: "x",
+    });
+    assert.equal(
+      await pending(approved),
+      true,
+      "a decision for another id is ignored",
+    );
+    d.send({
+      type: "approval_decision",
+      approvalId: req.approvalId,
+      decision: "approve",
+      by: "alice",
+    });
+    assert.equal(await approved, undefined, "approve: the tool runs");
+    const res = await resolved(d, req.approvalId);
+    assert.deepEqual([res.decision, res.by, res.source], [
+      "approve",
+      "alice",
+      "web",
+    ]);
+    assert.ok(res.seq > req.seq);
+
+    const rejected = fake.fire("tool_call", call("c2"));
+    const req2 = await request(d, "c2");
+    d.send({
+      type: "approval_decision",
+      approvalId: req2.approvalId,
+      decision: "reject",
+      reason: "no",
+      by: "bob",
+    });
+    d.send({
+      type: "approval_decision",
+      approvalId: req2.approvalId,
+      decision: "approve",
+      by: "late",
+    });
+    assert.deepEqual(await rejected, {
+      block: true,
+      reason: "Rejected by bob: no",
+    });
+    const res2 = await resolved(d, req2.approvalId);
+    assert.deepEqual([res2.decision, res2.by, res2.source], [
+      "reject",
+      "bob",
+      "web",
+    ]);
+
+    const bare = fake.fire("tool_call", call("c3"));
+    const req3 = await request(d, "c3");
+    d.send({
+      type: "approval_decision",
+      approvalId: req3.approvalId,
+      decision: "reject",
+      by: "bob",
+    });
+    assert.deepEqual(await bare, { block: true, reason: "Rejected by bob" });
+    await resolved(d, req3.approvalId);
+    assert.equal(
+      d.frames.filter((f) => f.type === "approval_resolved").length,
+      3,
+      "the late answer did nothing",
+    );
+    await fake.fire("session_shutdown", { reason: "quit" });
+  },
+);
+
+Deno.test(
+  "approvals: LVMH_ASK adds to the daemon's set, and a policy frame replaces the daemon's",
+  opts,
+  async () => {
+    await using d = fakeDaemon(); // an older daemon: no policy
+    await using h = await tempHome();
+    const fake = await started(d, h.home, "appr-2", { LVMH_ASK: "write" });
+    assert.equal(
+      await fake.fire("tool_call", call("b1")),
+      undefined,
+      "no asking from the daemon",
+    );
+    const w = fake.fire(
+      "tool_call",
+      call("w1", "write", { path: "a", content: "b" }),
+    );
+    const req = await request(d, "w1");
+    d.send({
+      type: "approval_decision",
+      approvalId: req.approvalId,
+      decision: "approve",
+      by: "a",
+    });
+    assert.equal(await w, undefined);
+
+    d.send({ type: "policy", ask: "all" });
+    await waitFor(async () => {
+      const p = fake.fire("tool_call", call(`probe-${Date.now()}`, "grep", {}));
+      const gated = await pending(p);
+      if (gated) {
+        const r = d.frames.findLast((f: Frame) =>
+          f.type === "approval_request"
+        )!;
+        d.send({
+          type: "approval_decision",
+          approvalId: r.approvalId,
+          decision: "approve",
+          by: "a",
+        });
+        await p;
+      }
+      return gated;
+    }, "policy all applied");
+    d.send({ type: "policy", ask: [] });
+    const w2 = fake.fire("tool_call", call("w2", "write", {}));
+    await request(d, "w2"); // the daemon cannot take LVMH_ASK's tools away
+    await fake.fire("session_shutdown", { reason: "quit" });
+    assert.deepEqual(
+      await w2,
+      { block: true, reason: "Rejected by abort" },
+      "shutdown ends the wait",
+    );
+  },
+);
+
+Deno.test(
+  "approvals: pi's abort ends the wait, blocked and resolved as abort",
+  opts,
+  async () => {
+    await using d = fakeDaemon({ policy: { ask: "all" } });
+    await using h = await tempHome();
+    const fake = await started(d, h.home, "appr-3");
+    await fake.fire("agent_start");
+    await d.waitFrame((f) => f.type === "agent_start", "agent_start");
+    const ac = new AbortController();
+    fake.ctx.signal = ac.signal;
+    const p = fake.fire("tool_call", call("a1"));
+    const req = await request(d, "a1");
+    ac.abort();
+    assert.deepEqual(await p, { block: true, reason: "Rejected by abort" });
+    const res = await resolved(d, req.approvalId);
+    assert.deepEqual([res.decision, res.by, res.source], [
+      "reject",
+      "abort",
+      "abort",
+    ]);
+    // A call that comes after the abort (pi preflights the rest of the message) is not left waiting either.
+    assert.deepEqual(await fake.fire("tool_call", call("a2")), {
+      block: true,
+      reason: "Rejected by abort",
+    });
+    await fake.fire("session_shutdown", { reason: "quit" });
+  },
+);
+
+Deno.test(
+  "approvals: a request survives a reconnect, re-sent with the same approvalId and seq",
+  opts,
+  async () => {
+    await using d = fakeDaemon({ policy: { ask: ["bash"] } });
+    await using h = await tempHome();
+    const fake = await started(d, h.home, "appr-4");
+    await fake.fire("agent_start");
+    await d.waitFrame((f) => f.type === "agent_start", "agent_start");
+    const p = fake.fire("tool_call", call("k1"));
+    const req = await request(d, "k1");
+    // Acked (the fake acks every event), then the socket goes.
+    await waitFor(
+      () => d.frames.filter((f) => f.type === "approval_request").length === 1,
+      "one request",
+    );
+    d.drop();
+    await waitFor(() => d.hellos() === 2, "reconnected", 15_000);
+    const again = await waitFor(
+      () =>
+        d.frames.filter((f) =>
+          f.type === "approval_request" && f.approvalId === req.approvalId
+        )[1],
+      "request re-sent",
+    );
+    assert.equal(
+      again.seq,
+      req.seq,
+      "same seq: the daemon's log holds it once",
+    );
+    assert.equal(await pending(p), true, "still waiting");
+    d.send({
+      type: "approval_decision",
+      approvalId: req.approvalId,
+      decision: "approve",
+      by: "carol",
+    });
+    assert.equal(await p, undefined);
+    await resolved(d, req.approvalId);
+    await fake.fire("session_shutdown", { reason: "quit" });
+  },
+);
+
+Deno.test(
+  "approvals: LVMH_ASK_TIMEOUT rejects on the clock; without it nothing does",
+  opts,
+  async () => {
+    await using d = fakeDaemon({ policy: { ask: ["bash"] } });
+    await using h = await tempHome();
+    const fake = await started(d, h.home, "appr-5", {
+      LVMH_ASK_TIMEOUT: "0.2",
+    });
+    await fake.fire("agent_start");
+    await d.waitFrame((f) => f.type === "agent_start", "agent_start");
+    const p = fake.fire("tool_call", call("t1"));
+    const req = await request(d, "t1");
+    assert.deepEqual(await p, { block: true, reason: "Rejected by timeout" });
+    const res = await resolved(d, req.approvalId);
+    assert.deepEqual([res.decision, res.by, res.source], [
+      "reject",
+      "timeout",
+      "timeout",
+    ]);
+    await fake.fire("session_shutdown", { reason: "quit" });
+  },
+);
+
+Deno.test(
+  "approvals: the TUI asks too; the first answer wins and the other is withdrawn",
+  opts,
+  async () => {
+    await using d = fakeDaemon({ policy: { ask: ["bash"] } });
+    await using h = await tempHome();
+    const fake = await started(d, h.home, "appr-6");
+    await fake.fire("agent_start");
+    await d.waitFrame((f) => f.type === "agent_start", "agent_start");
+    const dialogs: {
+      title: string;
+      signal?: AbortSignal;
+      answer: (choice?: string) => void;
+    }[] = [];
+    fake.ctx.hasUI = true;
+    fake.ctx.ui = {
+      select: (
+        title: string,
+        _options: string[],
+        o?: { signal?: AbortSignal },
+      ) =>
+        new Promise<string | undefined>((answer) =>
+          dialogs.push({ title, signal: o?.signal, answer })
+        ),
+    };
+    const byTerminal = fake.fire("tool_call", call("u1"));
+    const req = await request(d, "u1");
+    await waitFor(() => dialogs.length === 1, "terminal dialog");
+    assert.match(dialogs[0].title, /bash/);
+    dialogs[0].answer("Approve");
+    assert.equal(await byTerminal, undefined);
+    const res = await resolved(d, req.approvalId);
+    assert.deepEqual([res.decision, res.by, res.source], [
+      "approve",
+      "terminal",
+      "terminal",
+    ]);
+    d.send({
+      type: "approval_decision",
+      approvalId: req.approvalId,
+      decision: "reject",
+      by: "late",
+    });
+
+    const byWeb = fake.fire("tool_call", call("u2"));
+    const req2 = await request(d, "u2");
+    await waitFor(() => dialogs.length === 2, "second dialog");
+    d.send({
+      type: "approval_decision",
+      approvalId: req2.approvalId,
+      decision: "reject",
+      by: "dana",
+    });
+    assert.deepEqual(await byWeb, { block: true, reason: "Rejected by dana" });
+    assert.equal(
+      dialogs[1].signal?.aborted,
+      true,
+      "the terminal question was withdrawn",
+    );
+    await resolved(d, req2.approvalId);
+    assert.equal(
+      d.frames.filter((f) => f.type === "approval_resolved").length,
+      2,
+    );
+    await fake.fire("session_shutdown", { reason: "quit" });
+  },
+);
+
+Deno.test(
+  "approvals: three gated calls of one message are asked one at a time",
+  opts,
+  async () => {
+    await using d = fakeDaemon({ policy: { ask: ["bash"] } });
+    await using h = await tempHome();
+    const fake = await started(d, h.home, "appr-7");
+    await fake.fire("agent_start");
+    await d.waitFrame((f) => f.type === "agent_start", "agent_start");
+    // pi preflights a message's calls in order, each awaited before the next.
+    const results: unknown[] = [];
+    const all = (async () => {
+      for (const id of ["m1", "m2", "m3"]) {
+        results.push(
+          await fake.fire("tool_call", call(id)),
+        );
+      }
+    })();
+    for (const [i, id] of ["m1", "m2", "m3"].entries()) {
+      const req = await request(d, id);
+      assert.equal(
+        d.frames.filter((f) => f.type === "approval_request").length,
+        i + 1,
+        "one at a time",
+      );
+      d.send({
+        type: "approval_decision",
+        approvalId: req.approvalId,
+        decision: i === 1 ? "reject" : "approve",
+        by: "e",
+      });
+    }
+    await all;
+    assert.deepEqual(results, [undefined, {
+      block: true,
+      reason: "Rejected by e",
+    }, undefined]);
+    await fake.fire("session_shutdown", { reason: "quit" });
+  },
+);
+
+Deno.test(
+  "approvals: a call before the first welcome waits for the daemon's ask set",
+  opts,
+  async () => {
+    await using d = fakeDaemon({ policy: { ask: ["bash"] } });
+    await using h = await tempHome();
+    const fake = fakePi("appr-8");
+    createLvmhAgent({ url: d.url, token: d.token, home: h.home })(fake.pi);
+    await fake.fire("session_start", { reason: "startup" });
+    const early = fake.fire("tool_call", call("e1")); // the socket is not even open yet
+    const req = await request(d, "e1");
+    d.send({
+      type: "approval_decision",
+      approvalId: req.approvalId,
+      decision: "approve",
+      by: "f",
+    });
+    assert.equal(await early, undefined);
+    await fake.fire("session_shutdown", { reason: "quit" });
+  },
+);
