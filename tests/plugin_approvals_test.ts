@@ -6,13 +6,7 @@ import assert from "node:assert/strict";
 import { waitFor } from "./_daemon.ts";
 import { fakePi } from "./_fake_pi.ts";
 import { createLvmhAgent } from "../plugin/lvmh-agent.mjs";
-import {
-  type FakeDaemon,
-  fakeDaemon,
-  type Frame,
-  opts,
-  tempHome,
-} from "./_plugin_host.ts";
+import { type FakeDaemon, fakeDaemon, type Frame, opts, tempHome } from "./_plugin_host.ts";
 
 /** A fake pi with the plugin against `d`, welcomed. */
 async function started(
@@ -180,9 +174,7 @@ Deno.test(
       const p = fake.fire("tool_call", call(`probe-${Date.now()}`, "grep", {}));
       const gated = await pending(p);
       if (gated) {
-        const r = d.frames.findLast((f: Frame) =>
-          f.type === "approval_request"
-        )!;
+        const r = d.frames.findLast((f: Frame) => f.type === "approval_request")!;
         d.send({
           type: "approval_decision",
           approvalId: r.approvalId,
@@ -254,10 +246,7 @@ Deno.test(
     d.drop();
     await waitFor(() => d.hellos() === 2, "reconnected", 15_000);
     const again = await waitFor(
-      () =>
-        d.frames.filter((f) =>
-          f.type === "approval_request" && f.approvalId === req.approvalId
-        )[1],
+      () => d.frames.filter((f) => f.type === "approval_request" && f.approvalId === req.approvalId)[1],
       "request re-sent",
     );
     assert.equal(
@@ -322,10 +311,7 @@ Deno.test(
         title: string,
         _options: string[],
         o?: { signal?: AbortSignal },
-      ) =>
-        new Promise<string | undefined>((answer) =>
-          dialogs.push({ title, signal: o?.signal, answer })
-        ),
+      ) => new Promise<string | undefined>((answer) => dialogs.push({ title, signal: o?.signal, answer })),
     };
     const byTerminal = fake.fire("tool_call", call("u1"));
     const req = await request(d, "u1");

@@ -100,9 +100,7 @@ export class Approvals {
       toolName,
       args,
     }, 300 + size);
-    const title = `lvmh: allow ${toolName} ${
-      clip(JSON.stringify(args) ?? "", 200)
-    }?`;
+    const title = `lvmh: allow ${toolName} ${clip(JSON.stringify(args) ?? "", 200)}?`;
     return this.#wait(frame, ctx, title).then((o) => {
       (this.#link() ?? link).emit("approval_resolved", {
         approvalId,
@@ -153,8 +151,7 @@ export class Approvals {
       // Every other timer of the plugin is unref'd; this one keeps Node (pi's print mode) alive while a
       // person is asked, since nothing else may be left to hold the event loop.
       const keepAlive = setInterval(() => {}, 1 << 30);
-      const onAbort = () =>
-        finish({ decision: "reject", by: "abort", source: "abort" });
+      const onAbort = () => finish({ decision: "reject", by: "abort", source: "abort" });
       const finish = (o: Outcome) => {
         if (this.#pending.get(approvalId)?.frame !== frame) return; // first answer wins
         this.#pending.delete(approvalId);
@@ -169,8 +166,7 @@ export class Approvals {
       signal?.addEventListener("abort", onAbort, { once: true });
       if (this.#timeoutMs > 0) {
         timer = setTimeout(
-          () =>
-            finish({ decision: "reject", by: "timeout", source: "timeout" }),
+          () => finish({ decision: "reject", by: "timeout", source: "timeout" }),
           this.#timeoutMs,
         );
       }

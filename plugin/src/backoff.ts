@@ -2,11 +2,7 @@
  * Reconnect delays: exponential with jitter, and a slower series after a close by a newer socket (4000).
  */
 import { CloseCode } from "../../lib/wire.ts";
-import {
-  BACKOFF_MAX_MS,
-  BACKOFF_MIN_MS,
-  REPLACED_MIN_MS,
-} from "./constants.ts";
+import { BACKOFF_MAX_MS, BACKOFF_MIN_MS, REPLACED_MIN_MS } from "./constants.ts";
 
 /** The delay before each reconnect; `reset()` after a welcome. */
 export class Backoff {

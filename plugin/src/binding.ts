@@ -30,8 +30,7 @@ export function bind(pi: PiApi, cfg: Config, log: Logger): void {
   const toolUpdates = new Map<string, ToolUpdate>();
 
   const guard =
-    (name: string, fn: (e: PiEvent, ctx: PiContext) => unknown) =>
-    (e: PiEvent, ctx: PiContext) => {
+    (name: string, fn: (e: PiEvent, ctx: PiContext) => unknown) => (e: PiEvent, ctx: PiContext) => {
       try {
         if (ctx) ctxRef = ctx;
         return fn(e ?? {}, ctx);
@@ -39,8 +38,7 @@ export function bind(pi: PiApi, cfg: Config, log: Logger): void {
         log(`handler ${name} failed`, err);
       }
     };
-  const on = (name: string, fn: (e: PiEvent, ctx: PiContext) => unknown) =>
-    pi.on(name, guard(name, fn));
+  const on = (name: string, fn: (e: PiEvent, ctx: PiContext) => unknown) => pi.on(name, guard(name, fn));
 
   const emitSettled = () => link?.emit("agent_settled", {});
   // pi 1.6.0's `on` returns an unsubscribe function; 0.73.1 has no agent_settled and returns nothing.

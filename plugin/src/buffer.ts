@@ -117,9 +117,7 @@ export class EventBuffer {
    */
   rewind(lastSeq: number): void {
     this.trim(lastSeq);
-    const kept = this.#buf.slice(this.#head).filter((e) =>
-      e!.ev.type !== "message_update"
-    ) as Entry[];
+    const kept = this.#buf.slice(this.#head).filter((e) => e!.ev.type !== "message_update") as Entry[];
     this.#buf = kept;
     this.#chars = kept.reduce((n, e) => n + e.size, 0);
     this.#head = this.#sendAt = 0;

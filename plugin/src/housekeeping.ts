@@ -14,11 +14,7 @@ export function housekeeping(cfg: Config): void {
   g.housekept = true;
   const p = fs.promises;
   p.stat(cfg.logFile)
-    .then((st) =>
-      st.size > LOG_MAX_BYTES
-        ? p.rename(cfg.logFile, `${cfg.logFile}.1`)
-        : undefined
-    )
+    .then((st) => st.size > LOG_MAX_BYTES ? p.rename(cfg.logFile, `${cfg.logFile}.1`) : undefined)
     .catch(() => {});
   const dir = path.join(cfg.stateDir, "seq");
   const cutoff = Date.now() - SEQ_KEEP_MS;

@@ -39,9 +39,7 @@ export type AskSet = string[] | "all";
 /** `ask` if it is an ask set, else none (an older daemon, or a malformed field). */
 function askSet(ask: unknown): AskSet {
   if (ask === "all") return "all";
-  return Array.isArray(ask)
-    ? ask.filter((t): t is string => typeof t === "string")
-    : [];
+  return Array.isArray(ask) ? ask.filter((t): t is string => typeof t === "string") : [];
 }
 
 type State = "down" | "connecting" | "open" | "ready" | "closed";
@@ -253,9 +251,7 @@ export class Link {
           | { message?: string; error?: { message?: string } }
           | undefined;
         this.#noteError(
-          `socket error: ${
-            err?.message ?? err?.error?.message ?? "connection failed"
-          }`,
+          `socket error: ${err?.message ?? err?.error?.message ?? "connection failed"}`,
         );
       };
       ws.onclose = (e) => {

@@ -35,9 +35,7 @@ export function makeLogger(file: string, secret: string): Logger {
     try {
       if (lines.length >= 1000) return;
       const detail = err ? `: ${(err as Error)?.stack ?? err}` : "";
-      let line = `${
-        new Date().toISOString()
-      } [${process.pid}] ${msg}${detail}\n`;
+      let line = `${new Date().toISOString()} [${process.pid}] ${msg}${detail}\n`;
       // A token can reach a message through a URL (LVMH_URL with ?token=, an error that quotes it).
       if (secret && secret.length >= 6) line = line.split(secret).join("***");
       lines.push(line.replace(/([?&]token=)[^&\s"']+/gi, "$1***"));

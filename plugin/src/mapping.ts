@@ -23,9 +23,7 @@ export interface Message {
 
 /** `s` cut to `n` characters (the last one an ellipsis); anything that is not a string is returned as is. */
 export function clip<T>(s: T, n = MAX_TEXT): T {
-  return typeof s === "string" && s.length > n
-    ? (s.slice(0, n - 1) + "…") as T
-    : s;
+  return typeof s === "string" && s.length > n ? (s.slice(0, n - 1) + "…") as T : s;
 }
 
 /** Text of pi content (a string or an array of text/image/thinking/toolCall parts). */
@@ -44,11 +42,7 @@ const ROLES = new Set(["user", "assistant", "toolResult", "system"]);
 
 /** The protocol role for a pi message role: pi's extra roles map onto the four the protocol knows. */
 export function mapRole(role: unknown): Message["role"] {
-  return ROLES.has(role as string)
-    ? role as Message["role"]
-    : role === "bashExecution"
-    ? "user"
-    : "system";
+  return ROLES.has(role as string) ? role as Message["role"] : role === "bashExecution" ? "user" : "system";
 }
 
 /**
@@ -115,13 +109,9 @@ export function resultText(
   n: number,
   fromEnd = false,
 ): string {
-  const text = typeof result === "string"
-    ? result
-    : contentText((result as { content?: unknown })?.content);
+  const text = typeof result === "string" ? result : contentText((result as { content?: unknown })?.content);
   if (text.length <= n) return text;
-  return fromEnd
-    ? "…" + text.slice(text.length - n + 1)
-    : text.slice(0, n - 1) + "…";
+  return fromEnd ? "…" + text.slice(text.length - n + 1) : text.slice(0, n - 1) + "…";
 }
 
 /** A detached copy of tool arguments (pi's object may change after the handler returns), or a preview. */

@@ -13,12 +13,7 @@
  * from a bounded buffer; reconnects forever; errors go to ~/.pi/lvmh-agent.log and never reach pi.
  */
 import { bind } from "./binding.ts";
-import {
-  type AgentOptions,
-  type Config,
-  disabled,
-  readConfig,
-} from "./config.ts";
+import { type AgentOptions, type Config, disabled, readConfig } from "./config.ts";
 import { housekeeping } from "./housekeeping.ts";
 import { makeLogger } from "./log.ts";
 import type { PiApi } from "./pi_types.ts";

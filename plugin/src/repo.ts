@@ -6,9 +6,8 @@ import path from "node:path";
 
 /** group/project from a git remote URL (scp-like, ssh:// or http(s)://), or null. */
 export function repoFromRemote(url: string): string | null {
-  const m =
-    /^(?:[a-z+]+:\/\/(?:[^@/]+@)?[^/]+\/|[^@/\s]+@[^:/\s]+:)(.+?)(?:\.git)?\/?$/i
-      .exec(url.trim());
+  const m = /^(?:[a-z+]+:\/\/(?:[^@/]+@)?[^/]+\/|[^@/\s]+@[^:/\s]+:)(.+?)(?:\.git)?\/?$/i
+    .exec(url.trim());
   const repo = m?.[1].replace(/^\/+/, "");
   return repo &&
       /^[A-Za-z0-9_][A-Za-z0-9_.-]*(?:\/[A-Za-z0-9_][A-Za-z0-9_.-]*)+$/.test(

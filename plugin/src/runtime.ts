@@ -47,8 +47,7 @@ export function unref<T extends Timer | ReturnType<typeof setInterval>>(
   if (typeof timer === "object" && timer !== null) {
     (timer as { unref?: () => void }).unref?.();
   } else {
-    const deno =
-      (globalThis as { Deno?: { unrefTimer?: (id: number) => void } }).Deno;
+    const deno = (globalThis as { Deno?: { unrefTimer?: (id: number) => void } }).Deno;
     if (typeof deno?.unrefTimer === "function") {
       deno.unrefTimer(timer as unknown as number);
     }

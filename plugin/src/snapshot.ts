@@ -19,9 +19,7 @@ export interface SessionInfo {
 
 /** A string field cut to the daemon's bound (a hello it rejects would be retried forever), or null. */
 export function field(value: unknown, max: number): string | null {
-  return value === undefined || value === null
-    ? null
-    : String(value).slice(0, max);
+  return value === undefined || value === null ? null : String(value).slice(0, max);
 }
 
 /** The `hello` session snapshot, from pi's ctx. */

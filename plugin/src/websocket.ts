@@ -17,8 +17,6 @@ export function webSocketClass(): Promise<WebSocketCtor> {
   if (typeof given === "function") {
     return Promise.resolve(given as WebSocketCtor);
   }
-  g.ctor ??= import("ws").then((m) =>
-    (m.WebSocket ?? m.default) as unknown as WebSocketCtor
-  );
+  g.ctor ??= import("ws").then((m) => (m.WebSocket ?? m.default) as unknown as WebSocketCtor);
   return g.ctor;
 }
