@@ -3722,6 +3722,9 @@ var RENAME_POLL_MS = 3e3;
 var LOG_MAX_BYTES = 1 << 20;
 var SEQ_KEEP_MS = 180 * 24 * 3600 * 1e3;
 var POLICY_WAIT_MS = 3e3;
+var HEARTBEAT_PING_MS = 5e3;
+var HEARTBEAT_DEAD_MS = 15e3;
+var BATCH_MAX_EVENTS = 512;
 
 // plugin/src/mapping.ts
 function clip(s, n = MAX_TEXT) {
@@ -4094,6 +4097,10 @@ var CloseCode = {
   replaced: 4e3,
   slowConsumer: 4001
 };
+var Feature = {
+  /** The plugin may send `batch` frames carrying many events, answered by one `ack`. */
+  batch: "batch"
+};
 
 // plugin/src/backoff.ts
 var Backoff = class {
@@ -4260,6 +4267,73 @@ function encode(frame) {
   }
   return s;
 }
+function encodeBatch(sessionId, next, maxEvents) {
+  const head = `{"v":${PROTOCOL_VERSION},"type":"batch","sessionId":${JSON.stringify(sessionId)},"seq":0,"ts":${Date.now()},"events":[`;
+  const parts = [];
+  let chars = head.length + 2;
+  for (let i = 0; i < maxEvents; i++) {
+    const ev = next(i);
+    if (!ev) break;
+    const part = encode(ev);
+    if (parts.length && chars + part.length + 1 > MAX_FRAME_CHARS) break;
+    parts.push(part);
+    chars += part.length + 1;
+  }
+  return {
+    text: `${head}${parts.join(",")}]}`,
+    count: parts.length
+  };
+}
+
+// plugin/src/heartbeat.ts
+var Heartbeat = class {
+  #ping;
+  #dead;
+  #pingMs;
+  #deadMs;
+  #last = Date.now();
+  #pinger = null;
+  #watch = null;
+  /**
+   * @param ping sends one ping (may throw: the socket's own close handling follows)
+   * @param dead called once when the daemon stayed silent for `deadMs`
+   */
+  constructor(ping, dead, options = {}) {
+    this.#ping = ping;
+    this.#dead = dead;
+    this.#pingMs = options.pingMs ?? HEARTBEAT_PING_MS;
+    this.#deadMs = options.deadMs ?? HEARTBEAT_DEAD_MS;
+  }
+  /** Start pinging and watching (the socket just opened). */
+  start() {
+    this.#last = Date.now();
+    this.#pinger = unref(setInterval(() => {
+      try {
+        this.#ping();
+      } catch {
+      }
+    }, this.#pingMs));
+    this.#arm(this.#deadMs);
+  }
+  /** A frame came from the daemon. Cheap: no timer is touched per frame. */
+  heard() {
+    this.#last = Date.now();
+  }
+  /** Stop for good. */
+  stop() {
+    if (this.#pinger) clearInterval(this.#pinger);
+    if (this.#watch) clearTimeout(this.#watch);
+    this.#pinger = this.#watch = null;
+  }
+  #arm(ms) {
+    this.#watch = unref(setTimeout(() => {
+      const silent = Date.now() - this.#last;
+      if (silent < this.#deadMs) return this.#arm(this.#deadMs - silent);
+      this.stop();
+      this.#dead();
+    }, ms));
+  }
+};
 
 // plugin/src/seq_file.ts
 import fs from "node:fs";
@@ -4373,6 +4447,9 @@ var Link = class {
   #flushQueued = false;
   #closing = null;
   #lastError = "";
+  #heartbeat = null;
+  /** Daemon errors already logged on this socket: an older daemon answers every ping with the same one. */
+  #errorsSeen = /* @__PURE__ */ new Set();
   constructor(cfg, sessionId, info, log) {
     this.#cfg = cfg;
     this.#log = log;
@@ -4489,11 +4566,30 @@ var Link = class {
       this.#onWelcome(Number(f.lastSeq) || 0);
     } else if (f?.type === "policy") this.policy = askSet(f.ask);
     else if (f?.type === "ack") this.#buf.trim(Number(f.lastSeq) || 0);
-    else if (f?.type === "error") {
-      this.#log(`daemon error ${f.code}: ${f.message}`);
-    } else if (this.binding) this.binding.command(f);
-    else if (f?.type === "prompt") {
-      this.#log(`prompt ${f.promptId} dropped: no live pi session`);
+    else if (f?.type === "pong") return;
+    else if (f?.type === "error") this.#onError(f);
+    else if (this.binding) this.binding.command(f);
+    else {
+      if (f?.type === "prompt") this.#log(`prompt ${f.promptId} dropped: no live pi session`);
+      this.commandResult(f, "no live pi session");
+    }
+  }
+  /** Answer a daemon command that carried a `commandId` (older daemons send none: then nothing). */
+  commandResult(f, error) {
+    if (typeof f?.commandId !== "string" || !f.commandId) return;
+    this.emit("command_result", {
+      commandId: f.commandId,
+      ok: !error,
+      ...error ? {
+        error
+      } : {}
+    });
+  }
+  #onError(f) {
+    const key = `${f.code}: ${f.message}`;
+    if (this.#errorsSeen.size < 100 && !this.#errorsSeen.has(key)) {
+      this.#errorsSeen.add(key);
+      this.#log(`session ${this.sessionId}: daemon error ${key}`);
     }
   }
   #connect() {
@@ -4512,6 +4608,10 @@ var Link = class {
       ws.onopen = () => {
         if (this.#ws !== ws) return;
         this.#state = "open";
+        this.#errorsSeen.clear();
+        this.#heartbeat?.stop();
+        this.#heartbeat = new Heartbeat(() => this.#ping(ws), () => this.#dead(ws), this.#cfg.heartbeat);
+        this.#heartbeat.start();
         ws.send(JSON.stringify({
           v: PROTOCOL_VERSION,
           type: "hello",
@@ -4522,7 +4622,11 @@ var Link = class {
         }));
         this.#welcomeTimer = unref(setTimeout(() => ws.close(CloseCode.normal), WELCOME_TIMEOUT_MS));
       };
-      ws.onmessage = (e) => this.#ws === ws && this.onFrame(e.data);
+      ws.onmessage = (e) => {
+        if (this.#ws !== ws) return;
+        this.#heartbeat?.heard();
+        this.onFrame(e.data);
+      };
       ws.onerror = (e) => {
         const err = e;
         this.#noteError(`socket error: ${err?.message ?? err?.error?.message ?? "connection failed"}`);
@@ -4537,8 +4641,33 @@ var Link = class {
       this.#down(1006);
     });
   }
+  #ping(ws) {
+    const ts = Date.now();
+    ws.send(JSON.stringify({
+      v: PROTOCOL_VERSION,
+      type: "ping",
+      sessionId: this.sessionId,
+      seq: 0,
+      ts
+    }));
+  }
+  /** The daemon went silent: drop this socket without waiting for a close handshake it cannot answer. */
+  #dead(ws) {
+    if (this.#ws !== ws) return;
+    this.#noteError("daemon silent: reconnecting");
+    this.#ws = null;
+    try {
+      const raw = ws;
+      if (typeof raw.terminate === "function") raw.terminate();
+      else ws.close(CloseCode.normal, "daemon silent");
+    } catch {
+    }
+    this.#down(1006);
+  }
   #down(code) {
     clearTimeout(this.#welcomeTimer);
+    this.#heartbeat?.stop();
+    this.#heartbeat = null;
     if (this.#state === "closed") return;
     this.#state = "down";
     if (this.#closing) return;
@@ -4588,12 +4717,20 @@ var Link = class {
     this.#flushQueued = false;
     const ws = this.#ws;
     if (this.#state !== "ready" || !ws) return;
+    const batching = this.features.has(Feature.batch);
     try {
       for (let n = 0; this.#buf.unsent > 0; n++) {
         if (n >= SEND_BATCH) return this.#queueFlush();
         if (ws.bufferedAmount > HIGH_WATER_BYTES) {
           unref(setTimeout(() => this.#queueFlush(), 20));
           return;
+        }
+        if (batching && this.#buf.unsent > 1) {
+          const { text, count } = encodeBatch(this.sessionId, (i) => this.#buf.unsentAt(i), BATCH_MAX_EVENTS);
+          ws.send(text);
+          this.#buf.markSent(count);
+          n += Math.floor(count / 2);
+          continue;
         }
         ws.send(encode(this.#buf.peekUnsent()));
         this.#buf.markSent();
@@ -4608,6 +4745,8 @@ var Link = class {
   }
   #shutdown() {
     this.#state = "closed";
+    this.#heartbeat?.stop();
+    this.#heartbeat = null;
     if (this.#timer) clearTimeout(this.#timer);
     clearTimeout(this.#welcomeTimer);
     this.#seq.writeSync();
@@ -4805,26 +4944,32 @@ function bind(pi, cfg, log) {
   }
   const binding = {
     command(f) {
+      const answer = (error) => link?.commandResult(f, error);
       if (f.type === "prompt" && typeof f.message === "string") {
         const deliverAs = f.deliverAs === "followUp" ? "followUp" : "steer";
         try {
           delivery.deliver({
             promptId: f.promptId,
             message: f.message,
-            deliverAs
+            deliverAs,
+            done: answer
           });
         } catch (err) {
           log(`prompt ${f.promptId} failed`, err);
+          answer(String(err?.message ?? err));
         }
       } else if (f.type === "approval_decision") {
         approvals.decide(f);
       } else if (f.type === "abort") {
         try {
-          ctxRef?.abort();
+          if (!ctxRef) return answer("no live pi session");
+          ctxRef.abort();
+          answer();
         } catch (err) {
           log("abort failed", err);
+          answer(String(err?.message ?? err));
         }
-      }
+      } else if (f.commandId) answer(`unknown command ${JSON.stringify(String(f.type)).slice(0, 100)}`);
     },
     welcomed() {
       approvals.resendAll();
@@ -5025,7 +5170,8 @@ function readConfig(options) {
     stateDir: options.stateDir ?? (env.LVMH_STATE_DIR || path3.join(home, ".pi", "lvmh-agent")),
     logFile: options.logFile ?? path3.join(home, ".pi", "lvmh-agent.log"),
     ask: parseAsk(env.LVMH_ASK),
-    askTimeoutMs: Number.isFinite(timeout) && timeout > 0 ? timeout * 1e3 : 0
+    askTimeoutMs: Number.isFinite(timeout) && timeout > 0 ? timeout * 1e3 : 0,
+    heartbeat: options.heartbeat
   };
 }
 function disabled(cfg, options) {

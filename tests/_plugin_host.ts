@@ -67,6 +67,8 @@ export interface FakeDaemon extends AsyncDisposable {
   token: string;
   /** Every frame received, in order (a batch's events are listed after it, one by one). */
   frames: Frame[];
+  /** The size in bytes of every text frame received, in order. */
+  sizes: number[];
   /** How many sockets said hello so far. */
   hellos(): number;
   /** Send a daemon → plugin frame on the current socket (envelope added). */
@@ -77,8 +79,8 @@ export interface FakeDaemon extends AsyncDisposable {
   waitFrame(pred: (f: Frame) => boolean, what: string, ms?: number): Promise<Frame>;
   /** Answer `ping` frames with `pong` (default true); false plays a daemon that froze. */
   answerPings: boolean;
-  /** Answer nothing at all (a SIGSTOPped daemon), until set back to false. */
-  silent: boolean;
+  /** Stop reading and answering the current socket, which stays open (a paused daemon, a dead link). */
+  freeze(): void;
 }
 
 /**
@@ -89,6 +91,8 @@ export function fakeDaemon(
   options: { policy?: { ask: string[] | "all" }; features?: string[]; errorOnPing?: boolean } = {},
 ): FakeDaemon {
   const frames: Frame[] = [];
+  const sizes: number[] = [];
+  const frozen = new Set<WebSocket>();
   let current: WebSocket | null = null;
   let hellos = 0;
   let lastSeq = 0;
@@ -97,7 +101,8 @@ export function fakeDaemon(
   const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (req) => {
     const { socket, response } = Deno.upgradeWebSocket(req);
     socket.onmessage = (e) => {
-      if (fake.silent) return;
+      if (frozen.has(socket)) return;
+      sizes.push(new TextEncoder().encode(e.data as string).length);
       const f = JSON.parse(e.data as string) as Frame;
       frames.push(f);
       if (f.type === "hello") {
@@ -127,6 +132,7 @@ export function fakeDaemon(
     url: `ws://127.0.0.1:${server.addr.port}/agent/ws`,
     token: "fake-daemon-token-1234",
     frames,
+    sizes,
     hellos: () => hellos,
     send(frame) {
       current?.send(JSON.stringify({ ...envelope(sessionId), ...frame }));
@@ -137,7 +143,9 @@ export function fakeDaemon(
     },
     waitFrame: (pred, what, ms = 10_000) => waitFor(() => frames.find(pred), what, ms),
     answerPings: true,
-    silent: false,
+    freeze() {
+      if (current) frozen.add(current);
+    },
     [Symbol.asyncDispose]: async () => {
       current?.close();
       await server.shutdown();

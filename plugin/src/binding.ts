@@ -77,26 +77,28 @@ export function bind(pi: PiApi, cfg: Config, log: Logger): void {
 
   const binding = {
     command(f: DaemonFrame) {
+      // Commands with a commandId are answered with command_result once pi took them (or refused).
+      const answer = (error?: string) => link?.commandResult(f, error);
       if (f.type === "prompt" && typeof f.message === "string") {
         const deliverAs = f.deliverAs === "followUp" ? "followUp" : "steer";
         try {
-          delivery.deliver({
-            promptId: f.promptId,
-            message: f.message,
-            deliverAs,
-          });
+          delivery.deliver({ promptId: f.promptId, message: f.message, deliverAs, done: answer });
         } catch (err) {
           log(`prompt ${f.promptId} failed`, err);
+          answer(String((err as Error)?.message ?? err));
         }
       } else if (f.type === "approval_decision") {
         approvals.decide(f);
       } else if (f.type === "abort") {
         try {
-          ctxRef?.abort();
+          if (!ctxRef) return answer("no live pi session");
+          ctxRef.abort();
+          answer();
         } catch (err) {
           log("abort failed", err);
+          answer(String((err as Error)?.message ?? err));
         }
-      }
+      } else if (f.commandId) answer(`unknown command ${JSON.stringify(String(f.type)).slice(0, 100)}`);
     },
     welcomed() {
       approvals.resendAll();

@@ -15,6 +15,8 @@ export interface AgentOptions {
   logFile?: string;
   home?: string;
   env?: Record<string, string | undefined>;
+  /** Heartbeat timings in ms (tests shorten them): ping interval and silence before the socket is dead. */
+  heartbeat?: { pingMs: number; deadMs: number };
 }
 
 /** The resolved settings of one factory run. */
@@ -29,6 +31,8 @@ export interface Config {
   ask: string[] | "all";
   /** LVMH_ASK_TIMEOUT in ms, or 0 for none: a waiting approval is then never decided by the clock. */
   askTimeoutMs: number;
+  /** Heartbeat timings, when not the defaults. */
+  heartbeat?: { pingMs: number; deadMs: number };
 }
 
 /** `all`, or the comma list's names; empty or unset = none. */
@@ -53,6 +57,7 @@ export function readConfig(options: AgentOptions): Config {
     logFile: options.logFile ?? path.join(home, ".pi", "lvmh-agent.log"),
     ask: parseAsk(env.LVMH_ASK),
     askTimeoutMs: Number.isFinite(timeout) && timeout > 0 ? timeout * 1000 : 0,
+    heartbeat: options.heartbeat,
   };
 }
 

@@ -42,3 +42,9 @@ export const LOG_MAX_BYTES = 1 << 20;
 export const SEQ_KEEP_MS = 180 * 24 * 3600 * 1000;
 /** How long the first tool calls of a session wait for the daemon's ask set (its first welcome). */
 export const POLICY_WAIT_MS = 3_000;
+/** The plugin pings the daemon this often (application `ping`, answered by `pong`). */
+export const HEARTBEAT_PING_MS = 5_000;
+/** Nothing at all from the daemon for this long: the socket is dead, reconnect. */
+export const HEARTBEAT_DEAD_MS = 15_000;
+/** Events one `batch` frame carries at most (the daemon takes up to 5,000; smaller keeps each turn short). */
+export const BATCH_MAX_EVENTS = 512;

@@ -2,11 +2,12 @@
  * One session's link to the daemon: its seq counter, its buffer and its socket. It outlives factory runs
  * (pi re-runs the factory on /new, /resume, /reload) and reconnects forever; emitting never does I/O.
  */
-import { CloseCode, PROTOCOL_VERSION } from "../../lib/wire.ts";
+import { CloseCode, Feature, PROTOCOL_VERSION } from "../../lib/wire.ts";
 import { Backoff } from "./backoff.ts";
 import { EventBuffer, type EventFrame } from "./buffer.ts";
 import type { Config } from "./config.ts";
 import {
+  BATCH_MAX_EVENTS,
   HIGH_WATER_BYTES,
   POLICY_WAIT_MS,
   POLL_MS,
@@ -14,7 +15,8 @@ import {
   SHUTDOWN_WAIT_MS,
   WELCOME_TIMEOUT_MS,
 } from "./constants.ts";
-import { encode } from "./encode.ts";
+import { encode, encodeBatch } from "./encode.ts";
+import { Heartbeat } from "./heartbeat.ts";
 import type { Logger } from "./log.ts";
 import { later, unref, type WebSocketLike } from "./runtime.ts";
 import { SeqFile } from "./seq_file.ts";
@@ -77,6 +79,9 @@ export class Link {
   #flushQueued = false;
   #closing: Promise<void> | null = null;
   #lastError = "";
+  #heartbeat: Heartbeat | null = null;
+  /** Daemon errors already logged on this socket: an older daemon answers every ping with the same one. */
+  #errorsSeen = new Set<string>();
 
   constructor(cfg: Config, sessionId: string, info: SessionInfo, log: Logger) {
     this.#cfg = cfg;
@@ -213,11 +218,26 @@ export class Link {
       this.#onWelcome(Number(f.lastSeq) || 0);
     } else if (f?.type === "policy") this.policy = askSet(f.ask);
     else if (f?.type === "ack") this.#buf.trim(Number(f.lastSeq) || 0);
-    else if (f?.type === "error") {
-      this.#log(`daemon error ${f.code}: ${f.message}`);
-    } else if (this.binding) this.binding.command(f);
-    else if (f?.type === "prompt") {
-      this.#log(`prompt ${f.promptId} dropped: no live pi session`);
+    else if (f?.type === "pong") return;
+    else if (f?.type === "error") this.#onError(f);
+    else if (this.binding) this.binding.command(f);
+    else {
+      if (f?.type === "prompt") this.#log(`prompt ${f.promptId} dropped: no live pi session`);
+      this.commandResult(f, "no live pi session");
+    }
+  }
+
+  /** Answer a daemon command that carried a `commandId` (older daemons send none: then nothing). */
+  commandResult(f: DaemonFrame, error?: string): void {
+    if (typeof f?.commandId !== "string" || !f.commandId) return;
+    this.emit("command_result", { commandId: f.commandId, ok: !error, ...(error ? { error } : {}) });
+  }
+
+  #onError(f: DaemonFrame) {
+    const key = `${f.code}: ${f.message}`;
+    if (this.#errorsSeen.size < 100 && !this.#errorsSeen.has(key)) {
+      this.#errorsSeen.add(key);
+      this.#log(`session ${this.sessionId}: daemon error ${key}`);
     }
   }
 
@@ -233,6 +253,10 @@ export class Link {
       ws.onopen = () => {
         if (this.#ws !== ws) return;
         this.#state = "open";
+        this.#errorsSeen.clear();
+        this.#heartbeat?.stop();
+        this.#heartbeat = new Heartbeat(() => this.#ping(ws), () => this.#dead(ws), this.#cfg.heartbeat);
+        this.#heartbeat.start();
         ws.send(JSON.stringify({
           v: PROTOCOL_VERSION,
           type: "hello",
@@ -245,7 +269,11 @@ export class Link {
           setTimeout(() => ws.close(CloseCode.normal), WELCOME_TIMEOUT_MS),
         );
       };
-      ws.onmessage = (e) => this.#ws === ws && this.onFrame(e.data);
+      ws.onmessage = (e) => {
+        if (this.#ws !== ws) return;
+        this.#heartbeat?.heard();
+        this.onFrame(e.data);
+      };
       ws.onerror = (e) => {
         const err = e as
           | { message?: string; error?: { message?: string } }
@@ -265,8 +293,28 @@ export class Link {
     });
   }
 
+  #ping(ws: WebSocketLike) {
+    const ts = Date.now();
+    ws.send(JSON.stringify({ v: PROTOCOL_VERSION, type: "ping", sessionId: this.sessionId, seq: 0, ts }));
+  }
+
+  /** The daemon went silent: drop this socket without waiting for a close handshake it cannot answer. */
+  #dead(ws: WebSocketLike) {
+    if (this.#ws !== ws) return;
+    this.#noteError("daemon silent: reconnecting");
+    this.#ws = null;
+    try {
+      const raw = ws as WebSocketLike & { terminate?: () => void };
+      if (typeof raw.terminate === "function") raw.terminate();
+      else ws.close(CloseCode.normal, "daemon silent");
+    } catch { /* already gone */ }
+    this.#down(1006);
+  }
+
   #down(code: number) {
     clearTimeout(this.#welcomeTimer);
+    this.#heartbeat?.stop();
+    this.#heartbeat = null;
     if (this.#state === "closed") return;
     this.#state = "down";
     if (this.#closing) return;
@@ -327,12 +375,22 @@ export class Link {
     this.#flushQueued = false;
     const ws = this.#ws;
     if (this.#state !== "ready" || !ws) return;
+    // With the daemon's "batch" feature, queued events travel many to a frame (one ack for all of them).
+    const batching = this.features.has(Feature.batch);
     try {
       for (let n = 0; this.#buf.unsent > 0; n++) {
         if (n >= SEND_BATCH) return this.#queueFlush();
         if (ws.bufferedAmount > HIGH_WATER_BYTES) {
           unref(setTimeout(() => this.#queueFlush(), 20));
           return;
+        }
+        if (batching && this.#buf.unsent > 1) {
+          const { text, count } = encodeBatch(this.sessionId, (i) => this.#buf.unsentAt(i), BATCH_MAX_EVENTS);
+          ws.send(text);
+          this.#buf.markSent(count);
+          // Bound the work of one turn by events, not frames, so a long replay still yields to pi.
+          n += Math.floor(count / 2);
+          continue;
         }
         ws.send(encode(this.#buf.peekUnsent()!));
         this.#buf.markSent();
@@ -347,6 +405,8 @@ export class Link {
 
   #shutdown() {
     this.#state = "closed";
+    this.#heartbeat?.stop();
+    this.#heartbeat = null;
     if (this.#timer) clearTimeout(this.#timer);
     clearTimeout(this.#welcomeTimer);
     this.#seq.writeSync();
