@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { startDaemon, waitFor } from "./_daemon.ts";
 import { startFakeLlm } from "./fixtures/fake_llm.mjs";
-import { allEvents, assertInstalled, makePiHome, PI_VERSIONS, piPrint, sessions } from "./_pi.ts";
+import { allEvents, assertInstalled, makePiHome, PI_VERSIONS, piPrint, piRpc, sessions } from "./_pi.ts";
 
 type Ev = Record<string, unknown> & { seq: number; type: string };
 
@@ -60,6 +60,102 @@ for (const v of PI_VERSIONS) {
       assert.equal(resolved?.source, "web");
       const requestSeq = events.find((e) => e.type === "approval_request")!.seq;
       assert.ok(requestSeq < resolved!.seq && resolved!.seq < ends[0].seq, "asked, answered, then ran");
+    } finally {
+      await llm.close();
+    }
+  });
+}
+
+for (const v of PI_VERSIONS) {
+  Deno.test(`plugin on pi ${v.name}: an abort while a call waits ends the run, the call blocked`, async () => {
+    assertInstalled(v);
+    const llm = await startFakeLlm();
+    await using d = await startDaemon({ env: { LVMH_ASK: "bash" } });
+    await using home = await makePiHome(llm.url);
+    await using pi = piRpc(v, home, home.env(d));
+    try {
+      const id = (await waitFor(async () => (await sessions(d)).find((s) => s.online), "pi online"))
+        .id as string;
+      await pi.command({ type: "prompt", message: "please run the command" });
+      const pending = await waitFor(
+        async () => {
+          const res = await d.api(`/api/sessions/${id}/approvals`);
+          return ((await res.json()) as Record<string, unknown>[]).find((a) => a.state === "pending");
+        },
+        "pending approval",
+        20_000,
+      );
+      const res = await d.api(`/api/sessions/${id}/abort`, { method: "POST" });
+      assert.equal(res.status, 200);
+      await res.body?.cancel();
+      // A handler that ignored pi's signal would hang the abort for ever: the run must end.
+      const events = await waitFor(
+        async () => {
+          const evs = await allEvents(d, id) as Ev[];
+          return evs.some((e) => e.type === "agent_settled") ? evs : null;
+        },
+        "the run ends",
+        20_000,
+      );
+      const resolved = events.find((e) => e.type === "approval_resolved");
+      assert.deepEqual([resolved?.approvalId, resolved?.decision, resolved?.source], [
+        pending.id,
+        "reject",
+        "abort",
+      ]);
+      assert.ok(
+        !events.some((e) => e.type === "tool_execution_end" && !e.isError),
+        "the command did not run",
+      );
+      const after = await waitFor(async () => {
+        const res = await d.api(`/api/sessions/${id}/approvals`);
+        const a = ((await res.json()) as Record<string, unknown>[]).find((x) => x.id === pending.id);
+        return a?.state !== "pending" ? a : null;
+      }, "the approval is closed");
+      assert.equal(after.state, "cancelled");
+    } finally {
+      await llm.close();
+    }
+  });
+}
+
+for (const v of PI_VERSIONS) {
+  Deno.test(`plugin on pi ${v.name}: a rejected call gives the model the reason and the run goes on`, async () => {
+    assertInstalled(v);
+    const llm = await startFakeLlm();
+    await using d = await startDaemon({ env: { LVMH_ASK: "bash" } });
+    await using home = await makePiHome(llm.url);
+    try {
+      const run = piPrint(v, home, home.env(d), "please run the command");
+      const pending = await waitFor(
+        async () => {
+          const res = await d.api("/api/approvals?state=pending");
+          return ((await res.json()) as Record<string, unknown>[])[0];
+        },
+        "pending approval",
+        20_000,
+      );
+      const res = await d.api(`/api/approvals/${pending.id}`, {
+        method: "POST",
+        body: JSON.stringify({ decision: "reject", reason: "not on my machine" }),
+      });
+      assert.equal(res.status, 200, await res.clone().text());
+      const out = await run;
+      assert.equal(out.code, 0, out.stderr);
+      const id = pending.sessionId as string;
+      const events = await waitFor(async () => {
+        const evs = await allEvents(d, id) as Ev[];
+        return evs.some((e) => e.type === "agent_settled") ? evs : null;
+      }, "run settled");
+      const result = events.find((e) =>
+        e.type === "message_end" && (e.message as { role: string }).role === "toolResult"
+      );
+      assert.match(String((result?.message as { text: string }).text), /Rejected by .+: not on my machine/);
+      // The fake LLM answers a tool result with text: the agent went on after the block.
+      assert.ok(
+        events.some((e) => e.type === "message_end" && /^Done\./.test((e.message as { text: string }).text)),
+      );
+      assert.equal(events.find((e) => e.type === "approval_resolved")?.decision, "reject");
     } finally {
       await llm.close();
     }
