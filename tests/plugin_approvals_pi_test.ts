@@ -4,7 +4,7 @@
  * command exactly once, and the plugin reports the answer it applied.
  */
 import assert from "node:assert/strict";
-import { startDaemon, waitFor } from "./_daemon.ts";
+import { freePort, startDaemon, waitFor } from "./_daemon.ts";
 import { startFakeLlm } from "./fixtures/fake_llm.mjs";
 import { allEvents, assertInstalled, makePiHome, PI_VERSIONS, piPrint, piRpc, sessions } from "./_pi.ts";
 
@@ -157,6 +157,54 @@ for (const v of PI_VERSIONS) {
       );
       assert.equal(events.find((e) => e.type === "approval_resolved")?.decision, "reject");
     } finally {
+      await llm.close();
+    }
+  });
+}
+
+for (const v of PI_VERSIONS) {
+  Deno.test(`plugin on pi ${v.name}: a request pending when the daemon is SIGKILLed is answered after its restart`, async () => {
+    assertInstalled(v);
+    const llm = await startFakeLlm();
+    await using home = await makePiHome(llm.url);
+    const dataDir = await Deno.makeTempDir({ prefix: "lvmh-test-" });
+    const port = freePort();
+    const env = { LVMH_ASK: "bash" };
+    let d = await startDaemon({ dataDir, port, env });
+    await using pi = piRpc(v, home, home.env(d));
+    try {
+      const id = (await waitFor(async () => (await sessions(d)).find((s) => s.online), "pi online"))
+        .id as string;
+      await pi.command({ type: "prompt", message: "please run the command" });
+      const pendingIn = async () => {
+        const res = await d.api(`/api/sessions/${id}/approvals`);
+        return ((await res.json()) as Record<string, unknown>[]).find((a) => a.state === "pending");
+      };
+      const before = await waitFor(pendingIn, "pending approval", 20_000);
+      assert.equal((await d.kill("SIGKILL")).signal, "SIGKILL");
+      d = await startDaemon({ dataDir, port, env });
+      const after = await waitFor(pendingIn, "still pending after the restart");
+      assert.equal(after.id, before.id, "the same request: re-sent with its approvalId");
+      await waitFor(async () => (await sessions(d)).find((s) => s.id === id && s.online), "plugin back");
+      const res = await d.api(`/api/approvals/${after.id}`, {
+        method: "POST",
+        body: JSON.stringify({ decision: "approve" }),
+      });
+      assert.equal(res.status, 200, await res.clone().text());
+      const events = await waitFor(
+        async () => {
+          const evs = await allEvents(d, id) as Ev[];
+          return evs.some((e) => e.type === "agent_settled") ? evs : null;
+        },
+        "the run ends",
+        20_000,
+      );
+      assert.equal(events.filter((e) => e.type === "tool_execution_end").length, 1, "ran exactly once");
+      assert.equal(events.filter((e) => e.type === "approval_request").length, 1, "the log holds it once");
+      assert.equal(events.find((e) => e.type === "approval_resolved")?.approvalId, before.id);
+    } finally {
+      await d.stop();
+      await Deno.remove(dataDir, { recursive: true }).catch(() => {});
       await llm.close();
     }
   });
