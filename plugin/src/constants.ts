@@ -15,10 +15,13 @@ export const MAX_TEXT = 100_000;
  * this long stays under the daemon's byte limit with room to spare.
  */
 export const MAX_FRAME_CHARS = 330_000;
+/** First reconnect delay (doubled on each failure, with jitter). */
 export const BACKOFF_MIN_MS = 250;
+/** Longest reconnect delay. */
 export const BACKOFF_MAX_MS = 30_000;
 /** After close code 4000 (a newer socket took over this session) back off from here, not from the minimum. */
 export const REPLACED_MIN_MS = 5_000;
+/** A socket whose hello is not welcomed within this is closed and redialled. */
 export const WELCOME_TIMEOUT_MS = 10_000;
 /** Frames written per turn of the event loop, so a long replay never blocks pi. */
 export const SEND_BATCH = 256;
