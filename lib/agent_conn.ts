@@ -141,7 +141,11 @@ export function acceptAgentSocket(app: App, socket: WebSocket, principal: Princi
       if (closed) return;
     }
   };
+  const unwatch = principal
+    ? app.tokens.watch(principal.name, () => close(CloseCode.policy, "token revoked"))
+    : () => {};
   socket.onclose = () => {
+    unwatch();
     closed = true;
     sendAck.cancel();
     goOffline();

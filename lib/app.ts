@@ -9,6 +9,9 @@ import type { Sessions } from "./sessions.ts";
 import type { Approvals } from "./approvals.ts";
 import type { Spawner } from "./spawner.ts";
 import type { Gitlab } from "./gitlab.ts";
+import type { Tokens } from "./tokens.ts";
+import type { Audit } from "./audit.ts";
+import type { SigninThrottle } from "./signin_throttle.ts";
 
 export interface App {
   config: Config;
@@ -22,6 +25,12 @@ export interface App {
   sessions: Sessions;
   /** Tool calls waiting for a person, and the answers. */
   approvals: Approvals;
+  /** Named tokens and their roles. */
+  tokens: Tokens;
+  /** The append-only audit log. */
+  audit: Audit;
+  /** Failed sign-ins per address. */
+  signins: SigninThrottle;
   /** Starts agent sessions in containers. */
   spawner: Spawner;
   /** The GitLab connection (token kept in the store's settings). */

@@ -1,40 +1,37 @@
 /**
- * Authentication: a bearer token (REST, plugin socket), `?token=` (browser socket) or an HttpOnly cookie
- * (server-rendered pages). Every comparison is constant time; the token itself is never logged.
+ * Authentication: a bearer token (REST, plugin socket, scripts), `?token=` (browser socket) or an HttpOnly
+ * cookie (pages, `EventSource`). Each finds an identity (a named token and its role, or the bootstrap admin) or
+ * a session-scoped agent token. Comparisons are constant time; no token value is ever logged.
  */
-import { timingSafeEqual } from "node:crypto";
+import { hashToken, type Identity, type Role, type Tokens } from "./tokens.ts";
+import { hmacHex, safeEqual } from "./auth_crypto.ts";
 
+export { safeEqual };
 export const COOKIE_NAME = "lvmh_auth";
 
 /**
  * Who made a request, and how. `agent` callers hold a session-scoped token (given to spawned containers):
  * it opens the plugin socket for that one session and nothing else.
  */
-export type Principal = { via: "bearer" | "query" | "cookie" } | { via: "agent"; sessionId: string };
+export type Principal =
+  | { via: "bearer" | "query" | "cookie"; name: string; role: Role }
+  | { via: "agent"; sessionId: string; name: string; role: "agent" };
 
 const AGENT_PREFIX = "agent.";
 
-/** Who acted, as approvals and (later) the audit log name them: the bootstrap token is "admin". */
+/** Who acted, as approvals and the audit log name them: the token's name. */
 export function actorName(principal: Principal | null): string {
-  if (!principal) return "anonymous";
-  return principal.via === "agent" ? `agent:${principal.sessionId}` : "admin";
+  return principal?.name ?? "anonymous";
 }
 
-const encoder = new TextEncoder();
-
-async function sha256(text: string): Promise<Uint8Array> {
-  return new Uint8Array(await crypto.subtle.digest("SHA-256", encoder.encode(text)));
-}
-
-/** Compare two secrets in time independent of where they differ (both are hashed to equal length first). */
-export async function safeEqual(a: string, b: string): Promise<boolean> {
-  const [ha, hb] = await Promise.all([sha256(a), sha256(b)]);
-  return timingSafeEqual(ha, hb);
-}
-
-/** The cookie value for a token: an HMAC, so the raw token never sits in a cookie jar. */
-export function cookieValue(token: string): Promise<string> {
-  return hmacHex(token, "lvmh-cookie-v1");
+/**
+ * The page cookie for a token: `<sha256 of the token>.<HMAC of that hash under the bootstrap token>`, so the raw
+ * token never sits in a cookie jar and a cookie for a revoked token stops working with it.
+ * @param key the daemon's bootstrap token (the token itself when that is the one signing in).
+ */
+export async function cookieValue(token: string, key = token): Promise<string> {
+  const hash = await hashToken(token);
+  return `${hash}.${await hmacHex(key, `lvmh-cookie-v2:${hash}`)}`;
 }
 
 function readCookie(req: Request, name: string): string | null {
@@ -47,20 +44,6 @@ function readCookie(req: Request, name: string): string | null {
   return null;
 }
 
-async function hmacHex(key: string, message: string): Promise<string> {
-  const k = await crypto.subtle.importKey(
-    "raw",
-    encoder.encode(key),
-    { name: "HMAC", hash: "SHA-256" },
-    false,
-    [
-      "sign",
-    ],
-  );
-  const mac = new Uint8Array(await crypto.subtle.sign("HMAC", k, encoder.encode(message)));
-  return Array.from(mac, (b) => b.toString(16).padStart(2, "0")).join("");
-}
-
 /**
  * A token that lets a plugin speak for one session only: `agent.<sessionId>.<hmac>`. Spawned containers get
  * this instead of the daemon's token, so code the agent runs cannot read other sessions or spawn more.
@@ -69,40 +52,60 @@ export async function agentToken(token: string, sessionId: string): Promise<stri
   return `${AGENT_PREFIX}${sessionId}.${await hmacHex(token, `lvmh-agent-v1:${sessionId}`)}`;
 }
 
-async function checkSecret(secret: string, token: string): Promise<Principal | null> {
+/** The parts authentication needs: the bootstrap token (agent tokens and cookies) and the named tokens. */
+export interface AuthParts {
+  token: string;
+  tokens: Tokens;
+}
+
+async function checkSecret(
+  secret: string,
+  parts: AuthParts,
+  via: "bearer" | "query",
+): Promise<Principal | null> {
   if (secret.startsWith(AGENT_PREFIX)) {
     const dot = secret.lastIndexOf(".");
     const sessionId = secret.slice(AGENT_PREFIX.length, dot);
     if (dot <= AGENT_PREFIX.length) return null;
-    return await safeEqual(secret, await agentToken(token, sessionId)) ? { via: "agent", sessionId } : null;
+    return await safeEqual(secret, await agentToken(parts.token, sessionId))
+      ? { via: "agent", sessionId, name: `agent:${sessionId}`, role: "agent" }
+      : null;
   }
-  return await safeEqual(secret, token) ? { via: "bearer" } : null;
+  const who: Identity | null = await parts.tokens.identify(secret);
+  return who ? { via, ...who } : null;
 }
 
+/** What a request presented: nothing, or credentials that were checked. */
+export type AuthResult = { presented: false } | { presented: true; principal: Principal | null };
+
 /**
- * Find valid credentials on a request, or `null`.
+ * Find and check the credentials on a request.
  * A cookie counts only when `Origin` is ours, or absent on a safe method (against CSRF and socket hijacking).
  */
-export async function authenticate(req: Request, url: URL, token: string): Promise<Principal | null> {
+export async function authenticate(req: Request, url: URL, parts: AuthParts): Promise<AuthResult> {
   const header = req.headers.get("authorization");
   if (header) {
     const m = /^Bearer\s+(.+)$/i.exec(header.trim());
-    return m ? await checkSecret(m[1], token) : null;
+    return { presented: true, principal: m ? await checkSecret(m[1], parts, "bearer") : null };
   }
   const query = url.searchParams.get("token");
-  if (query !== null) {
-    const found = await checkSecret(query, token);
-    return found?.via === "bearer" ? { via: "query" } : found;
-  }
+  if (query !== null) return { presented: true, principal: await checkSecret(query, parts, "query") };
   const cookie = readCookie(req, COOKIE_NAME);
-  if (cookie !== null && await safeEqual(cookie, await cookieValue(token))) {
-    // Browsers send Origin on cross-site requests and on every WebSocket handshake: it must be ours.
-    // Without it, only safe methods (page loads) may ride on the cookie.
-    const origin = req.headers.get("origin");
-    const safe = req.method === "GET" || req.method === "HEAD";
-    if (origin !== null ? origin === url.origin : safe) return { via: "cookie" };
+  if (cookie === null) return { presented: false };
+  const dot = cookie.indexOf(".");
+  const hash = cookie.slice(0, dot);
+  if (
+    dot <= 0 || !await safeEqual(cookie.slice(dot + 1), await hmacHex(parts.token, `lvmh-cookie-v2:${hash}`))
+  ) {
+    return { presented: true, principal: null };
   }
-  return null;
+  // Browsers send Origin on cross-site requests and on every WebSocket handshake: it must be ours.
+  // Without it, only safe methods (page loads) may ride on the cookie.
+  const origin = req.headers.get("origin");
+  const safe = req.method === "GET" || req.method === "HEAD";
+  if (origin !== null ? origin !== url.origin : !safe) return { presented: true, principal: null };
+  const who = await parts.tokens.identifyHash(hash);
+  return { presented: true, principal: who ? { via: "cookie", ...who } : null };
 }
 
 /** Generate a new random token: 32 bytes, base64url. */

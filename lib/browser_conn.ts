@@ -7,13 +7,14 @@ import { eventsFrame, type Subscriber } from "./hub.ts";
 import { CloseCode, MAX_FRAME_BYTES, parseBrowserFrame, type ServerFrame } from "./protocol.ts";
 import { tooBig } from "./agent_conn.ts";
 import { eventJson } from "./store.ts";
+import type { Principal } from "./auth.ts";
 
 /** Catch-up sent on subscribe is at most this many events; older history comes over REST. */
 export const CATCH_UP_MAX = 5000;
 const CATCH_UP_PAGE = 1000;
 
 /** Wire a freshly upgraded browser socket to the hub. */
-export function acceptBrowserSocket(app: App, socket: WebSocket): void {
+export function acceptBrowserSocket(app: App, socket: WebSocket, principal: Principal | null): void {
   const sub: Subscriber = {
     send: (data) => socket.readyState === WebSocket.OPEN && socket.send(data),
     bufferedAmount: () => socket.bufferedAmount,
@@ -21,6 +22,10 @@ export function acceptBrowserSocket(app: App, socket: WebSocket): void {
   };
   const sendFrame = (frame: ServerFrame) => app.hub.sendTo(sub, JSON.stringify(frame));
 
+  // A revoked token closes the sockets it opened, at once.
+  const unwatch = principal
+    ? app.tokens.watch(principal.name, () => socket.close(CloseCode.policy, "token revoked"))
+    : () => {};
   socket.onopen = () => {
     app.hub.join(sub);
     sendFrame({ type: "session_list", sessions: app.sessions.list() });
@@ -45,7 +50,10 @@ export function acceptBrowserSocket(app: App, socket: WebSocket): void {
       sendFrame({ type: "error", message: (error as Error).message });
     }
   };
-  socket.onclose = () => app.hub.leave(sub);
+  socket.onclose = () => {
+    unwatch();
+    app.hub.leave(sub);
+  };
   socket.onerror = () => {};
 }
 

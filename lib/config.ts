@@ -63,6 +63,7 @@ const Env = z.object({
   LVMH_MODELS_JSON: z.string().startsWith("/", "must be an absolute path").optional(),
   ZAI_RENAUD_API_KEY: z.string().optional(),
   LVMH_ASK: AskEnv.optional(),
+  LVMH_SIGNIN_LIMIT: z.coerce.number().int().min(1).max(1_000_000).default(10),
   LVMH_SPAWN_ASK: AskEnv.default(["bash", "edit", "write"]),
 });
 
@@ -91,6 +92,8 @@ export interface Config {
   localAsk: AskSet;
   /** The ask set of spawned sessions unless the spawn names one (`LVMH_SPAWN_ASK`). */
   spawnAsk: AskSet;
+  /** Failed authentications per minute and address before they are slowed (`LVMH_SIGNIN_LIMIT`). */
+  signinLimit: number;
 }
 
 /**
@@ -143,6 +146,7 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
     providerKey: e.ZAI_RENAUD_API_KEY ?? null,
     localAsk: e.LVMH_ASK ?? [],
     spawnAsk: e.LVMH_SPAWN_ASK,
+    signinLimit: e.LVMH_SIGNIN_LIMIT,
   };
 }
 

@@ -10,6 +10,10 @@ import { Ingest } from "./ingest.ts";
 import { Sessions } from "./sessions.ts";
 import { Approvals } from "./approvals.ts";
 import { ApprovalStore } from "./approval_store.ts";
+import { Tokens } from "./tokens.ts";
+import { TokenStore } from "./token_store.ts";
+import { Audit } from "./audit.ts";
+import { SigninThrottle } from "./signin_throttle.ts";
 import { createRouter, type RouteDef } from "./router.ts";
 import { CloseCode } from "./protocol.ts";
 import type { Spawner } from "./spawner.ts";
@@ -43,14 +47,28 @@ export function createDaemon(config: Config, routes: RouteDef[], parts: DaemonPa
   const ingest = new Ingest(store, hub, (commits) => {
     for (const c of commits) sessions.touch(c.sessionId);
   });
-  const sessions = new Sessions(store, ingest, hub, { defaultAsk: config.localAsk, spawnAsk: config.spawnAsk });
+  const sessions = new Sessions(store, ingest, hub, {
+    defaultAsk: config.localAsk,
+    spawnAsk: config.spawnAsk,
+  });
   const approvals = new Approvals(new ApprovalStore(store.db), {
     trySend: (id, command) => sessions.trySend(id, command),
     touch: (id) => sessions.touch(id),
     broadcast: (frame) => hub.broadcast(frame),
   });
   sessions.setWaiting((id) => approvals.waiting(id));
-  const core: AppCore = { config, store, hub, ingest, sessions, approvals };
+  const tokens = new Tokens(new TokenStore(store.db), config.token);
+  const core: AppCore = {
+    config,
+    store,
+    hub,
+    ingest,
+    sessions,
+    approvals,
+    tokens,
+    audit: new Audit(store.db),
+    signins: new SigninThrottle(config.signinLimit),
+  };
   const gitlab = parts.gitlab(core);
   const app: App = { ...core, gitlab, spawner: parts.spawner(core, gitlab) };
 
@@ -82,6 +100,7 @@ export function createDaemon(config: Config, routes: RouteDef[], parts: DaemonPa
       stopped = true;
       clearInterval(pruneTimer);
       app.ingest.flush();
+      app.tokens.close();
       await app.spawner.shutdown();
       app.sessions.closeAll(CloseCode.goingAway, "daemon shutting down");
       hub.closeAll(CloseCode.goingAway, "daemon shutting down");

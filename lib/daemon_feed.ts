@@ -97,7 +97,7 @@ export class DaemonFeed {
 /** The state a fresh client starts from: the session list and the spawn jobs. */
 function snapshotFrames(app: App): ({ type: string } & Record<string, unknown>)[] {
   return [
-    { type: "session_list", sessions: app.store.listSessions() },
+    { type: "session_list", sessions: app.sessions.list() },
     { type: "spawn_status", jobs: app.spawner.jobs() },
   ];
 }

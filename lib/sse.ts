@@ -45,6 +45,7 @@ export class SseStream {
   #ended = false;
   #source: SseSource;
   #heartbeat: ReturnType<typeof setInterval>;
+  #onEnd: (() => void)[] = [];
 
   /** @param options.heartbeatMs how often a comment line is written (default `HEARTBEAT_MS`). */
   constructor(source: SseSource, options: { heartbeatMs?: number } = {}) {
@@ -77,6 +78,12 @@ export class SseStream {
     }
   }
 
+  /** Call `fn` once the stream has ended (at once when it already has). */
+  onEnd(fn: () => void): void {
+    if (this.#ended) fn();
+    else this.#onEnd.push(fn);
+  }
+
   /** Bytes queued but not yet taken by the HTTP server. */
   bufferedAmount(): number {
     if (this.#ended) return 0;
@@ -106,6 +113,7 @@ export class SseStream {
     this.#ended = true;
     clearInterval(this.#heartbeat);
     this.#source.end?.();
+    for (const fn of this.#onEnd.splice(0)) fn();
   }
 }
 

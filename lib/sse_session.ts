@@ -80,6 +80,10 @@ export function openSessionStream(
 
 /** The seq just before the latest page of a session, so reading "after" it yields that page. */
 function latestPageStart(app: App, sessionId: string): number {
-  const page = app.store.eventRows(sessionId, { after: 0, before: Number.MAX_SAFE_INTEGER, limit: STREAM_PAGE });
+  const page = app.store.eventRows(sessionId, {
+    after: 0,
+    before: Number.MAX_SAFE_INTEGER,
+    limit: STREAM_PAGE,
+  });
   return page.length ? page[0].seq - 1 : app.store.lastSeq(sessionId);
 }

@@ -4,8 +4,12 @@
  */
 import { HttpError } from "./http.ts";
 
-/** Seconds without a pong before Deno closes a socket; pings go out at half this interval. */
-export const IDLE_TIMEOUT_S = 30;
+/**
+ * Seconds without a pong before Deno closes a socket; its RFC 6455 pings go out at half this interval, so a dead
+ * or paused (SIGSTOP) peer is noticed within 1.5 × this: 13.5 s, under the 15 s a person watching tolerates and
+ * the ~16 s after which proxies cut idle sockets. Every WebSocket client answers these pings by itself.
+ */
+export const IDLE_TIMEOUT_S = 9;
 
 /**
  * Upgrade `req` and hand the socket to `accept`.

@@ -18,6 +18,14 @@ import { handler as spawnStatus } from "./api/spawn/status.ts";
 import { handler as gitlabConnect } from "./api/gitlab/connect.ts";
 import { handler as gitlabStatus } from "./api/gitlab/status.ts";
 import { handler as gitlabRepos } from "./api/gitlab/repos.ts";
+import { handler as sessionPolicy } from "./api/sessions/[id]/policy.ts";
+import { handler as sessionApprovals } from "./api/sessions/[id]/approvals.ts";
+import { handler as approvals } from "./api/approvals/index.ts";
+import { handler as approval } from "./api/approvals/[id].ts";
+import { handler as tokens } from "./api/tokens/index.ts";
+import { handler as token } from "./api/tokens/[name].ts";
+import { handler as audit } from "./api/audit.ts";
+import { handler as me } from "./api/me.ts";
 import { handler as indexPage } from "./index.tsx";
 import { handler as sessionPage } from "./sessions/[id].tsx";
 import { handler as login } from "./login.ts";
@@ -29,12 +37,25 @@ export const routes: RouteDef[] = [
   { path: "/api/sessions", handler: sessions, auth: "token" },
   { path: "/api/sessions/:id", handler: session, auth: "token" },
   { path: "/api/sessions/:id/events", handler: sessionEvents, auth: "token" },
-  { path: "/api/sessions/:id/prompt", handler: sessionPrompt, auth: "token" },
-  { path: "/api/sessions/:id/abort", handler: sessionAbort, auth: "token" },
-  { path: "/api/sessions/:id/container", handler: sessionContainer, auth: "token" },
+  { path: "/api/sessions/:id/prompt", handler: sessionPrompt, auth: "token", roles: { POST: "operator" } },
+  { path: "/api/sessions/:id/abort", handler: sessionAbort, auth: "token", roles: { POST: "operator" } },
+  {
+    path: "/api/sessions/:id/container",
+    handler: sessionContainer,
+    auth: "token",
+    roles: { DELETE: "operator" },
+  },
+  { path: "/api/sessions/:id/policy", handler: sessionPolicy, auth: "token", roles: { PUT: "operator" } },
+  { path: "/api/sessions/:id/approvals", handler: sessionApprovals, auth: "token" },
+  { path: "/api/approvals", handler: approvals, auth: "token" },
+  { path: "/api/approvals/:id", handler: approval, auth: "token", roles: { POST: "operator" } },
   { path: "/api/sessions/:id/stream", handler: sessionStream, auth: "token" },
   { path: "/api/stream", handler: daemonStream, auth: "token" },
-  { path: "/api/spawn", handler: spawn, auth: "token" },
+  { path: "/api/tokens", handler: tokens, auth: "token", roles: { GET: "admin" } },
+  { path: "/api/tokens/:name", handler: token, auth: "token" },
+  { path: "/api/audit", handler: audit, auth: "token", roles: { GET: "admin" } },
+  { path: "/api/me", handler: me, auth: "token" },
+  { path: "/api/spawn", handler: spawn, auth: "token", roles: { POST: "operator" } },
   { path: "/api/spawn/status", handler: spawnStatus, auth: "token" },
   { path: "/api/gitlab/connect", handler: gitlabConnect, auth: "token" },
   { path: "/api/gitlab/status", handler: gitlabStatus, auth: "token" },

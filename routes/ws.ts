@@ -4,5 +4,5 @@ import type { Handlers } from "../lib/router.ts";
 
 /** Browser socket (Transport 3). */
 export const handler: Handlers = {
-  GET: (ctx) => upgrade(ctx.req, (socket) => acceptBrowserSocket(ctx.app, socket)),
+  GET: (ctx) => upgrade(ctx.req, (socket) => acceptBrowserSocket(ctx.app, socket, ctx.principal)),
 };

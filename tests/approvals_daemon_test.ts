@@ -52,7 +52,7 @@ Deno.test("approvals: listed, decided once, delivered, applied", async (t) => {
       const decision = await a.waitFrame((f) => f.type === "approval_decision", "approval_decision");
       assert.equal(decision.approvalId, "r1");
       assert.equal(decision.decision, winner.state === "approved" ? "approve" : "reject");
-      assert.equal(decision.by, "admin");
+      assert.equal(decision.by, "bootstrap", "the bootstrap token's name");
       const again = await d.api("/api/approvals/r1", {
         method: "POST",
         body: JSON.stringify({ decision: decision.decision }),
@@ -158,7 +158,7 @@ Deno.test("approvals: a SIGKILLed daemon keeps the pending request; a decision t
       );
       assert.deepEqual(
         [decision.approvalId, decision.decision, decision.reason, decision.by],
-        ["r2", "approve", "looks fine", "admin"],
+        ["r2", "approve", "looks fine", "bootstrap"],
       );
       const events = await (await d2.api("/api/sessions/ap2/events")).json();
       assert.equal(

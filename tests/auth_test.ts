@@ -113,7 +113,7 @@ Deno.test("auth: every route in the table is authenticated", async (t) => {
     const scoped = await agentToken(d.token, "scoped-1");
     for (const path of ["/api/sessions", "/api/sessions/auth-s1/events", "/ws"]) {
       const res = await d.fetch(path, { headers: { authorization: `Bearer ${scoped}` } });
-      assert.equal(res.status, 401, path);
+      assert.equal(res.status, 403, `${path}: an agent token opens the plugin socket only`);
       await res.body?.cancel();
     }
     const forged = await d.fetch("/agent/ws", {

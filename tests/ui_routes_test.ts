@@ -50,9 +50,12 @@ Deno.test("UI routes", async (t) => {
           origin,
         });
         assert.equal(res.status, 200);
-        assert.deepEqual(await res.json(), { ok: true });
+        assert.deepEqual(await res.json(), { ok: true, name: "bootstrap", role: "admin" });
         const set = res.headers.get("set-cookie") ?? "";
-        assert.match(set, /^lvmh_auth=[0-9a-f]{64}; Path=\/; HttpOnly; SameSite=Strict; Max-Age=\d+$/);
+        assert.match(
+          set,
+          /^lvmh_auth=[0-9a-f]{64}\.[0-9a-f]{64}; Path=\/; HttpOnly; SameSite=Strict; Max-Age=\d+$/,
+        );
         assert.ok(!set.includes(daemon.token));
         cookie = set.split(";")[0];
       },

@@ -5,6 +5,9 @@ import type { Handlers } from "../../lib/router.ts";
 /** The daemon-wide stream: session list changes, approvals and spawn jobs, resumable with `Last-Event-ID`. */
 export const handler: Handlers = {
   GET(ctx) {
-    return sseResponse(daemonFeed(ctx.app).open(resumePoint(ctx.req, ctx.url)));
+    const stream = daemonFeed(ctx.app).open(resumePoint(ctx.req, ctx.url));
+    // A revoked token ends the streams it opened, at once.
+    stream.onEnd(ctx.app.tokens.watch(ctx.principal!.name, () => stream.close()));
+    return sseResponse(stream);
   },
 };

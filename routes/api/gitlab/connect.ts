@@ -7,10 +7,12 @@ export const handler: Handlers = {
   async POST(ctx) {
     const { token } = await readJson(ctx.req, GitlabConnectBody);
     const { username } = await ctx.app.gitlab.connect(token);
+    ctx.audit("gitlab.connect", { detail: { username } });
     return json({ username });
   },
   DELETE(ctx) {
     ctx.app.gitlab.disconnect();
+    ctx.audit("gitlab.disconnect");
     return json({ ok: true });
   },
 };

@@ -7,6 +7,7 @@ export const handler: Handlers = {
   async POST(ctx) {
     // Parsed before anything runs: a bad repo path or branch is a 400 with no job and no Docker call.
     const body = await readJson(ctx.req, SpawnBody);
+    ctx.audit("spawn", { detail: body });
     const { sessionId, containerId, jobId } = await ctx.app.spawner.spawn(body);
     return json({ sessionId, containerId, jobId }, 201);
   },

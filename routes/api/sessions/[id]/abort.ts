@@ -6,6 +6,7 @@ export const handler: Handlers = {
   POST(ctx) {
     const commandId = crypto.randomUUID();
     ctx.app.sessions.send(ctx.params.id, { type: "abort", commandId });
+    ctx.audit("abort", { sessionId: ctx.params.id });
     return json({ ok: true, commandId });
   },
 };

@@ -9,6 +9,7 @@ export const handler: Handlers = {
     const id = SessionId.safeParse(ctx.params.id);
     if (!id.success) throw new InvalidError("not a valid session id");
     await ctx.app.spawner.stopSession(id.data);
+    ctx.audit("stop", { sessionId: id.data });
     return json({ ok: true });
   },
 };

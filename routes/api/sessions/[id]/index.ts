@@ -12,6 +12,7 @@ export const handler: Handlers = {
   },
   DELETE(ctx) {
     deleteSession(ctx.app, ctx.params.id);
+    ctx.audit("delete", { sessionId: ctx.params.id });
     return json({ ok: true });
   },
 };

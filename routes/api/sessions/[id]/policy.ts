@@ -6,6 +6,8 @@ import type { Handlers } from "../../../../lib/router.ts";
 export const handler: Handlers = {
   async PUT(ctx) {
     const { ask } = await readJson(ctx.req, PolicyBody);
-    return json({ ask: ctx.app.sessions.setPolicy(ctx.params.id, ask) });
+    const set = ctx.app.sessions.setPolicy(ctx.params.id, ask);
+    ctx.audit("policy", { sessionId: ctx.params.id, detail: { ask: set } });
+    return json({ ask: set });
   },
 };

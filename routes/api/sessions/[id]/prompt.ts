@@ -14,6 +14,10 @@ export const handler: Handlers = {
       message: body.message,
       deliverAs: body.deliverAs,
     });
+    ctx.audit("prompt", {
+      sessionId: ctx.params.id,
+      detail: { promptId, message: body.message, deliverAs: body.deliverAs },
+    });
     return json({ ok: true, promptId, commandId: promptId });
   },
 };

@@ -8,6 +8,9 @@ export const handler: Handlers = {
   GET(ctx) {
     const after = resumePoint(ctx.req, ctx.url);
     if (!ctx.app.store.getSession(ctx.params.id)) throw sessionNotFound(ctx.params.id);
-    return sseResponse(openSessionStream(ctx.app, ctx.params.id, after));
+    const stream = openSessionStream(ctx.app, ctx.params.id, after);
+    // A revoked token ends the streams it opened, at once.
+    stream.onEnd(ctx.app.tokens.watch(ctx.principal!.name, () => stream.close()));
+    return sseResponse(stream);
   },
 };

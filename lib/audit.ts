@@ -1,0 +1,72 @@
+/**
+ * The audit log: one append-only row per human action (prompt with its text, abort, approve/reject, policy,
+ * spawn, stop, delete, GitLab connect/disconnect, token add/revoke) and per failed sign-in. No route edits or
+ * deletes a row; rows are read in id order.
+ */
+import type { DatabaseSync, StatementSync } from "node:sqlite";
+import type { Role } from "./token_store.ts";
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS audit(
+  id INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, actor TEXT NOT NULL, role TEXT,
+  action TEXT NOT NULL, sessionId TEXT, detail TEXT);
+`;
+
+/** Longest detail kept per row (a prompt's text beyond it is cut). */
+const MAX_DETAIL_CHARS = 20_000;
+
+/** One audit row. */
+export interface AuditEntry {
+  id: number;
+  at: number;
+  actor: string;
+  role: Role | null;
+  action: string;
+  sessionId: string | null;
+  detail: unknown;
+}
+
+/** What an action appends. */
+export interface AuditInput {
+  actor: string;
+  role: Role | null;
+  action: string;
+  sessionId?: string | null;
+  detail?: unknown;
+}
+
+/** The append-only audit table. */
+export class Audit {
+  #insert: StatementSync;
+  #page: StatementSync;
+
+  constructor(db: DatabaseSync) {
+    db.exec(SCHEMA);
+    this.#insert = db.prepare(
+      "INSERT INTO audit(at, actor, role, action, sessionId, detail) VALUES (?, ?, ?, ?, ?, ?)",
+    );
+    this.#page = db.prepare("SELECT * FROM audit WHERE id > ? ORDER BY id LIMIT ?");
+  }
+
+  /** Append a row; never throws (a full disk must not turn an action that already happened into an error). */
+  append(entry: AuditInput): void {
+    try {
+      let detail = entry.detail === undefined ? null : JSON.stringify(entry.detail);
+      if (detail && detail.length > MAX_DETAIL_CHARS) {
+        detail = JSON.stringify({ truncated: detail.slice(0, MAX_DETAIL_CHARS) });
+      }
+      this.#insert.run(Date.now(), entry.actor, entry.role, entry.action, entry.sessionId ?? null, detail);
+    } catch (error) {
+      console.error(`lvmh: could not append to the audit log: ${(error as Error).message}`);
+    }
+  }
+
+  /** Rows with id above `after`, oldest first. */
+  page(after: number, limit: number): AuditEntry[] {
+    const rows = this.#page.all(
+      after,
+      limit,
+    ) as unknown as (Omit<AuditEntry, "detail"> & { detail: string })[];
+    return rows.map((r) => ({ ...r, detail: r.detail === null ? null : JSON.parse(r.detail) }));
+  }
+}

@@ -1,0 +1,79 @@
+/**
+ * The `tokens` table: named tokens stored only as SHA-256 hashes. Used by the daemon (`lib/tokens.ts`) and by
+ * `deno task token` on the same file, whether or not the daemon runs (SQLite WAL lets both in).
+ */
+import type { DatabaseSync, StatementSync } from "node:sqlite";
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS tokens(
+  name TEXT PRIMARY KEY, role TEXT NOT NULL, hash TEXT NOT NULL UNIQUE, createdAt INTEGER NOT NULL,
+  lastUsedAt INTEGER, revokedAt INTEGER);
+`;
+
+/** The roles a token can have, most powerful first. */
+export const ROLES = ["admin", "operator", "viewer", "agent"] as const;
+export type Role = typeof ROLES[number];
+
+/** A token as listed: never its value, never its hash. */
+export interface TokenInfo {
+  name: string;
+  role: Role;
+  createdAt: number;
+  lastUsedAt: number | null;
+  revokedAt: number | null;
+}
+
+/** SQL for named tokens. */
+export class TokenStore {
+  #byHash: StatementSync;
+  #touch: StatementSync;
+
+  constructor(private readonly db: DatabaseSync) {
+    db.exec(SCHEMA);
+    this.#byHash = db.prepare("SELECT name, role, revokedAt FROM tokens WHERE hash = ?");
+    this.#touch = db.prepare("UPDATE tokens SET lastUsedAt = ? WHERE name = ?");
+  }
+
+  /** Insert a token; false when the name is taken (revoked names stay taken, so the audit log stays clear). */
+  insert(name: string, role: Role, hash: string): boolean {
+    const res = this.db.prepare(
+      "INSERT OR IGNORE INTO tokens(name, role, hash, createdAt) VALUES (?, ?, ?, ?)",
+    ).run(name, role, hash, Date.now());
+    return res.changes > 0;
+  }
+
+  /** The live token with this hash, or null (unknown or revoked). */
+  find(hash: string): { name: string; role: Role } | null {
+    const row = this.#byHash.get(hash) as { name: string; role: Role; revokedAt: number | null } | undefined;
+    return row && row.revokedAt === null ? { name: row.name, role: row.role } : null;
+  }
+
+  /** Record a use (callers throttle this). */
+  touch(name: string, at: number): void {
+    this.#touch.run(at, name);
+  }
+
+  /** Every token, oldest first. */
+  list(): TokenInfo[] {
+    return this.db.prepare(
+      "SELECT name, role, createdAt, lastUsedAt, revokedAt FROM tokens ORDER BY createdAt",
+    )
+      .all() as unknown as TokenInfo[];
+  }
+
+  /** Revoke a live token; false when there is none of that name. */
+  revoke(name: string): boolean {
+    return this.db.prepare("UPDATE tokens SET revokedAt = ? WHERE name = ? AND revokedAt IS NULL")
+      .run(Date.now(), name).changes > 0;
+  }
+
+  /** Names revoked at or after `since` (the daemon polls this to hear of revocations made by the command). */
+  revokedSince(since: number): { name: string; revokedAt: number }[] {
+    return this.db.prepare("SELECT name, revokedAt FROM tokens WHERE revokedAt >= ?").all(
+      since,
+    ) as unknown as {
+      name: string;
+      revokedAt: number;
+    }[];
+  }
+}
