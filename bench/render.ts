@@ -4,6 +4,9 @@
  * route's handler end to end (store query, conversation fold, Preact render, Markdown) including the body read.
  */
 import { Store } from "../lib/store.ts";
+import { Hub } from "../lib/hub.ts";
+import { Ingest } from "../lib/ingest.ts";
+import { Sessions } from "../lib/sessions.ts";
 import type { AgentEvent } from "../lib/protocol.ts";
 import type { App } from "../lib/app.ts";
 import type { Ctx } from "../lib/router.ts";
@@ -84,15 +87,18 @@ try {
   if (batch.length) store.appendBatch(batch);
   const stored = store.lastSeq(ID);
 
-  const app = { store } as unknown as App;
+  const hub = new Hub();
+  const sessions = new Sessions(store, new Ingest(store, hub), hub, { defaultAsk: [] });
+  const app = { store, sessions } as unknown as App;
   const url = new URL(`http://127.0.0.1/sessions/${ID}`);
   const ctx = (): Ctx => ({
     req: new Request(url),
     url,
     params: { id: ID },
     app,
-    principal: { via: "cookie" },
+    principal: { via: "cookie", name: "bench", role: "viewer" },
     info: {} as Deno.ServeHandlerInfo,
+    audit() {},
   });
   const once = async () => {
     const t0 = performance.now();
