@@ -4,7 +4,8 @@
  * `credential()`, which the spawner hands to a clone helper as a file (never an env var or argument); no
  * API response, log line or error message ever contains it.
  */
-import type { AppCore } from "./app.ts";
+import type { Config } from "./config.ts";
+import type { Store } from "./store.ts";
 import { ConflictError, InvalidError, UnavailableError } from "./errors.ts";
 import { RepoPath } from "./protocol.ts";
 
@@ -61,7 +62,10 @@ export const REPOS_TTL_MS = 60_000;
  * @param options.fetch replaces global fetch (tests).
  */
 export function createGitlab(
-  core: Pick<AppCore, "config" | "store">,
+  core: {
+    config: Pick<Config, "gitlabUrl">;
+    store: Pick<Store, "getSetting" | "setSetting" | "deleteSetting">;
+  },
   options: { fetch?: typeof fetch } = {},
 ): Gitlab {
   const { store } = core;
