@@ -21,6 +21,8 @@ UNIT=(
   tests/approvals_daemon_test.ts tests/sse_daemon_test.ts tests/sse_session_test.ts
   tests/cli_test.ts
   tests/plugin_mapping_test.ts tests/plugin_buffer_test.ts tests/plugin_delivery_test.ts tests/plugin_build_test.ts
+  tests/plugin_wire_test.ts tests/plugin_approvals_test.ts
+  tests/roles_test.ts tests/architecture_test.ts
 )
 
 # Test-only npm packages (playwright-core) must stay out of deno.lock, because Deno installs everything a
