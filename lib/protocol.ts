@@ -25,6 +25,20 @@ export const SessionId = z.string().regex(SESSION_ID_RE, "not a valid session id
 // ---------------------------------------------------------------------------------------------
 // Shared shapes
 
+/** A model pi can use in a session, from its model registry; `hasAuth` says whether a key is configured. */
+export const ModelEntry = z.looseObject({
+  provider: z.string().min(1).max(200),
+  id: z.string().min(1).max(200),
+  name: z.string().max(200).default(""),
+  /** What the model takes: `text`, and `image` for a model that sees images. */
+  input: z.array(z.string().max(20)).max(10).default(["text"]),
+  hasAuth: z.boolean().default(false),
+});
+export type ModelEntry = z.infer<typeof ModelEntry>;
+/** pi's thinking levels (1.6.0 adds `max`). */
+export const ThinkingLevel = z.enum(["off", "minimal", "low", "medium", "high", "xhigh", "max"]);
+export type ThinkingLevel = z.infer<typeof ThinkingLevel>;
+
 /** The session snapshot a plugin sends in `hello` and `session_info`. Unknown fields are kept. */
 export const SessionInfo = z.looseObject({
   id: SessionId,
@@ -35,6 +49,12 @@ export const SessionInfo = z.looseObject({
   agent: z.boolean().default(false),
   repo: z.string().max(500).nullable().default(null),
   startedAt: z.number().int().nonnegative(),
+  /** The models the session may switch to (absent from older plugins: no switching). */
+  models: z.array(ModelEntry).max(200).optional(),
+  /** pi's thinking level, as it reports it. */
+  thinkingLevel: z.string().max(20).nullable().optional(),
+  /** When a model switch applies: from the next run (pi 0.73.1) or the next turn (1.6.0). */
+  modelSwitch: z.enum(["next_run", "next_turn"]).optional(),
 });
 export type SessionInfo = z.infer<typeof SessionInfo>;
 
@@ -205,12 +225,20 @@ export const WelcomeFrame = z.object({
 export const AckFrame = z.object({ ...daemonEnvelope, type: z.literal("ack"), lastSeq: z.number().int() });
 export const DeliverAs = z.enum(["steer", "followUp"]);
 export type DeliverAs = z.infer<typeof DeliverAs>;
+/** An image of a prompt, as pi takes it (`{type: "image", data, mimeType}`); checked by `lib/images.ts`. */
+export const PromptImage = z.object({
+  mimeType: z.string().max(100),
+  data: z.string(),
+});
+export type PromptImage = z.infer<typeof PromptImage>;
 export const PromptFrame = z.object({
   ...daemonEnvelope,
   type: z.literal("prompt"),
   promptId: z.string(),
   message: z.string(),
   deliverAs: DeliverAs,
+  /** Images sent with the text; such a frame may be as large as `MAX_PROMPT_BODY_BYTES`. */
+  images: z.array(PromptImage).optional(),
   /** Answered by a `command_result` event (plugins that predate it never answer). */
   commandId: z.string().optional(),
 });
@@ -218,6 +246,22 @@ export const AbortFrame = z.object({
   ...daemonEnvelope,
   type: z.literal("abort"),
   commandId: z.string().optional(),
+});
+/** Switch the session's model (and thinking level), answered by `command_result`. */
+export const SetModelFrame = z.object({
+  ...daemonEnvelope,
+  type: z.literal("set_model"),
+  commandId: z.string(),
+  provider: z.string(),
+  model: z.string(),
+  thinking: ThinkingLevel.optional(),
+});
+/** Rename the session through pi's session name, answered by `command_result`. */
+export const SetNameFrame = z.object({
+  ...daemonEnvelope,
+  type: z.literal("set_name"),
+  commandId: z.string(),
+  name: z.string(),
 });
 /** The session's ask set changed; replaces the one from `welcome`. */
 export const PolicyFrame = z.object({ ...daemonEnvelope, type: z.literal("policy"), ask: AskSet });
@@ -245,6 +289,8 @@ export const DaemonFrame = z.discriminatedUnion("type", [
   AckFrame,
   PromptFrame,
   AbortFrame,
+  SetModelFrame,
+  SetNameFrame,
   PolicyFrame,
   ApprovalDecisionFrame,
   PongFrame,
@@ -258,8 +304,25 @@ export type DaemonFrame = z.infer<typeof DaemonFrame>;
 export const PromptBody = z.object({
   message: z.string().trim().min(1, "message must not be empty").max(MAX_PROMPT_CHARS),
   deliverAs: DeliverAs.default("steer"),
+  /** Checked further (count, type, base64, magic bytes, sizes) by `checkImages` in `lib/images.ts`. */
+  images: z.array(PromptImage).max(100).optional(),
 });
 export type PromptBody = z.infer<typeof PromptBody>;
+
+/** `PUT /api/sessions/:id/model`: one of the models the session reported. */
+export const ModelBody = z.object({
+  provider: z.string().trim().min(1, "provider is required").max(200),
+  model: z.string().trim().min(1, "model is required").max(200),
+  thinking: ThinkingLevel.optional(),
+});
+export type ModelBody = z.infer<typeof ModelBody>;
+/** `PUT /api/sessions/:id/name`: the session's new name (pi's session name). */
+export const NameBody = z.object({
+  name: z.string().trim().min(1, "name must not be empty").max(200).refine(
+    (s) => [...s].every((c) => c >= " " && c !== "\x7f"),
+    { message: "name must not contain control characters" },
+  ),
+});
 
 const seqParam = z.coerce.number().int().nonnegative();
 export const EventsQuery = z.object({

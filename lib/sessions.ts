@@ -5,6 +5,7 @@
  */
 import { CloseCode, PROTOCOL_VERSION } from "./wire.ts";
 import type { AskSet, DaemonFrame, SessionInfo, SessionRecord, SessionSummary } from "./protocol.ts";
+import type { DeliverAs, PromptImage as Image, ThinkingLevel } from "./protocol.ts";
 import type { Store } from "./store.ts";
 import type { Ingest } from "./ingest.ts";
 import type { Hub } from "./hub.ts";
@@ -19,8 +20,17 @@ export interface PluginLink {
 
 /** Commands a person sends to a session's plugin (the envelope is added here). */
 export type Command =
-  | { type: "prompt"; promptId: string; message: string; deliverAs: "steer" | "followUp"; commandId?: string }
+  | {
+    type: "prompt";
+    promptId: string;
+    message: string;
+    deliverAs: DeliverAs;
+    commandId?: string;
+    images?: Image[];
+  }
   | { type: "abort"; commandId?: string }
+  | { type: "set_model"; commandId: string; provider: string; model: string; thinking?: ThinkingLevel }
+  | { type: "set_name"; commandId: string; name: string }
   | { type: "policy"; ask: AskSet }
   | {
     type: "approval_decision";

@@ -10,6 +10,8 @@ import { handler as session } from "./api/sessions/[id]/index.ts";
 import { handler as sessionEvents } from "./api/sessions/[id]/events.ts";
 import { handler as sessionPrompt } from "./api/sessions/[id]/prompt.ts";
 import { handler as sessionAbort } from "./api/sessions/[id]/abort.ts";
+import { handler as sessionModel } from "./api/sessions/[id]/model.ts";
+import { handler as sessionName } from "./api/sessions/[id]/name.ts";
 import { handler as sessionContainer } from "./api/sessions/[id]/container.ts";
 import { handler as sessionStream } from "./api/sessions/[id]/stream.ts";
 import { handler as daemonStream } from "./api/stream.ts";
@@ -39,6 +41,8 @@ export const routes: RouteDef[] = [
   { path: "/api/sessions/:id/events", handler: sessionEvents, auth: "token" },
   { path: "/api/sessions/:id/prompt", handler: sessionPrompt, auth: "token", roles: { POST: "operator" } },
   { path: "/api/sessions/:id/abort", handler: sessionAbort, auth: "token", roles: { POST: "operator" } },
+  { path: "/api/sessions/:id/model", handler: sessionModel, auth: "token", roles: { PUT: "operator" } },
+  { path: "/api/sessions/:id/name", handler: sessionName, auth: "token", roles: { PUT: "operator" } },
   {
     path: "/api/sessions/:id/container",
     handler: sessionContainer,

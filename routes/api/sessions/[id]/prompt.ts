@@ -1,11 +1,20 @@
 import { PromptBody } from "../../../../lib/protocol.ts";
-import { json, readJson } from "../../../../lib/http.ts";
+import { HttpError, json, readJson } from "../../../../lib/http.ts";
+import { checkImages, ImageTooLargeError, MAX_PROMPT_BODY_BYTES } from "../../../../lib/images.ts";
 import type { Handlers } from "../../../../lib/router.ts";
 
-/** Deliver a prompt into a live session (steer by default, or as a follow-up). */
+/** Deliver a prompt, with images or without, into a live session (steer by default, or as a follow-up). */
 export const handler: Handlers = {
   async POST(ctx) {
-    const body = await readJson(ctx.req, PromptBody);
+    // Only this route takes a body this large: a prompt may carry 20 MB of images.
+    const body = await readJson(ctx.req, PromptBody, MAX_PROMPT_BODY_BYTES);
+    let images;
+    try {
+      images = body.images?.length ? checkImages(body.images) : undefined;
+    } catch (err) {
+      if (err instanceof ImageTooLargeError) throw new HttpError(413, err.message);
+      throw err;
+    }
     const promptId = crypto.randomUUID();
     ctx.app.sessions.send(ctx.params.id, {
       type: "prompt",
@@ -13,10 +22,18 @@ export const handler: Handlers = {
       commandId: promptId,
       message: body.message,
       deliverAs: body.deliverAs,
+      ...(images ? { images } : {}),
     });
+    // The audit keeps what was asked, not the pictures: their types and base64 lengths.
+    const pictures = images?.map((i) => ({ mimeType: i.mimeType, chars: i.data.length }));
     ctx.audit("prompt", {
       sessionId: ctx.params.id,
-      detail: { promptId, message: body.message, deliverAs: body.deliverAs },
+      detail: {
+        promptId,
+        message: body.message,
+        deliverAs: body.deliverAs,
+        ...(pictures ? { images: pictures } : {}),
+      },
     });
     return json({ ok: true, promptId, commandId: promptId });
   },
