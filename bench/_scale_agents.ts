@@ -1,0 +1,99 @@
+/**
+ * Client process of bench/scale.ts: opens N plugin sockets (hello → welcome), then makes the first `working`
+ * sessions run every `interval` ms (agent_start, a user message, 5 streamed `message_update` deltas stamped with
+ * the wall clock, message_end, agent_end), until stdin closes. Prints `ready` once every socket is welcomed.
+ * Args: agentUrl token n working intervalMs
+ *
+ * The sockets are npm `ws` ones, as in the real plugin: they set TCP_NODELAY, while Deno's own WebSocket client
+ * leaves Nagle on, which holds each small delta until the previous one is acknowledged (~40 ms on loopback).
+ */
+import WebSocket from "ws";
+import { nowMs } from "./_proc.ts";
+
+const [url, token, nArg, workingArg, intervalArg] = Deno.args;
+const N = Number(nArg), WORKING = Number(workingArg), INTERVAL = Number(intervalArg);
+const TEXT = "lorem ipsum dolor sit amet ".repeat(4);
+
+interface Agent {
+  id: string;
+  socket: WebSocket;
+  seq: number;
+}
+
+function open(i: number): Promise<Agent> {
+  const id = `scale-${i}`;
+  const socket = new WebSocket(url, { headers: { authorization: `Bearer ${token}` } });
+  return new Promise((resolve, reject) => {
+    socket.onmessage = (e) => {
+      const f = JSON.parse(String(e.data));
+      if (f.type === "welcome") resolve({ id, socket, seq: f.lastSeq + 1 });
+    };
+    socket.onerror = () => reject(new Error(`socket ${i} failed`));
+    socket.onopen = () =>
+      socket.send(JSON.stringify({
+        v: 1,
+        type: "hello",
+        sessionId: id,
+        seq: 0,
+        ts: Date.now(),
+        session: {
+          id,
+          name: `session ${i}`,
+          cwd: "/home/dev/project",
+          model: "fake-model",
+          provider: "fake",
+          agent: false,
+          repo: null,
+          startedAt: 1_700_000_000_000,
+        },
+      }));
+  });
+}
+
+const agents: Agent[] = [];
+// Real sessions start at random times, so the daemon's per-socket WebSocket pings (every 4.5 s, timed from each
+// socket's open) are spread evenly. Opening thousands at once would line them up into bursts of hundreds of
+// pings, a load no real population makes: spread the opens over one ping interval.
+const SPREAD_MS = 4500, WAVES = 300;
+const wave = Math.ceil(N / WAVES);
+const opening: Promise<Agent>[] = [];
+for (let i = 0; i < N; i += wave) {
+  const t0 = performance.now();
+  for (let k = i; k < Math.min(N, i + wave); k++) opening.push(open(k));
+  const wait = SPREAD_MS / WAVES - (performance.now() - t0);
+  if (N > WAVES && wait > 0) await new Promise((r) => setTimeout(r, wait));
+}
+agents.push(...await Promise.all(opening));
+console.log("ready");
+
+const send = (a: Agent, type: string, payload: Record<string, unknown> = {}) =>
+  a.socket.send(JSON.stringify({ v: 1, sessionId: a.id, seq: a.seq++, ts: Date.now(), type, ...payload }));
+const msg = (role: string, id: string) => ({
+  message: { role, id, text: TEXT, thinking: null, toolCalls: [], toolCallId: null },
+});
+
+let run = 0;
+async function work(a: Agent) {
+  const r = run++;
+  send(a, "agent_start");
+  send(a, "message_end", msg("user", `u${r}`));
+  send(a, "message_start", { message: { role: "assistant", id: `a${r}` } });
+  for (let k = 0; k < 5; k++) {
+    send(a, "message_update", { delta: "token ", sentAt: nowMs() });
+    await new Promise((res) => setTimeout(res, 10));
+  }
+  send(a, "message_end", msg("assistant", `a${r}`));
+  send(a, "agent_end");
+}
+const timers = agents.slice(0, WORKING).map((a, i) =>
+  setTimeout(() => {
+    work(a);
+    timers[i] = setInterval(() => work(a), INTERVAL);
+  }, (INTERVAL / WORKING) * i) // spread the working sessions over the interval
+);
+
+// Stop when the parent closes stdin.
+for await (const _ of Deno.stdin.readable) { /* drain */ }
+for (const t of timers) clearInterval(t);
+for (const a of agents) a.socket.close();
+Deno.exit(0);

@@ -1,0 +1,38 @@
+/**
+ * Client process of bench/scale.ts: one browser on `/ws` following one session. After `warmupMs` it counts
+ * every byte it receives and the delay of every `message_update` (wall clock now − the sender's `sentAt`) for
+ * `windowMs`, then prints one JSON line {bytesPerSec, delays, frames} and exits.
+ * Args: browserUrl sessionId warmupMs windowMs
+ */
+import { nowMs } from "./_proc.ts";
+
+const [url, sessionId, warmupArg, windowArg] = Deno.args;
+const WARMUP = Number(warmupArg), WINDOW = Number(windowArg);
+const socket = new WebSocket(url);
+let counting = false;
+let bytes = 0;
+let frames = 0;
+const delays: number[] = [];
+socket.onmessage = (e) => {
+  const now = nowMs();
+  if (!counting) return;
+  const text = e.data as string;
+  bytes += new TextEncoder().encode(text).byteLength;
+  frames++;
+  if (!text.startsWith('{"type":"events"')) return;
+  for (const ev of JSON.parse(text).events) if (ev.type === "message_update") delays.push(now - ev.sentAt);
+};
+await new Promise((resolve, reject) => {
+  socket.onopen = resolve;
+  socket.onerror = () => reject(new Error(`cannot connect to ${url}`));
+});
+socket.send(JSON.stringify({ type: "subscribe", sessionId }));
+await new Promise((r) => setTimeout(r, WARMUP));
+counting = true;
+const t0 = performance.now();
+await new Promise((r) => setTimeout(r, WINDOW));
+counting = false;
+const seconds = (performance.now() - t0) / 1000;
+console.log(JSON.stringify({ bytesPerSec: bytes / seconds, delays, frames }));
+socket.close();
+Deno.exit(0);

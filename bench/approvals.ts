@@ -1,0 +1,82 @@
+/**
+ * Approvals benchmark (issue 9): from the plugin's `approval_request` to the `approvals` frame at a subscribed
+ * browser ("the card"), and from the person's POST to the `approval_decision` at the plugin ("the tool starts"),
+ * through a real daemon process on loopback. Goal: p99 < 50 ms each. The reference is a plain event's trip to
+ * the same browser in the same run (what the approval path adds on top of ingest and fan-out).
+ */
+import { startDaemon } from "../tests/_daemon.ts";
+import { connectAgent, connectBrowser, type Frame } from "../tests/_agent_client.ts";
+
+const ROUNDS = 300;
+
+function pct(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))];
+}
+
+async function until<T>(find: () => T | undefined): Promise<T> {
+  for (;;) {
+    const found = find();
+    if (found !== undefined) return found;
+    await new Promise((r) => setTimeout(r, 0));
+  }
+}
+
+await using d = await startDaemon({ env: { LVMH_ASK: "bash" } });
+const plugin = await connectAgent(d, { sessionId: "bench-approvals" });
+const browser = await connectBrowser(d.browserUrl);
+browser.send({ type: "subscribe", sessionId: "bench-approvals", after: 0 });
+const toCard: number[] = [];
+const toTool: number[] = [];
+const plain: number[] = [];
+try {
+  for (let i = 0; i < ROUNDS; i++) {
+    const id = `bench-${i}`;
+    const seen = browser.frames.length;
+    let t0 = performance.now();
+    plugin.send("approval_request", {
+      approvalId: id,
+      toolCallId: `c${i}`,
+      toolName: "bash",
+      args: { command: "ls" },
+    });
+    await until(() =>
+      browser.frames.slice(seen).find((f: Frame) =>
+        f.type === "approvals" && (f.pending as { id: string }[]).some((p) => p.id === id)
+      )
+    );
+    toCard.push(performance.now() - t0);
+
+    const decided = plugin.frames.length;
+    t0 = performance.now();
+    const res = d.api(`/api/approvals/${id}`, {
+      method: "POST",
+      body: JSON.stringify({ decision: "approve" }),
+    });
+    await until(() =>
+      plugin.frames.slice(decided).find((f) => f.type === "approval_decision" && f.approvalId === id)
+    );
+    toTool.push(performance.now() - t0);
+    await (await res).body?.cancel();
+    plugin.send("approval_resolved", { approvalId: id, decision: "approve", by: "bootstrap", source: "web" });
+
+    const before = browser.frames.length;
+    t0 = performance.now();
+    const seq = plugin.send("tool_execution_start", { toolCallId: `c${i}`, toolName: "bash", args: {} });
+    await until(() =>
+      browser.frames.slice(before).find((f) =>
+        f.type === "events" && (f.events as { seq: number }[]).some((e) => e.seq === seq)
+      )
+    );
+    plain.push(performance.now() - t0);
+  }
+} finally {
+  await browser.close();
+  await plugin.close();
+}
+const fmt = (v: number[]) => `p50 ${pct(v, 0.5).toFixed(2)} ms, p99 ${pct(v, 0.99).toFixed(2)} ms`;
+console.log(`approval_request → card on a subscribed browser (${ROUNDS}): ${fmt(toCard)} (goal p99 < 50 ms)`);
+console.log(`approve POST → approval_decision at the plugin (${ROUNDS}): ${fmt(toTool)} (goal p99 < 50 ms)`);
+console.log(`reference, a plain event → the same browser: ${fmt(plain)}`);
+const ok = pct(toCard, 0.99) < 50 && pct(toTool, 0.99) < 50;
+console.log(ok ? "OK" : "GOAL MISSED");
