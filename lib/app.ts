@@ -12,6 +12,7 @@ import type { Gitlab } from "./gitlab.ts";
 import type { Tokens } from "./tokens.ts";
 import type { Audit } from "./audit.ts";
 import type { SigninThrottle } from "./signin_throttle.ts";
+import type { Webhooks } from "./webhooks/webhooks.ts";
 
 export interface App {
   config: Config;
@@ -31,6 +32,8 @@ export interface App {
   audit: Audit;
   /** Failed sign-ins per address. */
   signins: SigninThrottle;
+  /** Outbound webhook endpoints and their outbox. */
+  webhooks: Webhooks;
   /** Starts agent sessions in containers. */
   spawner: Spawner;
   /** The GitLab connection (token kept in the store's settings). */

@@ -19,6 +19,8 @@ import { CloseCode } from "./protocol.ts";
 import type { Spawner } from "./spawner.ts";
 import type { Gitlab } from "./gitlab.ts";
 import { pruneSessions } from "./session_removal.ts";
+import { Webhooks } from "./webhooks/webhooks.ts";
+import { startNotify } from "./notify/start.ts";
 
 /** How often sessions past the retention period are looked for (also once at start). */
 const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
@@ -68,9 +70,11 @@ export function createDaemon(config: Config, routes: RouteDef[], parts: DaemonPa
     tokens,
     audit: new Audit(store.db),
     signins: new SigninThrottle(config.signinLimit),
+    webhooks: new Webhooks(store.db),
   };
   const gitlab = parts.gitlab(core);
   const app: App = { ...core, gitlab, spawner: parts.spawner(core, gitlab) };
+  const notify = startNotify(app);
 
   const prune = () => {
     try {
@@ -99,6 +103,7 @@ export function createDaemon(config: Config, routes: RouteDef[], parts: DaemonPa
       if (stopped) return;
       stopped = true;
       clearInterval(pruneTimer);
+      await notify.close();
       app.ingest.flush();
       app.tokens.close();
       await app.spawner.shutdown();

@@ -28,6 +28,9 @@ import { handler as tokens } from "./api/tokens/index.ts";
 import { handler as token } from "./api/tokens/[name].ts";
 import { handler as audit } from "./api/audit.ts";
 import { handler as me } from "./api/me.ts";
+import { handler as webhooks } from "./api/webhooks/index.ts";
+import { handler as webhook } from "./api/webhooks/[id]/index.ts";
+import { handler as webhookDeliveries } from "./api/webhooks/[id]/deliveries.ts";
 import { handler as indexPage } from "./index.tsx";
 import { handler as sessionPage } from "./sessions/[id].tsx";
 import { handler as login } from "./login.ts";
@@ -59,6 +62,14 @@ export const routes: RouteDef[] = [
   { path: "/api/tokens/:name", handler: token, auth: "token" },
   { path: "/api/audit", handler: audit, auth: "token", roles: { GET: "admin" } },
   { path: "/api/me", handler: me, auth: "token" },
+  { path: "/api/webhooks", handler: webhooks, auth: "token", roles: { GET: "admin", POST: "admin" } },
+  { path: "/api/webhooks/:id", handler: webhook, auth: "token", roles: { DELETE: "admin" } },
+  {
+    path: "/api/webhooks/:id/deliveries",
+    handler: webhookDeliveries,
+    auth: "token",
+    roles: { GET: "admin" },
+  },
   { path: "/api/spawn", handler: spawn, auth: "token", roles: { POST: "operator" } },
   { path: "/api/spawn/status", handler: spawnStatus, auth: "token" },
   { path: "/api/gitlab/connect", handler: gitlabConnect, auth: "token" },

@@ -1,0 +1,46 @@
+/**
+ * The kinds of event worth calling a person back for, shared by web push, outbound webhooks and the settings UI.
+ */
+import { z } from "zod";
+
+/** Every kind, in the order the settings UI lists them. */
+export const NOTIFY_KINDS = [
+  "approval.requested",
+  "run.settled",
+  "run.failed",
+  "session.lost",
+  "session.stalled",
+  "spawn.failed",
+] as const;
+
+/** One kind of notification. */
+export const NotifyKind = z.enum(NOTIFY_KINDS);
+export type NotifyKind = z.infer<typeof NotifyKind>;
+
+/** What happened, as webhooks deliver it (`{type, at, sessionId, data}`) and push payloads carry it. */
+export interface NotifyEvent {
+  type: NotifyKind;
+  /** Milliseconds since the epoch. */
+  at: number;
+  sessionId: string | null;
+  data: Record<string, unknown>;
+}
+
+/** A one-line human title for an event, for push notifications. */
+export function describe(event: NotifyEvent): { title: string; body: string } {
+  const name = String(event.data.sessionName ?? event.sessionId ?? "lvmh");
+  switch (event.type) {
+    case "approval.requested":
+      return { title: `${name} needs approval`, body: `${event.data.toolName ?? "a tool"} waits for you` };
+    case "run.settled":
+      return { title: `${name} finished`, body: "The run settled; it waits for your next prompt." };
+    case "run.failed":
+      return { title: `${name} failed`, body: String(event.data.reason ?? "The run ended with an error.") };
+    case "session.lost":
+      return { title: `${name} went away`, body: "The session dropped without saying goodbye." };
+    case "session.stalled":
+      return { title: `${name} is stalled`, body: `No event for ${event.data.minutes ?? "?"} minutes.` };
+    case "spawn.failed":
+      return { title: `Spawn failed`, body: String(event.data.error ?? event.data.repo ?? "") };
+  }
+}

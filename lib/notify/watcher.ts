@@ -1,0 +1,202 @@
+/**
+ * Turns what the hub broadcasts into notify events, without touching any owner: it joins the hub as one more
+ * subscriber (session rows, approvals, spawn jobs) and follows each online session's events with a subscriber
+ * of its own (to tell a settled run from a failed one, and a `bye` from a dropped link).
+ */
+import type { Hub, Subscriber } from "../hub.ts";
+import type { Approval, SessionSummary, SpawnJob } from "../protocol.ts";
+import type { NotifyEvent } from "./kinds.ts";
+
+/** Options of the watcher. */
+export interface WatcherOptions {
+  /** A running session with no event for this long is `session.stalled` (once per quiet spell). */
+  stallMs: number;
+  /** How often running sessions are checked for a stall. */
+  checkEveryMs?: number;
+}
+
+interface Seen {
+  name: string | null;
+  repo: string | null;
+  branch: string | null;
+  state: string;
+  online: boolean;
+  lastEventAt: number | null;
+  stalledAt: number | null;
+  /** Set by a `bye` event, cleared when the session comes back. */
+  said: boolean;
+  /** Set by an assistant message that ended in error or abort during this run. */
+  failure: string | null;
+  follower: Subscriber | null;
+}
+
+/** Watches the hub and calls `emit` for each event worth a notification. */
+export class Watcher {
+  #sessions = new Map<string, Seen>();
+  #approvals = new Set<string>();
+  #approvalsPrimed = false;
+  #failedJobs = new Set<string>();
+  #self: Subscriber;
+  #timer: ReturnType<typeof setInterval>;
+
+  constructor(
+    private readonly hub: Hub,
+    private readonly emit: (event: NotifyEvent) => void,
+    private readonly options: WatcherOptions,
+  ) {
+    this.#self = recorder((data) => this.#frame(data));
+    hub.join(this.#self);
+    this.#timer = setInterval(() => this.checkStalls(), options.checkEveryMs ?? 30_000);
+  }
+
+  /** Seed what is already known (the sessions and approvals at start), so it is not announced as new. */
+  prime(sessions: SessionSummary[], pending: Approval[]): void {
+    for (const s of sessions) this.#update(s, false);
+    for (const a of pending) this.#approvals.add(a.id);
+    this.#approvalsPrimed = true;
+  }
+
+  /** Announce running sessions that have been quiet for longer than the stall time. */
+  checkStalls(now = Date.now()): void {
+    for (const [id, s] of this.#sessions) {
+      if (s.state !== "running" || !s.online || s.lastEventAt === null || s.stalledAt !== null) continue;
+      if (now - s.lastEventAt < this.options.stallMs) continue;
+      s.stalledAt = now;
+      this.#emit("session.stalled", id, { minutes: Math.round(this.options.stallMs / 60_000) });
+    }
+  }
+
+  /** Leave the hub. */
+  close(): void {
+    clearInterval(this.#timer);
+    this.hub.leave(this.#self);
+    for (const s of this.#sessions.values()) if (s.follower) this.hub.leave(s.follower);
+  }
+
+  #emit(type: NotifyEvent["type"], sessionId: string | null, data: Record<string, unknown>): void {
+    const s = sessionId ? this.#sessions.get(sessionId) : undefined;
+    const context = s ? { sessionName: s.name ?? sessionId, repo: s.repo, branch: s.branch } : {};
+    try {
+      this.emit({ type, at: Date.now(), sessionId, data: { ...context, ...data } });
+    } catch (error) {
+      console.error(`lvmh: notification ${type} not sent: ${(error as Error).message}`);
+    }
+  }
+
+  #frame(data: string): void {
+    const frame = JSON.parse(data) as { type: string } & Record<string, unknown>;
+    if (frame.type === "session_update") {
+      for (const s of frame.sessions as SessionSummary[]) this.#update(s, true);
+      for (const id of frame.removed as string[]) this.#forget(id);
+    } else if (frame.type === "approvals") {
+      const pending = frame.pending as Approval[];
+      for (const a of pending) {
+        if (this.#approvals.has(a.id)) continue;
+        this.#approvals.add(a.id);
+        if (!this.#approvalsPrimed && !this.#sessions.size) continue;
+        this.#emit("approval.requested", a.sessionId, {
+          approvalId: a.id,
+          toolName: a.toolName,
+          args: a.args,
+          path: `/sessions/${encodeURIComponent(a.sessionId)}#approval-${encodeURIComponent(a.id)}`,
+        });
+      }
+      const now = new Set(pending.map((a) => a.id));
+      for (const id of this.#approvals) if (!now.has(id)) this.#approvals.delete(id);
+    } else if (frame.type === "spawn_status") {
+      for (const job of frame.jobs as SpawnJob[]) {
+        if (job.state !== "failed" || this.#failedJobs.has(job.id)) continue;
+        this.#failedJobs.add(job.id);
+        this.#emit("spawn.failed", job.sessionId, {
+          jobId: job.id,
+          repo: job.repo,
+          branch: job.branch,
+          error: job.error,
+        });
+      }
+    }
+  }
+
+  #update(s: SessionSummary, announce: boolean): void {
+    const prev = this.#sessions.get(s.id);
+    const seen: Seen = prev ?? {
+      name: s.name,
+      repo: s.repo ?? null,
+      branch: null,
+      state: s.state,
+      online: s.online,
+      lastEventAt: s.lastEventAt,
+      stalledAt: null,
+      said: false,
+      failure: null,
+      follower: null,
+    };
+    seen.name = s.name;
+    seen.repo = s.repo ?? null;
+    seen.branch = (s as { branch?: string | null }).branch ?? null;
+    if (s.lastEventAt !== seen.lastEventAt) seen.stalledAt = null;
+    seen.lastEventAt = s.lastEventAt;
+    this.#sessions.set(s.id, seen);
+    if (s.online && !seen.follower) this.#follow(s.id, seen);
+    if (announce && prev) {
+      if (prev.state === "running" && s.state === "idle") {
+        // The follower saw the run's last message before the row changed: ingest publishes, then touches.
+        if (seen.failure) this.#emit("run.failed", s.id, { reason: seen.failure });
+        else this.#emit("run.settled", s.id, {});
+      }
+      if (prev.online && !s.online && !seen.said) this.#emit("session.lost", s.id, {});
+    }
+    if (s.state === "running" && seen.state !== "running") seen.failure = null;
+    if (s.online && !seen.online) seen.said = false;
+    seen.state = s.state;
+    seen.online = s.online;
+    if (!s.online && seen.follower) {
+      this.hub.leave(seen.follower);
+      seen.follower = null;
+    }
+  }
+
+  #follow(id: string, seen: Seen): void {
+    const follower = recorder((data) => {
+      // Streaming deltas are most of the traffic: skip parsing frames that cannot hold what is looked for.
+      if (!/"type":"(?:bye|agent_start|message_end)"/.test(data)) return;
+      const frame = JSON.parse(data) as { type: string; events?: Record<string, unknown>[] };
+      if (frame.type !== "events") return;
+      for (const e of frame.events ?? []) {
+        if (e.type === "bye") seen.said = true;
+        if (e.type === "agent_start") seen.failure = null;
+        const m = e.message as Record<string, unknown> | undefined;
+        if (e.type === "message_end" && m?.role === "assistant") {
+          const reason = m.stopReason;
+          if (reason === "error" || reason === "aborted") {
+            seen.failure = typeof m.errorMessage === "string" ? m.errorMessage : `run ${reason}`;
+          }
+        }
+      }
+    });
+    this.hub.join(follower);
+    this.hub.subscribe(follower, id);
+    seen.follower = follower;
+  }
+
+  #forget(id: string): void {
+    const s = this.#sessions.get(id);
+    if (s?.follower) this.hub.leave(s.follower);
+    this.#sessions.delete(id);
+  }
+}
+
+/** A hub subscriber that hands each frame to `onFrame` at once (it never buffers). */
+function recorder(onFrame: (data: string) => void): Subscriber {
+  return {
+    send(data) {
+      try {
+        onFrame(data);
+      } catch (error) {
+        console.error(`lvmh: notification watcher: ${(error as Error).message}`);
+      }
+    },
+    bufferedAmount: () => 0,
+    close() {},
+  };
+}
