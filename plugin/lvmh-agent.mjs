@@ -4046,13 +4046,14 @@ var Delivery = class {
       if (!this.#settle.running && !this.#settle.mayStartRun(Date.now(), idle)) return this.arm();
       this.#queue.shift();
       try {
+        const content = promptContent(p);
         if (this.#settle.running) {
-          this.#pi.sendUserMessage(p.message, {
+          this.#pi.sendUserMessage(content, {
             deliverAs: p.deliverAs
           });
         } else {
           this.#settle.startedFromIdle(Date.now());
-          this.#pi.sendUserMessage(p.message);
+          this.#pi.sendUserMessage(content);
         }
         p.done?.();
       } catch (err) {
@@ -4083,6 +4084,20 @@ var Delivery = class {
     this.#timer = null;
   }
 };
+function promptContent(p) {
+  if (!p.images?.length) return p.message;
+  return [
+    {
+      type: "text",
+      text: p.message
+    },
+    ...p.images.map((i) => ({
+      type: "image",
+      data: String(i.data),
+      mimeType: String(i.mimeType)
+    }))
+  ];
+}
 
 // lib/wire.ts
 var PROTOCOL_VERSION = 1;
@@ -4826,8 +4841,156 @@ var Settle = class {
   }
 };
 
-// plugin/src/repo.ts
+// plugin/src/settings_guard.ts
 import fs2 from "node:fs";
+var GUARD_POLL_MS = 250;
+var GUARD_WAIT_MS = 2e3;
+var SettingsGuard = class {
+  #file;
+  #log;
+  /** The file as it was before the first web switch (null: not read yet; undefined: there was none). */
+  #original = null;
+  /** The model the web switched to: a default equal to it came from pi's write of that switch. */
+  #web = null;
+  #timer = null;
+  constructor(file, log) {
+    this.#file = file;
+    this.#log = log;
+  }
+  /** Call before a web switch: remembers the default in force (only the first time). */
+  before() {
+    if (this.#original !== null) return;
+    const text = this.#read();
+    this.#original = text === null ? void 0 : {
+      text,
+      defaults: defaultsOf(text)
+    };
+  }
+  /**
+   * Call after a web switch to `provider/model`: waits (bounded) for pi's write and undoes it, then keeps
+   * watching.
+   */
+  async after(provider, model) {
+    this.#web = {
+      provider,
+      model
+    };
+    const original = this.#original?.defaults;
+    this.#timer ??= unref(setInterval(() => this.check(), GUARD_POLL_MS));
+    if (original && original.provider === provider && original.model === model) return;
+    const deadline = Date.now() + GUARD_WAIT_MS;
+    while (Date.now() < deadline) {
+      if (this.check() === "restored") return;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+  /** Someone chose a model in the terminal: pi's default is then that person's wish, so stop guarding. */
+  release() {
+    this.stop();
+    this.#original = null;
+    this.#web = null;
+  }
+  /** Stop watching (session end). */
+  stop() {
+    if (this.#timer) clearInterval(this.#timer);
+    this.#timer = null;
+  }
+  /**
+   * Restore the file if pi wrote the web model as its default.
+   * @returns `restored` when it just did, `clean` when the file does not name the web model, `busy` when pi
+   *   holds its lock or the write failed (the next check tries again).
+   */
+  check() {
+    const web = this.#web;
+    const original = this.#original?.defaults;
+    if (!web || this.#original === null) return "clean";
+    if (original && original.provider === web.provider && original.model === web.model) return "clean";
+    const text = this.#read();
+    if (text === null) return "clean";
+    const now = defaultsOf(text);
+    if (now.provider !== web.provider || now.model !== web.model) {
+      return "clean";
+    }
+    return this.#restore(text) ? "restored" : "busy";
+  }
+  #restore(current) {
+    const lock = `${this.#file}.lock`;
+    try {
+      fs2.mkdirSync(lock);
+    } catch {
+      return false;
+    }
+    try {
+      fs2.writeFileSync(this.#file, restored(current, this.#original ?? void 0));
+      return true;
+    } catch (err) {
+      this.#log("cannot restore the default model in settings.json", err);
+      return false;
+    } finally {
+      try {
+        fs2.rmdirSync(lock);
+      } catch {
+      }
+    }
+  }
+  #read() {
+    try {
+      return fs2.readFileSync(this.#file, "utf8");
+    } catch {
+      return null;
+    }
+  }
+};
+function defaultsOf(text) {
+  try {
+    const s = JSON.parse(text);
+    return {
+      provider: s?.defaultProvider,
+      model: s?.defaultModel
+    };
+  } catch {
+    return {
+      provider: void 0,
+      model: void 0
+    };
+  }
+}
+function restored(current, original) {
+  let now;
+  try {
+    now = JSON.parse(current);
+  } catch {
+    return current;
+  }
+  const put = (o, d) => {
+    const out = {
+      ...o
+    };
+    delete out.defaultProvider;
+    delete out.defaultModel;
+    if (d?.provider !== void 0) out.defaultProvider = d.provider;
+    if (d?.model !== void 0) out.defaultModel = d.model;
+    return out;
+  };
+  const next = put(now, original?.defaults);
+  if (original) {
+    try {
+      if (sameJson(next, JSON.parse(original.text))) return original.text;
+    } catch {
+    }
+  }
+  return JSON.stringify(next, null, 2);
+}
+function sameJson(a, b) {
+  const norm = (v) => Array.isArray(v) ? v.map(norm) : v && typeof v === "object" ? Object.fromEntries(Object.keys(v).sort().map((k) => [
+    k,
+    norm(v[k])
+  ])) : v;
+  return JSON.stringify(norm(a)) === JSON.stringify(norm(b));
+}
+
+// plugin/src/repo.ts
+import fs3 from "node:fs";
 import path2 from "node:path";
 function repoFromRemote(url) {
   const m = /^(?:[a-z+]+:\/\/(?:[^@/]+@)?[^/]+\/|[^@/\s]+@[^:/\s]+:)(.+?)(?:\.git)?\/?$/i.exec(url.trim());
@@ -4841,21 +5004,21 @@ function repoFromGit(cwd) {
       const dotGit = path2.join(dir, ".git");
       let stat = null;
       try {
-        stat = fs2.statSync(dotGit);
+        stat = fs3.statSync(dotGit);
       } catch {
       }
       if (stat) {
         let gitDir = dotGit;
         if (stat.isFile()) {
-          const ref = /^gitdir:\s*(.+)$/m.exec(fs2.readFileSync(dotGit, "utf8"));
+          const ref = /^gitdir:\s*(.+)$/m.exec(fs3.readFileSync(dotGit, "utf8"));
           if (!ref) return null;
           gitDir = path2.resolve(dir, ref[1].trim());
           const common = path2.join(gitDir, "commondir");
-          if (fs2.existsSync(common)) {
-            gitDir = path2.resolve(gitDir, fs2.readFileSync(common, "utf8").trim());
+          if (fs3.existsSync(common)) {
+            gitDir = path2.resolve(gitDir, fs3.readFileSync(common, "utf8").trim());
           }
         }
-        const config = fs2.readFileSync(path2.join(gitDir, "config"), "utf8");
+        const config = fs3.readFileSync(path2.join(gitDir, "config"), "utf8");
         const section = /\[remote "origin"\]([^[]*)/.exec(config);
         const url = section && /^\s*url\s*=\s*(.+)$/m.exec(section[1]);
         return url ? repoFromRemote(url[1]) : null;
@@ -4870,10 +5033,42 @@ function repoFromGit(cwd) {
 }
 
 // plugin/src/snapshot.ts
+var MAX_MODELS = 50;
+function modelList(ctx) {
+  const out = [];
+  const seen = /* @__PURE__ */ new Set();
+  const add = (m, hasAuth) => {
+    const provider = field(m?.provider, 200), id = field(m?.id, 200);
+    if (!m || !provider || !id || seen.has(`${provider}/${id}`) || out.length >= MAX_MODELS) return;
+    seen.add(`${provider}/${id}`);
+    let auth = hasAuth;
+    try {
+      auth ??= !!ctx.modelRegistry?.hasConfiguredAuth(m);
+    } catch {
+      auth = false;
+    }
+    const input = Array.isArray(m.input) ? m.input.filter((x) => typeof x === "string").slice(0, 10) : [
+      "text"
+    ];
+    out.push({
+      provider,
+      id,
+      name: field(m.name, 200) ?? id,
+      input,
+      hasAuth: auth
+    });
+  };
+  add(ctx.model);
+  try {
+    for (const m of ctx.modelRegistry?.getAvailable() ?? []) add(m, true);
+  } catch {
+  }
+  return out;
+}
 function field(value, max) {
   return value === void 0 || value === null ? null : String(value).slice(0, max);
 }
-function snapshot(ctx, cfg) {
+function snapshot(ctx, cfg, extras = {}) {
   const sm = ctx.sessionManager;
   const cwd = ctx.cwd ?? sm.getCwd?.() ?? "";
   const started = Date.parse(sm.getHeader?.()?.timestamp ?? "");
@@ -4885,8 +5080,55 @@ function snapshot(ctx, cfg) {
     provider: field(ctx.model?.provider, 200),
     agent: cfg.agent,
     repo: field(cfg.repo ?? repoFromGit(cwd), 500),
-    startedAt: Number.isFinite(started) ? started : Date.now()
+    startedAt: Number.isFinite(started) ? started : Date.now(),
+    models: modelList(ctx),
+    thinkingLevel: field(extras.thinkingLevel, 20),
+    modelSwitch: extras.native ? "next_turn" : "next_run"
   };
+}
+
+// plugin/src/steer.ts
+async function setModel(f, deps, state, done) {
+  const ctx = deps.ctx();
+  const provider = String(f.provider ?? ""), id = String(f.model ?? "");
+  try {
+    if (!ctx) return done("no live pi session");
+    if (typeof deps.pi.setModel !== "function") {
+      return done("this pi cannot switch models");
+    }
+    const model = ctx.modelRegistry?.find(provider, id);
+    if (!model) return done(`unknown model ${provider}/${id}`);
+    deps.guard?.before();
+    state.switching = true;
+    let ok;
+    try {
+      ok = await deps.pi.setModel(model);
+    } finally {
+      state.switching = false;
+    }
+    if (!ok) return done("refused: no API key");
+    await deps.guard?.after(provider, id);
+    if (typeof f.thinking === "string") deps.pi.setThinkingLevel?.(f.thinking);
+    deps.changed();
+    done();
+  } catch (err) {
+    deps.log(`set_model ${provider}/${id} failed`, err);
+    done(String(err?.message ?? err));
+  }
+}
+function setName(f, deps, done) {
+  try {
+    if (!deps.ctx()) return done("no live pi session");
+    if (typeof deps.pi.setSessionName !== "function") {
+      return done("this pi cannot rename sessions");
+    }
+    deps.pi.setSessionName(String(f.name ?? "").slice(0, 200));
+    deps.changed();
+    done();
+  } catch (err) {
+    deps.log("set_name failed", err);
+    done(String(err?.message ?? err));
+  }
 }
 
 // plugin/src/binding.ts
@@ -4923,34 +5165,61 @@ function bind(pi, cfg, log) {
     timeoutMs: cfg.askTimeoutMs,
     log
   });
+  const thinkingLevel = () => {
+    try {
+      return field(pi.getThinkingLevel?.(), 20);
+    } catch {
+      return null;
+    }
+  };
   function checkInfo(ctx, model) {
     if (!link || !ctx) return;
     const name = field(ctx.sessionManager?.getSessionName?.(), 1e3);
     const m = model ?? ctx.model;
     const info = link.info;
     const id = field(m?.id, 200), provider = field(m?.provider, 200);
-    if (name === info.name && id === info.model && provider === info.provider) {
+    const thinking = thinkingLevel();
+    if (name === info.name && id === info.model && provider === info.provider && thinking === (info.thinkingLevel ?? null)) {
       return;
     }
+    const models = id === info.model && provider === info.provider ? info.models : modelList({
+      ...ctx,
+      model: m
+    });
     link.info = {
       ...info,
       name,
       model: id,
-      provider
+      provider,
+      thinkingLevel: thinking,
+      models
     };
     link.emit("session_info", {
       session: link.info
-    });
+    }, 300 + JSON.stringify(models ?? []).length);
   }
+  const settingsGuard = native ? null : g.settingsGuard ??= new SettingsGuard(cfg.settingsFile, log);
+  const switchState = {
+    switching: false
+  };
+  const steerDeps = {
+    pi,
+    ctx: () => link ? ctxRef : null,
+    guard: settingsGuard,
+    changed: () => checkInfo(ctxRef),
+    log
+  };
   const binding = {
     command(f) {
       const answer = (error) => link?.commandResult(f, error);
       if (f.type === "prompt" && typeof f.message === "string") {
         const deliverAs = f.deliverAs === "followUp" ? "followUp" : "steer";
+        const images = Array.isArray(f.images) ? f.images : void 0;
         try {
           delivery.deliver({
             promptId: f.promptId,
             message: f.message,
+            images,
             deliverAs,
             done: answer
           });
@@ -4958,6 +5227,10 @@ function bind(pi, cfg, log) {
           log(`prompt ${f.promptId} failed`, err);
           answer(String(err?.message ?? err));
         }
+      } else if (f.type === "set_model") {
+        void setModel(f, steerDeps, switchState, answer);
+      } else if (f.type === "set_name") {
+        setName(f, steerDeps, answer);
       } else if (f.type === "approval_decision") {
         approvals.decide(f);
       } else if (f.type === "abort") {
@@ -4969,14 +5242,19 @@ function bind(pi, cfg, log) {
           log("abort failed", err);
           answer(String(err?.message ?? err));
         }
-      } else if (f.commandId) answer(`unknown command ${JSON.stringify(String(f.type)).slice(0, 100)}`);
+      } else if (f.commandId) {
+        answer(`unknown command ${JSON.stringify(String(f.type)).slice(0, 100)}`);
+      }
     },
     welcomed() {
       approvals.resendAll();
     }
   };
   on("session_start", (_e, ctx) => {
-    const info = snapshot(ctx, cfg);
+    const info = snapshot(ctx, cfg, {
+      thinkingLevel: thinkingLevel(),
+      native
+    });
     if (link?.sessionId === info.id) return checkInfo(ctx);
     link = g.links.get(info.id) ?? null;
     if (!link || link.closed) {
@@ -5137,7 +5415,10 @@ function bind(pi, cfg, log) {
       reason: "lvmh-agent could not ask for approval"
     };
   }));
-  on("model_select", (e, ctx) => checkInfo(ctx, e.model));
+  on("model_select", (e, ctx) => {
+    if (!switchState.switching && e.source !== "restore") settingsGuard?.release();
+    checkInfo(ctx, e.model);
+  });
   for (const name of [
     "input",
     "turn_end",
@@ -5169,6 +5450,7 @@ function readConfig(options) {
     repo: options.repo ?? (env.LVMH_REPO || null),
     stateDir: options.stateDir ?? (env.LVMH_STATE_DIR || path3.join(home, ".pi", "lvmh-agent")),
     logFile: options.logFile ?? path3.join(home, ".pi", "lvmh-agent.log"),
+    settingsFile: path3.join((env.PI_CODING_AGENT_DIR || "").replace(/^~(?=$|\/)/, home) || path3.join(home, ".pi", "agent"), "settings.json"),
     ask: parseAsk(env.LVMH_ASK),
     askTimeoutMs: Number.isFinite(timeout) && timeout > 0 ? timeout * 1e3 : 0,
     heartbeat: options.heartbeat
@@ -5179,13 +5461,13 @@ function disabled(cfg, options) {
 }
 
 // plugin/src/housekeeping.ts
-import fs3 from "node:fs";
+import fs4 from "node:fs";
 import path4 from "node:path";
 function housekeeping(cfg) {
   const g = globalState();
   if (g.housekept) return;
   g.housekept = true;
-  const p = fs3.promises;
+  const p = fs4.promises;
   p.stat(cfg.logFile).then((st) => st.size > LOG_MAX_BYTES ? p.rename(cfg.logFile, `${cfg.logFile}.1`) : void 0).catch(() => {
   });
   const dir = path4.join(cfg.stateDir, "seq");
@@ -5198,7 +5480,7 @@ function housekeeping(cfg) {
 }
 
 // plugin/src/log.ts
-import fs4 from "node:fs";
+import fs5 from "node:fs";
 import path5 from "node:path";
 import process4 from "node:process";
 function makeLogger(file, secret) {
@@ -5212,9 +5494,9 @@ function makeLogger(file, secret) {
     timer = null;
     const data = lines.join("");
     lines = [];
-    fs4.promises.mkdir(path5.dirname(file), {
+    fs5.promises.mkdir(path5.dirname(file), {
       recursive: true
-    }).then(() => fs4.promises.appendFile(file, data, {
+    }).then(() => fs5.promises.appendFile(file, data, {
       mode: 384
     })).catch(() => {
     });
@@ -5236,10 +5518,10 @@ function makeLogger(file, secret) {
       if (timer) clearTimeout(timer);
       timer = null;
       if (!lines.length) return;
-      fs4.mkdirSync(path5.dirname(file), {
+      fs5.mkdirSync(path5.dirname(file), {
         recursive: true
       });
-      fs4.appendFileSync(file, lines.join(""), {
+      fs5.appendFileSync(file, lines.join(""), {
         mode: 384
       });
       lines = [];

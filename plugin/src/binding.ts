@@ -12,7 +12,9 @@ import { mapRole, resultText, safeArgs, toMessage } from "./mapping.ts";
 import type { PiApi, PiContext, PiEvent } from "./pi_types.ts";
 import { globalState, unref } from "./runtime.ts";
 import { Settle } from "./settle.ts";
-import { field, snapshot } from "./snapshot.ts";
+import { SettingsGuard } from "./settings_guard.ts";
+import { field, modelList, snapshot } from "./snapshot.ts";
+import { setModel, setName, type SwitchState } from "./steer.ts";
 
 interface ToolUpdate {
   last: number;
@@ -62,18 +64,54 @@ export function bind(pi: PiApi, cfg: Config, log: Logger): void {
     log,
   });
 
+  const thinkingLevel = () => {
+    try {
+      return field(pi.getThinkingLevel?.(), 20);
+    } catch {
+      return null;
+    }
+  };
   function checkInfo(ctx: PiContext | null, model?: PiContext["model"]) {
     if (!link || !ctx) return;
     const name = field(ctx.sessionManager?.getSessionName?.(), 1000);
     const m = model ?? ctx.model;
     const info = link.info;
     const id = field(m?.id, 200), provider = field(m?.provider, 200);
-    if (name === info.name && id === info.model && provider === info.provider) {
+    const thinking = thinkingLevel();
+    if (
+      name === info.name && id === info.model && provider === info.provider &&
+      thinking === (info.thinkingLevel ?? null)
+    ) {
       return;
     }
-    link.info = { ...info, name, model: id, provider };
-    link.emit("session_info", { session: link.info });
+    const models = id === info.model && provider === info.provider
+      ? info.models
+      : modelList({ ...ctx, model: m });
+    link.info = {
+      ...info,
+      name,
+      model: id,
+      provider,
+      thinkingLevel: thinking,
+      models,
+    };
+    link.emit(
+      "session_info",
+      { session: link.info },
+      300 + JSON.stringify(models ?? []).length,
+    );
   }
+
+  // pi 0.73.1's setModel rewrites the global default model: one guard per process undoes that.
+  const settingsGuard = native ? null : (g.settingsGuard ??= new SettingsGuard(cfg.settingsFile, log));
+  const switchState: SwitchState = { switching: false };
+  const steerDeps = {
+    pi,
+    ctx: () => (link ? ctxRef : null),
+    guard: settingsGuard,
+    changed: () => checkInfo(ctxRef),
+    log,
+  };
 
   const binding = {
     command(f: DaemonFrame) {
@@ -81,12 +119,23 @@ export function bind(pi: PiApi, cfg: Config, log: Logger): void {
       const answer = (error?: string) => link?.commandResult(f, error);
       if (f.type === "prompt" && typeof f.message === "string") {
         const deliverAs = f.deliverAs === "followUp" ? "followUp" : "steer";
+        const images = Array.isArray(f.images) ? f.images : undefined;
         try {
-          delivery.deliver({ promptId: f.promptId, message: f.message, deliverAs, done: answer });
+          delivery.deliver({
+            promptId: f.promptId,
+            message: f.message,
+            images,
+            deliverAs,
+            done: answer,
+          });
         } catch (err) {
           log(`prompt ${f.promptId} failed`, err);
           answer(String((err as Error)?.message ?? err));
         }
+      } else if (f.type === "set_model") {
+        void setModel(f, steerDeps, switchState, answer);
+      } else if (f.type === "set_name") {
+        setName(f, steerDeps, answer);
       } else if (f.type === "approval_decision") {
         approvals.decide(f);
       } else if (f.type === "abort") {
@@ -98,7 +147,11 @@ export function bind(pi: PiApi, cfg: Config, log: Logger): void {
           log("abort failed", err);
           answer(String((err as Error)?.message ?? err));
         }
-      } else if (f.commandId) answer(`unknown command ${JSON.stringify(String(f.type)).slice(0, 100)}`);
+      } else if (f.commandId) {
+        answer(
+          `unknown command ${JSON.stringify(String(f.type)).slice(0, 100)}`,
+        );
+      }
     },
     welcomed() {
       approvals.resendAll();
@@ -106,7 +159,7 @@ export function bind(pi: PiApi, cfg: Config, log: Logger): void {
   };
 
   on("session_start", (_e, ctx) => {
-    const info = snapshot(ctx, cfg);
+    const info = snapshot(ctx, cfg, { thinkingLevel: thinkingLevel(), native });
     if (link?.sessionId === info.id) return checkInfo(ctx);
     link = g.links.get(info.id) ?? null;
     if (!link || link.closed) {
@@ -244,7 +297,11 @@ export function bind(pi: PiApi, cfg: Config, log: Logger): void {
       log("approval failed", err);
       return { block: true, reason: "lvmh-agent could not ask for approval" };
     }));
-  on("model_select", (e, ctx) => checkInfo(ctx, e.model));
+  on("model_select", (e, ctx) => {
+    // A model chosen in the terminal is that person's new default (pi's own behaviour): stop guarding.
+    if (!switchState.switching && e.source !== "restore") settingsGuard?.release();
+    checkInfo(ctx, e.model);
+  });
   for (
     const name of [
       "input",

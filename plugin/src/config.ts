@@ -33,6 +33,8 @@ export interface Config {
   askTimeoutMs: number;
   /** Heartbeat timings, when not the defaults. */
   heartbeat?: { pingMs: number; deadMs: number };
+  /** pi's global settings.json (PI_CODING_AGENT_DIR, else ~/.pi/agent), guarded after a web model switch. */
+  settingsFile: string;
 }
 
 /** `all`, or the comma list's names; empty or unset = none. */
@@ -55,6 +57,11 @@ export function readConfig(options: AgentOptions): Config {
     stateDir: options.stateDir ??
       (env.LVMH_STATE_DIR || path.join(home, ".pi", "lvmh-agent")),
     logFile: options.logFile ?? path.join(home, ".pi", "lvmh-agent.log"),
+    settingsFile: path.join(
+      (env.PI_CODING_AGENT_DIR || "").replace(/^~(?=$|\/)/, home) ||
+        path.join(home, ".pi", "agent"),
+      "settings.json",
+    ),
     ask: parseAsk(env.LVMH_ASK),
     askTimeoutMs: Number.isFinite(timeout) && timeout > 0 ? timeout * 1000 : 0,
     heartbeat: options.heartbeat,

@@ -4,7 +4,7 @@
  */
 import { POLL_MS } from "./constants.ts";
 import type { Logger } from "./log.ts";
-import type { PiApi, PiContext } from "./pi_types.ts";
+import type { PiApi, PiContent, PiContext } from "./pi_types.ts";
 import { unref } from "./runtime.ts";
 import type { Settle } from "./settle.ts";
 
@@ -12,6 +12,8 @@ import type { Settle } from "./settle.ts";
 export interface Prompt {
   promptId?: string;
   message: string;
+  /** Images sent with the text (checked by the daemon), as pi's `{type: "image", data, mimeType}` parts. */
+  images?: { mimeType: string; data: string }[];
   deliverAs: "steer" | "followUp";
   /** Told once pi took the prompt (or refused it). */
   done?: (error?: string) => void;
@@ -69,11 +71,12 @@ export class Delivery {
       ) return this.arm();
       this.#queue.shift(); // first: a prompt pi refuses must not block the ones behind it
       try {
+        const content = promptContent(p);
         if (this.#settle.running) {
-          this.#pi.sendUserMessage(p.message, { deliverAs: p.deliverAs });
+          this.#pi.sendUserMessage(content, { deliverAs: p.deliverAs });
         } else {
           this.#settle.startedFromIdle(Date.now());
-          this.#pi.sendUserMessage(p.message);
+          this.#pi.sendUserMessage(content);
         }
         p.done?.();
       } catch (err) {
@@ -105,4 +108,17 @@ export class Delivery {
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = null;
   }
+}
+
+/** A prompt as pi's `sendUserMessage` takes it: the text alone, or text and image parts. */
+function promptContent(p: Prompt): string | PiContent[] {
+  if (!p.images?.length) return p.message;
+  return [
+    { type: "text", text: p.message },
+    ...p.images.map((i) => ({
+      type: "image" as const,
+      data: String(i.data),
+      mimeType: String(i.mimeType),
+    })),
+  ];
 }

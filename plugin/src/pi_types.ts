@@ -3,10 +3,33 @@
  * imports nothing from pi, so one file loads in both).
  */
 
+/** A model of pi's registry (pi-ai's `Model`, the fields the plugin reads). */
+export interface PiModel {
+  id?: string;
+  provider?: string;
+  name?: string;
+  input?: string[];
+}
+
+/** pi's model registry (`ctx.modelRegistry`, the same methods on 0.73.1 and 1.6.0). */
+export interface PiModelRegistry {
+  getAvailable(): PiModel[];
+  find(provider: string, modelId: string): PiModel | undefined;
+  hasConfiguredAuth(model: PiModel): boolean;
+}
+
+/** A part of a user message (`ImageContent` is base64 `data` with its `mimeType`). */
+export type PiContent = { type: "text"; text: string } | {
+  type: "image";
+  data: string;
+  mimeType: string;
+};
+
 /** pi's `ctx` as handlers receive it. */
 export interface PiContext {
   cwd?: string;
-  model?: { id?: string; provider?: string } | null;
+  model?: PiModel | null;
+  modelRegistry?: PiModelRegistry;
   sessionManager: {
     getSessionId(): string;
     getSessionName?(): string | undefined;
@@ -40,7 +63,12 @@ export interface PiApi {
   /** pi 1.6.0 returns an unsubscribe function, 0.73.1 nothing: that tells the two apart. */
   on(name: string, handler: PiHandler): unknown;
   sendUserMessage(
-    message: string,
+    message: string | PiContent[],
     options?: { deliverAs?: "steer" | "followUp" },
   ): void;
+  /** Resolves false when the model has no API key. 0.73.1 also makes it the global default (settings.json). */
+  setModel?(model: PiModel): Promise<boolean>;
+  getThinkingLevel?(): string;
+  setThinkingLevel?(level: string): void;
+  setSessionName?(name: string): void;
 }

@@ -4,6 +4,7 @@
  */
 import type { Link } from "./link.ts";
 import type { Logger } from "./log.ts";
+import type { SettingsGuard } from "./settings_guard.ts";
 
 /** A WebSocket constructor as the plugin uses it: the platform's, a host's, or the bundled `ws`. */
 export type WebSocketCtor = new (
@@ -28,6 +29,8 @@ export interface GlobalState {
   ctor: Promise<WebSocketCtor> | null;
   loggers: Map<string, Logger>;
   housekept?: boolean;
+  /** pi 0.73.1: keeps settings.json's default model through web switches (one per process). */
+  settingsGuard?: SettingsGuard;
 }
 
 const STATE = Symbol.for("lvmh-agent.state");

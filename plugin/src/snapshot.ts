@@ -2,7 +2,7 @@
  * The session snapshot sent in `hello` and `session_info`, read from pi's ctx.
  */
 import type { Config } from "./config.ts";
-import type { PiContext } from "./pi_types.ts";
+import type { PiContext, PiModel } from "./pi_types.ts";
 import { repoFromGit } from "./repo.ts";
 
 /** The protocol's session snapshot. */
@@ -15,6 +15,56 @@ export interface SessionInfo {
   agent: boolean;
   repo: string | null;
   startedAt: number;
+  models?: ModelEntry[];
+  thinkingLevel?: string | null;
+  modelSwitch?: "next_run" | "next_turn";
+}
+
+/** A model the session may switch to, as the protocol lists it. */
+export interface ModelEntry {
+  provider: string;
+  id: string;
+  name: string;
+  input: string[];
+  hasAuth: boolean;
+}
+
+/** Most models a snapshot lists (the daemon takes 200): a session_list carries every snapshot. */
+export const MAX_MODELS = 50;
+
+/** The models pi can use now (those with auth, the current one first), from ctx.modelRegistry; never throws. */
+export function modelList(ctx: PiContext): ModelEntry[] {
+  const out: ModelEntry[] = [];
+  const seen = new Set<string>();
+  const add = (m: PiModel | null | undefined, hasAuth?: boolean) => {
+    const provider = field(m?.provider, 200), id = field(m?.id, 200);
+    if (
+      !m || !provider || !id || seen.has(`${provider}/${id}`) ||
+      out.length >= MAX_MODELS
+    ) return;
+    seen.add(`${provider}/${id}`);
+    let auth = hasAuth;
+    try {
+      auth ??= !!ctx.modelRegistry?.hasConfiguredAuth(m);
+    } catch {
+      auth = false;
+    }
+    const input = Array.isArray(m.input)
+      ? m.input.filter((x) => typeof x === "string").slice(0, 10)
+      : ["text"];
+    out.push({
+      provider,
+      id,
+      name: field(m.name, 200) ?? id,
+      input,
+      hasAuth: auth,
+    });
+  };
+  add(ctx.model);
+  try {
+    for (const m of ctx.modelRegistry?.getAvailable() ?? []) add(m, true);
+  } catch { /* an older pi without a registry: only the current model */ }
+  return out;
 }
 
 /** A string field cut to the daemon's bound (a hello it rejects would be retried forever), or null. */
@@ -22,8 +72,19 @@ export function field(value: unknown, max: number): string | null {
   return value === undefined || value === null ? null : String(value).slice(0, max);
 }
 
+/** What the snapshot reads from `pi` rather than ctx. */
+export interface SnapshotExtras {
+  thinkingLevel?: string | null;
+  /** pi 1.6.0 (native agent_settled) applies a switch from the next turn, 0.73.1 from the next run. */
+  native?: boolean;
+}
+
 /** The `hello` session snapshot, from pi's ctx. */
-export function snapshot(ctx: PiContext, cfg: Config): SessionInfo {
+export function snapshot(
+  ctx: PiContext,
+  cfg: Config,
+  extras: SnapshotExtras = {},
+): SessionInfo {
   const sm = ctx.sessionManager;
   const cwd = ctx.cwd ?? sm.getCwd?.() ?? "";
   const started = Date.parse(sm.getHeader?.()?.timestamp ?? "");
@@ -36,5 +97,8 @@ export function snapshot(ctx: PiContext, cfg: Config): SessionInfo {
     agent: cfg.agent,
     repo: field(cfg.repo ?? repoFromGit(cwd), 500),
     startedAt: Number.isFinite(started) ? started : Date.now(),
+    models: modelList(ctx),
+    thinkingLevel: field(extras.thinkingLevel, 20),
+    modelSwitch: extras.native ? "next_turn" : "next_run",
   };
 }
