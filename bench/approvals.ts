@@ -3,6 +3,11 @@
  * browser ("the card"), and from the person's POST to the `approval_decision` at the plugin ("the tool starts"),
  * through a real daemon process on loopback. Goal: p99 < 50 ms each. The reference is a plain event's trip to
  * the same browser in the same run (what the approval path adds on top of ingest and fan-out).
+ *
+ * The scripted plugin is Deno's WebSocket client, which leaves Nagle's algorithm on (the real plugin's Node
+ * sockets set TCP_NODELAY): a second small frame written before the daemon ACKed the first waits for the daemon's
+ * delayed ACK, ~40 ms. So each phase starts once the daemon's `ack` for the previous one came back, and the
+ * plugin's answer (`approval_resolved` and the tool start) goes out as one `batch` frame.
  */
 import { startDaemon } from "../tests/_daemon.ts";
 import { connectAgent, connectBrowser, type Frame } from "../tests/_agent_client.ts";
@@ -26,6 +31,14 @@ await using d = await startDaemon({ env: { LVMH_ASK: "bash" } });
 const plugin = await connectAgent(d, { sessionId: "bench-approvals" });
 const browser = await connectBrowser(d.browserUrl);
 browser.send({ type: "subscribe", sessionId: "bench-approvals", after: 0 });
+let nextSeq = (plugin.welcome.lastSeq as number) + 1;
+/** Send events in one `batch` frame; returns the last seq. */
+function sendBatch(events: [string, Record<string, unknown>][]): number {
+  const base = { v: 1, sessionId: plugin.sessionId, ts: Date.now() };
+  const framed = events.map(([type, payload]) => ({ ...base, seq: nextSeq++, type, ...payload }));
+  plugin.socket.send(JSON.stringify({ ...base, seq: 0, type: "batch", events: framed }));
+  return nextSeq - 1;
+}
 const toCard: number[] = [];
 const toTool: number[] = [];
 const plain: number[] = [];
@@ -34,18 +47,19 @@ try {
     const id = `bench-${i}`;
     const seen = browser.frames.length;
     let t0 = performance.now();
-    plugin.send("approval_request", {
+    const asked = sendBatch([["approval_request", {
       approvalId: id,
       toolCallId: `c${i}`,
       toolName: "bash",
-      args: { command: "ls" },
-    });
+      args: {},
+    }]]);
     await until(() =>
       browser.frames.slice(seen).find((f: Frame) =>
         f.type === "approvals" && (f.pending as { id: string }[]).some((p) => p.id === id)
       )
     );
     toCard.push(performance.now() - t0);
+    await plugin.waitFrame((f) => f.type === "ack" && (f.lastSeq as number) >= asked, "ack");
 
     const decided = plugin.frames.length;
     t0 = performance.now();
@@ -58,17 +72,20 @@ try {
     );
     toTool.push(performance.now() - t0);
     await (await res).body?.cancel();
-    plugin.send("approval_resolved", { approvalId: id, decision: "approve", by: "bootstrap", source: "web" });
 
     const before = browser.frames.length;
     t0 = performance.now();
-    const seq = plugin.send("tool_execution_start", { toolCallId: `c${i}`, toolName: "bash", args: {} });
+    const seq = sendBatch([
+      ["approval_resolved", { approvalId: id, decision: "approve", by: "bootstrap", source: "web" }],
+      ["tool_execution_start", { toolCallId: `c${i}`, toolName: "bash", args: {} }],
+    ]);
     await until(() =>
       browser.frames.slice(before).find((f) =>
         f.type === "events" && (f.events as { seq: number }[]).some((e) => e.seq === seq)
       )
     );
     plain.push(performance.now() - t0);
+    await plugin.waitFrame((f) => f.type === "ack" && (f.lastSeq as number) >= seq, "ack");
   }
 } finally {
   await browser.close();
