@@ -6,6 +6,7 @@
 import { useState } from "preact/hooks";
 import type { ApprovalDecision, ApprovalState } from "../lib/protocol.ts";
 import type { ApprovalView } from "../lib/ui/approval_view.ts";
+import { useCan } from "../lib/ui/roles.ts";
 import { ApprovalArgs } from "./ApprovalArgs.tsx";
 
 interface Props {
@@ -31,9 +32,11 @@ export function ApprovalCard({ approval: a, onDecide }: Props) {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const pending = a.state === "pending";
+  // A viewer sees the request but no buttons (the daemon would answer 403).
+  const mayDecide = useCan("approve");
 
   async function decide(decision: ApprovalDecision) {
-    if (busy || !pending) return;
+    if (busy || !pending || !mayDecide) return;
     setBusy(true);
     setError(await onDecide(a.id, decision, reason.trim() || undefined));
     setBusy(false);
@@ -64,8 +67,9 @@ export function ApprovalCard({ approval: a, onDecide }: Props) {
         <span class={`chip ${pending ? "awaiting" : a.state}`}>{STATE_TEXT[a.state]}</span>
       </header>
       <ApprovalArgs toolName={a.toolName} args={a.args} />
+      {pending && !mayDecide && <p class="muted small approval-readonly">An operator can answer this.</p>}
       {pending
-        ? (
+        ? mayDecide && (
           <div class="approval-actions">
             <input
               type="text"

@@ -1,15 +1,28 @@
-/** The bar on top of every signed-in page (server-rendered): home link, what is shown, and the live controls. */
+/**
+ * The bar on top of every signed-in page (server-rendered): home link, what is shown, who is signed in with
+ * which role (and the admin pages for admins), and the live controls.
+ */
 import type { ComponentChildren } from "preact";
 import { Island } from "../lib/render.tsx";
+import { can, type Me } from "../lib/ui/roles.ts";
 import TopBarControls from "../islands/TopBarControls.tsx";
 
-export function TopBar({ children }: { children?: ComponentChildren }) {
+export function TopBar({ children, me }: { children?: ComponentChildren; me?: Me | null }) {
   return (
     <header class="topbar">
       <a class="brand" href="/">
         <span class="logo" aria-hidden="true">◉</span> lvmh
       </a>
       <nav class="crumbs" aria-label="Breadcrumb">{children}</nav>
+      {me && (
+        <nav class="me" aria-label="Signed in">
+          {can(me, "audit") && <a href="/audit" class="small">Audit</a>}
+          {can(me, "tokens") && <a href="/tokens" class="small">Tokens</a>}
+          <span class="whoami small" data-me={me.name} data-role={me.role} title="signed in as">
+            {me.name} <span class={`chip role-${me.role}`}>{me.role}</span>
+          </span>
+        </nav>
+      )}
       <Island name="TopBarControls" component={TopBarControls} props={{}} />
     </header>
   );

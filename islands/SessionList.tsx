@@ -1,7 +1,9 @@
 /**
  * The sessions page: every session, live through the page's connection (a `session_list` replaces the
- * directory, `session_update` frames patch it), filtered by text and by online state, most recent activity
- * first. Only the first `PAGE_ROWS` matches are rendered (more on request), so 3,000 sessions stay fast.
+ * directory, `session_update` frames patch it), filtered by text and by online state, grouped as needs you /
+ * running / idle / offline and most recent activity first within a group. Only the first `PAGE_ROWS` matches
+ * are rendered (more on request), so 3,000 sessions stay fast. Each row says what its session does now
+ * (`lib/ui/glance.ts`), live for the online rows on screen.
  */
 import { useEffect, useMemo, useState } from "preact/hooks";
 import type { SessionSummary } from "../lib/protocol.ts";
@@ -11,24 +13,40 @@ import { notifySettled } from "../lib/ui/notify.ts";
 import { useClock } from "../lib/ui/use_clock.ts";
 import { EMPTY_DIRECTORY } from "../lib/ui/session_directory.ts";
 import { useLive } from "../lib/ui/use_live.ts";
+import { type Glance, GROUP_LABEL, groupOf, sortByGroup } from "../lib/ui/glance.ts";
+import { useGlances } from "../lib/ui/use_glances.ts";
 
 interface Props {
   sessions: SessionSummary[];
   now: number;
+  /** Server-rendered glances of the first rows, by session id. */
+  glances?: Record<string, Glance>;
 }
 
 /** Rows rendered per page of matches. */
-const PAGE_ROWS = 100;
+export const PAGE_ROWS = 100;
 
-/** Sessions matching `query` (name, id, cwd, repo, model) and the online filter, latest activity first. */
-function visible(sessions: Iterable<SessionSummary>, query: string, onlineOnly: boolean): SessionSummary[] {
+/**
+ * Sessions matching `query` (name, first prompt, id, cwd, repo, model) and the online filter, by group and
+ * latest activity first.
+ */
+function visible(
+  sessions: Iterable<SessionSummary>,
+  query: string,
+  onlineOnly: boolean,
+  glances: Record<string, Glance>,
+): SessionSummary[] {
   const q = query.trim().toLowerCase();
-  return [...sessions]
-    .filter((s) => !onlineOnly || s.online)
-    .filter((s) => !q || [s.name, s.id, s.cwd, s.repo, s.model].some((f) => f?.toLowerCase().includes(q)))
-    .sort((a, b) =>
-      (b.lastEventAt ?? b.startedAt) - (a.lastEventAt ?? a.startedAt) || a.id.localeCompare(b.id)
-    );
+  return sortByGroup(
+    [...sessions]
+      .filter((s) => !onlineOnly || s.online)
+      .filter((s) =>
+        !q ||
+        [s.name, glances[s.id]?.firstPrompt, s.id, s.cwd, s.repo, s.model].some((f) =>
+          f?.toLowerCase().includes(q)
+        )
+      ),
+  );
 }
 
 export default function SessionList(props: Props) {
@@ -73,8 +91,17 @@ export default function SessionList(props: Props) {
     document.title = `${runningCount ? `(${runningCount} running) ` : ""}Sessions · lvmh`;
   }, [runningCount]);
 
-  const matches = useMemo(() => visible(sessions, query, onlineOnly), [sessions, query, onlineOnly]);
+  const [glanceSeen, setGlanceSeen] = useState<Record<string, Glance>>(props.glances ?? {});
+  const matches = useMemo(() => visible(sessions, query, onlineOnly, glanceSeen), [
+    sessions,
+    query,
+    onlineOnly,
+    glanceSeen,
+  ]);
   const shown = matches.length > limit ? matches.slice(0, limit) : matches;
+  const glances = useGlances(props.glances ?? {}, shown);
+  // The filter searches first prompts learnt live too (kept apart so typing does not re-follow sessions).
+  useEffect(() => setGlanceSeen(glances), [glances]);
   const onlineCount = useMemo(() => sessions.filter((s) => s.online).length, [sessions]);
   const waitingCount = useMemo(() => sessions.filter((s) => s.waiting > 0).length, [sessions]);
 
@@ -106,7 +133,20 @@ export default function SessionList(props: Props) {
       {shown.length > 0
         ? (
           <>
-            <ul class="session-list">{shown.map((s) => <SessionRow key={s.id} s={s} now={now} />)}</ul>
+            <ul class="session-list">
+              {shown.map((s, i) => {
+                const group = groupOf(s);
+                const head = i === 0 || groupOf(shown[i - 1]) !== group;
+                return [
+                  head && (
+                    <li key={`group-${group}`} class="group-head" data-group-head={group} aria-hidden="true">
+                      {GROUP_LABEL[group]}
+                    </li>
+                  ),
+                  <SessionRow key={s.id} s={s} now={now} glance={glances[s.id]} />,
+                ];
+              })}
+            </ul>
             {matches.length > shown.length && (
               <button
                 type="button"

@@ -3,12 +3,14 @@
  * deltas, older history on scroll, the side panels, and the composer. Each concern is a hook in `lib/ui/`:
  * the summary row, the conversation, the scroll pin, notifications, and the actions.
  */
-import { useEffect, useMemo, useRef } from "preact/hooks";
+import { Fragment } from "preact";
+import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import type { SessionSummary } from "../lib/protocol.ts";
 import { ApprovalCard } from "../components/ApprovalCard.tsx";
 import { AskSetControl } from "../components/AskSetControl.tsx";
 import { Composer } from "../components/Composer.tsx";
 import { MessageItem, StreamingMessage } from "../components/Messages.tsx";
+import { SinceCard } from "../components/SinceCard.tsx";
 import { SessionFacts, SubagentPanel, TodoPanel, UsagePanel } from "../components/SidePanels.tsx";
 import { streamingText, streamingThinking } from "../lib/ui/conversation.ts";
 import { deriveSubagents, deriveTodos } from "../lib/ui/derive.ts";
@@ -21,6 +23,9 @@ import { useScrollPin, useWhenVisible } from "../lib/ui/use_scroll_pin.ts";
 import { sessionActions } from "../lib/ui/use_session_actions.ts";
 import { useSessionSummary } from "../lib/ui/use_session_summary.ts";
 import { useWatch } from "../lib/ui/use_watch.ts";
+import { sessionTitle } from "../lib/ui/glance.ts";
+import { readLastSeen, summariseSince, writeLastSeen } from "../lib/ui/last_seen.ts";
+import { can, type Me, MeContext } from "../lib/ui/roles.ts";
 
 interface Props {
   session: SessionSummary;
@@ -28,19 +33,47 @@ interface Props {
   events: UiEvent[];
   hasOlder: boolean;
   now: number;
+  /** Who is signed in: what the role may not do is not offered. */
+  me?: Me | null;
+  /** The first line of the session's first prompt, for the title while pi has no name for it. */
+  firstPrompt?: string | null;
 }
 
 export default function SessionView(props: Props) {
   const id = props.session.id;
   const now = useClock(props.now);
   const { session, deleted, patch } = useSessionSummary(props.session);
-  const title = session.name || id;
+  const me = props.me ?? null;
+  const firstUser = useMemo(() => props.firstPrompt ?? null, [props.firstPrompt]);
   const { conv, hasOlder, loadingOlder, loadOlder } = useConversation(
     id,
     props.events,
     props.hasOlder,
-    title,
+    sessionTitle(session, firstUser),
   );
+  // The first prompt, once one arrives live (a new session's title follows its first prompt).
+  const livePrompt = useMemo(() => {
+    if (firstUser || conv.firstSeq > 1) return firstUser;
+    const u = conv.items.find((i) => i.kind === "user");
+    return u && u.kind === "user"
+      ? u.text.split("\n").map((l) => l.trim()).find(Boolean)?.slice(0, 60) ?? null
+      : null;
+  }, [firstUser, conv.items, conv.firstSeq]);
+  const title = sessionTitle(session, livePrompt);
+  // Where this browser stopped reading last time: read once after hydration (the server cannot know it).
+  const [seenAt, setSeenAt] = useState<number | null>(null);
+  useEffect(() => {
+    const seen = readLastSeen(id);
+    if (seen !== null && seen < conv.lastSeq) setSeenAt(seen);
+  }, [id]);
+  useEffect(() => {
+    if (conv.lastSeq > 0) writeLastSeen(id, conv.lastSeq);
+  }, [id, conv.lastSeq]);
+  const since = useMemo(() => seenAt === null ? null : summariseSince(conv.events, seenAt), [
+    seenAt,
+    conv.events,
+  ]);
+  const dividerAt = seenAt === null ? -1 : conv.items.findIndex((i) => i.seq > seenAt);
   const pin = useScrollPin(conv);
   const top = useRef<HTMLDivElement>(null);
   useWhenVisible(top, hasOlder, () => void loadOlder(pin.keepPlace), [loadingOlder]);
@@ -48,7 +81,7 @@ export default function SessionView(props: Props) {
   const actions = useMemo(() => sessionActions(id, patch), [id]);
   const { views, decide } = useApprovals(id, conv);
   const pending = useMemo(() => [...views.values()].filter((a) => a.state === "pending"), [views]);
-  useApprovalKeys(pending, decide);
+  useApprovalKeys(can(me, "approve") ? pending : [], decide);
   // Approvals whose call is in no message held (older history, or asked before its message arrived).
   const loose = useMemo(
     () =>
@@ -72,7 +105,7 @@ export default function SessionView(props: Props) {
   }, [running, session.online, title]);
 
   return (
-    <>
+    <MeContext.Provider value={me}>
       <div class="session-page">
         <aside class="side">
           <h1 class="session-name wrap">{title}</h1>
@@ -94,8 +127,21 @@ export default function SessionView(props: Props) {
             </button>
           </div>
           <SessionFacts s={session} now={now} />
-          <AskSetControl ask={session.ask ?? []} onSave={actions.setAsk} />
-          {!session.online && !deleted && (
+          {can(me, "policy")
+            ? <AskSetControl ask={session.ask ?? []} onSave={actions.setAsk} />
+            : (
+              <section class="panel ask-set" aria-label="Approvals">
+                <h2>Ask before</h2>
+                <p class="small muted">
+                  {session.ask === "all"
+                    ? "every tool"
+                    : (session.ask ?? []).length
+                    ? (session.ask as string[]).join(", ")
+                    : "no tool"}
+                </p>
+              </section>
+            )}
+          {!session.online && !deleted && can(me, "delete") && (
             <button
               type="button"
               class="ghost small delete-session"
@@ -124,18 +170,21 @@ export default function SessionView(props: Props) {
               )
               : <span class="muted small">Beginning of the session</span>}
           </div>
-          {conv.items.map((item) => (
-            <MessageItem
-              key={item.key}
-              item={item}
-              calls={item.kind === "assistant"
-                ? item.toolCalls.map((t) => conv.tools[t]).filter(Boolean)
-                : []}
-              approvals={item.kind === "assistant"
-                ? item.toolCalls.map((t) => views.get(conv.tools[t]?.approvalId ?? "") ?? null)
-                : []}
-              onDecide={decide}
-            />
+          {since && dividerAt === -1 && since.events > 0 && <SinceCard since={since} />}
+          {conv.items.map((item, i) => (
+            <Fragment key={item.key}>
+              {since && i === dividerAt && <SinceCard since={since} />}
+              <MessageItem
+                item={item}
+                calls={item.kind === "assistant"
+                  ? item.toolCalls.map((t) => conv.tools[t]).filter(Boolean)
+                  : []}
+                approvals={item.kind === "assistant"
+                  ? item.toolCalls.map((t) => views.get(conv.tools[t]?.approvalId ?? "") ?? null)
+                  : []}
+                onDecide={decide}
+              />
+            </Fragment>
           ))}
           {loose.map((a) => <ApprovalCard key={a.id} approval={a} onDecide={decide} />)}
           {streaming !== null && <StreamingMessage text={streaming} thinking={thinking} />}
@@ -148,9 +197,23 @@ export default function SessionView(props: Props) {
           ↓ New messages
         </button>
       )}
-      <div class="composer-dock">
-        <Composer online={session.online} running={running} onSend={actions.send} onAbort={actions.abort} />
-      </div>
-    </>
+      {can(me, "prompt")
+        ? (
+          <div class="composer-dock">
+            <Composer
+              online={session.online}
+              running={running}
+              onSend={actions.send}
+              onAbort={actions.abort}
+            />
+          </div>
+        )
+        : (
+          <p class="read-only small muted" data-read-only>
+            Signed in as {me?.name ?? "nobody"}{" "}
+            ({me?.role ?? "no role"}): you can read this session, not steer it.
+          </p>
+        )}
+    </MeContext.Provider>
   );
 }

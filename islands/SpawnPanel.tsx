@@ -3,6 +3,7 @@
  * active first), optionally a branch, and start a pi session in a container; jobs update live from
  * `spawn_status` frames on `/ws`, and a running one can be stopped. The token is sent once and never shown.
  */
+import { can, type Me } from "../lib/ui/roles.ts";
 import { useEffect, useMemo, useState } from "preact/hooks";
 import type { SpawnJob } from "../lib/protocol.ts";
 import type { GitlabRepo, GitlabStatus } from "../lib/ui/wire.ts";
@@ -42,7 +43,9 @@ function matching(repos: GitlabRepo[], query: string): GitlabRepo[] {
   );
 }
 
-export default function SpawnPanel() {
+export default function SpawnPanel({ me = null }: { me?: Me | null }) {
+  // Connecting GitLab is an admin's; an operator spawns on a connection an admin made.
+  const mayConnect = can(me, "gitlab");
   const [status, setStatus] = useState<GitlabStatus | null>(null);
   const [repos, setRepos] = useState<GitlabRepo[] | null>(null);
   const [jobs, setJobs] = useState<SpawnJob[]>([]);
@@ -123,7 +126,12 @@ export default function SpawnPanel() {
     <section class="spawn-panel" data-spawn-panel>
       <h2>Start a session</h2>
       {error && <p class="error" role="alert">{error}</p>}
-      {status && !status.connected && (
+      {status && !status.connected && !mayConnect && (
+        <p class="muted small spawn-needs-admin">
+          An admin has to connect GitLab before sessions can be started.
+        </p>
+      )}
+      {status && !status.connected && mayConnect && (
         <form class="spawn-connect" onSubmit={connect}>
           <p class="muted small">
             Connect GitLab at <code>{status.baseUrl}</code> with a personal access token (scope{" "}
@@ -147,7 +155,9 @@ export default function SpawnPanel() {
         <form class="spawn-form" onSubmit={spawn}>
           <p class="muted small">
             GitLab <code>{status.baseUrl}</code> as <strong>{status.username ?? "?"}</strong>{" "}
-            <button type="button" class="link" onClick={disconnect} disabled={busy}>disconnect</button>
+            {mayConnect && (
+              <button type="button" class="link" onClick={disconnect} disabled={busy}>disconnect</button>
+            )}
             <button type="button" class="link" onClick={() => run(() => loadRepos(true))} disabled={busy}>
               refresh
             </button>

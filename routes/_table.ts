@@ -33,6 +33,8 @@ import { handler as webhook } from "./api/webhooks/[id]/index.ts";
 import { handler as webhookDeliveries } from "./api/webhooks/[id]/deliveries.ts";
 import { handler as indexPage } from "./index.tsx";
 import { handler as sessionPage } from "./sessions/[id].tsx";
+import { handler as auditPage } from "./audit.tsx";
+import { handler as tokensPage } from "./tokens.tsx";
 import { handler as login } from "./login.ts";
 import { handler as staticAssets } from "./static.ts";
 
@@ -77,6 +79,8 @@ export const routes: RouteDef[] = [
   { path: "/api/gitlab/repos", handler: gitlabRepos, auth: "token" },
   { path: "/", handler: indexPage, auth: "page" },
   { path: "/sessions/:id", handler: sessionPage, auth: "page" },
+  { path: "/audit", handler: auditPage, auth: "page" },
+  { path: "/tokens", handler: tokensPage, auth: "page" },
   { path: "/login", handler: login, auth: "public" },
   { path: "/static/:file", handler: staticAssets, auth: "public" },
 ];

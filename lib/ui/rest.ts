@@ -14,7 +14,8 @@ import type {
   SpawnJob,
 } from "../protocol.ts";
 import { api } from "./api.ts";
-import type { GitlabRepo, GitlabStatus, SpawnResult, UiEvent } from "./wire.ts";
+import type { AuditRow, GitlabRepo, GitlabStatus, SpawnResult, TokenRow, UiEvent } from "./wire.ts";
+import type { Me } from "./roles.ts";
 
 function session(id: string): string {
   return `/api/sessions/${encodeURIComponent(id)}`;
@@ -115,4 +116,29 @@ export function gitlabDisconnect(): Promise<{ ok: true }> {
 /** `GET /api/gitlab/repos` (`refresh` rereads GitLab instead of the 60 s cache). */
 export function gitlabRepos(refresh = false): Promise<GitlabRepo[]> {
   return api<GitlabRepo[]>(`/api/gitlab/repos${refresh ? "?refresh=1" : ""}`);
+}
+
+/** `GET /api/me`: who is signed in. */
+export function me(): Promise<Me> {
+  return api<Me>("/api/me");
+}
+
+/** `GET /api/audit` (admin): rows with an id above `after`, oldest first. */
+export function auditPage(after: number, limit = 100): Promise<AuditRow[]> {
+  return api<AuditRow[]>(`/api/audit?after=${after}&limit=${limit}`);
+}
+
+/** `GET /api/tokens` (admin): named tokens, never a value. */
+export function listTokens(): Promise<TokenRow[]> {
+  return api<TokenRow[]>("/api/tokens");
+}
+
+/** `POST /api/tokens` (admin): a new token; the answer is the only time its value is shown. */
+export function addToken(name: string, role: string): Promise<{ name: string; role: string; token: string }> {
+  return api("/api/tokens", json("POST", { name, role }));
+}
+
+/** `DELETE /api/tokens/:name` (admin): revoked at once, also on open sockets and streams. */
+export function revokeToken(name: string): Promise<{ ok: true }> {
+  return api<{ ok: true }>(`/api/tokens/${encodeURIComponent(name)}`, { method: "DELETE" });
 }

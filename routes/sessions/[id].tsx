@@ -7,11 +7,13 @@ import SessionView from "../../islands/SessionView.tsx";
 import { SESSION_ID_RE } from "../../lib/protocol.ts";
 import { HISTORY_PAGE } from "../../lib/ui/conversation.ts";
 import { asUiEvents } from "../../lib/ui/wire.ts";
+import { applyGlance, EMPTY_GLANCE, sessionTitle } from "../../lib/ui/glance.ts";
+import type { Me } from "../../lib/ui/roles.ts";
 
-function notFound(id: string): Response {
+function notFound(id: string, me: Me): Response {
   return renderPage(
     <>
-      <TopBar>
+      <TopBar me={me}>
         <a href="/">Sessions</a>
       </TopBar>
       <main class="not-found">
@@ -28,17 +30,23 @@ function notFound(id: string): Response {
 export const handler = {
   GET(ctx: Ctx): Response {
     if (!ctx.principal) return signInPage();
+    const me: Me = { name: ctx.principal.name, role: ctx.principal.role };
     const id = ctx.params.id;
     const session = SESSION_ID_RE.test(id) ? ctx.app.sessions.get(id) : null;
-    if (!session) return notFound(id);
+    if (!session) return notFound(id, me);
     // The latest page of history; older pages are fetched as the reader scrolls up.
     const stored = ctx.app.store.events(id, { after: 0, before: session.lastSeq + 1, limit: HISTORY_PAGE });
     const events = asUiEvents(stored);
     const hasOlder = events.length === HISTORY_PAGE && events[0].seq > 1;
-    const title = session.name || id;
+    // The title falls back to the first prompt, which the latest page may not hold: read the first events.
+    const head = events[0]?.seq === 1
+      ? events
+      : asUiEvents(ctx.app.store.events(id, { after: 0, limit: 24 }));
+    const firstPrompt = applyGlance(EMPTY_GLANCE, head).firstPrompt;
+    const title = sessionTitle(session, firstPrompt);
     return renderPage(
       <>
-        <TopBar>
+        <TopBar me={me}>
           <a href="/">Sessions</a>
           <span aria-hidden="true">/</span>
           <span class="title" title={title} aria-current="page">{title}</span>
@@ -46,7 +54,7 @@ export const handler = {
         <Island
           name="SessionView"
           component={SessionView}
-          props={{ session, events, hasOlder, now: Date.now() }}
+          props={{ session, events, hasOlder, now: Date.now(), me, firstPrompt }}
         />
       </>,
       { title: `${title} · lvmh`, bodyClass: "page-session" },
