@@ -4845,19 +4845,24 @@ var Settle = class {
 import fs2 from "node:fs";
 var GUARD_POLL_MS = 250;
 var GUARD_WAIT_MS = 2e3;
+var FIELDS = [
+  "defaultProvider",
+  "defaultModel",
+  "defaultThinkingLevel"
+];
 var SettingsGuard = class {
   #file;
   #log;
   /** The file as it was before the first web switch (null: not read yet; undefined: there was none). */
   #original = null;
-  /** The model the web switched to: a default equal to it came from pi's write of that switch. */
+  /** What the web switched to: a default equal to it (and not to the original) came from pi's write. */
   #web = null;
   #timer = null;
   constructor(file, log) {
     this.#file = file;
     this.#log = log;
   }
-  /** Call before a web switch: remembers the default in force (only the first time). */
+  /** Call before a web switch: remembers the defaults in force (only the first time). */
   before() {
     if (this.#original !== null) return;
     const text = this.#read();
@@ -4867,22 +4872,30 @@ var SettingsGuard = class {
     };
   }
   /**
-   * Call after a web switch to `provider/model`: waits (bounded) for pi's write and undoes it, then keeps
-   * watching.
+   * Call after a web switch: waits (bounded) for pi's write of every switched field and undoes it, then keeps
+   * watching for pi's later rewrites.
    */
-  async after(provider, model) {
+  async after(web) {
     this.#web = {
-      provider,
-      model
+      defaultProvider: web.provider,
+      defaultModel: web.model,
+      ...web.thinking ? {
+        defaultThinkingLevel: web.thinking
+      } : {}
     };
-    const original = this.#original?.defaults;
     this.#timer ??= unref(setInterval(() => this.check(), GUARD_POLL_MS));
-    if (original && original.provider === provider && original.model === model) return;
     const deadline = Date.now() + GUARD_WAIT_MS;
-    while (Date.now() < deadline) {
-      if (this.check() === "restored") return;
-      await new Promise((r) => setTimeout(r, 20));
+    const pending = new Set(this.#changed());
+    while (pending.size && Date.now() < deadline) {
+      const text = this.#read();
+      const now = text === null ? {} : defaultsOf(text);
+      for (const f of [
+        ...pending
+      ]) if (now[f] === this.#web[f]) pending.delete(f);
+      this.check();
+      if (pending.size) await new Promise((r) => setTimeout(r, 20));
     }
+    for (let i = 0; i < 50 && this.check() === "busy"; i++) await new Promise((r) => setTimeout(r, 20));
   }
   /** Someone chose a model in the terminal: pi's default is then that person's wish, so stop guarding. */
   release() {
@@ -4896,22 +4909,23 @@ var SettingsGuard = class {
     this.#timer = null;
   }
   /**
-   * Restore the file if pi wrote the web model as its default.
-   * @returns `restored` when it just did, `clean` when the file does not name the web model, `busy` when pi
-   *   holds its lock or the write failed (the next check tries again).
+   * Restore the fields pi wrote with the web's values.
+   * @returns `restored` when it just did, `clean` when the file holds none of them, `busy` when pi holds its
+   *   lock or the write failed (the next check tries again).
    */
   check() {
-    const web = this.#web;
-    const original = this.#original?.defaults;
-    if (!web || this.#original === null) return "clean";
-    if (original && original.provider === web.provider && original.model === web.model) return "clean";
+    if (!this.#web || this.#original === null) return "clean";
     const text = this.#read();
     if (text === null) return "clean";
     const now = defaultsOf(text);
-    if (now.provider !== web.provider || now.model !== web.model) {
-      return "clean";
-    }
+    const web = this.#web;
+    if (!this.#changed().some((f) => now[f] === web[f])) return "clean";
     return this.#restore(text) ? "restored" : "busy";
+  }
+  /** The fields whose web value differs from the original one. */
+  #changed() {
+    const web = this.#web ?? {}, original = this.#original?.defaults ?? {};
+    return FIELDS.filter((f) => f in web && web[f] !== original[f]);
   }
   #restore(current) {
     const lock = `${this.#file}.lock`;
@@ -4921,7 +4935,9 @@ var SettingsGuard = class {
       return false;
     }
     try {
-      fs2.writeFileSync(this.#file, restored(current, this.#original ?? void 0));
+      const now = defaultsOf(current), web = this.#web ?? {};
+      const fields = this.#changed().filter((f) => now[f] === web[f]);
+      fs2.writeFileSync(this.#file, restored(current, fields, this.#original ?? void 0));
       return true;
     } catch (err) {
       this.#log("cannot restore the default model in settings.json", err);
@@ -4944,35 +4960,29 @@ var SettingsGuard = class {
 function defaultsOf(text) {
   try {
     const s = JSON.parse(text);
-    return {
-      provider: s?.defaultProvider,
-      model: s?.defaultModel
-    };
+    return Object.fromEntries(FIELDS.map((f) => [
+      f,
+      s?.[f]
+    ]));
   } catch {
-    return {
-      provider: void 0,
-      model: void 0
-    };
+    return {};
   }
 }
-function restored(current, original) {
+function restored(current, fields, original) {
   let now;
   try {
     now = JSON.parse(current);
   } catch {
     return current;
   }
-  const put = (o, d) => {
-    const out = {
-      ...o
-    };
-    delete out.defaultProvider;
-    delete out.defaultModel;
-    if (d?.provider !== void 0) out.defaultProvider = d.provider;
-    if (d?.model !== void 0) out.defaultModel = d.model;
-    return out;
+  const next = {
+    ...now
   };
-  const next = put(now, original?.defaults);
+  const was = original?.defaults ?? {};
+  for (const f of fields) {
+    if (was[f] === void 0) delete next[f];
+    else next[f] = was[f];
+  }
   if (original) {
     try {
       if (sameJson(next, JSON.parse(original.text))) return original.text;
@@ -5107,8 +5117,13 @@ async function setModel(f, deps, state, done) {
       state.switching = false;
     }
     if (!ok) return done("refused: no API key");
-    await deps.guard?.after(provider, id);
     if (typeof f.thinking === "string") deps.pi.setThinkingLevel?.(f.thinking);
+    const thinking = typeof f.thinking === "string" ? deps.pi.getThinkingLevel?.() : null;
+    await deps.guard?.after({
+      provider,
+      model: id,
+      thinking
+    });
     deps.changed();
     done();
   } catch (err) {

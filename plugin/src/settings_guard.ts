@@ -1,9 +1,10 @@
 /**
  * pi 0.73.1's `setModel` also makes the model the global default (`defaultProvider`/`defaultModel` in
- * settings.json), so a web switch in one session would change every future session. The guard puts the
- * file's default back after pi's write, and keeps doing so while this process lives: pi keeps the new default
- * in memory and writes it again with any later settings change. It takes pi's own lock (proper-lockfile's
- * `<file>.lock` directory) for each write. pi 1.6.0 does not write, so it gets no guard.
+ * settings.json; `setThinkingLevel` writes `defaultThinkingLevel`), so a web switch in one session would
+ * change every future session. The guard puts those fields back after pi's write, and keeps doing so while
+ * this process lives: pi keeps the new default in memory and writes it again with later settings changes.
+ * It takes pi's own lock (proper-lockfile's `<file>.lock` directory) for each write. pi 1.6.0 does not
+ * write, so it gets no guard.
  */
 import fs from "node:fs";
 import type { Logger } from "./log.ts";
@@ -14,18 +15,17 @@ export const GUARD_POLL_MS = 250;
 /** How long a switch waits for pi's queued write before answering (pi writes within a tick or two). */
 export const GUARD_WAIT_MS = 2_000;
 
-interface Defaults {
-  provider: unknown;
-  model: unknown;
-}
+/** The settings fields a web switch makes pi write on 0.73.1 (setModel, setThinkingLevel). */
+const FIELDS = ["defaultProvider", "defaultModel", "defaultThinkingLevel"] as const;
+type Defaults = Partial<Record<(typeof FIELDS)[number], unknown>>;
 
-/** Keeps settings.json's default model as it was before the first web switch. */
+/** Keeps settings.json's default model and thinking level as they were before the first web switch. */
 export class SettingsGuard {
   #file: string;
   #log: Logger;
   /** The file as it was before the first web switch (null: not read yet; undefined: there was none). */
   #original: { text: string; defaults: Defaults } | undefined | null = null;
-  /** The model the web switched to: a default equal to it came from pi's write of that switch. */
+  /** What the web switched to: a default equal to it (and not to the original) came from pi's write. */
   #web: Defaults | null = null;
   #timer: ReturnType<typeof setInterval> | null = null;
 
@@ -34,7 +34,7 @@ export class SettingsGuard {
     this.#log = log;
   }
 
-  /** Call before a web switch: remembers the default in force (only the first time). */
+  /** Call before a web switch: remembers the defaults in force (only the first time). */
   before(): void {
     if (this.#original !== null) return;
     const text = this.#read();
@@ -42,22 +42,27 @@ export class SettingsGuard {
   }
 
   /**
-   * Call after a web switch to `provider/model`: waits (bounded) for pi's write and undoes it, then keeps
-   * watching.
+   * Call after a web switch: waits (bounded) for pi's write of every switched field and undoes it, then keeps
+   * watching for pi's later rewrites.
    */
-  async after(provider: string, model: string): Promise<void> {
-    this.#web = { provider, model };
-    const original = this.#original?.defaults;
+  async after(web: { provider: string; model: string; thinking?: string | null }): Promise<void> {
+    this.#web = {
+      defaultProvider: web.provider,
+      defaultModel: web.model,
+      ...(web.thinking ? { defaultThinkingLevel: web.thinking } : {}),
+    };
     this.#timer ??= unref(setInterval(() => this.check(), GUARD_POLL_MS));
-    if (
-      original && original.provider === provider && original.model === model
-    ) return;
+    // pi's writes are queued (a promise chain): wait until the file names every switched value, undo them.
     const deadline = Date.now() + GUARD_WAIT_MS;
-    // pi's write is queued (a promise chain): wait until the file names the web model, then undo it.
-    while (Date.now() < deadline) {
-      if (this.check() === "restored") return;
-      await new Promise((r) => setTimeout(r, 20));
+    const pending = new Set(this.#changed());
+    while (pending.size && Date.now() < deadline) {
+      const text = this.#read();
+      const now = text === null ? {} : defaultsOf(text);
+      for (const f of [...pending]) if (now[f] === this.#web[f]) pending.delete(f);
+      this.check();
+      if (pending.size) await new Promise((r) => setTimeout(r, 20));
     }
+    for (let i = 0; i < 50 && this.check() === "busy"; i++) await new Promise((r) => setTimeout(r, 20));
   }
 
   /** Someone chose a model in the terminal: pi's default is then that person's wish, so stop guarding. */
@@ -74,25 +79,24 @@ export class SettingsGuard {
   }
 
   /**
-   * Restore the file if pi wrote the web model as its default.
-   * @returns `restored` when it just did, `clean` when the file does not name the web model, `busy` when pi
-   *   holds its lock or the write failed (the next check tries again).
+   * Restore the fields pi wrote with the web's values.
+   * @returns `restored` when it just did, `clean` when the file holds none of them, `busy` when pi holds its
+   *   lock or the write failed (the next check tries again).
    */
   check(): "restored" | "clean" | "busy" {
-    const web = this.#web;
-    const original = this.#original?.defaults;
-    if (!web || this.#original === null) return "clean";
-    if (
-      original && original.provider === web.provider &&
-      original.model === web.model
-    ) return "clean";
+    if (!this.#web || this.#original === null) return "clean";
     const text = this.#read();
     if (text === null) return "clean";
     const now = defaultsOf(text);
-    if (now.provider !== web.provider || now.model !== web.model) {
-      return "clean";
-    }
+    const web = this.#web;
+    if (!this.#changed().some((f) => now[f] === web[f])) return "clean";
     return this.#restore(text) ? "restored" : "busy";
+  }
+
+  /** The fields whose web value differs from the original one. */
+  #changed(): (typeof FIELDS)[number][] {
+    const web = this.#web ?? {}, original = this.#original?.defaults ?? {};
+    return FIELDS.filter((f) => f in web && web[f] !== original[f]);
   }
 
   #restore(current: string): boolean {
@@ -103,7 +107,9 @@ export class SettingsGuard {
       return false; // pi holds its lock: try again at the next check
     }
     try {
-      fs.writeFileSync(this.#file, restored(current, this.#original ?? undefined));
+      const now = defaultsOf(current), web = this.#web ?? {};
+      const fields = this.#changed().filter((f) => now[f] === web[f]);
+      fs.writeFileSync(this.#file, restored(current, fields, this.#original ?? undefined));
       return true;
     } catch (err) {
       this.#log("cannot restore the default model in settings.json", err);
@@ -124,22 +130,23 @@ export class SettingsGuard {
   }
 }
 
-/** The default model a settings text names (fields absent or unreadable: undefined). */
+/** The guarded fields a settings text names (absent or unreadable: undefined). */
 function defaultsOf(text: string): Defaults {
   try {
     const s = JSON.parse(text);
-    return { provider: s?.defaultProvider, model: s?.defaultModel };
+    return Object.fromEntries(FIELDS.map((f) => [f, s?.[f]]));
   } catch {
-    return { provider: undefined, model: undefined };
+    return {};
   }
 }
 
 /**
- * The settings text with the original default put back: the original bytes when nothing else changed,
- * else the current settings with only the two fields reset.
+ * The settings text with `fields` put back as they were: the original bytes when nothing else changed,
+ * else the current settings with only those fields reset.
  */
 function restored(
   current: string,
+  fields: readonly string[],
   original: { text: string; defaults: Defaults } | undefined,
 ): string {
   let now: Record<string, unknown>;
@@ -148,15 +155,12 @@ function restored(
   } catch {
     return current;
   }
-  const put = (o: Record<string, unknown>, d: Defaults | undefined) => {
-    const out = { ...o };
-    delete out.defaultProvider;
-    delete out.defaultModel;
-    if (d?.provider !== undefined) out.defaultProvider = d.provider;
-    if (d?.model !== undefined) out.defaultModel = d.model;
-    return out;
-  };
-  const next = put(now, original?.defaults);
+  const next = { ...now };
+  const was = (original?.defaults ?? {}) as Record<string, unknown>;
+  for (const f of fields) {
+    if (was[f] === undefined) delete next[f];
+    else next[f] = was[f];
+  }
   if (original) {
     try {
       if (sameJson(next, JSON.parse(original.text))) return original.text;

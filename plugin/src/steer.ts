@@ -52,8 +52,9 @@ export async function setModel(
       state.switching = false;
     }
     if (!ok) return done("refused: no API key");
-    await deps.guard?.after(provider, id);
     if (typeof f.thinking === "string") deps.pi.setThinkingLevel?.(f.thinking);
+    const thinking = typeof f.thinking === "string" ? deps.pi.getThinkingLevel?.() : null;
+    await deps.guard?.after({ provider, model: id, thinking });
     deps.changed();
     done();
   } catch (err) {

@@ -1,0 +1,109 @@
+/**
+ * Model switch and rename from REST with the real pi 0.73.1 and 1.6.0 (RPC mode) and the fake LLM: the
+ * session reports its models and thinking level; `PUT /model` answers 202, the plugin's command_result says
+ * ok, `session_info` and the next LLM request carry the new model, and settings.json is left as it was (on
+ * 0.73.1 also after pi rewrites it later); `PUT /name` renames the session through pi.
+ */
+import assert from "node:assert/strict";
+import { startDaemon, waitFor } from "./_daemon.ts";
+import { startFakeLlm } from "./fixtures/fake_llm.mjs";
+import { allEvents, assertInstalled, makePiHome, PI_VERSIONS, piRpc, sessions } from "./_pi.ts";
+
+type Ev = Record<string, unknown> & { seq: number; type: string };
+
+for (const v of PI_VERSIONS) {
+  Deno.test(`plugin on pi ${v.name}: model switch and rename from REST`, async (t) => {
+    assertInstalled(v);
+    const llm = await startFakeLlm();
+    await using home = await makePiHome(llm.url);
+    const settingsFile = `${home.agentDir}/settings.json`;
+    const settingsBefore = await Deno.readTextFile(settingsFile);
+    await using d = await startDaemon();
+    await using pi = piRpc(v, home, home.env(d));
+    const online = await waitFor(async () => (await sessions(d)).find((s) => s.online), "pi online", 20_000);
+    const id = online.id as string;
+    const session = async () => await (await d.api(`/api/sessions/${id}`)).json();
+    const result = (commandId: string) =>
+      waitFor(
+        async () =>
+          (await allEvents(d, id) as Ev[]).find((e) =>
+            e.type === "command_result" && e.commandId === commandId
+          ),
+        `command_result ${commandId}`,
+      );
+    const put = (what: string, body: unknown) =>
+      d.api(`/api/sessions/${id}/${what}`, { method: "PUT", body: JSON.stringify(body) });
+
+    await t.step("the session reports its models and thinking level", () => {
+      const models = online.models as { provider: string; id: string; hasAuth: boolean; input: string[] }[];
+      const ids = models.map((m) => `${m.provider}/${m.id}`);
+      assert.ok(ids.includes("fake/fake-model") && ids.includes("fake/fake-model-2"), JSON.stringify(ids));
+      assert.ok(models.every((m) => m.hasAuth && m.input.includes("text")));
+      assert.equal(online.model, "fake-model");
+      assert.equal(typeof online.thinkingLevel, "string");
+      assert.equal(online.modelSwitch, v.name === "0.73.1" ? "next_run" : "next_turn");
+    });
+
+    await t.step("a switch from REST reaches the next LLM request and session_info", async () => {
+      const res = await put("model", { provider: "fake", model: "fake-model-2", thinking: "high" });
+      assert.equal(res.status, 202, await res.clone().text());
+      const { commandId } = await res.json();
+      const r = await result(commandId);
+      assert.equal(r.ok, true, JSON.stringify(r));
+      const s = await waitFor(async () => {
+        const s = await session();
+        return s.model === "fake-model-2" ? s : null;
+      }, "session_info with the new model");
+      assert.equal(s.provider, "fake");
+      assert.equal(s.thinkingLevel, "high");
+      const before = llm.requests.length;
+      const p = await d.api(`/api/sessions/${id}/prompt`, {
+        method: "POST",
+        body: JSON.stringify({ message: "TEXTONLY after the switch" }),
+      });
+      assert.equal(p.status, 200);
+      await p.body?.cancel();
+      const req = await waitFor(
+        () => llm.requests.slice(before)[0] as { model: string } | undefined,
+        "LLM request",
+      );
+      assert.equal(req.model, "fake-model-2");
+      await waitFor(
+        async () => (await allEvents(d, id) as Ev[]).some((e) => e.type === "agent_settled"),
+        "run done",
+      );
+    });
+
+    await t.step("settings.json is left as it was", async () => {
+      assert.equal(await Deno.readTextFile(settingsFile), settingsBefore);
+      if (v.name !== "0.73.1") return;
+      // pi keeps the switched model as its in-memory default and writes settings again on other changes.
+      const r = await pi.command({ type: "set_thinking_level", level: "low" });
+      assert.equal(r.success, true, JSON.stringify(r));
+      const after = await waitFor(async () => {
+        const text = await Deno.readTextFile(settingsFile);
+        const s = JSON.parse(text);
+        return s.defaultThinkingLevel === "low" && s.defaultModel === "fake-model" ? s : null;
+      }, "pi's later settings write, with the default model restored");
+      assert.equal(after.defaultProvider, "fake");
+    });
+
+    await t.step("an unknown model is refused with 400 before pi hears of it", async () => {
+      const res = await put("model", { provider: "fake", model: "no-such-model" });
+      assert.equal(res.status, 400);
+      await res.body?.cancel();
+    });
+
+    await t.step("a rename from REST goes through pi's session name", async () => {
+      const res = await put("name", { name: "web name" });
+      assert.equal(res.status, 202);
+      const { commandId } = await res.json();
+      assert.equal((await result(commandId)).ok, true);
+      await waitFor(async () => (await session()).name === "web name", "session_info with the name");
+      const state = await pi.command({ type: "get_state" });
+      assert.equal((state.data as { sessionName?: string }).sessionName, "web name");
+    });
+    await pi.stop();
+    await llm.close();
+  });
+}
