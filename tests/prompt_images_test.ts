@@ -2,7 +2,8 @@
  * The steering routes against the in-process daemon and a scripted plugin: a prompt's images are checked
  * before anything reaches the plugin (every bad case answers 400 or 413, and the plugin's next frame is the
  * good prompt that follows); a prompt with images larger than the ordinary body limit goes through whole;
- * `PUT /model` and `PUT /name` answer 202 with a commandId, 400 for an unknown model, 409 offline, 404 unknown.
+ * `PUT /model` and `PUT /name` answer 202 with a commandId, 400 for an unknown model, 409 offline and 404
+ * unknown.
  */
 import assert from "node:assert/strict";
 import { connectAgent, sessionInfo } from "./_agent_client.ts";

@@ -66,7 +66,7 @@ export interface PiApi {
     message: string | PiContent[],
     options?: { deliverAs?: "steer" | "followUp" },
   ): void;
-  /** Resolves false when the model has no API key. 0.73.1 also makes it the global default (settings.json). */
+  /** Resolves false when the model has no API key; 0.73.1 also makes it the global default. */
   setModel?(model: PiModel): Promise<boolean>;
   getThinkingLevel?(): string;
   setThinkingLevel?(level: string): void;

@@ -32,7 +32,7 @@ export interface ModelEntry {
 /** Most models a snapshot lists (the daemon takes 200): a session_list carries every snapshot. */
 export const MAX_MODELS = 50;
 
-/** The models pi can use now (those with auth, the current one first), from ctx.modelRegistry; never throws. */
+/** The models pi can use now (with auth, the current one first), from ctx.modelRegistry; never throws. */
 export function modelList(ctx: PiContext): ModelEntry[] {
   const out: ModelEntry[] = [];
   const seen = new Set<string>();
