@@ -1,6 +1,8 @@
 /**
  * The browser's `/ws` connection: reconnects forever with capped exponential backoff and jitter, reports its
  * state so the page can show it, and calls `onOpen` on every (re)connect so callers re-subscribe and catch up.
+ * It pings the daemon every 5 s (`{"type":"ping"}`, answered by `pong`) and treats 15 s without any frame as a
+ * dead daemon (a paused or unplugged one never closes the socket): it drops the socket and reconnects.
  */
 import type { BrowserFrame, ServerFrame } from "../protocol.ts";
 
@@ -23,6 +25,10 @@ export interface LiveSocketOptions {
   onStatus?(status: SocketStatus): void;
   minDelayMs?: number;
   maxDelayMs?: number;
+  /** How often to ping the daemon (default 5 s). */
+  pingMs?: number;
+  /** Silence after which the daemon counts as gone (default 15 s). */
+  deadAfterMs?: number;
   random?: () => number;
   WebSocketImpl?: typeof WebSocket;
 }
@@ -61,6 +67,15 @@ export function connectLive(opts: LiveSocketOptions): LiveSocket {
   let attempt = 0;
   let timer: ReturnType<typeof setTimeout> | null = null;
   let closed = false;
+  let lastHeard = 0;
+  let heartbeat: ReturnType<typeof setInterval> | null = null;
+  const pingMs = opts.pingMs ?? 5000;
+  const deadAfterMs = opts.deadAfterMs ?? 15_000;
+
+  function stopHeartbeat() {
+    if (heartbeat) clearInterval(heartbeat);
+    heartbeat = null;
+  }
 
   function status(state: SocketState, retryInMs?: number) {
     opts.onStatus?.({ state, attempt, retryInMs });
@@ -85,10 +100,26 @@ export function connectLive(opts: LiveSocketOptions): LiveSocket {
     ws = socket;
     socket.onopen = () => {
       attempt = 0;
+      lastHeard = Date.now();
+      stopHeartbeat();
+      heartbeat = setInterval(() => {
+        if (ws !== socket) return stopHeartbeat();
+        if (Date.now() - lastHeard > deadAfterMs) {
+          // Silent for too long: the daemon is paused or gone without a close. Drop it and dial again.
+          stopHeartbeat();
+          ws = null;
+          try {
+            socket.close();
+          } catch { /* already closing */ }
+          return retry();
+        }
+        send({ type: "ping" });
+      }, pingMs);
       status("open");
       opts.onOpen?.(send);
     };
     socket.onmessage = (e) => {
+      lastHeard = Date.now();
       if (typeof e.data !== "string") return;
       let frame: ServerFrame;
       try {
@@ -100,6 +131,7 @@ export function connectLive(opts: LiveSocketOptions): LiveSocket {
     };
     socket.onclose = () => {
       if (ws !== socket) return;
+      stopHeartbeat();
       ws = null;
       retry();
     };
@@ -125,6 +157,7 @@ export function connectLive(opts: LiveSocketOptions): LiveSocket {
     },
     close() {
       closed = true;
+      stopHeartbeat();
       if (timer) clearTimeout(timer);
       const s = ws;
       ws = null;

@@ -95,3 +95,40 @@ Deno.test("connectLive() keeps retrying with growing delays while nothing listen
     live.close();
   }
 });
+
+Deno.test("connectLive() pings, and redials a daemon that went silent without closing", async () => {
+  // A server that answers pings until told to play dead (as a SIGSTOPped daemon: the socket stays open).
+  let silent = false;
+  let connections = 0;
+  const pings: string[] = [];
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (req) => {
+    const { socket, response } = Deno.upgradeWebSocket(req, { idleTimeout: 0 });
+    socket.onopen = () => connections++;
+    socket.onmessage = (e) => {
+      if (JSON.parse(String(e.data)).type !== "ping") return;
+      pings.push(String(e.data));
+      if (!silent) socket.send(JSON.stringify({ type: "pong" }));
+    };
+    return response;
+  });
+  const states: string[] = [];
+  const live = connectLive({
+    url: `ws://127.0.0.1:${(server.addr as Deno.NetAddr).port}/ws`,
+    minDelayMs: 20,
+    maxDelayMs: 50,
+    pingMs: 30,
+    deadAfterMs: 200,
+    onFrame() {},
+    onStatus: (s) => states.push(s.state),
+  });
+  try {
+    await until(() => pings.length >= 5, "pings answered");
+    assert.equal(connections, 1, "a daemon that answers keeps the socket");
+    silent = true;
+    await until(() => connections >= 2, "a redial after the silence");
+    assert.ok(states.includes("retrying"));
+  } finally {
+    live.close();
+    await server.shutdown();
+  }
+});
