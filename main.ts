@@ -44,7 +44,14 @@ async function start() {
       `lvmh: cannot build the UI bundle, pages will not be interactive: ${(error as Error).message}`,
     );
   }
-  const daemon = createDaemon(config, routes, { spawner: daemonSpawner, gitlab: createGitlab });
+  let daemon;
+  try {
+    daemon = createDaemon(config, routes, { spawner: daemonSpawner, gitlab: createGitlab });
+  } catch (error) {
+    // A data dir we cannot write (read-only, full, locked) is the operator's to fix: one line, exit 2.
+    console.error(`lvmh: cannot open the database in ${config.dataDir}: ${(error as Error).message}`);
+    Deno.exit(2);
+  }
   // Handlers go in before the socket opens: a signal that arrives once clients can see us must find them,
   // not the default action that ends the process mid-write.
   let server: Deno.HttpServer | null = null;

@@ -24,7 +24,7 @@ function open(i: number): Promise<Agent> {
   const id = `scale-${i}`;
   const socket = new WebSocket(url, { headers: { authorization: `Bearer ${token}` } });
   return new Promise((resolve, reject) => {
-    socket.onmessage = (e) => {
+    socket.onmessage = (e: { data: unknown }) => {
       const f = JSON.parse(String(e.data));
       if (f.type === "welcome") resolve({ id, socket, seq: f.lastSeq + 1 });
     };

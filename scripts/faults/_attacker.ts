@@ -1,0 +1,85 @@
+/**
+ * Client process of the malformed-frames row: sends `n` bad frames, half on `/agent/ws` and half on `/ws`,
+ * cycling through the kinds below, redialling whenever the daemon closes a socket (which it may, for the
+ * frames that break the transport's own rules). Prints one JSON line {sent, closes} at the end.
+ * Args: agentUrl browserUrl token n
+ */
+import WebSocket from "ws";
+
+const [agentUrl, browserUrl, token, nArg] = Deno.args;
+const N = Number(nArg);
+const BIG = "x".repeat(10 * 1024 * 1024);
+const deep = (depth: number) => "[".repeat(depth) + "]".repeat(depth);
+const ev = (seq: number, extra: Record<string, unknown> = {}) =>
+  JSON.stringify({ v: 1, sessionId: "attacker", seq, ts: Date.now(), type: "agent_start", ...extra });
+
+/** The kinds, each a function of the frame's index giving what to send (string: text, Uint8Array: as is). */
+const agentKinds: ((i: number) => { data: string | Uint8Array; binary: boolean })[] = [
+  () => ({ data: crypto.getRandomValues(new Uint8Array(64)), binary: true }), // random bytes
+  () => ({ data: new Uint8Array([0x7b, 0xff, 0xfe, 0xc3, 0x28, 0x7d]), binary: false }), // invalid UTF-8 text
+  (i) => ({ data: i % 50 === 0 ? BIG : deep(10_000), binary: false }), // 10 MB string / deep nesting
+  () => ({ data: JSON.stringify({ v: 1, type: "hello", sessionId: 42, seq: "x", ts: null }), binary: false }),
+  (i) => ({ data: ev(i % 2 ? 1 : 1_000_000 + i), binary: false }), // seq regression / gap
+  () => ({ data: ev(5, { sessionId: "someone-else" }), binary: false }), // another session's id
+  () => ({ data: "not json at all", binary: false }),
+];
+const browserKinds: ((i: number) => { data: string | Uint8Array; binary: boolean })[] = [
+  () => ({ data: crypto.getRandomValues(new Uint8Array(64)), binary: true }),
+  () => ({ data: new Uint8Array([0xff, 0xfe, 0xfd]), binary: false }),
+  () => ({ data: deep(10_000), binary: false }),
+  () => ({ data: JSON.stringify({ type: "subscribe", sessionId: 7, after: "x" }), binary: false }),
+  () => ({ data: JSON.stringify({ type: "nope" }), binary: false }),
+];
+
+let closes = 0;
+async function open(url: string, hello: boolean): Promise<WebSocket> {
+  const ws = new WebSocket(url, { headers: { authorization: `Bearer ${token}` }, maxPayload: 1 << 20 });
+  ws.on("error", () => {});
+  await new Promise((resolve, reject) => {
+    ws.once("open", resolve);
+    ws.once("close", reject);
+  });
+  if (hello) {
+    ws.send(JSON.stringify({
+      v: 1,
+      type: "hello",
+      sessionId: "attacker",
+      seq: 0,
+      ts: Date.now(),
+      session: {
+        id: "attacker",
+        name: "a",
+        cwd: "/",
+        model: "m",
+        provider: "p",
+        agent: false,
+        repo: null,
+        startedAt: 1,
+      },
+    }));
+  }
+  return ws;
+}
+
+async function attack(url: string, kinds: typeof agentKinds, count: number, agent: boolean) {
+  let ws: WebSocket | null = null;
+  for (let i = 0; i < count; i++) {
+    // Every tenth agent socket starts without hello, so "frames before hello" are in the mix.
+    if (!ws || ws.readyState !== WebSocket.OPEN) {
+      if (ws) closes++;
+      ws = await open(url, agent && i % 10 !== 0);
+    }
+    const { data, binary } = kinds[i % kinds.length](i);
+    ws.send(data, { binary });
+    // Let the socket drain now and then: the point is many frames, not one huge write.
+    if (ws.bufferedAmount > 1 << 20 || i % 100 === 0) await new Promise((r) => setTimeout(r, 1));
+  }
+  ws?.close();
+}
+
+await Promise.all([
+  attack(agentUrl, agentKinds, Math.ceil(N / 2), true),
+  attack(browserUrl, browserKinds, Math.floor(N / 2), false),
+]);
+console.log(JSON.stringify({ sent: N, closes }));
+Deno.exit(0);
