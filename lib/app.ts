@@ -13,6 +13,7 @@ import type { Tokens } from "./tokens.ts";
 import type { Audit } from "./audit.ts";
 import type { SigninThrottle } from "./signin_throttle.ts";
 import type { Webhooks } from "./webhooks/webhooks.ts";
+import type { Hooks } from "./hooks/hooks.ts";
 
 export interface App {
   config: Config;
@@ -38,7 +39,9 @@ export interface App {
   spawner: Spawner;
   /** The GitLab connection (token kept in the store's settings). */
   gitlab: Gitlab;
+  /** Inbound hooks: the GitLab hook secret, replayed deliveries, the work a hook asks for. */
+  hooks: Hooks;
 }
 
 /** The daemon's own parts, which the spawner and GitLab connection are built on. */
-export type AppCore = Omit<App, "spawner" | "gitlab">;
+export type AppCore = Omit<App, "spawner" | "gitlab" | "hooks">;

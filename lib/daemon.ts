@@ -21,6 +21,7 @@ import type { Gitlab } from "./gitlab.ts";
 import { pruneSessions } from "./session_removal.ts";
 import { Webhooks } from "./webhooks/webhooks.ts";
 import { startNotify } from "./notify/start.ts";
+import { Hooks } from "./hooks/hooks.ts";
 
 /** How often sessions past the retention period are looked for (also once at start). */
 const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
@@ -73,7 +74,8 @@ export function createDaemon(config: Config, routes: RouteDef[], parts: DaemonPa
     webhooks: new Webhooks(store.db),
   };
   const gitlab = parts.gitlab(core);
-  const app: App = { ...core, gitlab, spawner: parts.spawner(core, gitlab) };
+  const app = { ...core, gitlab, spawner: parts.spawner(core, gitlab) } as App;
+  app.hooks = new Hooks(app, Deno.env.get("LVMH_GITLAB_HOOK_SECRET") || null);
   const notify = startNotify(app);
 
   const prune = () => {
@@ -104,6 +106,7 @@ export function createDaemon(config: Config, routes: RouteDef[], parts: DaemonPa
       stopped = true;
       clearInterval(pruneTimer);
       await notify.close();
+      app.hooks.close();
       app.ingest.flush();
       app.tokens.close();
       await app.spawner.shutdown();

@@ -31,6 +31,9 @@ import { handler as me } from "./api/me.ts";
 import { handler as webhooks } from "./api/webhooks/index.ts";
 import { handler as webhook } from "./api/webhooks/[id]/index.ts";
 import { handler as webhookDeliveries } from "./api/webhooks/[id]/deliveries.ts";
+import { handler as hookSettings } from "./api/hooks/gitlab.ts";
+import { handler as genericHook } from "./hooks/generic.ts";
+import { handler as gitlabHook } from "./hooks/gitlab.ts";
 import { handler as indexPage } from "./index.tsx";
 import { handler as sessionPage } from "./sessions/[id].tsx";
 import { handler as auditPage } from "./audit.tsx";
@@ -72,6 +75,7 @@ export const routes: RouteDef[] = [
     auth: "token",
     roles: { GET: "admin" },
   },
+  { path: "/api/hooks/gitlab", handler: hookSettings, auth: "token", roles: { GET: "admin", PUT: "admin" } },
   { path: "/api/spawn", handler: spawn, auth: "token", roles: { POST: "operator" } },
   { path: "/api/spawn/status", handler: spawnStatus, auth: "token" },
   { path: "/api/gitlab/connect", handler: gitlabConnect, auth: "token" },
@@ -82,5 +86,8 @@ export const routes: RouteDef[] = [
   { path: "/audit", handler: auditPage, auth: "page" },
   { path: "/tokens", handler: tokensPage, auth: "page" },
   { path: "/login", handler: login, auth: "public" },
+  // Hooks check their own credentials: an operator token (generic) or the GitLab hook secret.
+  { path: "/hooks/generic", handler: genericHook, auth: "public" },
+  { path: "/hooks/gitlab", handler: gitlabHook, auth: "public" },
   { path: "/static/:file", handler: staticAssets, auth: "public" },
 ];

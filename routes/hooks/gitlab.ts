@@ -1,0 +1,27 @@
+import { HttpError, json } from "../../lib/http.ts";
+import { readHookJson } from "../../lib/hooks/body.ts";
+import { parseGitlab } from "../../lib/hooks/gitlab_events.ts";
+import type { Handlers } from "../../lib/router.ts";
+
+/**
+ * GitLab's project webhook, checked against the hook secret (`X-Gitlab-Token`, constant-time). It answers 202
+ * before acting, since GitLab disables hooks that time out or fail; replays (`Idempotency-Key`, else
+ * `X-Gitlab-Event-UUID`) and events lvmh does not act on get 202 too. 404 while no secret is set.
+ */
+export const handler: Handlers = {
+  async POST(ctx) {
+    const hooks = ctx.app.hooks;
+    if (hooks.gitlabSecret() === null) throw new HttpError(404, "the GitLab hook is not enabled");
+    if (!await hooks.checkGitlabToken(ctx.req.headers.get("x-gitlab-token"))) {
+      await ctx.req.body?.cancel();
+      throw new HttpError(401, "wrong X-Gitlab-Token");
+    }
+    const payload = await readHookJson(ctx.req);
+    const key = ctx.req.headers.get("idempotency-key") ?? ctx.req.headers.get("x-gitlab-event-uuid");
+    if (key && !hooks.claim("gitlab", key)) return json({ ok: true, duplicate: true }, 202);
+    const action = parseGitlab(ctx.req.headers.get("x-gitlab-event"), payload);
+    if (!action) return json({ ok: true, ignored: true }, 202);
+    hooks.later(`GitLab ${action.kind} on ${action.repo}`, () => hooks.gitlab(action));
+    return json({ ok: true }, 202);
+  },
+};

@@ -1,0 +1,59 @@
+/**
+ * Hooks that need a new session: a `/lvmh` comment on a merge request no session works on spawns one on the
+ * MR's source branch with the daemon's default ask set (never "approve all" or nothing), and the comment
+ * reaches the new session as soon as its plugin is online. The spawner is a recorder here (Docker-backed
+ * spawns are covered by tests/spawn_*); the daemon, the hook route and the plugin socket are real.
+ */
+import assert from "node:assert/strict";
+import { startInProcess } from "./_inproc.ts";
+import { waitFor } from "./_daemon.ts";
+import { connectAgent } from "./_agent_client.ts";
+import { noteOnMergeRequest } from "./fixtures/gitlab_hooks/payloads.ts";
+import type { SpawnBody } from "../lib/protocol.ts";
+
+Deno.test("hooks: a comment with no session spawns one and prompts it once online", async (t) => {
+  await using d = await startInProcess({ env: { LVMH_SPAWN_ASK: "bash,edit" } });
+  const app = d.daemon.app;
+  const spawned: SpawnBody[] = [];
+  app.spawner = {
+    ...app.spawner,
+    spawn(body) {
+      spawned.push(body);
+      return Promise.resolve({ sessionId: "hs-new", containerId: "c1", jobId: "j1" });
+    },
+  };
+  const secret = "gitlab-hook-secret-abcdefghij";
+  await (await d.api("/api/hooks/gitlab", { method: "PUT", body: JSON.stringify({ secret }) })).body
+    ?.cancel();
+
+  await t.step("202 at once; the spawn asks for the source branch with the default ask set", async () => {
+    const res = await d.fetch("/hooks/gitlab", {
+      method: "POST",
+      headers: {
+        "x-gitlab-event": "Note Hook",
+        "x-gitlab-token": secret,
+        "content-type": "application/json",
+      },
+      body: JSON.stringify(noteOnMergeRequest("/lvmh add a changelog entry")),
+    });
+    assert.equal(res.status, 202);
+    await res.body?.cancel();
+    await waitFor(() => spawned.length === 1, "the spawn");
+    assert.deepEqual(spawned[0], { repo: "group/proj", branch: "feature/x", ask: ["bash", "edit"] });
+  });
+
+  await t.step("the new session gets the comment once its plugin says hello", async () => {
+    const a = await connectAgent(d, { sessionId: "hs-new" });
+    try {
+      const p = await a.waitFrame((f) => f.type === "prompt", "the prompt after spawn");
+      assert.match(String(p.message), /add a changelog entry/);
+      await app.hooks.idle();
+      const audit = await (await d.api("/api/audit?limit=1000")).json();
+      const actions = audit.filter((e: { actor: string }) => e.actor === "hook:gitlab")
+        .map((e: { action: string }) => e.action);
+      assert.deepEqual(actions, ["hook.spawn", "hook.prompt"]);
+    } finally {
+      await a.close();
+    }
+  });
+});
