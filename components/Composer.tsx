@@ -1,9 +1,13 @@
 /**
  * The prompt box. While the agent runs, Enter steers (interrupts after the current tool) and Alt+Enter queues a
  * follow-up (waits until the run ends); the two buttons say which is which. Disabled, with the reason, offline.
+ * With the session given, it also takes images (pasted, dropped or picked; thumbnails with a remove button; a
+ * warning when the model takes no images), and carries the model picker and a rename button.
  */
-import { useRef, useState } from "preact/hooks";
-import type { DeliverAs } from "../lib/protocol.ts";
+import { useMemo, useRef, useState } from "preact/hooks";
+import type { DeliverAs, SessionSummary } from "../lib/protocol.ts";
+import { type ComposerImage, steerActions, takesImages } from "../lib/ui/steer.ts";
+import { ModelPicker } from "./ModelPicker.tsx";
 
 interface ComposerProps {
   online: boolean;
@@ -11,22 +15,77 @@ interface ComposerProps {
   /** Resolves to an error message, or null on success. */
   onSend(message: string, deliverAs: DeliverAs): Promise<string | null>;
   onAbort(): Promise<string | null>;
+  /** The session: enables images, the model picker and renaming. */
+  session?: SessionSummary;
 }
 
-export function Composer({ online, running, onSend, onAbort }: ComposerProps) {
+/** The daemon's limits (lib/images.ts), checked here too so a person hears at once. */
+const IMAGE_TYPES = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+const MAX_IMAGES = 10, MAX_IMAGE_BYTES = 10 * 1024 * 1024, MAX_TOTAL_BYTES = 20 * 1024 * 1024;
+
+function readImage(file: File): Promise<ComposerImage> {
+  return new Promise((resolve, reject) => {
+    const r = new FileReader();
+    r.onload = () => {
+      const url = String(r.result);
+      resolve({
+        mimeType: file.type,
+        data: url.slice(url.indexOf(",") + 1),
+        name: file.name || "image",
+        size: file.size,
+      });
+    };
+    r.onerror = () => reject(r.error);
+    r.readAsDataURL(file);
+  });
+}
+
+export function Composer({ online, running, onSend, onAbort, session }: ComposerProps) {
   const [text, setText] = useState("");
   const [busy, setBusy] = useState(false);
   const [note, setNote] = useState<{ kind: "ok" | "error"; text: string } | null>(null);
+  const [images, setImages] = useState<ComposerImage[]>([]);
   const area = useRef<HTMLTextAreaElement>(null);
+  const picker = useRef<HTMLInputElement>(null);
+  const steer = useMemo(() => session ? steerActions(session.id) : null, [session?.id]);
+  const vision = session ? takesImages(session) : null;
+
+  async function addFiles(files: File[]) {
+    const next = [...images];
+    for (const f of files) {
+      if (!IMAGE_TYPES.includes(f.type)) {
+        return setNote({ kind: "error", text: `${f.name || "file"}: not a PNG, JPEG, GIF or WebP image` });
+      }
+      if (next.length >= MAX_IMAGES) {
+        return setNote({ kind: "error", text: `At most ${MAX_IMAGES} images per prompt.` });
+      }
+      if (f.size > MAX_IMAGE_BYTES) {
+        return setNote({ kind: "error", text: `${f.name || "image"} is larger than 10 MB.` });
+      }
+      if (next.reduce((n, i) => n + i.size, f.size) > MAX_TOTAL_BYTES) {
+        return setNote({ kind: "error", text: "Images may take 20 MB together." });
+      }
+      next.push(await readImage(f));
+      setImages([...next]);
+    }
+  }
+
+  function imageFiles(list: DataTransferItemList | null | undefined): File[] {
+    return [...(list ?? [])].filter((i) => i.kind === "file" && i.type.startsWith("image/"))
+      .map((i) => i.getAsFile()).filter((f): f is File => f !== null);
+  }
 
   async function send(deliverAs: DeliverAs) {
     const message = text.trim();
     if (!message || busy || !online) return;
     setBusy(true);
-    const error = await onSend(message, deliverAs);
+    const error = images.length && steer
+      ? await steer.send(message, deliverAs, images)
+      : await onSend(message, deliverAs);
     setBusy(false);
     if (error) return setNote({ kind: "error", text: error });
     setText("");
+    setImages([]);
     setNote({
       kind: "ok",
       text: deliverAs === "followUp" ? "Queued as a follow-up." : running ? "Sent to steer." : "Sent.",
@@ -53,6 +112,12 @@ export function Composer({ online, running, onSend, onAbort }: ComposerProps) {
         e.preventDefault();
         void send("steer");
       }}
+      onDragOver={(e) => steer && e.preventDefault()}
+      onDrop={(e) => {
+        if (!steer) return;
+        e.preventDefault();
+        void addFiles([...(e.dataTransfer?.files ?? [])]);
+      }}
     >
       {disabled && (
         <p class="offline-reason" role="status">
@@ -73,8 +138,68 @@ export function Composer({ online, running, onSend, onAbort }: ComposerProps) {
         value={text}
         onInput={(e) => setText((e.target as HTMLTextAreaElement).value)}
         onKeyDown={onKeyDown}
+        onPaste={(e) => {
+          const files = steer ? imageFiles(e.clipboardData?.items) : [];
+          if (!files.length) return;
+          e.preventDefault();
+          void addFiles(files);
+        }}
       />
+      {images.length > 0 && (
+        <div class="composer-images" data-images={images.length}>
+          {images.map((img, i) => (
+            <figure class="composer-image">
+              <img
+                src={`data:${img.mimeType};base64,${img.data}`}
+                alt={img.name}
+                width={64}
+                height={64}
+              />
+              <button
+                type="button"
+                class="ghost small remove-image"
+                aria-label={`Remove ${img.name}`}
+                onClick={() => setImages(images.filter((_, j) => j !== i))}
+              >
+                ×
+              </button>
+            </figure>
+          ))}
+          <p class="small muted">
+            {vision === false
+              ? (
+                <strong class="warn-no-images" role="alert">
+                  {session?.model ?? "This model"} takes no images: pi will send a placeholder instead.
+                </strong>
+              )
+              : "pi 1.6.0 re-encodes images over 2000×2000 px or 4.5 MB, and replaces ones it cannot read with text."}
+          </p>
+        </div>
+      )}
       <div class="composer-actions">
+        {steer && (
+          <>
+            <input
+              ref={picker}
+              type="file"
+              accept={IMAGE_TYPES.join(",")}
+              multiple
+              hidden
+              onChange={(e) => {
+                const input = e.target as HTMLInputElement;
+                void addFiles([...(input.files ?? [])]).finally(() => input.value = "");
+              }}
+            />
+            <button
+              type="button"
+              class="ghost attach"
+              disabled={disabled}
+              onClick={() => picker.current?.click()}
+            >
+              Image…
+            </button>
+          </>
+        )}
         <button type="submit" class="primary steer" disabled={disabled || busy || !text.trim()}>
           {running ? "Steer" : "Send"} <kbd>Enter</kbd>
         </button>
@@ -96,6 +221,31 @@ export function Composer({ online, running, onSend, onAbort }: ComposerProps) {
             onClick={() => void abort()}
           >
             Abort
+          </button>
+        )}
+        {session && steer && (
+          <ModelPicker
+            models={session.models ?? []}
+            provider={session.provider}
+            model={session.model}
+            modelSwitch={session.modelSwitch}
+            online={online}
+            onSwitch={(p, m) => steer.setModel(p, m)}
+          />
+        )}
+        {session && steer && (
+          <button
+            type="button"
+            class="ghost small rename"
+            disabled={disabled}
+            onClick={async () => {
+              const name = prompt("New name for this session", session.name ?? "")?.trim();
+              if (!name) return;
+              const err = await steer.rename(name);
+              setNote(err ? { kind: "error", text: err } : { kind: "ok", text: "Rename sent." });
+            }}
+          >
+            Rename…
           </button>
         )}
         {note && (

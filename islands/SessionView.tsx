@@ -205,6 +205,7 @@ export default function SessionView(props: Props) {
               running={running}
               onSend={actions.send}
               onAbort={actions.abort}
+              session={session}
             />
           </div>
         )
