@@ -45,6 +45,17 @@ export class ImageTooLargeError extends Error {
   }
 }
 
+/**
+ * A prompt body without images keeps the ordinary limit: only images may make it larger.
+ * @throws {ImageTooLargeError} when `raw` has no images and its JSON is over `maxBytes`.
+ */
+export function checkTextOnlySize(raw: unknown, maxBytes: number): void {
+  const images = (raw as { images?: unknown } | null)?.images;
+  if (Array.isArray(images) && images.length > 0) return;
+  const size = new TextEncoder().encode(JSON.stringify(raw) ?? "").length;
+  if (size > maxBytes) throw new ImageTooLargeError(`body is larger than ${maxBytes} bytes`);
+}
+
 const BASE64_RE = /^[A-Za-z0-9+/]*={0,2}$/;
 
 /**

@@ -308,6 +308,8 @@ export const PromptBody = z.object({
   images: z.array(PromptImage).max(100).optional(),
 });
 export type PromptBody = z.infer<typeof PromptBody>;
+/** Any JSON body: read first, checked against its schema after a size rule that depends on the content. */
+export const JsonBody = z.unknown();
 
 /** `PUT /api/sessions/:id/model`: one of the models the session reported. */
 export const ModelBody = z.object({
