@@ -45,9 +45,11 @@ export class Hub {
     return this.#all.size;
   }
 
-  /** Add a subscriber that receives broadcasts. */
-  join(sub: Subscriber): void {
-    this.#all.add(sub);
+  /** Add a subscriber; it receives broadcasts unless `options.broadcasts` is false. */
+  join(sub: Subscriber, options: { broadcasts?: boolean } = {}): void {
+    // An internal follower of one session (a notification watcher) has no use for every list change: with
+    // thousands of sessions, handing each broadcast to each of them would make every broadcast O(sessions).
+    if (options.broadcasts !== false) this.#all.add(sub);
     this.#sessionsOf.set(sub, new Set());
   }
 
@@ -111,7 +113,7 @@ export class Hub {
 
   /** Disconnect every subscriber (shutdown). */
   closeAll(code: number, reason: string): void {
-    for (const sub of [...this.#all]) {
+    for (const sub of [...this.#sessionsOf.keys()]) {
       this.leave(sub);
       try {
         sub.close(code, reason);

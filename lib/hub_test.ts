@@ -89,3 +89,16 @@ Deno.test("hub.leave() and a throwing send remove the subscriber", () => {
   hub.broadcast({ type: "error", message: "x" });
   assert.equal(hub.size, 0);
 });
+
+Deno.test("hub: a follower joined without broadcasts gets its session's events only", () => {
+  const hub = new Hub();
+  const got: string[] = [];
+  const follower: Subscriber = { send: (d) => got.push(d), bufferedAmount: () => 0, close() {} };
+  hub.join(follower, { broadcasts: false });
+  hub.subscribe(follower, "s1");
+  hub.broadcast({ type: "pong" });
+  hub.publishEvents("s1", 0, [{ seq: 1, json: '{"seq":1}' }]);
+  assert.equal(got.length, 1);
+  assert.match(got[0], /"type":"events"/);
+  assert.equal(hub.size, 0, "not counted as a browser");
+});
