@@ -21,6 +21,9 @@ interface ComposerProps {
 
 /** The daemon's limits (lib/images.ts), checked here too so a person hears at once. */
 const IMAGE_TYPES = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+const REENCODE_NOTE =
+  "pi 1.6.0 re-encodes images over 2000×2000 px or 4.5 MB, and replaces ones it cannot read " +
+  "with text.";
 const MAX_IMAGES = 10, MAX_IMAGE_BYTES = 10 * 1024 * 1024, MAX_TOTAL_BYTES = 20 * 1024 * 1024;
 
 function readImage(file: File): Promise<ComposerImage> {
@@ -172,7 +175,7 @@ export function Composer({ online, running, onSend, onAbort, session }: Composer
                   {session?.model ?? "This model"} takes no images: pi will send a placeholder instead.
                 </strong>
               )
-              : "pi 1.6.0 re-encodes images over 2000×2000 px or 4.5 MB, and replaces ones it cannot read with text."}
+              : REENCODE_NOTE}
           </p>
         </div>
       )}
