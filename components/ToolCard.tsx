@@ -1,6 +1,6 @@
 /** A tool call as a card: name, a one-line summary of its arguments, status, and (unfolded) args and result. */
 import type { ToolCall } from "../lib/ui/conversation.ts";
-import { prettyJson } from "../lib/ui/format.ts";
+import { ToolBody } from "./ToolBody.tsx";
 
 /** The argument a person looks for first, per well-known tool; the first short string for any other tool. */
 function summary(call: ToolCall): string {
@@ -42,26 +42,16 @@ const STATUS_LABEL: Record<ToolCall["status"], string> = {
 };
 
 export function ToolCard({ call }: { call: ToolCall }) {
-  const result = call.resultText ?? (call.resultPreview || call.partial);
+  // Edits and writes open by themselves: their diff or content is what a person reads the card for.
+  const open = call.status === "error" || call.name === "edit" || call.name === "write";
   return (
-    <details class={`tool tool-${call.status}`} data-tool={call.name} open={call.status === "error"}>
+    <details class={`tool tool-${call.status}`} data-tool={call.name} open={open}>
       <summary>
         <span class="tool-name">{call.name || "tool"}</span>
         <code class="tool-summary">{summary(call)}</code>
         <span class={`chip ${call.status}`}>{STATUS_LABEL[call.status]}</span>
       </summary>
-      <div class="tool-body">
-        <div class="label">Arguments</div>
-        <pre class="args">{prettyJson(call.argsJson || "{}")}</pre>
-        {result && (
-          <>
-            <div class="label">
-              {call.status === "error" ? "Error" : call.resultText !== null ? "Result" : "Output"}
-            </div>
-            <pre class="result">{result}</pre>
-          </>
-        )}
-      </div>
+      <ToolBody call={call} />
     </details>
   );
 }

@@ -19,7 +19,7 @@ export function TopBar({ children, me }: { children?: ComponentChildren; me?: Me
           {can(me, "audit") && <a href="/audit" class="small">Audit</a>}
           {can(me, "tokens") && <a href="/tokens" class="small">Tokens</a>}
           <span class="whoami small" data-me={me.name} data-role={me.role} title="signed in as">
-            {me.name} <span class={`chip role-${me.role}`}>{me.role}</span>
+            <span class="me-name">{me.name}</span> <span class={`chip role-${me.role}`}>{me.role}</span>
           </span>
         </nav>
       )}

@@ -6,10 +6,22 @@
  * its output is safe without a DOM, which lets server rendering and islands share one renderer.
  */
 import MarkdownIt from "markdown-it";
+import { highlight } from "./highlight.ts";
 
 const SAFE_SCHEMES = /^(?:https?:|mailto:|#|\/(?!\/)|\.{0,2}\/)/i;
 
-const md = new MarkdownIt({ html: false, linkify: true, breaks: false, typographer: false });
+// Fenced code is highlighted (`lib/ui/highlight.ts` escapes it); markdown-it wraps the result in
+// <pre><code class="language-x">, and the `hljs` class on that code element is added below.
+const md = new MarkdownIt({
+  html: false,
+  linkify: true,
+  breaks: false,
+  typographer: false,
+  highlight: (code: string, lang: string) => highlight(code, lang || null),
+});
+const defaultFence = md.renderer.rules.fence!;
+md.renderer.rules.fence = (tokens, idx, options, env, self) =>
+  defaultFence(tokens, idx, options, env, self).replace("<pre><code", '<pre class="code"><code data-hl');
 
 // Stricter than markdown-it's own blocklist: only an allowlist of schemes (and relative links) survive.
 md.validateLink = (url: string): boolean =>

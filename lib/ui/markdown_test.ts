@@ -8,7 +8,12 @@ Deno.test("renderMarkdown() renders common Markdown", () => {
   assert.match(html, /<h1>Title<\/h1>/);
   assert.match(html, /<strong>bold<\/strong>/);
   assert.match(html, /<code>code<\/code>/);
-  assert.match(html, /const a = 1 &lt; 2;/);
+  // Fenced code is highlighted: escaped text inside highlight.js spans.
+  assert.match(
+    html,
+    /<pre class="code"><code data-hl class="language-ts"><span class="hljs-keyword">const<\/span>/,
+  );
+  assert.match(html, /1<\/span> &lt; <span class="hljs-number">2/);
   assert.match(html, /<li>one<\/li>/);
 });
 
