@@ -14,6 +14,7 @@ import type { Audit } from "./audit.ts";
 import type { SigninThrottle } from "./signin_throttle.ts";
 import type { Webhooks } from "./webhooks/webhooks.ts";
 import type { Hooks } from "./hooks/hooks.ts";
+import type { Push } from "./notify/push.ts";
 
 export interface App {
   config: Config;
@@ -35,6 +36,8 @@ export interface App {
   signins: SigninThrottle;
   /** Outbound webhook endpoints and their outbox. */
   webhooks: Webhooks;
+  /** Web push: VAPID keys and browsers' subscriptions. */
+  push: Push;
   /** Starts agent sessions in containers. */
   spawner: Spawner;
   /** The GitLab connection (token kept in the store's settings). */

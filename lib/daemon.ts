@@ -22,6 +22,7 @@ import { pruneSessions } from "./session_removal.ts";
 import { Webhooks } from "./webhooks/webhooks.ts";
 import { startNotify } from "./notify/start.ts";
 import { Hooks } from "./hooks/hooks.ts";
+import { Push } from "./notify/push.ts";
 
 /** How often sessions past the retention period are looked for (also once at start). */
 const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
@@ -72,6 +73,7 @@ export function createDaemon(config: Config, routes: RouteDef[], parts: DaemonPa
     audit: new Audit(store.db),
     signins: new SigninThrottle(config.signinLimit),
     webhooks: new Webhooks(store.db),
+    push: new Push(store.db),
   };
   const gitlab = parts.gitlab(core);
   const app = { ...core, gitlab, spawner: parts.spawner(core, gitlab) } as App;

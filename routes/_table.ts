@@ -34,6 +34,9 @@ import { handler as webhookDeliveries } from "./api/webhooks/[id]/deliveries.ts"
 import { handler as hookSettings } from "./api/hooks/gitlab.ts";
 import { handler as genericHook } from "./hooks/generic.ts";
 import { handler as gitlabHook } from "./hooks/gitlab.ts";
+import { handler as pushKey } from "./api/push/key.ts";
+import { handler as pushSubscriptions } from "./api/push/subscriptions.ts";
+import { handler as pushVisible } from "./api/push/visible.ts";
 import { handler as indexPage } from "./index.tsx";
 import { handler as sessionPage } from "./sessions/[id].tsx";
 import { handler as auditPage } from "./audit.tsx";
@@ -75,6 +78,14 @@ export const routes: RouteDef[] = [
     auth: "token",
     roles: { GET: "admin" },
   },
+  { path: "/api/push/key", handler: pushKey, auth: "token" },
+  {
+    path: "/api/push/subscriptions",
+    handler: pushSubscriptions,
+    auth: "token",
+    roles: { POST: "viewer", DELETE: "viewer" },
+  },
+  { path: "/api/push/visible", handler: pushVisible, auth: "token", roles: { POST: "viewer" } },
   { path: "/api/hooks/gitlab", handler: hookSettings, auth: "token", roles: { GET: "admin", PUT: "admin" } },
   { path: "/api/spawn", handler: spawn, auth: "token", roles: { POST: "operator" } },
   { path: "/api/spawn/status", handler: spawnStatus, auth: "token" },

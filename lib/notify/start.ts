@@ -16,6 +16,7 @@ export function stallMinutes(env: Record<string, string | undefined> = Deno.env.
 export function startNotify(app: App): { close(): Promise<void> } {
   const emit = (event: NotifyEvent) => {
     app.webhooks.emit(event);
+    app.push.notify(event);
   };
   const watcher = new Watcher(app.hub, emit, { stallMs: stallMinutes() * 60_000 });
   watcher.prime(app.sessions.list(), app.approvals.list({ state: "pending" }));
@@ -23,6 +24,7 @@ export function startNotify(app: App): { close(): Promise<void> } {
   return {
     async close() {
       watcher.close();
+      app.push.close();
       await app.webhooks.close();
     },
   };

@@ -139,14 +139,8 @@ export class Watcher {
     this.#sessions.set(s.id, seen);
     if (s.online && !seen.follower) this.#follow(s.id, seen);
     if (announce && prev) {
-      if (prev.state === "running" && s.state === "idle") {
-        // The follower saw the run's last message before the row changed: ingest publishes, then touches.
-        if (seen.failure) this.#emit("run.failed", s.id, { reason: seen.failure });
-        else this.#emit("run.settled", s.id, {});
-      }
       if (prev.online && !s.online && !seen.said) this.#emit("session.lost", s.id, {});
     }
-    if (s.state === "running" && seen.state !== "running") seen.failure = null;
     if (s.online && !seen.online) seen.said = false;
     seen.state = s.state;
     seen.online = s.online;
@@ -159,12 +153,18 @@ export class Watcher {
   #follow(id: string, seen: Seen): void {
     const follower = recorder((data) => {
       // Streaming deltas are most of the traffic: skip parsing frames that cannot hold what is looked for.
-      if (!/"type":"(?:bye|agent_start|message_end)"/.test(data)) return;
+      if (!/"type":"(?:bye|agent_start|agent_end|message_end)"/.test(data)) return;
       const frame = JSON.parse(data) as { type: string; events?: Record<string, unknown>[] };
       if (frame.type !== "events") return;
       for (const e of frame.events ?? []) {
         if (e.type === "bye") seen.said = true;
         if (e.type === "agent_start") seen.failure = null;
+        // From the event, not the row: a short run can start and end within one coalesced row update.
+        if (e.type === "agent_end") {
+          if (seen.failure) this.#emit("run.failed", id, { reason: seen.failure });
+          else this.#emit("run.settled", id, {});
+          seen.failure = null;
+        }
         const m = e.message as Record<string, unknown> | undefined;
         if (e.type === "message_end" && m?.role === "assistant") {
           const reason = m.stopReason;
@@ -174,7 +174,7 @@ export class Watcher {
         }
       }
     });
-    this.hub.join(follower);
+    this.hub.join(follower, { broadcasts: false });
     this.hub.subscribe(follower, id);
     seen.follower = follower;
   }

@@ -1,0 +1,7 @@
+import { json } from "../../../lib/http.ts";
+import type { Handlers } from "../../../lib/router.ts";
+
+/** The VAPID public key a browser subscribes with (`applicationServerKey`). */
+export const handler: Handlers = {
+  GET: (ctx) => json({ publicKey: ctx.app.push.publicKey }),
+};
