@@ -20,7 +20,10 @@ export function PageShell({ title, bodyClass, children }: PageShellProps) {
         <title>{title}</title>
         <link rel="icon" href="/static/favicon.svg" type="image/svg+xml" />
         <link rel="stylesheet" href="/static/style.css" />
+        <link rel="manifest" href="/static/manifest.webmanifest" />
+        <meta name="theme-color" content="#3b5bdb" />
         <script type="module" src="/static/client.js"></script>
+        <script type="module" src="/static/pwa.js"></script>
       </head>
       <body class={bodyClass}>{children}</body>
     </html>

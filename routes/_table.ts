@@ -41,6 +41,7 @@ import { handler as indexPage } from "./index.tsx";
 import { handler as sessionPage } from "./sessions/[id].tsx";
 import { handler as auditPage } from "./audit.tsx";
 import { handler as tokensPage } from "./tokens.tsx";
+import { handler as notificationsPage } from "./notifications.tsx";
 import { handler as login } from "./login.ts";
 import { handler as staticAssets } from "./static.ts";
 
@@ -96,6 +97,7 @@ export const routes: RouteDef[] = [
   { path: "/sessions/:id", handler: sessionPage, auth: "page" },
   { path: "/audit", handler: auditPage, auth: "page" },
   { path: "/tokens", handler: tokensPage, auth: "page" },
+  { path: "/notifications", handler: notificationsPage, auth: "page" },
   { path: "/login", handler: login, auth: "public" },
   // Hooks check their own credentials: an operator token (generic) or the GitLab hook secret.
   { path: "/hooks/generic", handler: genericHook, auth: "public" },

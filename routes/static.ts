@@ -13,6 +13,7 @@ const TYPES: Record<string, string> = {
   png: "image/png",
   ico: "image/x-icon",
   map: "application/json; charset=utf-8",
+  webmanifest: "application/manifest+json",
 };
 const NAME = /^[a-z0-9][a-z0-9_-]*(?:\.[a-z0-9]+)*\.([a-z]+)$/;
 
@@ -35,6 +36,8 @@ export const handler = {
       "cache-control": "no-cache",
       etag,
       "x-content-type-options": "nosniff",
+      // The web push service worker lives here but serves every page (it opens sessions on a click).
+      ...(name === "sw.js" ? { "service-worker-allowed": "/" } : {}),
     };
     if (ctx.req.headers.get("if-none-match") === etag) return new Response(null, { status: 304, headers });
     const body = ctx.req.method === "HEAD" ? null : await Deno.readFile(new URL(name, DIR));

@@ -1,0 +1,171 @@
+/**
+ * Notifications on this browser: opt in (permission, the service worker, a push subscription sent to the
+ * daemon), pick the kinds wanted, or turn them off. Over plain http on another host, browsers offer no push;
+ * the panel says so (only the in-page notifications of an open session page work there).
+ */
+import { useEffect, useState } from "preact/hooks";
+import { api, ApiError, SignInRequired } from "../lib/ui/api.ts";
+
+interface Props {
+  /** Every kind, in display order, with its label. */
+  kinds: { kind: string; label: string }[];
+  /** What a new subscription starts with. */
+  defaults: string[];
+}
+
+type Status = "checking" | "unsupported" | "off" | "on" | "denied";
+
+const SW = "/static/sw.js";
+const SCOPE = "/";
+
+function keyBytes(base64url: string): Uint8Array<ArrayBuffer> {
+  const b64 = base64url.replace(/-/g, "+").replace(/_/g, "/");
+  const raw = atob(b64 + "=".repeat((4 - b64.length % 4) % 4));
+  return Uint8Array.from(raw, (c) => c.charCodeAt(0));
+}
+
+/** Resolve once the registration has an active worker (a page outside its scope never gets `ready`). */
+function active(reg: ServiceWorkerRegistration): Promise<ServiceWorkerRegistration> {
+  const worker = reg.installing ?? reg.waiting;
+  if (reg.active || !worker) return Promise.resolve(reg);
+  return new Promise((resolve) => {
+    worker.addEventListener("statechange", () => worker.state === "activated" && resolve(reg));
+  });
+}
+
+function messageOf(e: unknown): string {
+  if (e instanceof SignInRequired) return "Sign in again.";
+  if (e instanceof ApiError) return e.message;
+  const m = (e as Error).message ?? String(e);
+  return `This browser could not subscribe to its push service (${m}). Notifications still show while a ` +
+    "session page is open.";
+}
+
+export default function NotificationSettings({ kinds, defaults }: Props) {
+  const [status, setStatus] = useState<Status>("checking");
+  const [chosen, setChosen] = useState<string[]>(defaults);
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const [ready, setReady] = useState(false);
+
+  useEffect(() => {
+    void (async () => {
+      try {
+        if (
+          !("serviceWorker" in navigator) || !("PushManager" in globalThis) || !globalThis.isSecureContext
+        ) {
+          setStatus("unsupported");
+          return;
+        }
+        if (Notification.permission === "denied") return setStatus("denied");
+        const reg = await navigator.serviceWorker.getRegistration(SCOPE);
+        const sub = await reg?.pushManager.getSubscription();
+        if (!sub) return setStatus("off");
+        const got = await api<{ kinds: string[] | null }>(
+          `/api/push/subscriptions?endpoint=${encodeURIComponent(sub.endpoint)}`,
+        );
+        if (got.kinds) setChosen(got.kinds);
+        setStatus(got.kinds ? "on" : "off");
+      } catch (e) {
+        setError(messageOf(e));
+        setStatus("off");
+      } finally {
+        setReady(true);
+      }
+    })();
+  }, []);
+
+  async function save(sub: PushSubscription, list: string[]) {
+    const json = sub.toJSON() as { endpoint: string; keys: { p256dh: string; auth: string } };
+    await api("/api/push/subscriptions", {
+      method: "POST",
+      body: JSON.stringify({ subscription: { endpoint: json.endpoint, keys: json.keys }, kinds: list }),
+    });
+  }
+
+  async function run(fn: () => Promise<void>) {
+    setBusy(true);
+    setError(null);
+    try {
+      await fn();
+    } catch (e) {
+      setError(messageOf(e));
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  const enable = () =>
+    run(async () => {
+      const permission = await Notification.requestPermission();
+      if (permission !== "granted") return setStatus(permission === "denied" ? "denied" : "off");
+      const reg = await active(await navigator.serviceWorker.register(SW, { scope: SCOPE }));
+      const { publicKey } = await api<{ publicKey: string }>("/api/push/key");
+      const sub = await reg.pushManager.subscribe({
+        userVisibleOnly: true,
+        applicationServerKey: keyBytes(publicKey),
+      });
+      await save(sub, chosen);
+      setStatus("on");
+    });
+
+  const disable = () =>
+    run(async () => {
+      const reg = await navigator.serviceWorker.getRegistration(SCOPE);
+      const sub = await reg?.pushManager.getSubscription();
+      if (sub) {
+        await api(`/api/push/subscriptions?endpoint=${encodeURIComponent(sub.endpoint)}`, {
+          method: "DELETE",
+        })
+          .catch(() => {});
+        await sub.unsubscribe();
+      }
+      setStatus("off");
+    });
+
+  const toggle = (kind: string) =>
+    run(async () => {
+      const list = chosen.includes(kind) ? chosen.filter((k) => k !== kind) : [...chosen, kind];
+      setChosen(list);
+      if (status !== "on") return;
+      const reg = await navigator.serviceWorker.getRegistration(SCOPE);
+      const sub = await reg?.pushManager.getSubscription();
+      if (sub) await save(sub, list);
+    });
+
+  return (
+    <section class="notify-settings" data-ready={ready ? "1" : undefined} data-status={status}>
+      <h2>Notifications on this browser</h2>
+      {status === "unsupported"
+        ? (
+          <p class="notify-note">
+            This page is not served over HTTPS (or localhost), so the browser offers no push. Put lvmh behind
+            TLS (see the README) to be called back on this device; until then, notifications show only while a
+            session page is open.
+          </p>
+        )
+        : status === "denied"
+        ? <p class="notify-note">Notifications are blocked for this site in the browser's settings.</p>
+        : (
+          <p>
+            {status === "on"
+              ? <button type="button" disabled={busy} onClick={disable}>Turn off</button>
+              : (
+                <button type="button" disabled={busy || status === "checking"} onClick={enable}>
+                  Notify me on this browser
+                </button>
+              )}
+          </p>
+        )}
+      <fieldset disabled={busy || status === "unsupported"}>
+        <legend>Tell me when</legend>
+        {kinds.map(({ kind, label }) => (
+          <label key={kind}>
+            <input type="checkbox" checked={chosen.includes(kind)} onChange={() => toggle(kind)} /> {label}
+          </label>
+        ))}
+      </fieldset>
+      {error && <p class="error" role="alert">{error}</p>}
+    </section>
+  );
+}
