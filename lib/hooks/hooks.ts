@@ -5,10 +5,15 @@
  * new session is online. Every action is audited with the hook as the actor.
  */
 import { z } from "zod";
-import type { App } from "../app.ts";
+import type { Store } from "../store.ts";
+import type { Config } from "../config.ts";
+import type { Gitlab } from "../gitlab.ts";
+import type { Sessions } from "../sessions.ts";
+import type { Spawner } from "../spawner.ts";
+import type { Audit } from "../audit.ts";
 import { safeEqual } from "../auth.ts";
 import { BranchName, RepoPath, type ServerFrame } from "../protocol.ts";
-import type { Subscriber } from "../hub.ts";
+import type { Hub, Subscriber } from "../hub.ts";
 import { HookStore } from "./hook_store.ts";
 import { type GitlabAction, promptFor } from "./gitlab_events.ts";
 
@@ -33,13 +38,24 @@ const FALLBACK_ASK = ["bash", "edit", "write"];
 
 const SECRET_KEY = "gitlab.secret";
 
+/** The daemon parts hooks use (the daemon passes its `App`; read at each use, so later swaps count). */
+export interface HookDeps {
+  store: Store;
+  config: Config;
+  gitlab: Gitlab;
+  sessions: Sessions;
+  spawner: Spawner;
+  hub: Hub;
+  audit: Audit;
+}
+
 /** Inbound hook state and work. */
 export class Hooks {
   #store: HookStore;
   #pending = new Set<Promise<void>>();
   #stop = new AbortController();
 
-  constructor(private readonly app: App, private readonly envSecret: string | null) {
+  constructor(private readonly app: HookDeps, private readonly envSecret: string | null) {
     this.#store = new HookStore(app.store.db);
   }
 

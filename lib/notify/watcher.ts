@@ -34,7 +34,6 @@ interface Seen {
 export class Watcher {
   #sessions = new Map<string, Seen>();
   #approvals = new Set<string>();
-  #approvalsPrimed = false;
   #failedJobs = new Set<string>();
   #self: Subscriber;
   #timer: ReturnType<typeof setInterval>;
@@ -53,7 +52,6 @@ export class Watcher {
   prime(sessions: SessionSummary[], pending: Approval[]): void {
     for (const s of sessions) this.#update(s, false);
     for (const a of pending) this.#approvals.add(a.id);
-    this.#approvalsPrimed = true;
   }
 
   /** Announce running sessions that have been quiet for longer than the stall time. */
@@ -93,7 +91,6 @@ export class Watcher {
       for (const a of pending) {
         if (this.#approvals.has(a.id)) continue;
         this.#approvals.add(a.id);
-        if (!this.#approvalsPrimed && !this.#sessions.size) continue;
         this.#emit("approval.requested", a.sessionId, {
           approvalId: a.id,
           toolName: a.toolName,
