@@ -7,6 +7,9 @@ import type { Hub, Subscriber } from "../hub.ts";
 import type { Approval, SessionSummary, SpawnJob } from "../protocol.ts";
 import type { NotifyEvent } from "./kinds.ts";
 
+/** What a follower looks at; anything else (most of the traffic: deltas, tool output) is not even parsed. */
+const INTERESTING = /"type":"(?:bye|agent_start|agent_end)"|"stopReason":"(?:error|aborted)"/;
+
 /** Options of the watcher. */
 export interface WatcherOptions {
   /** A running session with no event for this long is `session.stalled` (once per quiet spell). */
@@ -150,7 +153,7 @@ export class Watcher {
   #follow(id: string, seen: Seen): void {
     const follower = recorder((data) => {
       // Streaming deltas are most of the traffic: skip parsing frames that cannot hold what is looked for.
-      if (!/"type":"(?:bye|agent_start|agent_end|message_end)"/.test(data)) return;
+      if (!INTERESTING.test(data)) return;
       const frame = JSON.parse(data) as { type: string; events?: Record<string, unknown>[] };
       if (frame.type !== "events") return;
       for (const e of frame.events ?? []) {
