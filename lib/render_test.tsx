@@ -32,8 +32,8 @@ Deno.test("renderPage() answers HTML with the CSP and no inline script", async (
   assert.ok(html.startsWith('<!DOCTYPE html><html lang="en">'));
   assert.match(html, /<title>T &lt;1><\/title>/);
   assert.match(html, /<script type="module" src="\/static\/client.js"><\/script>/);
-  // Every script element is either the external bundle or a JSON data block.
+  // Every script element is either an external static script (the bundle, the service worker registration) or a JSON data block.
   for (const m of html.matchAll(/<script([^>]*)>/g)) {
-    assert.ok(/src="\/static\/client.js"|type="application\/json"/.test(m[1]), `inline script: ${m[0]}`);
+    assert.ok(/src="\/static\/[a-z_]+\.js"|type="application\/json"/.test(m[1]), `inline script: ${m[0]}`);
   }
 });
