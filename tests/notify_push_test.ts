@@ -94,8 +94,10 @@ Deno.test("push: VAPID, encryption, kinds, 404/410, 429, coalescing, visibility"
       })).body?.cancel();
       a.send("agent_start");
       a.send("agent_end");
-      const b = await connectAgent(d, { sessionId: "np2" });
+      // The browser first: np2 coming online must reach it as a session_update, not in its first list.
       const browser = await connectBrowser(d.browserUrl);
+      await browser.waitFrame((f) => f.type === "session_list", "the first list");
+      const b = await connectAgent(d, { sessionId: "np2" });
       try {
         // The watcher follows a session from the broadcast that tells browsers it is online (not the first list).
         await browser.waitFrame(
