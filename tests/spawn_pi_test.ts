@@ -54,25 +54,41 @@ dockerTest("spawn: the real bridge and pi in a built worker image answer a REST 
       assert.equal(s.model, "fake-model");
     });
 
-    await t.step("a prompt through REST runs a tool in the container and is answered", async () => {
-      const res = await post(d, `/api/sessions/${sessionId}/prompt`, { message: "run something" });
-      assert.equal(res.status, 200);
-      await res.body?.cancel();
-      const events = await waitFor(
-        async () => {
-          const list = (await (await d.api(`/api/sessions/${sessionId}/events`)).json()) as Event[];
-          const done = list.some((e) =>
-            e.type === "message_end" && e.message?.text?.includes("The command printed")
-          );
-          return done ? list : null;
-        },
-        "the answer",
-        60_000,
-      );
-      assert.ok(events.some((e) => e.type === "message_end" && e.message?.role === "user"));
-      assert.ok(events.some((e) => e.type === "tool_execution_end" && e.toolName === "bash"));
-      assert.ok(events.some((e) => e.message?.text?.includes('The command printed: "hi"')));
-    });
+    await t.step(
+      "a prompt through REST runs a tool in the container, once approved, and is answered",
+      async () => {
+        const res = await post(d, `/api/sessions/${sessionId}/prompt`, { message: "run something" });
+        assert.equal(res.status, 200);
+        await res.body?.cancel();
+        // Spawned sessions ask before bash by default (LVMH_SPAWN_ASK): the call waits until a person approves.
+        const [approval] = await waitFor(
+          async () => {
+            const list = await (await d.api(`/api/sessions/${sessionId}/approvals?state=pending`)).json();
+            return list.length ? list : null;
+          },
+          "the bash call waiting for approval",
+          60_000,
+        );
+        assert.equal(approval.toolName, "bash");
+        const decided = await post(d, `/api/approvals/${approval.id}`, { decision: "approve" });
+        assert.equal(decided.status, 200);
+        await decided.body?.cancel();
+        const events = await waitFor(
+          async () => {
+            const list = (await (await d.api(`/api/sessions/${sessionId}/events`)).json()) as Event[];
+            const done = list.some((e) =>
+              e.type === "message_end" && e.message?.text?.includes("The command printed")
+            );
+            return done ? list : null;
+          },
+          "the answer",
+          60_000,
+        );
+        assert.ok(events.some((e) => e.type === "message_end" && e.message?.role === "user"));
+        assert.ok(events.some((e) => e.type === "tool_execution_end" && e.toolName === "bash"));
+        assert.ok(events.some((e) => e.message?.text?.includes('The command printed: "hi"')));
+      },
+    );
 
     await t.step("stop removes the container and the session goes offline", async () => {
       const res = await d.api(`/api/sessions/${sessionId}/container`, { method: "DELETE" });
