@@ -7,24 +7,9 @@
 import type { Config } from "./config.ts";
 import type { Store } from "./store.ts";
 import { ConflictError, InvalidError, UnavailableError } from "./errors.ts";
-import { RepoPath } from "./protocol.ts";
+import { type GitlabRepo, type GitlabStatus, RepoPath } from "./protocol.ts";
 
-/** A project as `GET /api/gitlab/repos` returns it. */
-export interface GitlabRepo {
-  path: string;
-  name: string;
-  namespace: string;
-  lastActivityAt: string | null;
-  webUrl: string;
-  defaultBranch: string | null;
-}
-
-/** What `GET /api/gitlab/status` returns; never the token. */
-export interface GitlabStatus {
-  connected: boolean;
-  baseUrl: string;
-  username?: string;
-}
+export type { GitlabRepo, GitlabStatus };
 
 /** The GitLab connection the routes and the spawner use. */
 export interface Gitlab {

@@ -402,6 +402,30 @@ export const BranchName = z.string()
   });
 export const SpawnBody = z.object({ repo: RepoPath, branch: BranchName.optional(), ask: AskSet.optional() });
 export type SpawnBody = z.infer<typeof SpawnBody>;
+/** A project as `GET /api/gitlab/repos` returns it. */
+export interface GitlabRepo {
+  path: string;
+  name: string;
+  namespace: string;
+  lastActivityAt: string | null;
+  webUrl: string;
+  defaultBranch: string | null;
+}
+
+/** What `GET /api/gitlab/status` returns; never the token. */
+export interface GitlabStatus {
+  connected: boolean;
+  baseUrl: string;
+  username?: string;
+}
+
+/** `POST /api/spawn`'s 201 answer. */
+export interface SpawnResult {
+  sessionId: string;
+  jobId: string;
+  containerId: string;
+}
+
 export const GitlabConnectBody = z.object({
   token: z.string().trim().min(8, "token is too short").max(512).regex(
     /^[\x21-\x7e]+$/,

@@ -1,33 +1,10 @@
 /**
- * Wire types the browser shares with the daemon that `lib/protocol.ts` does not declare (the GitLab routes'
- * answers live in the server's `lib/gitlab.ts`, which the bundle must not import), and the event type the
- * browser works with, inferred from the protocol's schemas so nothing is written twice.
+ * Wire types the browser works with: those of `lib/protocol.ts` it re-exports, the few answers only the UI
+ * reads, and the event type inferred from the protocol's schemas so nothing is written twice.
  */
 import type { AgentEvent, StoredEvent } from "../protocol.ts";
 
-/** One repository of `GET /api/gitlab/repos`. */
-export interface GitlabRepo {
-  path: string;
-  name: string;
-  namespace: string;
-  lastActivityAt: string | null;
-  webUrl: string;
-  defaultBranch: string | null;
-}
-
-/** `GET /api/gitlab/status`; never the token. */
-export interface GitlabStatus {
-  connected: boolean;
-  baseUrl: string;
-  username?: string;
-}
-
-/** `POST /api/spawn`'s 201 answer. */
-export interface SpawnResult {
-  sessionId: string;
-  jobId: string;
-  containerId: string;
-}
+export type { GitlabRepo, GitlabStatus, SpawnResult } from "../protocol.ts";
 
 /**
  * An event as REST and `/ws` deliver it: the plugin's event after the daemon parsed it with `AgentEvent`
