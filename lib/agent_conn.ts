@@ -141,9 +141,7 @@ export function acceptAgentSocket(app: App, socket: WebSocket, principal: Princi
       if (closed) return;
     }
   };
-  const unwatch = principal
-    ? app.tokens.watch(principal.name, () => close(CloseCode.policy, "token revoked"))
-    : () => {};
+  const unwatch = app.tokens.closeOnRevoke(principal, () => close(CloseCode.policy, "token revoked"));
   socket.onclose = () => {
     unwatch();
     closed = true;

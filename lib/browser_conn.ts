@@ -23,9 +23,7 @@ export function acceptBrowserSocket(app: App, socket: WebSocket, principal: Prin
   const sendFrame = (frame: ServerFrame) => app.hub.sendTo(sub, JSON.stringify(frame));
 
   // A revoked token closes the sockets it opened, at once.
-  const unwatch = principal
-    ? app.tokens.watch(principal.name, () => socket.close(CloseCode.policy, "token revoked"))
-    : () => {};
+  const unwatch = app.tokens.closeOnRevoke(principal, () => socket.close(CloseCode.policy, "token revoked"));
   socket.onopen = () => {
     app.hub.join(sub);
     sendFrame({ type: "session_list", sessions: app.sessions.list() });

@@ -67,8 +67,11 @@ export class Tokens {
   #touched = new Map<string, number>();
   #lastPoll = Date.now();
   #timer: ReturnType<typeof setInterval>;
+  /** The bootstrap token's hash, computed once: every cookie check compares against it. */
+  #bootstrapHash: Promise<string>;
 
   constructor(private readonly store: TokenStore, private readonly bootstrap: string) {
+    this.#bootstrapHash = hashToken(bootstrap);
     this.#timer = setInterval(() => this.#poll(), REVOCATION_POLL_MS);
     Deno.unrefTimer(this.#timer);
   }
@@ -83,7 +86,7 @@ export class Tokens {
 
   /** As `identify`, from the token's hash (the page cookie carries it). */
   async identifyHash(hash: string): Promise<Identity | null> {
-    if (await safeEqual(hash, await hashToken(this.bootstrap))) {
+    if (await safeEqual(hash, await this.#bootstrapHash)) {
       return { name: BOOTSTRAP_NAME, role: "admin" };
     }
     const found = this.store.find(hash);
@@ -114,6 +117,14 @@ export class Tokens {
   revoke(name: string): void {
     if (!this.store.revoke(name)) throw new NotFoundError(`No live token named "${name}"`);
     this.#fire(name);
+  }
+
+  /**
+   * Close what a caller opened (a socket, a stream) once its token is revoked; no-op without a caller.
+   * @returns the function that stops watching (call it when the socket or stream ends).
+   */
+  closeOnRevoke(principal: { name: string } | null, close: () => void): () => void {
+    return principal ? this.watch(principal.name, close) : () => {};
   }
 
   /** Call `onRevoked` when the token named `name` is revoked; returns the function that stops watching. */

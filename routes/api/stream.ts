@@ -7,7 +7,7 @@ export const handler: Handlers = {
   GET(ctx) {
     const stream = daemonFeed(ctx.app).open(resumePoint(ctx.req, ctx.url));
     // A revoked token ends the streams it opened, at once.
-    stream.onEnd(ctx.app.tokens.watch(ctx.principal!.name, () => stream.close()));
+    stream.onEnd(ctx.app.tokens.closeOnRevoke(ctx.principal, () => stream.close()));
     return sseResponse(stream);
   },
 };

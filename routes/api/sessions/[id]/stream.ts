@@ -10,7 +10,7 @@ export const handler: Handlers = {
     if (!ctx.app.store.getSession(ctx.params.id)) throw sessionNotFound(ctx.params.id);
     const stream = openSessionStream(ctx.app, ctx.params.id, after);
     // A revoked token ends the streams it opened, at once.
-    stream.onEnd(ctx.app.tokens.watch(ctx.principal!.name, () => stream.close()));
+    stream.onEnd(ctx.app.tokens.closeOnRevoke(ctx.principal, () => stream.close()));
     return sseResponse(stream);
   },
 };
