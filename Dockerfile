@@ -12,10 +12,9 @@ RUN npm install -g --no-audit --no-fund deno@2.9.6 && deno --version
 
 WORKDIR /app
 COPY . .
-# npm dependencies of the plugin and the bridge (copied into every worker image), then the daemon's own
-# (the import map's npm: specifiers) and the island bundle, so the container starts offline.
-RUN (cd plugin && npm ci --no-audit --no-fund --omit=dev) \
-    && (cd docker/bridge && npm ci --no-audit --no-fund --omit=dev) \
+# npm dependencies of the bridge (copied into every worker image; the plugin is one bundled file), then the
+# daemon's own (the import map's npm: specifiers) and the island bundle, so the container starts offline.
+RUN (cd docker/bridge && npm ci --no-audit --no-fund --omit=dev) \
     && deno install --entrypoint main.ts \
     && deno task build
 
