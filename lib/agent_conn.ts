@@ -93,6 +93,19 @@ export function acceptAgentSocket(app: App, socket: WebSocket, principal: Princi
   };
 
   socket.onmessage = (e: MessageEvent) => {
+    try {
+      onFrame(e);
+    } catch (error) {
+      // A write that SQLite refused (disk full, database locked past the busy timeout) on hello or an approval:
+      // nothing of this frame is acked, so close the socket and let the plugin's replay repair it later. A
+      // throw out of this handler would end the whole daemon.
+      console.error(
+        `lvmh: session ${sessionId ?? "(before hello)"}: ${(error as Error).message}; socket closed`,
+      );
+      close(CloseCode.internal, "store write failed");
+    }
+  };
+  const onFrame = (e: MessageEvent) => {
     if (closed) return;
     if (typeof e.data !== "string") return reject("bad_frame", "frames must be JSON text");
     if (tooBig(e.data)) return close(CloseCode.tooBig, `frame larger than ${MAX_FRAME_BYTES} bytes`);
@@ -146,7 +159,12 @@ export function acceptAgentSocket(app: App, socket: WebSocket, principal: Princi
     unwatch();
     closed = true;
     sendAck.cancel();
-    goOffline();
+    try {
+      goOffline();
+    } catch (error) {
+      // Flushing this session's queue before it is listed offline can fail like any write: it is reported there.
+      console.error(`lvmh: session ${sessionId}: going offline: ${(error as Error).message}`);
+    }
   };
   socket.onerror = () => {};
 }

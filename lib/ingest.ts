@@ -90,17 +90,19 @@ export class Ingest {
   #commit(batch: Pending[]): SessionCommit[] {
     try {
       return this.#store(batch);
-    } catch {
+    } catch (error) {
       const bySession = Map.groupBy(batch, (p) => p.event.sessionId);
-      if (bySession.size === 1) {
-        this.#fail(batch);
+      // A full disk or a lock held past the busy timeout fails every session alike; retrying each alone would
+      // only wait out the busy timeout once per session, with the event loop stopped.
+      if (bySession.size === 1 || wholeFileError(error)) {
+        this.#fail(batch, error);
         return [];
       }
       return [...bySession.values()].flatMap((part) => {
         try {
           return this.#store(part);
-        } catch {
-          this.#fail(part);
+        } catch (error) {
+          this.#fail(part, error);
           return [];
         }
       });
@@ -132,8 +134,23 @@ export class Ingest {
     return commits.filter((c) => c.inserted.length > 0);
   }
 
-  #fail(batch: Pending[]): void {
+  #fail(batch: Pending[], cause: unknown): void {
+    const origins = new Set(batch.map((p) => p.origin));
+    const sessions = new Set(batch.map((p) => p.event.sessionId)).size;
+    console.error(
+      `lvmh: cannot store ${batch.length} event(s) of ${sessions} session(s): ${
+        (cause as Error)?.message
+      }; ` +
+        `${origins.size} plugin socket(s) closed without an ack, their replay will repair it`,
+    );
     const error = new Error("Cannot store events: the database write failed");
-    for (const origin of new Set(batch.map((p) => p.origin))) origin.fail(error);
+    for (const origin of origins) origin.fail(error);
   }
+}
+
+/** True for SQLite failures of the whole file (not of one session's rows), as node:sqlite words them. */
+function wholeFileError(error: unknown): boolean {
+  return /database or disk is full|database is locked|disk I\/O error|readonly database/.test(
+    (error as Error)?.message ?? "",
+  );
 }

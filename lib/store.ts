@@ -161,11 +161,14 @@ export class Store {
     const ask = options.ask === undefined ? undefined : JSON.stringify(options.ask);
     if (row) {
       if (options.keepSnapshot && ask === undefined) return;
-      this.#write({
+      const next = {
         ...row,
         info: options.keepSnapshot ? row.info : JSON.stringify(info),
         ask: ask === undefined ? row.ask : ask,
-      });
+      };
+      // A plugin reconnecting with the same snapshot writes nothing, so it is welcomed even while the file
+      // refuses writes (disk full, locked): its replay then meets the failure and is not acked.
+      if (next.info !== row.info || next.ask !== row.ask) this.#write(next);
       return;
     }
     const fresh = {
@@ -192,7 +195,14 @@ export class Store {
   /** Mark a session no longer running (its plugin went away mid-run). */
   setIdle(id: string): void {
     const row = this.#sessions.get(id);
-    if (row && row.state !== "idle") this.#write({ ...row, state: "idle" });
+    if (!row || row.state === "idle") return;
+    try {
+      this.#write({ ...row, state: "idle" });
+    } catch {
+      // The file refused the write (disk full, locked). Not fatal: open() resets every state to idle, so the
+      // cache alone may move on.
+      this.#sessions.set(id, { ...row, state: "idle" });
+    }
   }
 
   /** Write a session row to the file, then to the cache. */
