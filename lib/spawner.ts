@@ -5,7 +5,7 @@
  * the narrow `SpawnDeps`, not the daemon's core, so nothing here imports `lib/app.ts`.
  */
 import type { Config } from "./config.ts";
-import { isDomainError, UpstreamError } from "./errors.ts";
+import { ConflictError, isDomainError, UpstreamError } from "./errors.ts";
 import type { AskSet, SessionInfo, SpawnBody, SpawnJob } from "./protocol.ts";
 import type { SpawnBackend } from "./spawn/backend.ts";
 import { SpawnJobs } from "./spawn/jobs.ts";
@@ -17,9 +17,15 @@ export interface Spawner {
   /**
    * Run a spawn job up to a started container.
    * @throws {UnavailableError} when Docker is unreachable (before any job exists); {UpstreamError} when the
-   * image build, clone or container start failed (the job is then `failed` with the engine's message).
+   * image build, clone or container start failed (the job is then `failed` with the engine's message);
+   * {ConflictError} when `options.sessionId` already has a live job.
+   * @param options.sessionId the new session's id, when the caller allocated it (a hook answers with it before
+   * the spawn ran, and runs the spawn again under it after a restart).
    */
-  spawn(body: SpawnBody): Promise<{ sessionId: string; containerId: string; jobId: string }>;
+  spawn(
+    body: SpawnBody,
+    options?: { sessionId?: string },
+  ): Promise<{ sessionId: string; containerId: string; jobId: string }>;
   /** Every known job, newest first. */
   jobs(): SpawnJob[];
   /**
@@ -29,6 +35,8 @@ export interface Spawner {
   stopSession(sessionId: string): Promise<void>;
   /** Find lvmh's containers again by label (daemon restart). Never throws. */
   recover(): Promise<void>;
+  /** Resolves once the start-up recovery is done (the job list then has the workers a crash left running). */
+  recovered(): Promise<void>;
   /** Stop the periodic check and wait for the start-up recovery. */
   shutdown(): Promise<void>;
 }
@@ -76,7 +84,12 @@ export function createSpawner(deps: SpawnDeps): Spawner {
   Deno.unrefTimer(timer);
 
   return {
-    async spawn(body) {
+    async spawn(body, options = {}) {
+      const wanted = options.sessionId;
+      const live = (j: SpawnJob) => j.state !== "failed" && j.state !== "stopped";
+      if (wanted !== undefined && jobs.forSession(wanted).some(live)) {
+        throw new ConflictError(`session "${wanted}" already has a spawn job`);
+      }
       await backend.ping();
       const now = Date.now();
       const job: SpawnJob = {
@@ -84,7 +97,7 @@ export function createSpawner(deps: SpawnDeps): Spawner {
         repo: body.repo,
         branch: body.branch ?? null,
         state: "queued",
-        sessionId: crypto.randomUUID(),
+        sessionId: wanted ?? crypto.randomUUID(),
         containerId: null,
         error: null,
         createdAt: now,
@@ -105,6 +118,7 @@ export function createSpawner(deps: SpawnDeps): Spawner {
       for (const job of jobs.forSession(sessionId)) if (job.state !== "failed") jobs.update(job, "stopped");
     },
     recover,
+    recovered: () => recovered,
     async shutdown() {
       clearInterval(timer);
       await recovered;

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { createSpawner } from "./spawner.ts";
 import { createDockerBackend, type DockerBackendConfig } from "./spawn/docker_backend.ts";
 import { deferred, FakeEngine } from "./spawn/_fake_engine.ts";
-import { NotFoundError, UnavailableError, UpstreamError } from "./errors.ts";
+import { ConflictError, NotFoundError, UnavailableError, UpstreamError } from "./errors.ts";
 import type { AskSet, SessionInfo, SpawnJob } from "./protocol.ts";
 
 const IMAGE = "lvmh-worker:test";
@@ -277,4 +277,21 @@ Deno.test("spawner errors by kind: engine down → UnavailableError, no containe
   assert.match(error.message, /^Docker is unreachable: .*unix:\/\/\/fake\/docker\.sock/);
   assert.equal(env.spawner.jobs().length, 1, "no job for a spawn that never started");
   await assert.rejects(() => env.spawner.stopSession(sessionId), UnavailableError);
+});
+
+Deno.test("spawner.spawn() takes the session id its caller allocated, once per live job", async () => {
+  await using env = await setup();
+  await env.spawner.recovered();
+  const { sessionId } = await env.spawner.spawn({ repo: "group/project" }, { sessionId: "pre-allocated-1" });
+  assert.equal(sessionId, "pre-allocated-1");
+  assert.equal(env.registered.at(-1)?.info.id, "pre-allocated-1");
+  assert.equal(env.fake.find({ "lvmh.session": "pre-allocated-1" }).length, 1);
+  await assert.rejects(
+    () => env.spawner.spawn({ repo: "group/project" }, { sessionId: "pre-allocated-1" }),
+    ConflictError,
+  );
+  assert.equal(env.fake.find({ "lvmh.session": "pre-allocated-1" }).length, 1, "no second worker");
+  await env.spawner.stopSession("pre-allocated-1");
+  const again = await env.spawner.spawn({ repo: "group/project" }, { sessionId: "pre-allocated-1" });
+  assert.equal(again.sessionId, "pre-allocated-1", "a stopped session's id may be spawned again");
 });
