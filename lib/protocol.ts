@@ -349,6 +349,24 @@ export interface SessionSummary extends SessionRecord {
   ask: AskSet;
   /** How many approvals of this session are pending. */
   waiting: number;
+  /** pi's name, else the first prompt's first line (about 60 characters), else the cwd's last folder. */
+  title: string;
+  /** What the session does now, for the list (kept by `lib/session_glance.ts`, exact over the whole log). */
+  activity: SessionActivity;
+  /** Cost so far: the sum of every run's `usage.totalCost`. */
+  cost: number;
+  /** The latest event of any kind, streamed deltas included (ms); null before any. */
+  lastActivityAt: number | null;
+}
+
+/**
+ * A session's state for the list: waiting (approvals pending), running, idle or offline; the tool that runs
+ * (or waits for a person) and the last line of text (streamed now while running, else the last answer's).
+ */
+export interface SessionActivity {
+  state: "waiting" | "running" | "idle" | "offline";
+  tool?: string;
+  line?: string;
 }
 
 export const PolicyBody = z.object({ ask: AskSet });

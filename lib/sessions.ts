@@ -204,11 +204,18 @@ export class Sessions {
   }
 
   #summary(row: SessionRecord): SessionSummary {
+    const online = this.#links.has(row.id);
+    const waiting = this.#waiting(row.id);
+    const state = waiting > 0 ? "waiting" : !online ? "offline" : row.state;
     return {
       ...row,
-      online: this.#links.has(row.id),
+      online,
       ask: this.askOf(row.id),
-      waiting: this.#waiting(row.id),
+      waiting,
+      title: row.name?.trim() || row.cwd.split(/[\\/]+/).filter(Boolean).at(-1) || row.id,
+      activity: { state },
+      cost: 0,
+      lastActivityAt: row.lastEventAt,
     };
   }
 
