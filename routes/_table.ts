@@ -14,6 +14,7 @@ import { handler as sessionModel } from "./api/sessions/[id]/model.ts";
 import { handler as sessionName } from "./api/sessions/[id]/name.ts";
 import { handler as sessionContainer } from "./api/sessions/[id]/container.ts";
 import { handler as sessionStream } from "./api/sessions/[id]/stream.ts";
+import { handler as sessionImage } from "./api/sessions/[id]/images/[sha256].ts";
 import { handler as daemonStream } from "./api/stream.ts";
 import { handler as spawn } from "./api/spawn/index.ts";
 import { handler as spawnStatus } from "./api/spawn/status.ts";
@@ -51,6 +52,7 @@ export const routes: RouteDef[] = [
   { path: "/api/sessions", handler: sessions, auth: "token" },
   { path: "/api/sessions/:id", handler: session, auth: "token" },
   { path: "/api/sessions/:id/events", handler: sessionEvents, auth: "token" },
+  { path: "/api/sessions/:id/images/:sha256", handler: sessionImage, auth: "token" },
   { path: "/api/sessions/:id/prompt", handler: sessionPrompt, auth: "token", roles: { POST: "operator" } },
   { path: "/api/sessions/:id/abort", handler: sessionAbort, auth: "token", roles: { POST: "operator" } },
   { path: "/api/sessions/:id/model", handler: sessionModel, auth: "token", roles: { PUT: "operator" } },
