@@ -3,19 +3,21 @@
  * session idle for longer than the retention period (`LVMH_RETENTION_DAYS`).
  */
 import type { AppCore } from "./app.ts";
+import { imageStore } from "./image_store.ts";
 
 /** What removing a session touches. */
-type Parts = Pick<AppCore, "sessions" | "approvals">;
+type Parts = Pick<AppCore, "sessions" | "approvals" | "store">;
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 /**
- * Delete an offline session, its events and its approvals.
+ * Delete an offline session, its events, its approvals and the images its prompts carried.
  * @throws {ConflictError} while it is online; {NotFoundError} when unknown.
  */
 export function deleteSession(app: Parts, id: string): void {
   app.sessions.remove(id);
   app.approvals.sessionDeleted(id);
+  imageStore(app.store.db).sessionDeleted(id);
 }
 
 /**
