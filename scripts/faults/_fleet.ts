@@ -1,0 +1,87 @@
+/**
+ * Fault harness helper: a fleet of real plugin instances (the plugin module under a host that drives it like
+ * pi) that each fire numbered user messages, and the audit of what the daemon stored for them afterwards.
+ */
+import { type Daemon, waitFor } from "../../tests/_daemon.ts";
+import { type FakePi, fakePi } from "../../tests/_fake_pi.ts";
+import { allEvents } from "../../tests/_pi.ts";
+import { createLvmhAgent } from "../../plugin/lvmh-agent.mjs";
+
+export interface Fleet {
+  ids: string[];
+  /** Messages fired per plugin so far. */
+  sent(): number;
+  /** One message from every plugin (`pad` characters of text each), then the pause pi leaves between events. */
+  round(pad?: number): Promise<void>;
+  /** Wait until SQLite holds every fired message of every plugin, then count holes and duplicates. */
+  audit(d: Pick<Daemon, "api">, timeoutMs?: number): Promise<Audit>;
+  stop(): Promise<void>;
+}
+
+export interface Audit {
+  sent: number;
+  stored: number;
+  lost: number;
+  duplicated: number;
+}
+
+/** Start `n` plugins named `${prefix}-${i}` against `d`; resolves once each fired session_start. */
+export async function startFleet(d: Pick<Daemon, "agentUrl" | "token">, prefix: string, n: number) {
+  const home = await Deno.makeTempDir({ prefix: `lvmh-faults-${prefix}-home-` });
+  const ids = Array.from({ length: n }, (_, i) => `${prefix}-${i}`);
+  const pis: FakePi[] = ids.map((id) => {
+    const pi = fakePi(id, { cwd: home });
+    createLvmhAgent({ url: d.agentUrl, token: d.token, home })(pi.pi);
+    return pi;
+  });
+  await Promise.all(pis.map((p) => p.fire("session_start", { reason: "startup" })));
+  let sent = 0;
+  const fleet: Fleet = {
+    ids,
+    sent: () => sent,
+    async round(pad = 0) {
+      const filler = "x".repeat(pad);
+      for (const [n, p] of pis.entries()) {
+        const text = `message ${sent} of ${ids[n]} ${filler}`;
+        p.fireTimed("message_end", {
+          message: { role: "user", content: [{ type: "text", text }], timestamp: Date.now() },
+        });
+      }
+      sent++;
+      await new Promise((r) => setTimeout(r, 5)); // pi awaits between events
+    },
+    async audit(daemon, timeoutMs = 60_000) {
+      const read = () => Promise.all(ids.map((id) => allEvents(daemon, id)));
+      // A hole that never fills is a result (lost events), not an error: count what is there at the deadline.
+      const all = await waitFor(
+        async () => {
+          const evs = await read();
+          const users = evs.map((e) => e.filter((x) => x.type === "message_end"));
+          return users.every((u) => u.length >= sent) ? evs : null;
+        },
+        "every message stored",
+        timeoutMs,
+      ).catch(read);
+      let stored = 0, duplicated = 0, lost = 0;
+      for (const evs of all) {
+        const seqs = evs.map((e) => e.seq as number);
+        const unique = new Set(seqs);
+        duplicated += seqs.length - unique.size;
+        for (let s = 1; s <= Math.max(...seqs); s++) if (!unique.has(s)) lost++;
+        const texts = evs.filter((e) => e.type === "message_end").map((e) => JSON.stringify(e.message));
+        duplicated += texts.length - new Set(texts).size; // one message stored under two seqs
+        stored += texts.length;
+      }
+      const total = sent * ids.length;
+      return { sent: total, stored, lost: lost + Math.max(0, total - stored), duplicated };
+    },
+    async stop() {
+      await Promise.all(pis.map((p) => p.fire("session_shutdown", { reason: "quit" }).catch(() => {})));
+      await Deno.remove(home, { recursive: true }).catch(() => {});
+      // The plugin's batched seq and log writes may land just after shutdown.
+      await new Promise((r) => setTimeout(r, 400));
+      await Deno.remove(home, { recursive: true }).catch(() => {});
+    },
+  };
+  return fleet;
+}
