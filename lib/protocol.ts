@@ -64,6 +64,20 @@ export const ToolName = z.string().regex(/^[A-Za-z0-9_.:-]{1,64}$/, "not a valid
 export const AskSet = z.union([z.literal("all"), z.array(ToolName).max(200)]);
 export type AskSet = z.infer<typeof AskSet>;
 
+/**
+ * An image of a user message, named by the sha256 of its bytes and never carried itself. `source: "web"`: the
+ * daemon holds it (a web prompt's, served by `GET /api/sessions/:id/images/:sha256`); `"terminal"`: only pi has
+ * it (pasted there).
+ */
+export const MessageImage = z.looseObject({
+  type: z.literal("image"),
+  mimeType: z.string().max(100),
+  sha256: z.string().regex(/^[0-9a-f]{64}$/, "sha256 must be 64 lowercase hex digits"),
+  bytes: z.number().int().nonnegative(),
+  source: z.enum(["web", "terminal"]).default("terminal"),
+});
+export type MessageImage = z.infer<typeof MessageImage>;
+
 /** The message shape carried by `message_end`. */
 export const Message = z.looseObject({
   role: z.enum(["user", "assistant", "toolResult", "system"]),
@@ -72,8 +86,20 @@ export const Message = z.looseObject({
   thinking: z.string().nullable().default(null),
   toolCalls: z.array(z.looseObject({ id: z.string(), name: z.string(), argsJson: z.string() })).default([]),
   toolCallId: z.string().nullable().default(null),
+  /** The images of a user message (absent from older plugins, whose text says `[image]` instead). */
+  images: z.array(MessageImage).max(100).optional(),
 });
 export type Message = z.infer<typeof Message>;
+
+/**
+ * On the `message_start`/`message_end` of a user message that a `prompt` frame delivered: which prompt, and
+ * who sent it (`by`, as the frame said). Absent for a message typed in pi's terminal and from older plugins.
+ */
+export const MessageFrom = z.looseObject({
+  promptId: z.string().max(100).optional(),
+  by: z.string().max(200).optional(),
+});
+export type MessageFrom = z.infer<typeof MessageFrom>;
 
 export const Usage = z.looseObject({
   inputTokens: z.number().nonnegative().optional(),
@@ -97,13 +123,14 @@ const event = <T extends string, S extends z.ZodRawShape>(type: T, shape: S) =>
 export const HelloFrame = event("hello", { seq: z.literal(0), session: SessionInfo });
 export const MessageStartEvent = event("message_start", {
   message: z.looseObject({ role: z.string().max(50), id: z.string().max(200) }),
+  from: MessageFrom.optional(),
 });
 /** `kind` (added by lvmh-agent; absent means text) tells reasoning deltas from answer text while streaming. */
 export const MessageUpdateEvent = event("message_update", {
   delta: z.string(),
   kind: z.enum(["text", "thinking"]).optional(),
 });
-export const MessageEndEvent = event("message_end", { message: Message });
+export const MessageEndEvent = event("message_end", { message: Message, from: MessageFrom.optional() });
 export const ToolStartEvent = event("tool_execution_start", {
   toolCallId: z.string(),
   toolName: z.string(),
@@ -241,6 +268,8 @@ export const PromptFrame = z.object({
   images: z.array(PromptImage).optional(),
   /** Answered by a `command_result` event (plugins that predate it never answer). */
   commandId: z.string().optional(),
+  /** Who sent it: a token's name, `bootstrap`, or `hook:NAME`; the plugin puts it on the user message. */
+  by: z.string().optional(),
 });
 export const AbortFrame = z.object({
   ...daemonEnvelope,

@@ -1,4 +1,11 @@
-import { JsonBody, MAX_BODY_BYTES, parseWith, PromptBody } from "../../../../lib/protocol.ts";
+import type { z } from "zod";
+import {
+  JsonBody,
+  MAX_BODY_BYTES,
+  parseWith,
+  PromptBody,
+  type PromptFrame as PromptFrameSchema,
+} from "../../../../lib/protocol.ts";
 import { InvalidError } from "../../../../lib/errors.ts";
 import { HttpError, json, readJson } from "../../../../lib/http.ts";
 import {
@@ -7,7 +14,13 @@ import {
   ImageTooLargeError,
   MAX_PROMPT_BODY_BYTES,
 } from "../../../../lib/images.ts";
+import { imageStore } from "../../../../lib/image_store.ts";
+import { actorName } from "../../../../lib/auth.ts";
 import type { Handlers } from "../../../../lib/router.ts";
+import type { Command } from "../../../../lib/sessions.ts";
+
+type PromptCommand = Extract<Command, { type: "prompt" }>;
+type PromptFrame = z.infer<typeof PromptFrameSchema>;
 
 /** Deliver a prompt, with images or without, into a live session (steer by default, or as a follow-up). */
 export const handler: Handlers = {
@@ -27,18 +40,27 @@ export const handler: Handlers = {
       throw err;
     }
     const promptId = crypto.randomUUID();
-    ctx.app.sessions.send(ctx.params.id, {
+    const id = ctx.params.id;
+    // Images are kept (committed) before the frame leaves, so the conversation can always show what pi got;
+    // only for a live session, so a refused prompt leaves nothing behind. No await until `send`.
+    const stored = images && ctx.app.sessions.isOnline(id)
+      ? imageStore(ctx.app.store.db).put(id, images)
+      : [];
+    // `by` is the prompt frame's (lib/protocol.ts); the registry passes every field of a command on.
+    const frame: PromptCommand & Pick<PromptFrame, "by"> = {
       type: "prompt",
       promptId,
       commandId: promptId,
       message: body.message,
       deliverAs: body.deliverAs,
+      by: actorName(ctx.principal),
       ...(images ? { images } : {}),
-    });
-    // The audit keeps what was asked, not the pictures: their types and base64 lengths.
-    const pictures = images?.map((i) => ({ mimeType: i.mimeType, chars: i.data.length }));
+    };
+    ctx.app.sessions.send(id, frame);
+    // The audit keeps what was asked, not the pictures: their types, sizes and names in the image store.
+    const pictures = stored.length ? stored : undefined;
     ctx.audit("prompt", {
-      sessionId: ctx.params.id,
+      sessionId: id,
       detail: {
         promptId,
         message: body.message,
