@@ -4,13 +4,22 @@
  * and the spawner ask it; none of them writes a session row or publishes a session frame themselves.
  */
 import { CloseCode, PROTOCOL_VERSION } from "./wire.ts";
-import type { AskSet, DaemonFrame, SessionInfo, SessionRecord, SessionSummary } from "./protocol.ts";
+import type {
+  AskSet,
+  DaemonFrame,
+  SessionActivity,
+  SessionInfo,
+  SessionRecord,
+  SessionSummary,
+} from "./protocol.ts";
 import type { DeliverAs, PromptImage as Image, ThinkingLevel } from "./protocol.ts";
 import type { Store } from "./store.ts";
 import type { Ingest } from "./ingest.ts";
 import type { Hub } from "./hub.ts";
 import { ConflictError, sessionNotFound, sessionOffline } from "./errors.ts";
 import { throttle } from "./throttle.ts";
+import { SessionGlances } from "./session_glance.ts";
+import { titleOf } from "./glance_text.ts";
 
 /** The daemon's side of one plugin connection, as far as routing commands needs it. */
 export interface PluginLink {
@@ -61,6 +70,7 @@ export class Sessions {
   #defaultAsk: AskSet;
   #spawnAsk: AskSet;
   #waiting: (sessionId: string) => number;
+  #glances: SessionGlances;
 
   constructor(
     private readonly store: Store,
@@ -71,6 +81,14 @@ export class Sessions {
     this.#defaultAsk = options.defaultAsk;
     this.#spawnAsk = options.spawnAsk ?? options.defaultAsk;
     this.#waiting = options.waiting ?? (() => 0);
+    // What the list shows of each session, from the hub's events; a file from before it is backfilled here.
+    this.#glances = new SessionGlances(
+      store.db,
+      (id, after, limit) => store.events(id, { after, limit }),
+      hub,
+      (id) => this.touch(id),
+    );
+    this.#glances.catchUpAll(store.listSessions());
   }
 
   /** Late wiring of the approvals owner, which is built on this registry. */
@@ -89,6 +107,7 @@ export class Sessions {
     const old = this.#links.get(info.id);
     this.#links.set(info.id, link);
     if (old && old !== link) old.close(CloseCode.replaced, "replaced by a newer connection");
+    this.#glances.follow(info.id);
     this.touch(info.id);
     return { lastSeq, ask: this.askOf(info.id) };
   }
@@ -102,6 +121,7 @@ export class Sessions {
     this.#links.delete(sessionId);
     this.ingest.committedSeq(sessionId); // a `bye` still queued is stored before the list says offline
     this.store.setIdle(sessionId);
+    this.#glances.unfollow(sessionId);
     this.touch(sessionId);
     return true;
   }
@@ -144,6 +164,7 @@ export class Sessions {
     }
     this.ingest.committedSeq(sessionId); // nothing of it may still wait for the disk
     if (!this.store.deleteSession(sessionId)) throw sessionNotFound(sessionId);
+    this.#glances.forget(sessionId);
     this.#changed.delete(sessionId);
     this.#removed.add(sessionId);
     this.#publish();
@@ -197,6 +218,7 @@ export class Sessions {
     this.#publish.cancel();
     for (const link of this.#links.values()) link.close(code, reason);
     this.#links.clear();
+    this.#glances.close();
   }
 
   #frame(sessionId: string, command: Command): DaemonFrame {
@@ -206,16 +228,23 @@ export class Sessions {
   #summary(row: SessionRecord): SessionSummary {
     const online = this.#links.has(row.id);
     const waiting = this.#waiting(row.id);
+    const g = this.#glances.of(row.id, row.lastSeq);
     const state = waiting > 0 ? "waiting" : !online ? "offline" : row.state;
+    const activity: SessionActivity = { state };
+    const tool = state === "waiting" ? g.asking ?? g.tool : state === "running" ? g.tool : null;
+    const line = state === "running" ? g.streamLine ?? g.lastLine : g.lastLine;
+    if (tool) activity.tool = tool;
+    if (line) activity.line = line;
+    const at = Math.max(row.lastEventAt ?? 0, g.activityAt ?? 0, online ? g.streamAt ?? 0 : 0);
     return {
       ...row,
       online,
       ask: this.askOf(row.id),
       waiting,
-      title: row.name?.trim() || row.cwd.split(/[\\/]+/).filter(Boolean).at(-1) || row.id,
-      activity: { state },
-      cost: 0,
-      lastActivityAt: row.lastEventAt,
+      title: titleOf(row, g.firstPrompt),
+      activity,
+      cost: g.cost,
+      lastActivityAt: at || null,
     };
   }
 
@@ -226,6 +255,7 @@ export class Sessions {
       if (row) sessions.push(row);
     }
     const removed = [...this.#removed];
+    this.#glances.save();
     this.#changed.clear();
     this.#removed.clear();
     if (sessions.length || removed.length) this.hub.broadcast({ type: "session_update", sessions, removed });

@@ -1,0 +1,68 @@
+/**
+ * The text a session list shows of a session, made the same way by the daemon (`lib/session_glance.ts`) and
+ * the browser: a prompt's first line as a title, an answer's last line, a tool call by its main argument.
+ */
+
+/** Longest title made from a prompt; prompts are cut at a word when one ends near the limit. */
+export const TITLE_CHARS = 60;
+/** Longest activity line. */
+export const LINE_CHARS = 140;
+
+function clip(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const cut = text.slice(0, max);
+  const space = cut.lastIndexOf(" ");
+  return (space > max * 0.6 ? cut.slice(0, space) : cut).trimEnd() + "…";
+}
+
+/** The first non-empty line of `text`, clipped to `max` characters; null when there is none. */
+export function firstLine(text: string, max = TITLE_CHARS): string | null {
+  const line = text.split("\n").map((l) => l.trim()).find(Boolean);
+  return line ? clip(line, max) : null;
+}
+
+/** The last non-empty line of `text`, clipped to `max` characters; null when there is none. */
+export function lastLine(text: string, max = LINE_CHARS): string | null {
+  // From the end: a long streamed text must not be split whole on every delta.
+  let end = text.length;
+  while (end > 0) {
+    const start = text.lastIndexOf("\n", end - 1) + 1;
+    const line = text.slice(start, end).trim();
+    if (line) return clip(line, max);
+    end = start - 1;
+  }
+  return null;
+}
+
+/** The end of the last non-empty line of `text` (what is being written now), at most `max` characters. */
+export function streamTail(text: string, max = LINE_CHARS): string | null {
+  const line = lastLine(text, Infinity);
+  if (!line || line.length <= max) return line;
+  const cut = line.slice(-max);
+  const space = cut.indexOf(" ");
+  return "…" + (space >= 0 && space < max * 0.4 ? cut.slice(space + 1) : cut).trimStart();
+}
+
+/** The argument a person recognises a call by (command, path, pattern), or the first short string. */
+export function toolHint(toolName: string, args: unknown): string {
+  const a = args && typeof args === "object" ? args as Record<string, unknown> : {};
+  const keys = ["command", "path", "file_path", "pattern", "agent", "action"];
+  const v = keys.map((k) => a[k]).find((x) => typeof x === "string") ??
+    Object.values(a).find((x) => typeof x === "string");
+  const hint = typeof v === "string" ? firstLine(v, 80) : null;
+  return hint ? `${toolName} ${hint}` : toolName;
+}
+
+/** The last folder of a path (`/home/me/src/app/` → `app`). */
+export function lastFolder(path: string | null | undefined): string | null {
+  const parts = (path ?? "").split(/[\\/]+/).filter(Boolean);
+  return parts.at(-1) ?? null;
+}
+
+/** A session's title: pi's name, else its first prompt's first line, else the cwd's last folder, else its id. */
+export function titleOf(
+  s: { id: string; name?: string | null; cwd?: string | null },
+  firstPrompt: string | null | undefined,
+): string {
+  return s.name?.trim() || firstPrompt || lastFolder(s.cwd) || s.id;
+}

@@ -1,0 +1,264 @@
+/**
+ * What the sessions list shows of each session beyond its row — first prompt (for the title), the tool that
+ * runs or waits for a person, the last line of text (streamed now, else the last answer's), the cost so far
+ * and the latest activity — kept incrementally by the daemon, so the list costs no event reads and its cost is
+ * exact over the whole log.
+ *
+ * It observes committed events the way the notification watcher does: one hub follower per online session
+ * (joined without broadcasts), which receives exactly what browsers receive — persisted events after their
+ * commit and streamed deltas. Persisted figures go to `session_glance` once per tick; a glance behind its
+ * session's lastSeq (an older file, a SIGKILL before the write, a missed frame) is caught up from the stored
+ * events, so every figure is a function of the log. `lib/sessions.ts` holds the one instance.
+ */
+import type { DatabaseSync } from "node:sqlite";
+import type { Hub, Subscriber } from "./hub.ts";
+import type { StoredEvent } from "./protocol.ts";
+import { type GlanceRecord, GlanceStore } from "./glance_store.ts";
+import { firstLine, lastLine, streamTail, toolHint } from "./glance_text.ts";
+
+export type { GlanceRecord } from "./glance_store.ts";
+
+/** A glance as the registry reads it: the persisted figures plus the line streamed now. */
+export interface Glance extends GlanceRecord {
+  /** The last line of the text streamed since the latest message started; null when none streams. */
+  streamLine: string | null;
+  /** ts of the latest streamed delta; null when none was seen. */
+  streamAt: number | null;
+}
+
+/** A glance of nothing seen yet. */
+export const EMPTY_RECORD: GlanceRecord = {
+  seq: 0,
+  firstPrompt: null,
+  lastLine: null,
+  tool: null,
+  asking: null,
+  cost: 0,
+  activityAt: null,
+};
+
+/** Streamed text kept per session: only its last line is shown. */
+const STREAM_TAIL = 2000;
+/** Events read per page while catching up from the store. */
+const CATCH_UP_PAGE = 5000;
+
+/** Reads a page of a session's stored events above `after`, seq ascending (`Store.events`). */
+export type ReadEvents = (id: string, after: number, limit: number) => StoredEvent[];
+
+/** One session's glance in memory. */
+export interface LiveGlance {
+  record: GlanceRecord;
+  /** Text streamed since the latest message started (a bounded tail). */
+  stream: string;
+  /** The seq of the latest streamed delta applied (deltas older than the persisted seq are stale). */
+  streamSeq: number;
+  streamAt: number | null;
+}
+
+/** A fresh in-memory glance. */
+export function liveGlance(record: GlanceRecord = EMPTY_RECORD): LiveGlance {
+  return { record: { ...record }, stream: "", streamSeq: 0, streamAt: null };
+}
+
+type Ev = { seq: number; ts: number; type: string } & Record<string, unknown>;
+
+/**
+ * Apply one event (persisted ones once each, by seq; deltas while they are newer than the persisted seq).
+ * @returns "record" when a persisted figure changed, "line" when only the streamed line did, else null
+ */
+export function applyEvent(g: LiveGlance, e: Ev): "record" | "line" | null {
+  if (e.type === "message_update") {
+    if (e.kind === "thinking" || e.seq < g.record.seq || typeof e.delta !== "string") return null;
+    const before = streamTail(g.stream);
+    const text = g.stream + e.delta;
+    g.stream = text.length > STREAM_TAIL ? text.slice(-STREAM_TAIL) : text;
+    g.streamSeq = e.seq;
+    g.streamAt = e.ts;
+    return streamTail(g.stream) !== before ? "line" : null;
+  }
+  if (e.seq <= g.record.seq) return null;
+  const r = { ...g.record, seq: e.seq, activityAt: Math.max(g.record.activityAt ?? 0, e.ts) };
+  switch (e.type) {
+    case "message_start":
+      g.stream = "";
+      break;
+    case "message_end": {
+      const m = (e.message ?? {}) as { role?: string; text?: unknown };
+      const text = typeof m.text === "string" ? m.text : "";
+      if (m.role === "user" && r.firstPrompt === null) r.firstPrompt = firstLine(text);
+      if (m.role === "assistant") r.lastLine = lastLine(text) ?? r.lastLine;
+      g.stream = "";
+      break;
+    }
+    case "tool_execution_start":
+      r.tool = toolHint(String(e.toolName ?? "tool"), e.args);
+      break;
+    case "tool_execution_end":
+      r.tool = null;
+      break;
+    case "approval_request":
+      r.asking = toolHint(String(e.toolName ?? "tool"), e.args);
+      break;
+    case "approval_resolved":
+      r.asking = null;
+      break;
+    case "agent_end": {
+      const usage = (e.usage ?? {}) as { totalCost?: unknown };
+      const cost = typeof usage.totalCost === "number" && Number.isFinite(usage.totalCost)
+        ? usage.totalCost
+        : 0;
+      r.cost += cost;
+      r.tool = null;
+      r.asking = null;
+      g.stream = "";
+      break;
+    }
+    case "bye":
+      r.tool = null;
+      r.asking = null;
+      g.stream = "";
+      break;
+  }
+  g.record = r;
+  return "record";
+}
+
+/** Every session's glance: kept live from the hub, persisted per tick, caught up from the store when behind. */
+export class SessionGlances {
+  #live = new Map<string, LiveGlance>();
+  #followers = new Map<string, Subscriber>();
+  #dirty = new Set<string>();
+  #table: GlanceStore;
+  #saveFailed = false;
+
+  /**
+   * @param db the store's database (the table lives beside the events)
+   * @param read the store's event reader, for catching up
+   * @param hub where committed events and deltas are published
+   * @param changed told when what the list shows of a session changed (the registry coalesces per tick)
+   */
+  constructor(
+    db: DatabaseSync,
+    private readonly read: ReadEvents,
+    private readonly hub: Hub,
+    private readonly changed: (sessionId: string) => void,
+  ) {
+    this.#table = new GlanceStore(db);
+    for (const [id, record] of this.#table.all()) this.#live.set(id, liveGlance(record));
+  }
+
+  /**
+   * Bring the glances of `sessions` up to their lastSeq (the one-time backfill of a file from before the table,
+   * or the events committed after the last write before a SIGKILL) and drop glances of unknown sessions.
+   */
+  catchUpAll(sessions: readonly { id: string; lastSeq: number }[]): void {
+    const known = new Set(sessions.map((s) => s.id));
+    for (const id of [...this.#live.keys()]) {
+      if (!known.has(id)) this.forget(id);
+    }
+    for (const s of sessions) this.#catchUp(s.id, s.lastSeq);
+    this.save();
+  }
+
+  /** A session's glance, caught up to `lastSeq` first when it is behind. */
+  of(sessionId: string, lastSeq: number): Glance {
+    const g = this.#catchUp(sessionId, lastSeq);
+    return { ...g.record, streamLine: g.stream ? streamTail(g.stream) : null, streamAt: g.streamAt };
+  }
+
+  /** Follow an online session's events and deltas (idempotent). */
+  follow(sessionId: string): void {
+    if (this.#followers.has(sessionId)) return;
+    const sub: Subscriber = {
+      send: (data) => this.#frame(sessionId, data),
+      bufferedAmount: () => 0,
+      close: () => this.#followers.delete(sessionId),
+    };
+    this.#followers.set(sessionId, sub);
+    this.hub.join(sub, { broadcasts: false });
+    this.hub.subscribe(sub, sessionId);
+  }
+
+  /** Stop following a session that went offline; nothing streams any more. */
+  unfollow(sessionId: string): void {
+    const sub = this.#followers.get(sessionId);
+    if (sub) this.hub.leave(sub);
+    this.#followers.delete(sessionId);
+    const g = this.#live.get(sessionId);
+    if (g) g.stream = "";
+  }
+
+  /** Forget a deleted session. */
+  forget(sessionId: string): void {
+    this.unfollow(sessionId);
+    this.#live.delete(sessionId);
+    this.#dirty.delete(sessionId);
+    this.#table.delete(sessionId);
+  }
+
+  /** Write the glances whose persisted figures changed (once per tick). A failed write is retried later. */
+  save(): void {
+    if (this.#dirty.size === 0) return;
+    const rows: [string, GlanceRecord][] = [];
+    for (const id of this.#dirty) {
+      const g = this.#live.get(id);
+      if (g) rows.push([id, g.record]);
+    }
+    try {
+      this.#table.save(rows);
+      this.#dirty.clear();
+      this.#saveFailed = false;
+    } catch (error) {
+      // A read-only or full disk: the figures stay exact (they are caught up from the log on restart).
+      if (!this.#saveFailed) console.error(`lvmh: cannot save session glances: ${(error as Error).message}`);
+      this.#saveFailed = true;
+    }
+  }
+
+  /** Stop following everything and write what is left (shutdown). */
+  close(): void {
+    for (const id of [...this.#followers.keys()]) this.unfollow(id);
+    this.save();
+  }
+
+  #get(sessionId: string): LiveGlance {
+    let g = this.#live.get(sessionId);
+    if (!g) this.#live.set(sessionId, g = liveGlance());
+    return g;
+  }
+
+  #catchUp(sessionId: string, lastSeq: number): LiveGlance {
+    const g = this.#get(sessionId);
+    while (g.record.seq < lastSeq) {
+      const page = this.read(sessionId, g.record.seq, CATCH_UP_PAGE);
+      if (page.length === 0) {
+        // Nothing stored up to lastSeq (a seq gap): the glance covers everything there is.
+        g.record = { ...g.record, seq: lastSeq };
+        break;
+      }
+      for (const e of page) applyEvent(g, e);
+      this.#dirty.add(sessionId);
+    }
+    return g;
+  }
+
+  #frame(sessionId: string, data: string): void {
+    let frame: { type?: string; after?: number; events?: Ev[] };
+    try {
+      frame = JSON.parse(data);
+    } catch {
+      return;
+    }
+    if (frame.type !== "events" || !Array.isArray(frame.events)) return;
+    const g = this.#get(sessionId);
+    // A frame that starts past what was applied: the events between are read from the store first.
+    if (typeof frame.after === "number" && frame.after > g.record.seq) this.#catchUp(sessionId, frame.after);
+    let change: "record" | "line" | null = null;
+    for (const e of frame.events) {
+      const c = applyEvent(g, e);
+      if (c === "record") this.#dirty.add(sessionId);
+      change = c === "record" || change === "record" ? "record" : c ?? change;
+    }
+    if (change) this.changed(sessionId);
+  }
+}
