@@ -15,11 +15,13 @@ Deno.test("hooks: a comment with no session spawns one and prompts it once onlin
   await using d = await startInProcess({ env: { LVMH_SPAWN_ASK: "bash,edit" } });
   const app = d.daemon.app;
   const spawned: SpawnBody[] = [];
+  const ids: string[] = [];
   app.spawner = {
     ...app.spawner,
-    spawn(body) {
+    spawn(body, options) {
       spawned.push(body);
-      return Promise.resolve({ sessionId: "hs-new", containerId: "c1", jobId: "j1" });
+      ids.push(options!.sessionId!);
+      return Promise.resolve({ sessionId: options!.sessionId!, containerId: "c1", jobId: "j1" });
     },
   };
   const secret = "gitlab-hook-secret-abcdefghij";
@@ -43,7 +45,7 @@ Deno.test("hooks: a comment with no session spawns one and prompts it once onlin
   });
 
   await t.step("the new session gets the comment once its plugin says hello", async () => {
-    const a = await connectAgent(d, { sessionId: "hs-new" });
+    const a = await connectAgent(d, { sessionId: ids[0] });
     try {
       const p = await a.waitFrame((f) => f.type === "prompt", "the prompt after spawn");
       assert.match(String(p.message), /add a changelog entry/);

@@ -1,6 +1,8 @@
 /**
  * What inbound hooks keep in SQLite: delivery keys already handled (so a retried GitLab event is ignored even
- * after a restart) and the GitLab hook secret set through the API. Only `lib/hooks/hooks.ts` calls this.
+ * after a restart), the GitLab hook secret set through the API, and prompts waiting for a session a hook
+ * spawned (so a restart between the 202 and the session coming online neither loses nor repeats one). Only
+ * `lib/hooks/hooks.ts` calls this.
  */
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 
@@ -8,7 +10,50 @@ const SCHEMA = `
 CREATE TABLE IF NOT EXISTS hook_deliveries(key TEXT PRIMARY KEY, source TEXT NOT NULL, at INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS hook_deliveries_by_age ON hook_deliveries(at);
 CREATE TABLE IF NOT EXISTS hook_settings(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS hook_prompts(
+  id TEXT PRIMARY KEY,
+  session_id TEXT NOT NULL,
+  message TEXT NOT NULL,
+  deliver_as TEXT NOT NULL,
+  actor TEXT NOT NULL,
+  detail TEXT NOT NULL,
+  spawn TEXT,
+  created_at INTEGER NOT NULL
+);
 `;
+
+/** What a spawn needs to be run (again, after a restart). */
+export interface PendingSpawn {
+  repo: string;
+  branch: string | null;
+  ask: string[] | "all";
+}
+
+/**
+ * A prompt for a spawned session, kept until it is handed to the session's live link. `spawn` is set until
+ * the spawner reported the worker started: a row that still has it after a restart must be spawned again.
+ */
+export interface PendingPrompt {
+  id: string;
+  sessionId: string;
+  message: string;
+  deliverAs: "steer" | "followUp";
+  actor: string;
+  detail: Record<string, unknown>;
+  spawn: PendingSpawn | null;
+  createdAt: number;
+}
+
+interface PromptRow {
+  id: string;
+  session_id: string;
+  message: string;
+  deliver_as: string;
+  actor: string;
+  detail: string;
+  spawn: string | null;
+  created_at: number;
+}
 
 /** Keys are kept this long; GitLab retries within hours, not weeks. */
 export const DEDUPE_KEEP_MS = 7 * 24 * 3600_000;
@@ -19,6 +64,10 @@ export class HookStore {
   #prune: StatementSync;
   #get: StatementSync;
   #set: StatementSync;
+  #addPrompt: StatementSync;
+  #spawned: StatementSync;
+  #take: StatementSync;
+  #prompts: StatementSync;
 
   constructor(db: DatabaseSync) {
     db.exec(SCHEMA);
@@ -28,6 +77,51 @@ export class HookStore {
     this.#set = db.prepare(
       "INSERT INTO hook_settings(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
     );
+    this.#addPrompt = db.prepare(
+      `INSERT OR REPLACE INTO hook_prompts(id, session_id, message, deliver_as, actor, detail, spawn, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
+    this.#spawned = db.prepare("UPDATE hook_prompts SET spawn = NULL WHERE id = ?");
+    this.#take = db.prepare("DELETE FROM hook_prompts WHERE id = ?");
+    this.#prompts = db.prepare("SELECT * FROM hook_prompts ORDER BY created_at, id");
+  }
+
+  /** Keep a prompt until it is delivered (or given up). */
+  addPrompt(p: PendingPrompt): void {
+    this.#addPrompt.run(
+      p.id,
+      p.sessionId,
+      p.message,
+      p.deliverAs,
+      p.actor,
+      JSON.stringify(p.detail),
+      p.spawn ? JSON.stringify(p.spawn) : null,
+      p.createdAt,
+    );
+  }
+
+  /** The prompt's worker is started: a restart now waits for the session instead of spawning again. */
+  markSpawned(id: string): void {
+    this.#spawned.run(id);
+  }
+
+  /** Remove a prompt; true when this call removed it (so exactly one caller sends it). */
+  takePrompt(id: string): boolean {
+    return this.#take.run(id).changes > 0;
+  }
+
+  /** Every prompt still waiting, oldest first. */
+  prompts(): PendingPrompt[] {
+    return (this.#prompts.all() as unknown as PromptRow[]).map((r) => ({
+      id: r.id,
+      sessionId: r.session_id,
+      message: r.message,
+      deliverAs: r.deliver_as === "followUp" ? "followUp" : "steer",
+      actor: r.actor,
+      detail: JSON.parse(r.detail),
+      spawn: r.spawn ? JSON.parse(r.spawn) : null,
+      createdAt: r.created_at,
+    }));
   }
 
   /** Record a delivery key; false when it was recorded before (a replay). */

@@ -14,7 +14,7 @@ import type { Audit } from "../audit.ts";
 import { safeEqual } from "../auth.ts";
 import { BranchName, RepoPath, type ServerFrame } from "../protocol.ts";
 import type { Hub, Subscriber } from "../hub.ts";
-import { HookStore } from "./hook_store.ts";
+import { HookStore, type PendingPrompt } from "./hook_store.ts";
 import { type GitlabAction, promptFor } from "./gitlab_events.ts";
 
 /** `POST /hooks/generic`. */
@@ -57,6 +57,7 @@ export class Hooks {
 
   constructor(private readonly app: HookDeps, private readonly envSecret: string | null) {
     this.#store = new HookStore(app.store.db);
+    this.later("resuming hook prompts", () => this.#resume());
   }
 
   /** The GitLab hook secret: `LVMH_GITLAB_HOOK_SECRET` wins over one set through the API; null when none. */
@@ -94,13 +95,16 @@ export class Hooks {
     while (this.#pending.size) await Promise.allSettled([...this.#pending]);
   }
 
-  /** Stop waiting for spawned sessions (shutdown): their prompts are dropped, and logged. */
+  /** Stop waiting for spawned sessions (shutdown): their prompts stay in SQLite for the next start. */
   close(): void {
     this.#stop.abort();
   }
 
-  /** Act on a GitLab event: follow up the session on its repo and branch, or spawn one for a comment. */
-  async gitlab(action: GitlabAction): Promise<void> {
+  /**
+   * Act on a GitLab event: follow up the session on its repo and branch, or spawn one for a comment. Runs
+   * before the route answers (it only sends a frame or writes a row), so what GitLab was told is taken is kept.
+   */
+  gitlab(action: GitlabAction): void {
     const actor = "hook:gitlab";
     if (action.kind === "note" && action.author === this.app.gitlab.status().username) return;
     const message = promptFor(action);
@@ -111,28 +115,109 @@ export class Hooks {
     }
     // A failed pipeline on a branch no session works on is not lvmh's business.
     if (action.kind !== "note") return;
-    await this.spawnAndPrompt(action.repo, action.branch ?? undefined, message, actor);
+    this.queueSpawn(action.repo, action.branch ?? undefined, message, actor, { gitlab: action.kind });
   }
 
-  /** Spawn a session on `repo`/`branch` and prompt it once it is online. */
-  async spawnAndPrompt(
+  /**
+   * Spawn a session on `repo`/`branch` and prompt it once it is online. The new session's id is allocated
+   * here and returned at once. The prompt is written to SQLite before this returns, so a restart before it
+   * reached the session runs the spawn again under the same id (see `#resume`) and still delivers it once.
+   */
+  queueSpawn(
     repo: string,
     branch: string | undefined,
     message: string,
     actor: string,
-  ): Promise<void> {
+    detail: Record<string, unknown> = {},
+  ): string {
     const ask = this.app.config.spawnAsk === "all" || this.app.config.spawnAsk.length
       ? this.app.config.spawnAsk
       : FALLBACK_ASK;
+    const pending: PendingPrompt = {
+      id: crypto.randomUUID(),
+      sessionId: crypto.randomUUID(),
+      message,
+      deliverAs: "steer",
+      actor,
+      detail: { repo, spawned: true, ...detail },
+      spawn: { repo, branch: branch ?? null, ask },
+      createdAt: Date.now(),
+    };
+    this.#store.addPrompt(pending);
     this.app.audit.append({
       actor,
       role: null,
       action: "hook.spawn",
+      sessionId: pending.sessionId,
       detail: { repo, branch: branch ?? null },
     });
-    const { sessionId } = await this.app.spawner.spawn({ repo, ...(branch ? { branch } : {}), ask });
-    await this.#whenOnline(sessionId, ONLINE_WAIT_MS);
-    this.#prompt(sessionId, message, false, actor, { repo, spawned: true });
+    this.later(`hook spawn on ${repo}`, () => this.#carry(pending));
+    return pending.sessionId;
+  }
+
+  /** Prompts a hook spawned for, still waiting from before a restart: take each on from where it stopped. */
+  async #resume(): Promise<void> {
+    const kept = this.#store.prompts();
+    if (kept.length === 0) return;
+    await this.app.spawner.recovered();
+    for (const p of kept) {
+      // Still marked to spawn: the daemon died mid-spawn. A worker it left may never have had its ready
+      // signal (it would wait for ever), so it goes, and the spawn runs again under the same session id.
+      if (p.spawn && this.app.spawner.jobs().some((j) => j.sessionId === p.sessionId)) {
+        await this.app.spawner.stopSession(p.sessionId).catch(() => {});
+      }
+      this.later(`hook prompt for session ${p.sessionId}`, () => this.#carry(p));
+    }
+  }
+
+  /** Spawn when still needed, wait for the session, then hand the prompt over exactly once. */
+  async #carry(p: PendingPrompt): Promise<void> {
+    if (p.spawn) {
+      const { repo, branch, ask } = p.spawn;
+      try {
+        await this.app.spawner.spawn({ repo, ...(branch ? { branch } : {}), ask }, {
+          sessionId: p.sessionId,
+        });
+      } catch (error) {
+        // Shutdown cut the spawn short: the row stays and the next start spawns again. Otherwise it failed
+        // (the spawn's own failure is reported as spawn.failed), and its prompt goes with it.
+        if (!this.#stop.signal.aborted) this.#store.takePrompt(p.id);
+        throw error;
+      }
+      this.#store.markSpawned(p.id);
+      p.spawn = null;
+    }
+    for (;;) {
+      const left = p.createdAt + ONLINE_WAIT_MS - Date.now();
+      try {
+        if (left <= 0) {
+          throw new Error(`session "${p.sessionId}" did not come online in ${ONLINE_WAIT_MS / 60_000} min`);
+        }
+        await this.#whenOnline(p.sessionId, left);
+      } catch (error) {
+        if (!this.#stop.signal.aborted) this.#store.takePrompt(p.id);
+        throw error;
+      }
+      if (this.#deliver(p)) return;
+    }
+  }
+
+  /**
+   * Send a kept prompt if its session is online. The row is deleted and the frame sent in one synchronous
+   * step, so a kill either leaves the row (sent after the restart) or finds it gone with the frame queued.
+   * @returns false when the session went offline again before this ran (the prompt is still kept).
+   * @throws what `sessions.send` threw; the prompt is kept for the next start.
+   */
+  #deliver(p: PendingPrompt): boolean {
+    if (!this.app.sessions.get(p.sessionId)?.online) return false;
+    if (!this.#store.takePrompt(p.id)) return true;
+    try {
+      this.#send(p.sessionId, p.id, p.message, p.deliverAs === "followUp", p.actor, p.detail);
+      return true;
+    } catch (error) {
+      this.#store.addPrompt(p);
+      throw error;
+    }
   }
 
   /** Prompt a live session now, as the generic hook does. @throws what `sessions.send` throws. */
@@ -160,7 +245,17 @@ export class Hooks {
   }
 
   #prompt(sessionId: string, message: string, followUp: boolean, actor: string, detail: object): void {
-    const promptId = crypto.randomUUID();
+    this.#send(sessionId, crypto.randomUUID(), message, followUp, actor, detail);
+  }
+
+  #send(
+    sessionId: string,
+    promptId: string,
+    message: string,
+    followUp: boolean,
+    actor: string,
+    detail: object,
+  ): void {
     const deliverAs = followUp ? "followUp" : "steer";
     this.app.sessions.send(sessionId, { type: "prompt", promptId, commandId: promptId, message, deliverAs });
     this.app.audit.append({

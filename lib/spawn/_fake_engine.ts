@@ -46,6 +46,9 @@ export class FakeEngine {
   builds = 0;
   #seq = 0;
 
+  /** The engine's API as a request handler, to serve on a unix socket for a daemon in another process. */
+  readonly handle: Transport = (req) => this.#transport(req);
+
   /** A client on this fake, as the spawner would use one. */
   engine(): Engine {
     return createEngine({ socketPath: "/fake/docker.sock", transport: this.#transport });

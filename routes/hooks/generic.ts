@@ -7,8 +7,8 @@ import type { Handlers } from "../../lib/router.ts";
 
 /**
  * A prompt from anything that can POST (a bearer token or `?token=` of an operator or admin): into a live
- * session now, or into a new session spawned on a repository once it is online. 202 at once; the spawn and its
- * prompt happen afterwards. A repeated `Idempotency-Key` is acknowledged and not acted on again.
+ * session now, or into a new session spawned on a repository once it is online. 202 at once with the session's
+ * id; the spawn and its prompt happen afterwards, and survive a restart in between. A repeated `Idempotency-Key` is acknowledged and not acted on again.
  */
 export const handler: Handlers = {
   async POST(ctx) {
@@ -29,11 +29,9 @@ export const handler: Handlers = {
       ctx.app.hooks.prompt(body.sessionId, body.message, body.followUp, actor);
       return json({ ok: true, sessionId: body.sessionId }, 202);
     }
+    // The id is the new session's from the start, and the prompt is kept in SQLite before this answers.
     const { repo, branch } = body.spawn!;
-    ctx.app.hooks.later(
-      `hook spawn on ${repo}`,
-      () => ctx.app.hooks.spawnAndPrompt(repo, branch, body.message, actor),
-    );
-    return json({ ok: true, sessionId: null, spawning: true }, 202);
+    const sessionId = ctx.app.hooks.queueSpawn(repo, branch, body.message, actor);
+    return json({ ok: true, sessionId, spawning: true }, 202);
   },
 };

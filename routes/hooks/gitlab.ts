@@ -5,7 +5,7 @@ import type { Handlers } from "../../lib/router.ts";
 
 /**
  * GitLab's project webhook, checked against the hook secret (`X-Gitlab-Token`, constant-time). It answers 202
- * before acting, since GitLab disables hooks that time out or fail; replays (`Idempotency-Key`, else
+ * without waiting for a spawn, since GitLab disables hooks that time out or fail; replays (`Idempotency-Key`, else
  * `X-Gitlab-Event-UUID`) and events lvmh does not act on get 202 too. 404 while no secret is set.
  */
 export const handler: Handlers = {
@@ -21,7 +21,12 @@ export const handler: Handlers = {
     if (key && !hooks.claim("gitlab", key)) return json({ ok: true, duplicate: true }, 202);
     const action = parseGitlab(ctx.req.headers.get("x-gitlab-event"), payload);
     if (!action) return json({ ok: true, ignored: true }, 202);
-    hooks.later(`GitLab ${action.kind} on ${action.repo}`, () => hooks.gitlab(action));
+    // Quick and synchronous (a frame sent or a row written), so it is done before GitLab hears "taken".
+    try {
+      hooks.gitlab(action);
+    } catch (error) {
+      console.error(`lvmh: GitLab ${action.kind} on ${action.repo}: ${(error as Error).message}`);
+    }
     return json({ ok: true }, 202);
   },
 };
