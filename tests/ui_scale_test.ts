@@ -27,6 +27,10 @@ function row(i: number): SessionSummary {
     lastEventAt: 1_700_000_000_000 + (COUNT - i) * 1000,
     ask: [],
     waiting: 0,
+    title: `bulk session ${i}`,
+    activity: { state: i % 3 === 0 ? "idle" : "offline" },
+    cost: 0,
+    lastActivityAt: null,
   };
 }
 

@@ -20,6 +20,10 @@ function row(id: string, extra: Partial<SessionSummary> = {}): SessionSummary {
     online: true,
     ask: [],
     waiting: 0,
+    title: `name ${id}`,
+    activity: { state: "idle" },
+    cost: 0,
+    lastActivityAt: null,
     ...extra,
   };
 }

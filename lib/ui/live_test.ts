@@ -48,6 +48,10 @@ const row = (id: string) => ({
   lastEventAt: null,
   ask: [],
   waiting: 0,
+  title: id,
+  activity: { state: "idle" as const },
+  cost: 0,
+  lastActivityAt: null,
 });
 
 Deno.test("createPageLive(): one socket feeds the directory, approvals and followers, re-subscribing after a drop", async () => {

@@ -18,6 +18,10 @@ function row(id: string, extra: Partial<SessionSummary> = {}): SessionSummary {
     lastEventAt: null,
     ask: [],
     waiting: 0,
+    title: id,
+    activity: { state: "idle" },
+    cost: 0,
+    lastActivityAt: null,
     ...extra,
   };
 }
