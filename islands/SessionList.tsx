@@ -2,8 +2,8 @@
  * The sessions page: every session, live through the page's connection (a `session_list` replaces the
  * directory, `session_update` frames patch it), filtered by text and by online state, grouped as needs you /
  * running / idle / offline and most recent activity first within a group. Only the first `PAGE_ROWS` matches
- * are rendered (more on request), so 3,000 sessions stay fast. Each row says what its session does now
- * (`lib/ui/glance.ts`), live for the online rows on screen.
+ * are rendered (more on request), so 3,000 sessions stay fast. Each row says what its session does now, as
+ * the daemon's summary carries it (title, activity, cost): the list reads no events.
  */
 import { useEffect, useMemo, useState } from "preact/hooks";
 import type { SessionSummary } from "../lib/protocol.ts";
@@ -13,39 +13,26 @@ import { notifySettled } from "../lib/ui/notify.ts";
 import { useClock } from "../lib/ui/use_clock.ts";
 import { EMPTY_DIRECTORY } from "../lib/ui/session_directory.ts";
 import { useLive } from "../lib/ui/use_live.ts";
-import { type Glance, GROUP_LABEL, groupOf, sortByGroup } from "../lib/ui/glance.ts";
-import { useGlances } from "../lib/ui/use_glances.ts";
+import { GROUP_LABEL, groupOf, sortByGroup } from "../lib/ui/glance.ts";
 
 interface Props {
   sessions: SessionSummary[];
   now: number;
-  /** Server-rendered glances of the first rows, by session id. */
-  glances?: Record<string, Glance>;
 }
 
 /** Rows rendered per page of matches. */
 export const PAGE_ROWS = 100;
 
 /**
- * Sessions matching `query` (name, first prompt, id, cwd, repo, model) and the online filter, by group and
- * latest activity first.
+ * Sessions matching `query` (title — pi's name or the first prompt —, id, cwd, repo, model) and the online
+ * filter, by group and latest activity first.
  */
-function visible(
-  sessions: Iterable<SessionSummary>,
-  query: string,
-  onlineOnly: boolean,
-  glances: Record<string, Glance>,
-): SessionSummary[] {
+function visible(sessions: Iterable<SessionSummary>, query: string, onlineOnly: boolean): SessionSummary[] {
   const q = query.trim().toLowerCase();
   return sortByGroup(
     [...sessions]
       .filter((s) => !onlineOnly || s.online)
-      .filter((s) =>
-        !q ||
-        [s.name, glances[s.id]?.firstPrompt, s.id, s.cwd, s.repo, s.model].some((f) =>
-          f?.toLowerCase().includes(q)
-        )
-      ),
+      .filter((s) => !q || [s.title, s.id, s.cwd, s.repo, s.model].some((f) => f?.toLowerCase().includes(q))),
   );
 }
 
@@ -91,17 +78,8 @@ export default function SessionList(props: Props) {
     document.title = `${runningCount ? `(${runningCount} running) ` : ""}Sessions · lvmh`;
   }, [runningCount]);
 
-  const [glanceSeen, setGlanceSeen] = useState<Record<string, Glance>>(props.glances ?? {});
-  const matches = useMemo(() => visible(sessions, query, onlineOnly, glanceSeen), [
-    sessions,
-    query,
-    onlineOnly,
-    glanceSeen,
-  ]);
+  const matches = useMemo(() => visible(sessions, query, onlineOnly), [sessions, query, onlineOnly]);
   const shown = matches.length > limit ? matches.slice(0, limit) : matches;
-  const glances = useGlances(props.glances ?? {}, shown);
-  // The filter searches first prompts learnt live too (kept apart so typing does not re-follow sessions).
-  useEffect(() => setGlanceSeen(glances), [glances]);
   const onlineCount = useMemo(() => sessions.filter((s) => s.online).length, [sessions]);
   const waitingCount = useMemo(() => sessions.filter((s) => s.waiting > 0).length, [sessions]);
 
@@ -143,7 +121,7 @@ export default function SessionList(props: Props) {
                       {GROUP_LABEL[group]}
                     </li>
                   ),
-                  <SessionRow key={s.id} s={s} now={now} glance={glances[s.id]} />,
+                  <SessionRow key={s.id} s={s} now={now} />,
                 ];
               })}
             </ul>

@@ -1,116 +1,20 @@
 /**
- * A session "at a glance", for the sessions list: its title, what it is doing now (the running tool or the
- * last streamed line, else the last assistant line) and its cost. One pure reducer over events serves both
- * the server render (over the events it reads) and the browser (over the live events of followed sessions).
+ * The sessions list's view of a session's glance: the daemon computes title, activity and cost
+ * (`lib/session_glance.ts`, carried in `SessionSummary`); here are the row's wording, its group and the order.
+ * The session page makes its title the same way from the events it holds (`firstPrompt`, `sessionTitle`).
  */
 import type { SessionSummary } from "../protocol.ts";
 import type { UiEvent } from "./wire.ts";
+import { firstLine, titleOf } from "../glance_text.ts";
 
-/** What the list shows of one session beyond its summary. */
-export interface Glance {
-  /** The first line of the first prompt (about 60 characters); null until one is seen. */
-  firstPrompt: string | null;
-  /** The last non-empty line of the latest assistant text. */
-  lastText: string | null;
-  /** The last line of text being streamed now (never stored by the daemon). */
-  streamLine: string | null;
-  /** The tool running now with its main argument, e.g. `bash npm test`. */
-  activeTool: string | null;
-  /** Cost summed over the `agent_end` events seen. */
-  cost: number;
-  /** The highest persisted seq applied. */
-  seq: number;
-}
+export { firstLine, TITLE_CHARS } from "../glance_text.ts";
 
-/** A glance of nothing seen yet. */
-export const EMPTY_GLANCE: Glance = {
-  firstPrompt: null,
-  lastText: null,
-  streamLine: null,
-  activeTool: null,
-  cost: 0,
-  seq: 0,
-};
-
-/** Longest title made from a prompt; prompts are cut at a word when one ends near the limit. */
-export const TITLE_CHARS = 60;
-
-function clip(text: string, max: number): string {
-  if (text.length <= max) return text;
-  const cut = text.slice(0, max);
-  const space = cut.lastIndexOf(" ");
-  return (space > max * 0.6 ? cut.slice(0, space) : cut).trimEnd() + "…";
-}
-
-/** The first non-empty line of `text`, clipped to `max` characters; null when there is none. */
-export function firstLine(text: string, max = TITLE_CHARS): string | null {
-  const line = text.split("\n").map((l) => l.trim()).find(Boolean);
-  return line ? clip(line, max) : null;
-}
-
-/** The last non-empty line of `text`, clipped to `max` characters; null when there is none. */
-export function lastLine(text: string, max = 140): string | null {
-  const line = text.split("\n").map((l) => l.trim()).filter(Boolean).at(-1);
-  return line ? clip(line, max) : null;
-}
-
-/** The argument a person recognises a call by (command, path, pattern), or the first short string. */
-export function toolHint(toolName: string, args: unknown): string {
-  const a = args && typeof args === "object" ? args as Record<string, unknown> : {};
-  const keys = ["command", "path", "file_path", "pattern", "agent", "action"];
-  const v = keys.map((k) => a[k]).find((x) => typeof x === "string") ??
-    Object.values(a).find((x) => typeof x === "string");
-  const hint = typeof v === "string" ? firstLine(v, 80) : null;
-  return hint ? `${toolName} ${hint}` : toolName;
-}
-
-/**
- * Apply events to a glance (persisted ones at most once each, by seq; live deltas always).
- * @param g the glance so far (not mutated)
- * @param events events of one session, seq ascending
- */
-export function applyGlance(g: Glance, events: readonly UiEvent[]): Glance {
-  let next = g;
+/** The first line of the first user prompt among `events`; null when they hold none. */
+export function firstPrompt(events: readonly UiEvent[]): string | null {
   for (const e of events) {
-    if (e.type === "message_update") {
-      if (e.kind === "thinking") continue;
-      const text = (next.streamLine ?? "") + e.delta;
-      // Keep a bounded tail: only its last line is shown.
-      next = { ...next, streamLine: text.length > 2000 ? text.slice(-2000) : text };
-      continue;
-    }
-    if (e.seq <= next.seq) continue;
-    next = { ...next, seq: e.seq };
-    switch (e.type) {
-      case "message_end": {
-        const m = e.message;
-        if (m.role === "user" && next.firstPrompt === null) next.firstPrompt = firstLine(m.text);
-        if (m.role === "assistant") {
-          next = { ...next, lastText: lastLine(m.text) ?? next.lastText, streamLine: null };
-        }
-        break;
-      }
-      case "tool_execution_start":
-        next.activeTool = toolHint(e.toolName, e.args);
-        break;
-      case "tool_execution_end":
-        next.activeTool = null;
-        break;
-      case "agent_end":
-        next = { ...next, cost: next.cost + (e.usage.totalCost ?? 0), activeTool: null, streamLine: null };
-        break;
-      case "bye":
-        next = { ...next, activeTool: null, streamLine: null };
-        break;
-    }
+    if (e.type === "message_end" && e.message.role === "user") return firstLine(e.message.text);
   }
-  return next;
-}
-
-/** The last folder of a path (`/home/me/src/app/` → `app`). */
-export function lastFolder(path: string | null | undefined): string | null {
-  const parts = (path ?? "").split(/[\\/]+/).filter(Boolean);
-  return parts.at(-1) ?? null;
+  return null;
 }
 
 /**
@@ -122,7 +26,21 @@ export function sessionTitle(
   s: Pick<SessionSummary, "id" | "name" | "cwd">,
   firstPrompt: string | null | undefined,
 ): string {
-  return s.name?.trim() || firstPrompt || lastFolder(s.cwd) || s.id;
+  return titleOf(s, firstPrompt);
+}
+
+/** The row's activity line: what a person reads to know whether the session needs them. */
+export function activityText(a: SessionSummary["activity"]): string {
+  switch (a.state) {
+    case "waiting":
+      return `waiting for approval${a.tool ? `: ${a.tool}` : ""}`;
+    case "running": {
+      const now = a.tool ?? a.line;
+      return now ? `running: ${now}` : "running";
+    }
+    default:
+      return a.line ? `${a.state}: ${a.line}` : a.state;
+  }
 }
 
 /** The groups of the list, in the order they are shown. */
@@ -143,7 +61,15 @@ export function groupOf(s: Pick<SessionSummary, "waiting" | "online" | "state">)
   return s.state === "running" ? "running" : "idle";
 }
 
-/** Sort in place: by group, then latest activity first, then id (so the order is stable). */
+/** Latest activity of a session (streamed deltas included), else its start. */
+export function activeAt(s: Pick<SessionSummary, "lastActivityAt" | "lastEventAt" | "startedAt">): number {
+  return s.lastActivityAt ?? s.lastEventAt ?? s.startedAt;
+}
+
+/**
+ * Sort in place: by group, then latest stored event first (not streamed deltas, so rows do not change places
+ * on every tick while several sessions stream), then id (so the order is stable).
+ */
 export function sortByGroup(list: SessionSummary[]): SessionSummary[] {
   const key = new Map(list.map((s) => [s, RANK[groupOf(s)]]));
   return list.sort((a, b) =>

@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
-import { applyGlance, EMPTY_GLANCE, firstLine, groupOf, sessionTitle, sortByGroup } from "./glance.ts";
-import { readGlance } from "./glance_read.ts";
-import type { SessionSummary, StoredEvent } from "../protocol.ts";
+import { activityText, firstLine, firstPrompt, groupOf, sessionTitle, sortByGroup } from "./glance.ts";
+import type { SessionSummary } from "../protocol.ts";
 import type { UiEvent } from "./wire.ts";
 
 const ev = (seq: number, type: string, payload: Record<string, unknown> = {}) =>
@@ -26,6 +25,10 @@ function summary(over: Partial<SessionSummary>): SessionSummary {
     lastEventAt: null,
     ask: [],
     waiting: 0,
+    title: "s",
+    activity: { state: "idle" },
+    cost: 0,
+    lastActivityAt: null,
     ...over,
   } as SessionSummary;
 }
@@ -38,41 +41,27 @@ Deno.test("sessionTitle() prefers pi's name, then the first prompt, then the cwd
   assert.equal(firstLine("\n  " + "word ".repeat(30) + "\nnext"), "word ".repeat(12).trimEnd() + "…");
 });
 
-Deno.test("applyGlance() tracks the running tool, the streamed line, the last line and the cost", () => {
-  let g = applyGlance(EMPTY_GLANCE, [
-    ev(1, "message_end", msg("user", "Fix it\nplease")),
-    ev(2, "agent_start"),
-  ]);
-  assert.equal(g.firstPrompt, "Fix it");
-  g = applyGlance(g, [ev(3, "tool_execution_start", { toolName: "bash", args: { command: "npm test\nx" } })]);
-  assert.equal(g.activeTool, "bash npm test");
-  g = applyGlance(g, [
-    ev(4, "tool_execution_end", { toolName: "bash" }),
-    ev(0, "message_update", { delta: "a\nb" }),
-  ]);
-  assert.equal(g.activeTool, null);
-  assert.equal(g.streamLine, "a\nb");
-  g = applyGlance(g, [
-    ev(5, "message_end", msg("assistant", "one\ntwo\n")),
-    ev(6, "agent_end", { usage: { totalCost: 0.5 } }),
-  ]);
-  assert.deepEqual([g.lastText, g.streamLine, g.cost, g.seq], ["two", null, 0.5, 6]);
-  // A replayed seq changes nothing.
-  assert.equal(applyGlance(g, [ev(6, "agent_end", { usage: { totalCost: 0.5 } })]).cost, 0.5);
+Deno.test("firstPrompt() is the first user prompt's first line", () => {
+  assert.equal(
+    firstPrompt([
+      ev(1, "message_end", msg("assistant", "hi")),
+      ev(2, "message_end", msg("user", "\nFix it\nplease")),
+    ]),
+    "Fix it",
+  );
+  assert.equal(firstPrompt([ev(1, "agent_start")]), null);
 });
 
-Deno.test("readGlance() takes the first prompt from the head and the rest from the tail", () => {
-  const all = [
-    ev(1, "message_end", msg("user", "first")),
-    ...Array.from({ length: 100 }, (_, i) => ev(i + 2, "agent_start")),
-  ];
-  all.push(ev(102, "message_end", msg("assistant", "last line")));
-  const read = (_id: string, q: { after: number; before?: number; limit: number }) =>
-    (q.before !== undefined
-      ? all.filter((e) => e.seq < q.before!).slice(-q.limit)
-      : all.filter((e) => e.seq > q.after).slice(0, q.limit)) as unknown as StoredEvent[];
-  const g = readGlance(read, { id: "s", lastSeq: 102 });
-  assert.deepEqual([g.firstPrompt, g.lastText, g.seq], ["first", "last line", 102]);
+Deno.test("activityText() words each state, with the tool before the line while running", () => {
+  assert.equal(activityText({ state: "waiting", tool: "bash rm x" }), "waiting for approval: bash rm x");
+  assert.equal(
+    activityText({ state: "running", tool: "bash npm test", line: "ok" }),
+    "running: bash npm test",
+  );
+  assert.equal(activityText({ state: "running", line: "Now the list" }), "running: Now the list");
+  assert.equal(activityText({ state: "running" }), "running");
+  assert.equal(activityText({ state: "idle", line: "Done." }), "idle: Done.");
+  assert.equal(activityText({ state: "offline" }), "offline");
 });
 
 Deno.test("sortByGroup() puts needs-you, running, idle, offline in that order", () => {

@@ -7,7 +7,7 @@ import SessionView from "../../islands/SessionView.tsx";
 import { SESSION_ID_RE } from "../../lib/protocol.ts";
 import { HISTORY_PAGE } from "../../lib/ui/conversation.ts";
 import { asUiEvents } from "../../lib/ui/wire.ts";
-import { applyGlance, EMPTY_GLANCE, sessionTitle } from "../../lib/ui/glance.ts";
+import { firstPrompt as firstPromptOf } from "../../lib/ui/glance.ts";
 import type { Me } from "../../lib/ui/roles.ts";
 
 function notFound(id: string, me: Me): Response {
@@ -42,8 +42,8 @@ export const handler = {
     const head = events[0]?.seq === 1
       ? events
       : asUiEvents(ctx.app.store.events(id, { after: 0, limit: 24 }));
-    const firstPrompt = applyGlance(EMPTY_GLANCE, head).firstPrompt;
-    const title = sessionTitle(session, firstPrompt);
+    const firstPrompt = firstPromptOf(head);
+    const title = session.title;
     return renderPage(
       <>
         <TopBar me={me}>
