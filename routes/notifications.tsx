@@ -4,23 +4,14 @@ import { Island, renderPage } from "../lib/render.tsx";
 import { signInPage } from "../components/SignInPage.tsx";
 import { TopBar } from "../components/TopBar.tsx";
 import NotificationSettings from "../islands/NotificationSettings.tsx";
-import { NOTIFY_KINDS } from "../lib/notify/kinds.ts";
+import { KIND_LABELS, NOTIFY_KINDS } from "../lib/notify/kinds.ts";
 import type { Me } from "../lib/ui/roles.ts";
-
-const LABELS: Record<(typeof NOTIFY_KINDS)[number], string> = {
-  "approval.requested": "a tool call waits for approval",
-  "run.settled": "a run finishes",
-  "run.failed": "a run fails or is aborted",
-  "session.lost": "a session drops without saying goodbye",
-  "session.stalled": "a running session goes quiet",
-  "spawn.failed": "a spawn fails",
-};
 
 export const handler = {
   GET(ctx: Ctx): Response {
     if (!ctx.principal) return signInPage();
     const me: Me = { name: ctx.principal.name, role: ctx.principal.role };
-    const kinds = NOTIFY_KINDS.map((kind) => ({ kind, label: LABELS[kind] }));
+    const kinds = NOTIFY_KINDS.map((kind) => ({ kind, label: KIND_LABELS[kind] }));
     return renderPage(
       <>
         <TopBar me={me}>

@@ -64,6 +64,7 @@ export class HookStore {
   #prune: StatementSync;
   #get: StatementSync;
   #set: StatementSync;
+  #unset: StatementSync;
   #addPrompt: StatementSync;
   #spawned: StatementSync;
   #take: StatementSync;
@@ -77,6 +78,7 @@ export class HookStore {
     this.#set = db.prepare(
       "INSERT INTO hook_settings(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
     );
+    this.#unset = db.prepare("DELETE FROM hook_settings WHERE key = ?");
     this.#addPrompt = db.prepare(
       `INSERT OR REPLACE INTO hook_prompts(id, session_id, message, deliver_as, actor, detail, spawn, created_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -84,6 +86,11 @@ export class HookStore {
     this.#spawned = db.prepare("UPDATE hook_prompts SET spawn = NULL WHERE id = ?");
     this.#take = db.prepare("DELETE FROM hook_prompts WHERE id = ?");
     this.#prompts = db.prepare("SELECT * FROM hook_prompts ORDER BY created_at, id");
+  }
+
+  /** Remove a hook setting. */
+  unset(key: string): void {
+    this.#unset.run(key);
   }
 
   /** Keep a prompt until it is delivered (or given up). */

@@ -71,6 +71,17 @@ export class Hooks {
     return { fromEnv: this.envSecret !== null };
   }
 
+  /** Remove the secret set through the API (the hook answers 404 again unless the environment sets one). */
+  clearGitlabSecret(): { fromEnv: boolean } {
+    this.#store.unset(SECRET_KEY);
+    return { fromEnv: this.envSecret !== null };
+  }
+
+  /** Where the GitLab hook secret comes from: the environment wins over the API. */
+  gitlabSecretSource(): "env" | "api" | null {
+    return this.envSecret !== null ? "env" : this.#store.get(SECRET_KEY) !== null ? "api" : null;
+  }
+
   /** True when `token` is the GitLab hook secret (constant-time). */
   async checkGitlabToken(token: string | null): Promise<boolean> {
     const secret = this.gitlabSecret();

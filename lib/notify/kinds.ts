@@ -13,6 +13,16 @@ export const NOTIFY_KINDS = [
   "spawn.failed",
 ] as const;
 
+/** What each kind means, in words for the settings pages ("notify me when …"). */
+export const KIND_LABELS: Record<(typeof NOTIFY_KINDS)[number], string> = {
+  "approval.requested": "a tool call waits for approval",
+  "run.settled": "a run finishes",
+  "run.failed": "a run fails or is aborted",
+  "session.lost": "a session drops without saying goodbye",
+  "session.stalled": "a running session goes quiet",
+  "spawn.failed": "a spawn fails",
+};
+
 /** One kind of notification. */
 export const NotifyKind = z.enum(NOTIFY_KINDS);
 export type NotifyKind = z.infer<typeof NotifyKind>;

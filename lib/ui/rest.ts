@@ -16,6 +16,16 @@ import type {
 import { api } from "./api.ts";
 import type { AuditRow, GitlabRepo, GitlabStatus, SpawnResult, TokenRow, UiEvent } from "./wire.ts";
 import type { Me } from "./roles.ts";
+import type { Endpoint } from "../webhooks/webhooks.ts";
+import type { AttemptRow, EndpointRecord } from "../webhooks/webhook_store.ts";
+import type { NotifyKind } from "../notify/kinds.ts";
+
+/** `GET /api/hooks/gitlab`: `source` is `env` while `LVMH_GITLAB_HOOK_SECRET` decides. */
+export interface GitlabHookStatus {
+  enabled: boolean;
+  source: "env" | "api" | null;
+  path: string;
+}
 
 function session(id: string): string {
   return `/api/sessions/${encodeURIComponent(id)}`;
@@ -141,4 +151,44 @@ export function addToken(name: string, role: string): Promise<{ name: string; ro
 /** `DELETE /api/tokens/:name` (admin): revoked at once, also on open sockets and streams. */
 export function revokeToken(name: string): Promise<{ ok: true }> {
   return api<{ ok: true }>(`/api/tokens/${encodeURIComponent(name)}`, { method: "DELETE" });
+}
+
+/** `GET /api/webhooks` (admin): outbound endpoints with their latest attempt, never a secret. */
+export function listWebhooks(): Promise<Endpoint[]> {
+  return api<Endpoint[]>("/api/webhooks");
+}
+
+/** `POST /api/webhooks` (admin): a new endpoint; the answer is the only time its signing secret is shown. */
+export function addWebhook(url: string, events: NotifyKind[]): Promise<EndpointRecord> {
+  return api<EndpointRecord>("/api/webhooks", json("POST", { url, events }));
+}
+
+/** `DELETE /api/webhooks/:id` (admin): what it still had queued is dropped. */
+export function removeWebhook(id: string): Promise<unknown> {
+  return api(`/api/webhooks/${encodeURIComponent(id)}`, { method: "DELETE" });
+}
+
+/** `POST /api/webhooks/:id/test` (admin): queue a signed test delivery. */
+export function testWebhook(id: string): Promise<{ ok: true; deliveryId: string }> {
+  return api(`/api/webhooks/${encodeURIComponent(id)}/test`, { method: "POST" });
+}
+
+/** `GET /api/webhooks/:id/deliveries` (admin): the latest attempts, newest first. */
+export function webhookDeliveries(id: string): Promise<AttemptRow[]> {
+  return api<AttemptRow[]>(`/api/webhooks/${encodeURIComponent(id)}/deliveries`);
+}
+
+/** `GET /api/hooks/gitlab` (admin): whether the GitLab hook has a secret, and where it comes from. */
+export function gitlabHookStatus(): Promise<GitlabHookStatus> {
+  return api<GitlabHookStatus>("/api/hooks/gitlab");
+}
+
+/** `PUT /api/hooks/gitlab` (admin): set the GitLab hook secret (never shown back). */
+export function setGitlabHookSecret(secret: string): Promise<{ ok: true; overriddenByEnv: boolean }> {
+  return api("/api/hooks/gitlab", json("PUT", { secret }));
+}
+
+/** `DELETE /api/hooks/gitlab` (admin): clear the secret set here (the hook answers 404 again). */
+export function clearGitlabHookSecret(): Promise<{ ok: true; enabled: boolean }> {
+  return api("/api/hooks/gitlab", { method: "DELETE" });
 }

@@ -26,6 +26,7 @@ export type UiAction =
   | "delete"
   | "gitlab"
   | "tokens"
+  | "webhooks"
   | "audit";
 
 const LEVEL: Record<UiRole, number> = { agent: 0, viewer: 1, operator: 2, admin: 3 };
@@ -41,6 +42,7 @@ const NEEDS: Record<UiAction, UiRole> = {
   delete: "admin",
   gitlab: "admin",
   tokens: "admin",
+  webhooks: "admin",
   audit: "admin",
 };
 

@@ -20,8 +20,11 @@ export const EndpointBody = z.object({
 });
 export type EndpointBody = z.infer<typeof EndpointBody>;
 
-/** An endpoint as `GET /api/webhooks` lists it: no secret. */
-export type Endpoint = Omit<EndpointRecord, "secret">;
+/** An endpoint as `GET /api/webhooks` lists it: no secret, and its latest attempt (null before any). */
+export type Endpoint = Omit<EndpointRecord, "secret"> & { last: AttemptRow | null };
+
+/** The `type` of a test delivery (not a notify kind: receivers that switch on the kind ignore it). */
+export const TEST_TYPE = "webhook.test";
 
 /** Timing of the worker; defaults are the documented ones, tests shorten them. */
 export interface WebhookOptions {
@@ -73,9 +76,34 @@ export class Webhooks {
     return record;
   }
 
-  /** Every endpoint, without secrets. */
+  /** Every endpoint, without secrets, each with its latest attempt. */
   list(): Endpoint[] {
-    return this.#store.endpoints().map(({ secret: _, ...e }) => e);
+    return this.#store.endpoints().map(({ secret: _, ...e }) => ({
+      ...e,
+      last: this.#store.log(e.id, 1)[0] ?? null,
+    }));
+  }
+
+  /**
+   * Queue one test delivery to one endpoint, signed and retried like any other.
+   * @returns the delivery's id (its `webhook-id`).
+   * @throws {NotFoundError} when there is no such endpoint.
+   */
+  test(id: string, by: string): string {
+    if (!this.#store.endpoints().some((e) => e.id === id)) {
+      throw new NotFoundError(`no webhook endpoint "${id}"`);
+    }
+    const at = Date.now();
+    const row = {
+      id: `msg_${crypto.randomUUID().replaceAll("-", "")}`,
+      endpointId: id,
+      type: TEST_TYPE,
+      body: JSON.stringify({ type: TEST_TYPE, at, sessionId: null, data: { by } }),
+      createdAt: at,
+    };
+    this.#store.enqueue([row]);
+    this.#schedule(0);
+    return row.id;
   }
 
   /**

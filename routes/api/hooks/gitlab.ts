@@ -2,13 +2,24 @@ import { json, readJson } from "../../../lib/http.ts";
 import { GitlabSecretBody } from "../../../lib/hooks/hooks.ts";
 import type { Handlers } from "../../../lib/router.ts";
 
-/** The GitLab hook secret (admin): whether one is set, or set it (never shown back). */
+/**
+ * The GitLab hook secret (admin): whether one is set and where from, set it, or clear it. The secret itself is
+ * never shown back; `source` is `env` while `LVMH_GITLAB_HOOK_SECRET` decides (the API cannot change it then).
+ */
 export const handler: Handlers = {
-  GET: (ctx) => json({ enabled: ctx.app.hooks.gitlabSecret() !== null, path: "/hooks/gitlab" }),
+  GET: (ctx) => {
+    const source = ctx.app.hooks.gitlabSecretSource();
+    return json({ enabled: source !== null, source, path: "/hooks/gitlab" });
+  },
   async PUT(ctx) {
     const { secret } = await readJson(ctx.req, GitlabSecretBody);
     const { fromEnv } = ctx.app.hooks.setGitlabSecret(secret);
     ctx.audit("hook.gitlab.secret", { detail: { fromEnv } });
     return json({ ok: true, enabled: true, overriddenByEnv: fromEnv });
+  },
+  DELETE(ctx) {
+    const { fromEnv } = ctx.app.hooks.clearGitlabSecret();
+    ctx.audit("hook.gitlab.secret.clear", { detail: { fromEnv } });
+    return json({ ok: true, enabled: fromEnv, overriddenByEnv: fromEnv });
   },
 };
