@@ -2217,7 +2217,7 @@ var require_websocket = __commonJS({
     var net = __require("node:net");
     var querystring = __require("node:querystring");
     var tls = __require("node:tls");
-    var { randomBytes, createHash } = __require("node:crypto");
+    var { randomBytes, createHash: createHash2 } = __require("node:crypto");
     var { Duplex, Readable } = __require("node:stream");
     var { URL } = __require("node:url");
     var PerMessageDeflate2 = require_permessage_deflate();
@@ -2912,7 +2912,7 @@ var require_websocket = __commonJS({
           abortHandshake(websocket, socket, "Invalid Upgrade header");
           return;
         }
-        const digest = createHash("sha1").update(key + GUID).digest("base64");
+        const digest = createHash2("sha1").update(key + GUID).digest("base64");
         if (res.headers["sec-websocket-accept"] !== digest) {
           abortHandshake(websocket, socket, "Invalid Sec-WebSocket-Accept header");
           return;
@@ -3294,7 +3294,7 @@ var require_websocket_server = __commonJS({
     var EventEmitter = __require("node:events");
     var http = __require("node:http");
     var { Duplex } = __require("node:stream");
-    var { createHash } = __require("node:crypto");
+    var { createHash: createHash2 } = __require("node:crypto");
     var extension2 = require_extension();
     var PerMessageDeflate2 = require_permessage_deflate();
     var subprotocol2 = require_subprotocol();
@@ -3586,7 +3586,7 @@ var require_websocket_server = __commonJS({
           throw new Error("server.handleUpgrade() was called more than once with the same socket, possibly due to a misconfiguration");
         }
         if (this._state > RUNNING) return abortHandshake(socket, 503);
-        const digest = createHash("sha1").update(key + GUID).digest("base64");
+        const digest = createHash2("sha1").update(key + GUID).digest("base64");
         const headers = [
           "HTTP/1.1 101 Switching Protocols",
           "Upgrade: websocket",
@@ -3725,6 +3725,73 @@ var POLICY_WAIT_MS = 3e3;
 var HEARTBEAT_PING_MS = 5e3;
 var HEARTBEAT_DEAD_MS = 15e3;
 var BATCH_MAX_EVENTS = 512;
+var MAX_WEB_PROMPTS = 50;
+
+// plugin/src/origins.ts
+import { Buffer as Buffer2 } from "node:buffer";
+import { createHash } from "node:crypto";
+function imageRef(data, mimeType, source) {
+  const bytes = Buffer2.from(typeof data === "string" ? data : "", "base64");
+  return {
+    type: "image",
+    mimeType: String(mimeType ?? "").slice(0, 100),
+    sha256: createHash("sha256").update(bytes).digest("hex"),
+    bytes: bytes.length,
+    source
+  };
+}
+function userText(content) {
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return "";
+  return content.filter((p) => p?.type === "text").map((p) => String(p.text ?? "")).join("\n");
+}
+var Origins = class {
+  #pending = [];
+  /** Remember a prompt handed to pi (hashing its images now, once). */
+  add(p) {
+    const w = {
+      text: p.message,
+      images: (p.images ?? []).map((i) => imageRef(i.data, i.mimeType, "web"))
+    };
+    if (typeof p.promptId === "string") w.promptId = p.promptId.slice(0, 100);
+    if (typeof p.by === "string") w.by = p.by.slice(0, 200);
+    this.#pending.push(w);
+    if (this.#pending.length > MAX_WEB_PROMPTS) this.#pending.shift();
+    return w;
+  }
+  /** Forget a prompt pi refused. */
+  drop(w) {
+    const i = this.#pending.indexOf(w);
+    if (i >= 0) this.#pending.splice(i, 1);
+  }
+  /** How many prompts wait for their message. */
+  get size() {
+    return this.#pending.length;
+  }
+  /** The oldest delivered prompt a user message with this content shows, taken out; null for none. */
+  take(content) {
+    const text = userText(content);
+    const i = this.#pending.findIndex((w) => text === w.text || text.startsWith(w.text + "\n\n"));
+    return i < 0 ? null : this.#pending.splice(i, 1)[0];
+  }
+};
+function fromOf(w) {
+  const from = {};
+  if (w.promptId !== void 0) from.promptId = w.promptId;
+  if (w.by !== void 0) from.by = w.by;
+  return from;
+}
+function messageImages(content, web) {
+  if (!Array.isArray(content)) return [];
+  const parts = content.filter((p) => p?.type === "image");
+  return parts.map((p, i) => {
+    const own = imageRef(p.data, p.mimeType, "terminal");
+    if (!web) return own;
+    const same = web.images.find((w) => w.sha256 === own.sha256);
+    if (same) return same;
+    return web.images.length === parts.length ? web.images[i] : own;
+  });
+}
 
 // plugin/src/mapping.ts
 function clip(s, n = MAX_TEXT) {
@@ -3749,11 +3816,12 @@ var ROLES = /* @__PURE__ */ new Set([
 function mapRole(role) {
   return ROLES.has(role) ? role : role === "bashExecution" ? "user" : "system";
 }
-function toMessage(m, id) {
+function toMessage(m, id, web = null) {
   const role = mapRole(m?.role);
   let text = "";
   let thinking = null;
   const toolCalls = [];
+  let images = [];
   if (m?.role === "assistant" && Array.isArray(m.content)) {
     for (const part of m.content) {
       if (part?.type === "text") text += part.text ?? "";
@@ -3778,6 +3846,9 @@ function toMessage(m, id) {
 ${m.output ?? ""}`;
   } else if (typeof m?.summary === "string") {
     text = m.summary;
+  } else if (m?.role === "user") {
+    images = messageImages(m.content, web);
+    text = images.length ? userText(m.content) : contentText(m?.content);
   } else {
     text = contentText(m?.content);
   }
@@ -3789,6 +3860,7 @@ ${m.output ?? ""}`;
     toolCalls,
     toolCallId: m?.role === "toolResult" ? String(m.toolCallId ?? "") : null
   };
+  if (images.length) out.images = images.slice(0, 100);
   if (role !== m?.role) out.piRole = String(m?.role ?? "");
   if (m?.role === "assistant") {
     if (m.stopReason) out.stopReason = m.stopReason;
@@ -4017,6 +4089,7 @@ var Delivery = class {
   #ctx;
   #onSettled;
   #log;
+  #origins;
   #queue = [];
   #timer = null;
   #active = true;
@@ -4026,6 +4099,7 @@ var Delivery = class {
     this.#ctx = options.ctx;
     this.#onSettled = options.onSettled;
     this.#log = options.log;
+    this.#origins = options.origins ?? null;
   }
   /** Prompts waiting for pi. */
   get queued() {
@@ -4045,6 +4119,7 @@ var Delivery = class {
       const p = this.#queue[0];
       if (!this.#settle.running && !this.#settle.mayStartRun(Date.now(), idle)) return this.arm();
       this.#queue.shift();
+      const origin = this.#origins?.add(p);
       try {
         const content = promptContent(p);
         if (this.#settle.running) {
@@ -4057,6 +4132,7 @@ var Delivery = class {
         }
         p.done?.();
       } catch (err) {
+        if (origin) this.#origins?.drop(origin);
         this.#log(`prompt ${p.promptId} refused by pi`, err);
         p.done?.(String(err?.message ?? err));
       }
@@ -5153,6 +5229,8 @@ function bind(pi, cfg, log) {
   let ctxRef = null;
   let renameTimer = null;
   const ids = /* @__PURE__ */ new Map();
+  const origins = new Origins();
+  const matched = /* @__PURE__ */ new Map();
   const toolUpdates = /* @__PURE__ */ new Map();
   const guard = (name, fn) => (e, ctx) => {
     try {
@@ -5172,7 +5250,8 @@ function bind(pi, cfg, log) {
   const delivery = new Delivery(pi, settle, {
     ctx: () => link ? ctxRef : null,
     onSettled: emitSettled,
-    log
+    log,
+    origins
   });
   const approvals = new Approvals({
     link: () => link,
@@ -5236,6 +5315,7 @@ function bind(pi, cfg, log) {
             message: f.message,
             images,
             deliverAs,
+            by: typeof f.by === "string" ? f.by : void 0,
             done: answer
           });
         } catch (err) {
@@ -5335,12 +5415,19 @@ function bind(pi, cfg, log) {
     if (!link) return;
     const m = e.message ?? {};
     const id = `${m.role}-${m.timestamp ?? 0}-${link.nextSeq}`;
-    ids.set(`${m.role}:${m.timestamp}`, id);
-    link.emit("message_start", {
-      message: {
-        role: mapRole(m.role),
-        id
-      }
+    const key = `${m.role}:${m.timestamp}`;
+    ids.set(key, id);
+    const web = m.role === "user" && origins.size ? origins.take(m.content) : null;
+    if (m.role === "user") matched.set(key, web);
+    const message = {
+      role: mapRole(m.role),
+      id
+    };
+    link.emit("message_start", web ? {
+      message,
+      from: fromOf(web)
+    } : {
+      message
     });
   });
   on("message_update", (e) => {
@@ -5364,10 +5451,18 @@ function bind(pi, cfg, log) {
     const key = `${m.role}:${m.timestamp}`;
     const id = ids.get(key) ?? `${m.role}-${m.timestamp ?? 0}-${link.nextSeq}`;
     ids.delete(key);
-    const message = toMessage(m, id);
-    let size = 300 + message.text.length + (message.thinking?.length ?? 0);
+    let web = null;
+    if (m.role === "user") {
+      web = matched.has(key) ? matched.get(key) : origins.size ? origins.take(m.content) : null;
+      matched.delete(key);
+    }
+    const message = toMessage(m, id, web);
+    let size = 300 + message.text.length + (message.thinking?.length ?? 0) + (message.images?.length ?? 0) * 200;
     for (const c of message.toolCalls) size += c.argsJson.length;
-    link.emit("message_end", {
+    link.emit("message_end", web ? {
+      message,
+      from: fromOf(web)
+    } : {
       message
     }, size);
   });
@@ -5431,7 +5526,9 @@ function bind(pi, cfg, log) {
     };
   }));
   on("model_select", (e, ctx) => {
-    if (!switchState.switching && e.source !== "restore") settingsGuard?.release();
+    if (!switchState.switching && e.source !== "restore") {
+      settingsGuard?.release();
+    }
     checkInfo(ctx, e.model);
   });
   for (const name of [
@@ -5568,8 +5665,10 @@ function createLvmhAgent(options = {}) {
 }
 var mod_default = createLvmhAgent();
 export {
+  Origins,
   createLvmhAgent,
   mod_default as default,
+  messageImages,
   repoFromRemote,
   toMessage
 };

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { waitFor } from "./_daemon.ts";
 import { fakePi } from "./_fake_pi.ts";
-import { createLvmhAgent, repoFromRemote, toMessage } from "../plugin/lvmh-agent.mjs";
+import { createLvmhAgent, messageImages, Origins, repoFromRemote, toMessage } from "../plugin/lvmh-agent.mjs";
 import { opts, tempHome } from "./_plugin_host.ts";
 
 Deno.test("lvmh-agent maps pi messages to the protocol's Message shape", () => {
@@ -136,3 +136,94 @@ Deno.test(
     );
   },
 );
+
+/** A 1×1 PNG and its sha256 (what the daemon's image store names it). */
+const PNG =
+  "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+
+Deno.test("lvmh-agent: a user message's images are sha256 parts, from the web prompt it shows when matched", async () => {
+  const digest = async (b64: string) =>
+    Array.from(
+      new Uint8Array(
+        await crypto.subtle.digest("SHA-256", Uint8Array.from(atob(b64), (c) => c.charCodeAt(0))),
+      ),
+    ).map((b) => b.toString(16).padStart(2, "0")).join("");
+  const pngSha = await digest(PNG);
+  const other = "R0lGODlhAQABAAAAACw="; // some GIF-ish bytes pi might hold after re-encoding
+  const otherSha = await digest(other);
+
+  // Typed in the terminal: the image is pi's own, and the text has no [image] marker any more.
+  const terminal = toMessage({
+    role: "user",
+    content: [{ type: "text", text: "look" }, { type: "image", data: PNG, mimeType: "image/png" }],
+    timestamp: 1,
+  }, "u1");
+  assert.equal(terminal.text, "look");
+  assert.deepEqual(terminal.images, [
+    { type: "image", mimeType: "image/png", sha256: pngSha, bytes: 70, source: "terminal" },
+  ]);
+  // Without images nothing changes.
+  assert.equal(toMessage({ role: "user", content: [{ type: "text", text: "x" }] }, "u").images, undefined);
+
+  const origins = new Origins();
+  const a = origins.add({ promptId: "p1", by: "alice", message: "same", images: [] });
+  const b = origins.add({
+    promptId: "p2",
+    by: "bob",
+    message: "what is this?",
+    images: [{ mimeType: "image/png", data: PNG }],
+  });
+  const c = origins.add({ promptId: "p3", by: "carol", message: "same" });
+  assert.equal(origins.size, 3);
+  // pi 1.6.0 appends notes after a blank line; a terminal prompt with other text matches nothing.
+  assert.equal(origins.take("not a web prompt"), null);
+  assert.equal(origins.take([{ type: "text", text: "what is this?\n\n[Image: resized]" }]), b);
+  // Equal texts: the oldest first (pi takes prompts in order).
+  assert.equal(origins.take("same"), a);
+  assert.equal(origins.take([{ type: "text", text: "same" }]), c);
+  assert.equal(origins.take("same"), null, "each prompt is matched once");
+
+  // The same bytes: the prompt's image. Re-encoded but all there: the prompt's in order. Fewer: pi's own.
+  const same = messageImages([{ type: "text", text: "t" }, {
+    type: "image",
+    data: PNG,
+    mimeType: "image/png",
+  }], b);
+  assert.deepEqual(same.map((i: { source: string; sha256: string }) => [i.source, i.sha256]), [[
+    "web",
+    pngSha,
+  ]]);
+  const reencoded = messageImages([{ type: "image", data: other, mimeType: "image/jpeg" }], b);
+  assert.deepEqual(reencoded, [{
+    type: "image",
+    mimeType: "image/png",
+    sha256: pngSha,
+    bytes: 70,
+    source: "web",
+  }]);
+  const two = origins.add({
+    message: "two",
+    images: [{ mimeType: "image/png", data: PNG }, { mimeType: "image/png", data: PNG }],
+  });
+  const dropped = messageImages([{ type: "image", data: other, mimeType: "image/png" }], two);
+  assert.deepEqual(dropped.map((i: { source: string; sha256: string }) => [i.source, i.sha256]), [[
+    "terminal",
+    otherSha,
+  ]]);
+  const msg = toMessage(
+    {
+      role: "user",
+      content: [{ type: "text", text: "what is this?" }, { type: "image", data: PNG, mimeType: "image/png" }],
+    },
+    "u2",
+    b,
+  );
+  assert.equal(msg.images?.[0].source, "web");
+
+  // Bounded: a prompt pi never showed does not pile up.
+  const many = new Origins();
+  for (let i = 0; i < 60; i++) many.add({ message: `m${i}` });
+  assert.equal(many.size, 50);
+  assert.equal(many.take("m0"), null, "the oldest were forgotten");
+  assert.ok(many.take("m59"));
+});

@@ -9,6 +9,7 @@ import { Delivery } from "./delivery.ts";
 import { type DaemonFrame, Link } from "./link.ts";
 import type { Logger } from "./log.ts";
 import { mapRole, resultText, safeArgs, toMessage } from "./mapping.ts";
+import { fromOf, Origins, type WebPrompt } from "./origins.ts";
 import type { PiApi, PiContext, PiEvent } from "./pi_types.ts";
 import { globalState, unref } from "./runtime.ts";
 import { Settle } from "./settle.ts";
@@ -29,6 +30,9 @@ export function bind(pi: PiApi, cfg: Config, log: Logger): void {
   let ctxRef: PiContext | null = null;
   let renameTimer: ReturnType<typeof setInterval> | null = null;
   const ids = new Map<string, string>();
+  // Delivered prompts waiting for their user message, and the ones matched at message_start (by message key).
+  const origins = new Origins();
+  const matched = new Map<string, WebPrompt | null>();
   const toolUpdates = new Map<string, ToolUpdate>();
 
   const guard =
@@ -56,6 +60,7 @@ export function bind(pi: PiApi, cfg: Config, log: Logger): void {
     ctx: () => (link ? ctxRef : null),
     onSettled: emitSettled,
     log,
+    origins,
   });
   const approvals = new Approvals({
     link: () => link,
@@ -126,6 +131,7 @@ export function bind(pi: PiApi, cfg: Config, log: Logger): void {
             message: f.message,
             images,
             deliverAs,
+            by: typeof f.by === "string" ? f.by : undefined,
             done: answer,
           });
         } catch (err) {
@@ -219,8 +225,16 @@ export function bind(pi: PiApi, cfg: Config, log: Logger): void {
     if (!link) return;
     const m = e.message ?? {};
     const id = `${m.role}-${m.timestamp ?? 0}-${link.nextSeq}`;
-    ids.set(`${m.role}:${m.timestamp}`, id);
-    link.emit("message_start", { message: { role: mapRole(m.role), id } });
+    const key = `${m.role}:${m.timestamp}`;
+    ids.set(key, id);
+    // A user message pi emits for a delivered prompt says so, and who sent it.
+    const web = m.role === "user" && origins.size ? origins.take(m.content) : null;
+    if (m.role === "user") matched.set(key, web);
+    const message = { role: mapRole(m.role), id };
+    link.emit(
+      "message_start",
+      web ? { message, from: fromOf(web) } : { message },
+    );
   });
   on("message_update", (e) => {
     const a = e.assistantMessageEvent;
@@ -237,10 +251,21 @@ export function bind(pi: PiApi, cfg: Config, log: Logger): void {
     const key = `${m.role}:${m.timestamp}`;
     const id = ids.get(key) ?? `${m.role}-${m.timestamp ?? 0}-${link.nextSeq}`;
     ids.delete(key);
-    const message = toMessage(m, id);
-    let size = 300 + message.text.length + (message.thinking?.length ?? 0);
+    // Matched at message_start, or now when its start was not seen (a link opened in between).
+    let web: WebPrompt | null = null;
+    if (m.role === "user") {
+      web = matched.has(key) ? matched.get(key)! : origins.size ? origins.take(m.content) : null;
+      matched.delete(key);
+    }
+    const message = toMessage(m, id, web);
+    let size = 300 + message.text.length + (message.thinking?.length ?? 0) +
+      (message.images?.length ?? 0) * 200;
     for (const c of message.toolCalls) size += c.argsJson.length;
-    link.emit("message_end", { message }, size);
+    link.emit(
+      "message_end",
+      web ? { message, from: fromOf(web) } : { message },
+      size,
+    );
   });
   on("tool_execution_start", (e) => {
     const { args, size } = safeArgs(e.args);
@@ -299,7 +324,9 @@ export function bind(pi: PiApi, cfg: Config, log: Logger): void {
     }));
   on("model_select", (e, ctx) => {
     // A model chosen in the terminal is that person's new default (pi's own behaviour): stop guarding.
-    if (!switchState.switching && e.source !== "restore") settingsGuard?.release();
+    if (!switchState.switching && e.source !== "restore") {
+      settingsGuard?.release();
+    }
     checkInfo(ctx, e.model);
   });
   for (

@@ -51,3 +51,5 @@ export const HEARTBEAT_PING_MS = 5_000;
 export const HEARTBEAT_DEAD_MS = 15_000;
 /** Events one `batch` frame carries at most (the daemon takes up to 5,000; smaller keeps each turn short). */
 export const BATCH_MAX_EVENTS = 512;
+/** Delivered prompts remembered until their user message shows (older ones are forgotten first). */
+export const MAX_WEB_PROMPTS = 50;

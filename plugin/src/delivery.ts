@@ -4,6 +4,7 @@
  */
 import { POLL_MS } from "./constants.ts";
 import type { Logger } from "./log.ts";
+import type { Origins } from "./origins.ts";
 import type { PiApi, PiContent, PiContext } from "./pi_types.ts";
 import { unref } from "./runtime.ts";
 import type { Settle } from "./settle.ts";
@@ -15,6 +16,8 @@ export interface Prompt {
   /** Images sent with the text (checked by the daemon), as pi's `{type: "image", data, mimeType}` parts. */
   images?: { mimeType: string; data: string }[];
   deliverAs: "steer" | "followUp";
+  /** Who sent it (the frame's `by`), put on its user message's events. */
+  by?: string;
   /** Told once pi took the prompt (or refused it). */
   done?: (error?: string) => void;
 }
@@ -26,6 +29,7 @@ export class Delivery {
   #ctx: () => PiContext | null;
   #onSettled: () => void;
   #log: Logger;
+  #origins: Origins | null;
   #queue: Prompt[] = [];
   #timer: ReturnType<typeof setTimeout> | null = null;
   #active = true;
@@ -37,6 +41,8 @@ export class Delivery {
       ctx: () => PiContext | null;
       onSettled: () => void;
       log: Logger;
+      /** Told of every prompt handed to pi, to find its user message later. */
+      origins?: Origins;
     },
   ) {
     this.#pi = pi;
@@ -44,6 +50,7 @@ export class Delivery {
     this.#ctx = options.ctx;
     this.#onSettled = options.onSettled;
     this.#log = options.log;
+    this.#origins = options.origins ?? null;
   }
 
   /** Prompts waiting for pi. */
@@ -70,6 +77,8 @@ export class Delivery {
         !this.#settle.running && !this.#settle.mayStartRun(Date.now(), idle)
       ) return this.arm();
       this.#queue.shift(); // first: a prompt pi refuses must not block the ones behind it
+      // Before sending: pi may emit the user message before sendUserMessage returns.
+      const origin = this.#origins?.add(p);
       try {
         const content = promptContent(p);
         if (this.#settle.running) {
@@ -80,6 +89,7 @@ export class Delivery {
         }
         p.done?.();
       } catch (err) {
+        if (origin) this.#origins?.drop(origin);
         this.#log(`prompt ${p.promptId} refused by pi`, err);
         p.done?.(String((err as Error)?.message ?? err));
       }

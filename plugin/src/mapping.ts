@@ -2,6 +2,7 @@
  * pi's data as protocol shapes: messages, tool results and arguments. Pure functions, no I/O.
  */
 import { MAX_TEXT, PREVIEW_CHARS } from "./constants.ts";
+import { type ImageRef, messageImages, userText, type WebPrompt } from "./origins.ts";
 
 // deno-lint-ignore no-explicit-any
 type Any = any;
@@ -19,6 +20,8 @@ export interface Message {
   errorMessage?: string;
   toolName?: string;
   isError?: boolean;
+  /** A user message's images, by sha256 (the text then has no `[image]` marker). */
+  images?: ImageRef[];
 }
 
 /** `s` cut to `n` characters (the last one an ellipsis); anything that is not a string is returned as is. */
@@ -49,12 +52,18 @@ export function mapRole(role: unknown): Message["role"] {
  * A pi AgentMessage as the protocol's Message shape; pi's extra roles are mapped onto the four known ones.
  * @param m the pi message
  * @param id the message id to use
+ * @param web the delivered prompt this user message shows, if any (its images are the ones the daemon keeps)
  */
-export function toMessage(m: Any, id: string): Message {
+export function toMessage(
+  m: Any,
+  id: string,
+  web: WebPrompt | null = null,
+): Message {
   const role = mapRole(m?.role);
   let text = "";
   let thinking: string | null = null;
   const toolCalls: Message["toolCalls"] = [];
+  let images: ImageRef[] = [];
   if (m?.role === "assistant" && Array.isArray(m.content)) {
     for (const part of m.content) {
       if (part?.type === "text") text += part.text ?? "";
@@ -78,6 +87,10 @@ export function toMessage(m: Any, id: string): Message {
     text = `!${m.command ?? ""}\n${m.output ?? ""}`;
   } else if (typeof m?.summary === "string") {
     text = m.summary;
+  } else if (m?.role === "user") {
+    // Images travel as parts of their own, named by sha256; the daemon has the bytes of a web prompt's.
+    images = messageImages(m.content, web);
+    text = images.length ? userText(m.content) : contentText(m?.content);
   } else {
     text = contentText(m?.content);
   }
@@ -89,6 +102,7 @@ export function toMessage(m: Any, id: string): Message {
     toolCalls,
     toolCallId: m?.role === "toolResult" ? String(m.toolCallId ?? "") : null,
   };
+  if (images.length) out.images = images.slice(0, 100);
   if (role !== m?.role) out.piRole = String(m?.role ?? "");
   if (m?.role === "assistant") {
     if (m.stopReason) out.stopReason = m.stopReason;

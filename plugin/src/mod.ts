@@ -21,6 +21,7 @@ import { makeLogger } from "./log.ts";
 import type { PiApi } from "./pi_types.ts";
 
 export { toMessage } from "./mapping.ts";
+export { messageImages, Origins } from "./origins.ts";
 export { repoFromRemote } from "./repo.ts";
 export type { AgentOptions } from "./config.ts";
 

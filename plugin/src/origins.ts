@@ -1,0 +1,132 @@
+/**
+ * Which user messages came from the daemon's `prompt` frames, and the images of user messages as the
+ * protocol names them (sha256 and size, never the bytes).
+ *
+ * pi emits a user message when it takes a prompt: at once from idle, after the current tool calls for a steer,
+ * at the end of the run for a follow-up, and prompts typed in the terminal queue among them. So a delivered
+ * prompt is remembered until a user message with its text shows up, and matched by content (oldest first among
+ * equal texts), not by position. pi 0.73.1 keeps the text as sent; 1.6.0 appends notes about the images it
+ * resized or dropped after a blank line, and may re-encode them (so their bytes no longer hash to what the
+ * daemon stored).
+ */
+import { Buffer } from "node:buffer";
+import { createHash } from "node:crypto";
+import { MAX_WEB_PROMPTS } from "./constants.ts";
+
+/** An image part of a user message, as the protocol's `MessageImage`. */
+export interface ImageRef {
+  type: "image";
+  mimeType: string;
+  sha256: string;
+  bytes: number;
+  /** `web`: the daemon stored these bytes with the prompt; `terminal`: only pi has them. */
+  source: "web" | "terminal";
+}
+
+/** A prompt the daemon sent, delivered to pi and not yet seen as a user message. */
+export interface WebPrompt {
+  promptId?: string;
+  by?: string;
+  text: string;
+  images: ImageRef[];
+}
+
+/** The `from` field of a matched message's events. */
+export interface MessageFrom {
+  promptId?: string;
+  by?: string;
+}
+
+/** An image as the protocol names it: the sha256 and size of its base64 `data`. */
+export function imageRef(
+  data: unknown,
+  mimeType: unknown,
+  source: ImageRef["source"],
+): ImageRef {
+  const bytes = Buffer.from(typeof data === "string" ? data : "", "base64");
+  return {
+    type: "image",
+    mimeType: String(mimeType ?? "").slice(0, 100),
+    sha256: createHash("sha256").update(bytes).digest("hex"),
+    bytes: bytes.length,
+    source,
+  };
+}
+
+/** Text of a user message's content: its text parts joined as pi joins them. */
+export function userText(content: unknown): string {
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return "";
+  return content.filter((p) => p?.type === "text").map((p) => String(p.text ?? "")).join("\n");
+}
+
+/** Delivered prompts waiting for their user message. */
+export class Origins {
+  #pending: WebPrompt[] = [];
+
+  /** Remember a prompt handed to pi (hashing its images now, once). */
+  add(
+    p: {
+      promptId?: string;
+      by?: string;
+      message: string;
+      images?: { mimeType: string; data: string }[];
+    },
+  ) {
+    const w: WebPrompt = {
+      text: p.message,
+      images: (p.images ?? []).map((i) => imageRef(i.data, i.mimeType, "web")),
+    };
+    if (typeof p.promptId === "string") w.promptId = p.promptId.slice(0, 100);
+    if (typeof p.by === "string") w.by = p.by.slice(0, 200);
+    this.#pending.push(w);
+    // A prompt pi dropped (an abort that cleared its queue) must not pile up for ever.
+    if (this.#pending.length > MAX_WEB_PROMPTS) this.#pending.shift();
+    return w;
+  }
+
+  /** Forget a prompt pi refused. */
+  drop(w: WebPrompt): void {
+    const i = this.#pending.indexOf(w);
+    if (i >= 0) this.#pending.splice(i, 1);
+  }
+
+  /** How many prompts wait for their message. */
+  get size(): number {
+    return this.#pending.length;
+  }
+
+  /** The oldest delivered prompt a user message with this content shows, taken out; null for none. */
+  take(content: unknown): WebPrompt | null {
+    const text = userText(content);
+    const i = this.#pending.findIndex((w) => text === w.text || text.startsWith(w.text + "\n\n"));
+    return i < 0 ? null : this.#pending.splice(i, 1)[0];
+  }
+}
+
+/** The `from` of a matched prompt. */
+export function fromOf(w: WebPrompt): MessageFrom {
+  const from: MessageFrom = {};
+  if (w.promptId !== undefined) from.promptId = w.promptId;
+  if (w.by !== undefined) from.by = w.by;
+  return from;
+}
+
+/**
+ * The image parts of a user message. One whose bytes are a web prompt's is that image; when pi re-encoded
+ * them (1.6.0) but kept every image, they are the prompt's in order; any other is pi's own (from the terminal).
+ */
+export function messageImages(
+  content: unknown,
+  web: WebPrompt | null,
+): ImageRef[] {
+  if (!Array.isArray(content)) return [];
+  const parts = content.filter((p) => p?.type === "image");
+  return parts.map((p, i) => {
+    const own = imageRef(p.data, p.mimeType, "terminal");
+    if (!web) return own;
+    const same = web.images.find((w) => w.sha256 === own.sha256);
+    if (same) return same;
+    return web.images.length === parts.length ? web.images[i] : own;
+  });
+}
