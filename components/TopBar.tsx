@@ -1,6 +1,7 @@
 /**
  * The bar on top of every signed-in page (server-rendered): home link, what is shown, who is signed in with
- * which role (and the admin pages for admins), and the live controls.
+ * which role (the admin pages for admins, this browser's notification settings for everyone), and the live
+ * controls.
  */
 import type { ComponentChildren } from "preact";
 import { Island } from "../lib/render.tsx";
@@ -18,6 +19,8 @@ export function TopBar({ children, me }: { children?: ComponentChildren; me?: Me
         <nav class="me" aria-label="Signed in">
           {can(me, "audit") && <a href="/audit" class="small">Audit</a>}
           {can(me, "tokens") && <a href="/tokens" class="small">Tokens</a>}
+          {can(me, "webhooks") && <a href="/webhooks" class="small">Webhooks</a>}
+          {me.role !== "agent" && <a href="/notifications" class="small">Notifications</a>}
           <span class="whoami small" data-me={me.name} data-role={me.role} title="signed in as">
             <span class="me-name">{me.name}</span> <span class={`chip role-${me.role}`}>{me.role}</span>
           </span>

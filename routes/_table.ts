@@ -32,6 +32,7 @@ import { handler as me } from "./api/me.ts";
 import { handler as webhooks } from "./api/webhooks/index.ts";
 import { handler as webhook } from "./api/webhooks/[id]/index.ts";
 import { handler as webhookDeliveries } from "./api/webhooks/[id]/deliveries.ts";
+import { handler as webhookTest } from "./api/webhooks/[id]/test.ts";
 import { handler as hookSettings } from "./api/hooks/gitlab.ts";
 import { handler as genericHook } from "./hooks/generic.ts";
 import { handler as gitlabHook } from "./hooks/gitlab.ts";
@@ -43,6 +44,7 @@ import { handler as sessionPage } from "./sessions/[id].tsx";
 import { handler as auditPage } from "./audit.tsx";
 import { handler as tokensPage } from "./tokens.tsx";
 import { handler as notificationsPage } from "./notifications.tsx";
+import { handler as webhooksPage } from "./webhooks.tsx";
 import { handler as login } from "./login.ts";
 import { handler as staticAssets } from "./static.ts";
 
@@ -81,6 +83,7 @@ export const routes: RouteDef[] = [
     auth: "token",
     roles: { GET: "admin" },
   },
+  { path: "/api/webhooks/:id/test", handler: webhookTest, auth: "token", roles: { POST: "admin" } },
   { path: "/api/push/key", handler: pushKey, auth: "token" },
   {
     path: "/api/push/subscriptions",
@@ -89,7 +92,12 @@ export const routes: RouteDef[] = [
     roles: { POST: "viewer", DELETE: "viewer" },
   },
   { path: "/api/push/visible", handler: pushVisible, auth: "token", roles: { POST: "viewer" } },
-  { path: "/api/hooks/gitlab", handler: hookSettings, auth: "token", roles: { GET: "admin", PUT: "admin" } },
+  {
+    path: "/api/hooks/gitlab",
+    handler: hookSettings,
+    auth: "token",
+    roles: { GET: "admin", PUT: "admin", DELETE: "admin" },
+  },
   { path: "/api/spawn", handler: spawn, auth: "token", roles: { POST: "operator" } },
   { path: "/api/spawn/status", handler: spawnStatus, auth: "token" },
   { path: "/api/gitlab/connect", handler: gitlabConnect, auth: "token" },
@@ -100,6 +108,7 @@ export const routes: RouteDef[] = [
   { path: "/audit", handler: auditPage, auth: "page" },
   { path: "/tokens", handler: tokensPage, auth: "page" },
   { path: "/notifications", handler: notificationsPage, auth: "page" },
+  { path: "/webhooks", handler: webhooksPage, auth: "page" },
   { path: "/login", handler: login, auth: "public" },
   // Hooks check their own credentials: an operator token (generic) or the GitLab hook secret.
   { path: "/hooks/generic", handler: genericHook, auth: "public" },
