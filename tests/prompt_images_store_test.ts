@@ -1,0 +1,102 @@
+/**
+ * The images of web prompts, kept by the daemon (a real subprocess, a scripted plugin): stored before the
+ * prompt frame reaches the plugin, so after a SIGKILL and a restart every image a prompt was accepted with is
+ * served by `GET /api/sessions/:id/images/:sha256` — to viewers, with its type, nosniff and an immutable
+ * cache — and 404 for another session, 400 for a name that is not a sha256; an offline session's refused
+ * prompt keeps nothing; deleting the session deletes its images.
+ */
+import assert from "node:assert/strict";
+import { connectAgent, sessionInfo } from "./_agent_client.ts";
+import { bearerFetch, freePort, startDaemon } from "./_daemon.ts";
+
+const PNG =
+  "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+const GIF = btoa("GIF89a" + "\x01\x00\x01\x00\x00\x00\x00;");
+const bytesOf = (b64: string) => Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+
+async function sha256(b64: string): Promise<string> {
+  const d = new Uint8Array(await crypto.subtle.digest("SHA-256", bytesOf(b64)));
+  return Array.from(d, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+Deno.test("prompt images survive a daemon SIGKILL and are served only for their session", async () => {
+  const dataDir = await Deno.makeTempDir({ prefix: "lvmh-images-kill-" });
+  const port = freePort();
+  try {
+    const d1 = await startDaemon({ dataDir, port });
+    const agent = await connectAgent(d1, { sessionId: "img-a", session: sessionInfo("img-a") });
+    const other = await connectAgent(d1, { sessionId: "img-b", session: sessionInfo("img-b") });
+    const res = await d1.api("/api/sessions/img-a/prompt", {
+      method: "POST",
+      body: JSON.stringify({
+        message: "two pictures",
+        images: [{ mimeType: "image/png", data: PNG }, { mimeType: "image/gif", data: GIF }],
+      }),
+    });
+    assert.equal(res.status, 200, await res.clone().text());
+    const { promptId } = await res.json();
+    const frame = await agent.waitFrame((f) => f.type === "prompt" && f.promptId === promptId, "the prompt");
+    assert.equal(frame.by, "bootstrap", "the frame names who sent it");
+    // An offline session's prompt is refused, and keeps nothing.
+    await other.close();
+    const refused = await d1.api("/api/sessions/img-b/prompt", {
+      method: "POST",
+      body: JSON.stringify({
+        message: "x",
+        images: [{ mimeType: "image/gif", data: btoa("GIF87a--offline") }],
+      }),
+    });
+    assert.equal(refused.status, 409);
+    await refused.body?.cancel();
+    await agent.close().catch(() => {});
+    const status = await d1.kill("SIGKILL");
+    assert.equal(status.signal, "SIGKILL");
+
+    await using d2 = await startDaemon({ dataDir, port });
+    const viewer = await d2.api("/api/tokens", {
+      method: "POST",
+      body: JSON.stringify({ name: "vera", role: "viewer" }),
+    });
+    const asViewer = bearerFetch(d2.url, (await viewer.json()).token);
+    const [png, gif] = [await sha256(PNG), await sha256(GIF)];
+    for (const [sha, type, b64] of [[png, "image/png", PNG], [gif, "image/gif", GIF]]) {
+      const img = await asViewer(`/api/sessions/img-a/images/${sha}`);
+      assert.equal(img.status, 200, `${type} after the kill`);
+      assert.equal(img.headers.get("content-type"), type);
+      assert.equal(img.headers.get("x-content-type-options"), "nosniff");
+      assert.match(img.headers.get("cache-control") ?? "", /max-age=31536000, immutable/);
+      assert.deepEqual(new Uint8Array(await img.arrayBuffer()), bytesOf(b64));
+    }
+    const answers = async (path: string) => {
+      const r = await asViewer(path);
+      const body = await r.json();
+      assert.equal(typeof body.error, "string");
+      return r.status;
+    };
+    assert.equal(await answers(`/api/sessions/img-b/images/${png}`), 404, "not an image of that session");
+    assert.equal(await answers(`/api/sessions/img-a/images/${"0".repeat(64)}`), 404);
+    assert.equal(await answers(`/api/sessions/ghost/images/${png}`), 404);
+    assert.equal(await answers(`/api/sessions/img-a/images/${png.toUpperCase()}`), 400);
+    assert.equal(await answers(`/api/sessions/img-a/images/..%2Fevents`), 400);
+    const none = await fetch(`${d2.url}/api/sessions/img-a/images/${png}`);
+    assert.equal(none.status, 401, "a token is needed");
+    await none.body?.cancel();
+    const audit = await (await d2.api("/api/audit?limit=1000")).json() as {
+      action: string;
+      detail: unknown;
+    }[];
+    const row = audit.find((r) => r.action === "prompt")!;
+    assert.deepEqual((row.detail as { images: unknown }).images, [
+      { sha256: png, mimeType: "image/png", bytes: 70 },
+      { sha256: gif, mimeType: "image/gif", bytes: bytesOf(GIF).length },
+    ]);
+
+    // Deleting the session deletes its images.
+    const del = await d2.api("/api/sessions/img-a", { method: "DELETE" });
+    assert.equal(del.status, 200);
+    await del.body?.cancel();
+    assert.equal(await answers(`/api/sessions/img-a/images/${png}`), 404);
+  } finally {
+    await Deno.remove(dataDir, { recursive: true }).catch(() => {});
+  }
+});
