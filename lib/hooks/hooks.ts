@@ -268,7 +268,9 @@ export class Hooks {
     detail: object,
   ): void {
     const deliverAs = followUp ? "followUp" : "steer";
-    this.app.sessions.send(sessionId, { type: "prompt", promptId, commandId: promptId, message, deliverAs });
+    // `by` (lib/protocol.ts's prompt frame) names the hook on the user message pi shows; send passes it on.
+    const prompt = { type: "prompt" as const, promptId, commandId: promptId, message, deliverAs, by: actor };
+    this.app.sessions.send(sessionId, prompt);
     this.app.audit.append({
       actor,
       role: null,
