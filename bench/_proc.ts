@@ -36,3 +36,42 @@ export function pct(sorted: number[], p: number): number {
 export function nowMs(): number {
   return performance.timeOrigin + performance.now();
 }
+
+/**
+ * A 1 ms timer that notes every tick later than `thresholdMs`: this process's own event-loop stalls, so a
+ * bench can tell a late delivery caused by its clients from one caused by the daemon.
+ */
+export function lagMonitor(thresholdMs = 5): { stop(): number[] } {
+  const stalls: number[] = [];
+  let last = performance.now();
+  const timer = setInterval(() => {
+    const now = performance.now();
+    if (now - last > thresholdMs) stalls.push(now - last);
+    last = now;
+  }, 1);
+  return {
+    stop() {
+      clearInterval(timer);
+      return stalls;
+    },
+  };
+}
+
+/** CPU time (user + system) a process has used so far, in ms, or NaN when it is gone. */
+export function cpuMs(pid: number): number {
+  try {
+    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    // utime and stime are fields 14 and 15 of stat(5), counted from 1; fields here start at field 3.
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // USER_HZ is 100 on Linux
+  } catch {
+    return NaN;
+  }
+}
+
+/** CPU time of every process on the machine so far, in ms (from /proc/stat), to show what else ran. */
+export function machineBusyMs(): number {
+  const cpu = Deno.readTextFileSync("/proc/stat").split("\n")[0].trim().split(/\s+/).slice(1).map(Number);
+  // user nice system idle iowait irq softirq steal: everything but idle and iowait is work.
+  return ((cpu[0] + cpu[1] + cpu[2] + cpu[5] + cpu[6] + cpu[7]) * 1000) / 100;
+}

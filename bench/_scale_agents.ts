@@ -8,7 +8,7 @@
  * leaves Nagle on, which holds each small delta until the previous one is acknowledged (~40 ms on loopback).
  */
 import WebSocket from "ws";
-import { nowMs } from "./_proc.ts";
+import { lagMonitor, nowMs } from "./_proc.ts";
 
 const [url, token, nArg, workingArg, intervalArg] = Deno.args;
 const N = Number(nArg), WORKING = Number(workingArg), INTERVAL = Number(intervalArg);
@@ -64,6 +64,7 @@ for (let i = 0; i < N; i += wave) {
   if (N > WAVES && wait > 0) await new Promise((r) => setTimeout(r, wait));
 }
 agents.push(...await Promise.all(opening));
+const lag = lagMonitor();
 console.log("ready");
 
 const send = (a: Agent, type: string, payload: Record<string, unknown> = {}) =>
@@ -95,5 +96,11 @@ const timers = agents.slice(0, WORKING).map((a, i) =>
 // Stop when the parent closes stdin.
 for await (const _ of Deno.stdin.readable) { /* drain */ }
 for (const t of timers) clearInterval(t);
+if (Deno.env.get("LVMH_BENCH_LAG")) {
+  const s = lag.stop().sort((a, b) => b - a);
+  console.error(
+    `agents process: ${s.length} event-loop stalls > 5 ms, worst ${s.slice(0, 8).map((x) => x.toFixed(0))}`,
+  );
+}
 for (const a of agents) a.socket.close();
 Deno.exit(0);

@@ -4,7 +4,7 @@
  * `windowMs`, then prints one JSON line {bytesPerSec, delays, frames} and exits.
  * Args: browserUrl sessionId warmupMs windowMs
  */
-import { nowMs } from "./_proc.ts";
+import { lagMonitor, nowMs } from "./_proc.ts";
 
 const [url, sessionId, warmupArg, windowArg] = Deno.args;
 const WARMUP = Number(warmupArg), WINDOW = Number(windowArg);
@@ -29,9 +29,16 @@ await new Promise((resolve, reject) => {
 socket.send(JSON.stringify({ type: "subscribe", sessionId }));
 await new Promise((r) => setTimeout(r, WARMUP));
 counting = true;
+const lag = lagMonitor();
 const t0 = performance.now();
 await new Promise((r) => setTimeout(r, WINDOW));
 counting = false;
+const stalls = lag.stop();
+if (Deno.env.get("LVMH_BENCH_LAG")) {
+  console.error(
+    `browser ${sessionId}: ${stalls.length} stalls > 5 ms, worst ${Math.max(0, ...stalls).toFixed(0)}`,
+  );
+}
 const seconds = (performance.now() - t0) / 1000;
 console.log(JSON.stringify({ bytesPerSec: bytes / seconds, delays, frames }));
 socket.close();

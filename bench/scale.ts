@@ -6,7 +6,7 @@
  * Run: `deno run -A bench/scale.ts [n…]`.
  */
 import { startDaemon } from "../tests/_daemon.ts";
-import { daemonPid, pct, rssMiB } from "./_proc.ts";
+import { cpuMs, daemonPid, machineBusyMs, pct, rssMiB } from "./_proc.ts";
 
 const WORKING = Number(Deno.env.get("WORKING") ?? 10);
 const INTERVAL_MS = 200;
@@ -56,11 +56,19 @@ export async function scaleRow(n: number) {
       stdout: "piped",
       stderr: "inherit",
     }).output());
-  const results = (await Promise.all(browsers)).map((r) => {
+  // CPU of the daemon and of the whole machine over the same span: a late delta on a machine whose two cores
+  // are busy with other work is the scheduler's, not the daemon's (bench/profile_scale.ts splits it further).
+  const pid = daemonPid(d.dataDir);
+  const cpu0 = cpuMs(pid), machine0 = machineBusyMs(), t0 = performance.now();
+  const done = await Promise.all(browsers);
+  const wall = performance.now() - t0;
+  const daemonCpu = ((cpuMs(pid) - cpu0) / wall) * 100,
+    machineCpu = ((machineBusyMs() - machine0) / wall) * 100;
+  const results = done.map((r) => {
     if (r.code !== 0) throw new Error("a browser process failed");
     return JSON.parse(new TextDecoder().decode(r.stdout)) as { bytesPerSec: number; delays: number[] };
   });
-  const rss = rssMiB(daemonPid(d.dataDir));
+  const rss = rssMiB(pid);
   await agents.stdin.close();
   await agents.status;
   lines.releaseLock();
@@ -76,6 +84,8 @@ export async function scaleRow(n: number) {
     p99: pct(delays, 0.99),
     deltas: delays.length,
     rss,
+    daemonCpu,
+    machineCpu,
   };
 }
 
@@ -98,7 +108,8 @@ if (import.meta.main) {
     console.log(
       `  ${r.n.toLocaleString("en").padStart(6)} sessions: per-browser ${r.kibPerSec.toFixed(1)} KiB/s ` +
         `(mean ${r.meanKibPerSec.toFixed(1)}), message_update p50 ${r.p50.toFixed(2)} ms p99 ` +
-        `${r.p99.toFixed(2)} ms over ${r.deltas} deltas, daemon RSS ${r.rss.toFixed(0)} MiB${verdict}`,
+        `${r.p99.toFixed(2)} ms over ${r.deltas} deltas, daemon RSS ${r.rss.toFixed(0)} MiB, daemon CPU ` +
+        `${r.daemonCpu.toFixed(0)} % of a core, machine ${r.machineCpu.toFixed(0)} % of 200 %${verdict}`,
     );
   }
   console.log(

@@ -1,0 +1,238 @@
+/**
+ * Bench helper for finding where the daemon's time and memory go: run `main.ts` under the V8 inspector (as
+ * `tests/_daemon.ts` runs it, plus `--inspect`) and speak the DevTools protocol to it — CPU profiles with
+ * sample timestamps, heap snapshots, and expressions evaluated inside the daemon.
+ */
+import { fileURLToPath } from "node:url";
+import { freePort, TEST_TOKEN } from "../tests/_daemon.ts";
+
+const ROOT = fileURLToPath(new URL("../", import.meta.url));
+
+/** A DevTools protocol session over the inspector's WebSocket. */
+export class Cdp {
+  #ws: WebSocket;
+  #next = 1;
+  #waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+  #listeners = new Map<string, (params: Record<string, unknown>) => void>();
+
+  private constructor(ws: WebSocket) {
+    this.#ws = ws;
+    ws.onmessage = (e) => {
+      const msg = JSON.parse(e.data);
+      if (msg.id !== undefined) {
+        const w = this.#waiting.get(msg.id);
+        this.#waiting.delete(msg.id);
+        if (msg.error) w?.reject(new Error(`${msg.error.message}`));
+        else w?.resolve(msg.result);
+      } else this.#listeners.get(msg.method)?.(msg.params);
+    };
+  }
+
+  static async connect(url: string): Promise<Cdp> {
+    const ws = new WebSocket(url);
+    await new Promise((resolve, reject) => {
+      ws.onopen = resolve;
+      ws.onerror = () => reject(new Error(`cannot reach the inspector at ${url}`));
+    });
+    return new Cdp(ws);
+  }
+
+  send<T = Record<string, unknown>>(method: string, params: Record<string, unknown> = {}): Promise<T> {
+    const id = this.#next++;
+    this.#ws.send(JSON.stringify({ id, method, params }));
+    return new Promise((resolve, reject) =>
+      this.#waiting.set(id, { resolve: resolve as (v: unknown) => void, reject })
+    );
+  }
+
+  on(method: string, fn: (params: Record<string, unknown>) => void): void {
+    this.#listeners.set(method, fn);
+  }
+
+  /** Evaluate an expression in the daemon and return its value (JSON-able). */
+  async eval<T = unknown>(expression: string): Promise<T> {
+    const r = await this.send<{ result: { value: T }; exceptionDetails?: { text: string } }>(
+      "Runtime.evaluate",
+      { expression, returnByValue: true, awaitPromise: true },
+    );
+    if (r.exceptionDetails) throw new Error(`evaluate failed: ${JSON.stringify(r.exceptionDetails)}`);
+    return r.result.value;
+  }
+
+  /** Take a heap snapshot and return it as text (the .heapsnapshot format). */
+  async heapSnapshot(): Promise<string> {
+    const chunks: string[] = [];
+    this.on("HeapProfiler.addHeapSnapshotChunk", (p) => chunks.push(p.chunk as string));
+    await this.send("HeapProfiler.enable");
+    await this.send("HeapProfiler.takeHeapSnapshot", { reportProgress: false });
+    return chunks.join("");
+  }
+
+  close(): void {
+    this.#ws.close();
+  }
+}
+
+/** A daemon process under the inspector. */
+export interface InspectedDaemon extends AsyncDisposable {
+  pid: number;
+  dataDir: string;
+  token: string;
+  agentUrl: string;
+  browserUrl: string;
+  url: string;
+  cdp: Cdp;
+  output(): string;
+}
+
+/** Start `main.ts` with `--inspect` and a fresh data dir; resolves once it listens and the inspector is attached. */
+export async function startInspectedDaemon(
+  options: { env?: Record<string, string>; v8Flags?: string[] } = {},
+): Promise<InspectedDaemon> {
+  const dataDir = await Deno.makeTempDir({ prefix: "lvmh-bench-inspect-" });
+  const port = freePort();
+  const inspectPort = freePort();
+  const args = ["run", "-A", `--inspect=127.0.0.1:${inspectPort}`];
+  if (options.v8Flags?.length) args.push(`--v8-flags=${options.v8Flags.join(",")}`);
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [...args, "main.ts"],
+    cwd: ROOT,
+    env: {
+      LVMH_TOKEN: TEST_TOKEN,
+      LVMH_HOST: "127.0.0.1",
+      LVMH_PORT: String(port),
+      LVMH_DATA_DIR: dataDir,
+      LVMH_CONTAINER_DOCKER_SOCK: `${dataDir}/no-docker.sock`,
+      LVMH_GITLAB_URL: "http://127.0.0.1:9",
+      NO_COLOR: "1",
+      ...options.env,
+    },
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  let log = "";
+  const pump = async (s: ReadableStream<Uint8Array>) => {
+    const d = new TextDecoder();
+    for await (const c of s) log += d.decode(c, { stream: true });
+  };
+  const pumps = Promise.all([pump(child.stdout), pump(child.stderr)]);
+  const end = Date.now() + 30_000;
+  while (!log.includes("lvmh listening on")) {
+    if (Date.now() > end) throw new Error(`daemon did not start:\n${log}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const list = await (await fetch(`http://127.0.0.1:${inspectPort}/json/list`)).json();
+  const cdp = await Cdp.connect(list[0].webSocketDebuggerUrl);
+  const url = `http://127.0.0.1:${port}`;
+  return {
+    pid: child.pid,
+    dataDir,
+    token: TEST_TOKEN,
+    url,
+    agentUrl: `ws://127.0.0.1:${port}/agent/ws`,
+    browserUrl: `ws://127.0.0.1:${port}/ws?token=${encodeURIComponent(TEST_TOKEN)}`,
+    cdp,
+    output: () => log,
+    async [Symbol.asyncDispose]() {
+      cdp.close();
+      try {
+        child.kill("SIGTERM");
+      } catch { /* gone */ }
+      const t = setTimeout(() => child.kill("SIGKILL"), 5000);
+      await child.status;
+      clearTimeout(t);
+      await pumps;
+      await Deno.remove(dataDir, { recursive: true }).catch(() => {});
+    },
+  };
+}
+
+/** One node of a V8 CPU profile. */
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
+}
+
+/** A V8 CPU profile (Profiler.stop's `profile`). */
+export interface CpuProfile {
+  nodes: ProfileNode[];
+  startTime: number;
+  endTime: number;
+  samples: number[];
+  timeDeltas: number[];
+}
+
+const IDLE = new Set(["(idle)", "(program)"]);
+
+/** Name of a profile node: function, file and line. */
+function label(n: ProfileNode): string {
+  const file = n.callFrame.url.replace(/^.*\/(work\/main|node_modules)\//, "");
+  return `${n.callFrame.functionName || "(anonymous)"} ${file}:${n.callFrame.lineNumber + 1}`;
+}
+
+/**
+ * Busy spells in a profile: runs of consecutive non-idle samples longer than `minMs`, each with the functions
+ * (self time, and the stack of the heaviest sample) that filled it.
+ */
+export function busySpells(p: CpuProfile, minMs: number) {
+  const byId = new Map(p.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const spells: { startMs: number; ms: number; self: [string, number][]; stacks: [string, number][] }[] = [];
+  let t = p.startTime;
+  let start = -1;
+  let self = new Map<string, number>();
+  let stacks = new Map<string, number>();
+  const close = (endT: number) => {
+    const ms = (endT - start) / 1000;
+    if (ms >= minMs) {
+      spells.push({
+        startMs: (start - p.startTime) / 1000,
+        ms,
+        self: [...self].sort((a, b) => b[1] - a[1]).slice(0, 6),
+        stacks: [...stacks].sort((a, b) => b[1] - a[1]).slice(0, 3),
+      });
+    }
+    start = -1;
+    self = new Map();
+    stacks = new Map();
+  };
+  for (let i = 0; i < p.samples.length; i++) {
+    const dt = p.timeDeltas[i] ?? 0;
+    t += dt;
+    const node = byId.get(p.samples[i])!;
+    const idle = IDLE.has(node.callFrame.functionName);
+    if (idle) {
+      if (start >= 0) close(t);
+      continue;
+    }
+    if (start < 0) start = t;
+    const ms = (p.timeDeltas[i + 1] ?? 0) / 1000;
+    self.set(label(node), (self.get(label(node)) ?? 0) + ms);
+    // A short stack: the top frames below the event loop, innermost last.
+    const frames: string[] = [];
+    for (let id: number | undefined = node.id; id !== undefined && frames.length < 40; id = parent.get(id)) {
+      const n = byId.get(id)!;
+      if (n.callFrame.url.includes("/work/main/") && !n.callFrame.url.includes("node_modules")) {
+        frames.push(label(n));
+      }
+    }
+    const key = frames.slice(0, 4).reverse().join(" > ") || label(node);
+    stacks.set(key, (stacks.get(key) ?? 0) + ms);
+  }
+  if (start >= 0) close(t);
+  return spells;
+}
+
+/** Self time per function over the whole profile, heaviest first, in ms. */
+export function selfTimes(p: CpuProfile, top = 25): [string, number][] {
+  const byId = new Map(p.nodes.map((n) => [n.id, n]));
+  const self = new Map<string, number>();
+  for (let i = 0; i < p.samples.length; i++) {
+    const n = byId.get(p.samples[i])!;
+    const key = label(n);
+    self.set(key, (self.get(key) ?? 0) + (p.timeDeltas[i + 1] ?? 0) / 1000);
+  }
+  return [...self].sort((a, b) => b[1] - a[1]).slice(0, top);
+}
