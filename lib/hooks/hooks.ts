@@ -269,7 +269,14 @@ export class Hooks {
   ): void {
     const deliverAs = followUp ? "followUp" : "steer";
     // `by` (lib/protocol.ts's prompt frame) names the hook on the user message pi shows; send passes it on.
-    const prompt = { type: "prompt" as const, promptId, commandId: promptId, message, deliverAs, by: actor };
+    const prompt = {
+      type: "prompt" as const,
+      promptId,
+      commandId: promptId,
+      message,
+      deliverAs,
+      by: actor,
+    } as const;
     this.app.sessions.send(sessionId, prompt);
     this.app.audit.append({
       actor,
