@@ -115,7 +115,7 @@ Deno.test("hooks: POST /hooks/gitlab", async (t) => {
       assert.equal(put.status, 200);
       assert.equal((await put.json()).enabled, true);
       const status = await (await d.api("/api/hooks/gitlab")).json();
-      assert.deepEqual(status, { enabled: true, path: "/hooks/gitlab" });
+      assert.deepEqual(status, { enabled: true, source: "api", path: "/hooks/gitlab" });
     });
 
     await t.step("a wrong X-Gitlab-Token is 401", async () => {
@@ -191,4 +191,38 @@ Deno.test("hooks: POST /hooks/gitlab", async (t) => {
   } finally {
     await a.close();
   }
+});
+
+Deno.test("hooks: an admin clears the GitLab hook secret, and the hook answers 404 again", async () => {
+  await using d = await startInProcess();
+  const secret = "gitlab-hook-secret-to-clear-1";
+  const hook = () =>
+    d.fetch("/hooks/gitlab", {
+      method: "POST",
+      headers: {
+        "x-gitlab-event": "Note Hook",
+        "x-gitlab-token": secret,
+        "content-type": "application/json",
+      },
+      body: JSON.stringify(noteOnMergeRequest("/lvmh hi")),
+    });
+  const put = await d.api("/api/hooks/gitlab", { method: "PUT", body: JSON.stringify({ secret }) });
+  assert.equal(put.status, 200);
+  await put.body?.cancel();
+  const on = await hook();
+  assert.equal(on.status, 202);
+  await on.body?.cancel();
+  const del = await d.api("/api/hooks/gitlab", { method: "DELETE" });
+  assert.equal(del.status, 200);
+  assert.deepEqual(await del.json(), { ok: true, enabled: false, overriddenByEnv: false });
+  assert.deepEqual(await (await d.api("/api/hooks/gitlab")).json(), {
+    enabled: false,
+    source: null,
+    path: "/hooks/gitlab",
+  });
+  const off = await hook();
+  assert.equal(off.status, 404);
+  await off.body?.cancel();
+  const audit = await (await d.api("/api/audit?limit=1000")).json();
+  assert.ok(audit.some((e: { action: string }) => e.action === "hook.gitlab.secret.clear"));
 });

@@ -87,6 +87,36 @@ Deno.test("webhooks: register, list, sign, retry, log, delete", async (t) => {
       );
     });
 
+    await t.step(
+      "the list shows each endpoint's latest attempt; a test delivery is signed and logged",
+      async () => {
+        const [listed] = await (await d.api("/api/webhooks")).json();
+        assert.equal(listed.last.status, 200);
+        assert.equal(listed.last.type, "approval.requested");
+        assert.equal(listed.last.state, "delivered");
+        const res = await d.api(`/api/webhooks/${id}/test`, { method: "POST" });
+        assert.equal(res.status, 202);
+        const { deliveryId } = await res.json();
+        assert.match(deliveryId, /^msg_/);
+        const test = await waitFor(
+          () => receiver.successes().find((r) => r.body.type === "webhook.test"),
+          "the test delivery",
+          15_000,
+        );
+        assert.equal(test.id, deliveryId);
+        assert.ok(test.verified, "the test delivery is signed with the endpoint's secret");
+        assert.equal(test.body.sessionId, null);
+        const last = await waitFor(async () => {
+          const [e] = await (await d.api("/api/webhooks")).json();
+          return e.last?.deliveryId === deliveryId && e.last;
+        }, "the test as the latest attempt");
+        assert.equal(last.status, 200);
+        const missing = await d.api("/api/webhooks/wh_nope/test", { method: "POST" });
+        assert.equal(missing.status, 404);
+        await missing.body?.cancel();
+      },
+    );
+
     await t.step("viewers and operators cannot list or add endpoints", async () => {
       const made = await (await d.api("/api/tokens", {
         method: "POST",
@@ -95,6 +125,12 @@ Deno.test("webhooks: register, list, sign, retry, log, delete", async (t) => {
       const res = await d.fetch("/api/webhooks", { headers: { authorization: `Bearer ${made.token}` } });
       assert.equal(res.status, 403);
       await res.body?.cancel();
+      const test = await d.fetch(`/api/webhooks/${id}/test`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${made.token}` },
+      });
+      assert.equal(test.status, 403);
+      await test.body?.cancel();
     });
 
     await t.step("DELETE removes it; a second DELETE is 404", async () => {
