@@ -3,9 +3,10 @@
  * unsafe links dropped), the only place this UI sets HTML; everything else is text Preact escapes.
  */
 import { Component, Fragment } from "preact";
+import { useEffect, useRef, useState } from "preact/hooks";
 import type { ApprovalDecision } from "../lib/protocol.ts";
 import type { ApprovalView } from "../lib/ui/approval_view.ts";
-import type { Item, ToolCall } from "../lib/ui/conversation.ts";
+import { imageLabel, type Item, type ToolCall, type UserImage } from "../lib/ui/conversation.ts";
 import { formatCost, formatTokens } from "../lib/ui/format.ts";
 import { renderMarkdown } from "../lib/ui/markdown.ts";
 import { ApprovalCard } from "./ApprovalCard.tsx";
@@ -24,6 +25,63 @@ function Thinking({ text }: { text: string }) {
   );
 }
 
+/**
+ * A user message's images: thumbnails that open full size in a modal dialog (a link to the image without
+ * script), and a placeholder for one the daemon never had (pasted in pi's terminal).
+ */
+function UserImages({ images }: { images: UserImage[] }) {
+  const [open, setOpen] = useState<UserImage | null>(null);
+  const dialog = useRef<HTMLDialogElement>(null);
+  useEffect(() => {
+    const d = dialog.current;
+    if (open && d && !d.open) d.showModal();
+  }, [open]);
+  return (
+    <div class="msg-images">
+      {images.map((img, i) =>
+        img.src
+          ? (
+            <a
+              key={i}
+              class="msg-image"
+              href={img.src}
+              target="_blank"
+              rel="noopener"
+              title={`${imageLabel(img)}: click to enlarge`}
+              onClick={(e) => {
+                e.preventDefault();
+                setOpen(img);
+              }}
+            >
+              <img src={img.src} alt={imageLabel(img)} loading="lazy" decoding="async" />
+            </a>
+          )
+          : (
+            <span
+              key={i}
+              class="msg-image missing"
+              role="img"
+              aria-label={`${imageLabel(img)}, sent from the terminal`}
+            >
+              {imageLabel(img)}, sent from the terminal
+            </span>
+          )
+      )}
+      {open?.src && (
+        <dialog
+          ref={dialog}
+          class="image-viewer"
+          aria-label={imageLabel(open)}
+          onClose={() => setOpen(null)}
+          onClick={() => dialog.current?.close()}
+        >
+          <img src={open.src} alt={imageLabel(open)} />
+        </dialog>
+      )}
+    </div>
+  );
+}
+
 interface ItemProps {
   item: Item;
   /** The tool calls of an assistant item, in order. */
@@ -38,8 +96,12 @@ function ItemView({ item, calls, approvals = [], onDecide }: ItemProps) {
     case "user":
       return (
         <article class="msg user" data-seq={item.seq}>
-          <div class="who">You</div>
-          <div class="text">{item.text}</div>
+          <div class="who">
+            You
+            {item.web && <span class="via">from the web{item.web.by ? ` · ${item.web.by}` : ""}</span>}
+          </div>
+          {item.text && <div class="text">{item.text}</div>}
+          {item.images.length > 0 && <UserImages images={item.images} />}
         </article>
       );
     case "assistant":

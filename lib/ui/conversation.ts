@@ -44,8 +44,25 @@ export interface ToolCall {
   inMessage: boolean;
 }
 
+/** An image of a user message, as the conversation shows it. */
+export interface UserImage {
+  sha256: string;
+  mimeType: string;
+  bytes: number;
+  /** Where the daemon serves it (a web prompt's); null when only pi has it (pasted in the terminal). */
+  src: string | null;
+}
+
 export type Item =
-  | { kind: "user"; key: string; seq: number; text: string }
+  | {
+    kind: "user";
+    key: string;
+    seq: number;
+    text: string;
+    /** Set when the message is a prompt the daemon delivered: who sent it (null when the plugin did not say). */
+    web: { by: string | null } | null;
+    images: UserImage[];
+  }
   | {
     kind: "assistant";
     key: string;
@@ -388,10 +405,34 @@ function applyMessage(conv: Conversation, ev: Ev<"message_end">, key: string): v
     // A result whose call we hold is shown inside that call's card; others stand alone.
     if (!known) conv.items.push({ kind: "toolResult", key, seq: ev.seq, toolCallId: callId, text });
   } else if (m.role === "user") {
-    conv.items.push({ kind: "user", key, seq: ev.seq, text });
+    const web = ev.from ? { by: typeof ev.from.by === "string" && ev.from.by ? ev.from.by : null } : null;
+    const images = (m.images ?? []).map((i) => ({
+      sha256: i.sha256,
+      mimeType: i.mimeType,
+      bytes: i.bytes,
+      src: i.source === "web" ? imageUrl(ev.sessionId, i.sha256) : null,
+    }));
+    conv.items.push({ kind: "user", key, seq: ev.seq, text, web, images });
   } else {
     conv.items.push({ kind: "system", key, seq: ev.seq, text });
   }
+}
+
+/** Where the daemon serves an image a web prompt sent to a session. */
+export function imageUrl(sessionId: string, sha256: string): string {
+  return `/api/sessions/${encodeURIComponent(sessionId)}/images/${encodeURIComponent(sha256)}`;
+}
+
+/** How an image is named where it cannot be shown: `image · PNG · 120 KB`. */
+export function imageLabel(img: Pick<UserImage, "mimeType" | "bytes">): string {
+  const type = img.mimeType.replace(/^image\//, "").toUpperCase() || "IMAGE";
+  const kb = img.bytes / 1024;
+  const size = kb < 1
+    ? `${img.bytes} B`
+    : kb < 1024
+    ? `${Math.round(kb)} KB`
+    : `${(kb / 1024).toFixed(1)} MB`;
+  return `image · ${type} · ${size}`;
 }
 
 /** Persisted events a session page renders first, and fetches per page when scrolling back (one number). */

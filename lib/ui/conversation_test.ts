@@ -4,6 +4,7 @@ import {
   applyEvents,
   buildConversation,
   emptyConversation,
+  imageLabel,
   mergeEvents,
   prependEvents,
   streamingText,
@@ -239,4 +240,54 @@ Deno.test("approval events: the call awaits, then runs once approved or stays re
   // A run that ends while a call waits (abort, crash): the call is stopped, not waiting forever.
   const aborted = buildConversation([...asked, ev(5, "agent_end", { usage: {} })]);
   assert.equal(aborted.tools.c1.status, "stopped");
+});
+
+Deno.test("conversation: a web prompt's user message says who sent it and links its images; terminal ones are named", () => {
+  const sha = "a".repeat(64), other = "b".repeat(64);
+  const c = buildConversation([
+    ev(1, "message_start", { message: { role: "user", id: "u1" }, from: { promptId: "p1", by: "alice" } }),
+    ev(2, "message_end", {
+      message: {
+        role: "user",
+        id: "u1",
+        text: "what is this?",
+        thinking: null,
+        toolCalls: [],
+        toolCallId: null,
+        images: [{ type: "image", mimeType: "image/png", sha256: sha, bytes: 123_456, source: "web" }],
+      },
+      from: { promptId: "p1", by: "alice" },
+    }),
+    msg(3, "user", "u2", "typed", {
+      images: [{ type: "image", mimeType: "image/jpeg", sha256: other, bytes: 900, source: "terminal" }],
+    }),
+    ev(4, "message_end", {
+      message: {
+        role: "user",
+        id: "u3",
+        text: "old daemon",
+        thinking: null,
+        toolCalls: [],
+        toolCallId: null,
+      },
+      from: { promptId: "p3" },
+    }),
+  ]);
+  const users = c.items.filter((i) => i.kind === "user");
+  assert.equal(users.length, 3);
+  const [web, typed, anonymous] = users.map((u) => u.kind === "user" ? u : null);
+  assert.deepEqual(web?.web, { by: "alice" });
+  assert.deepEqual(web?.images, [{
+    sha256: sha,
+    mimeType: "image/png",
+    bytes: 123_456,
+    src: `/api/sessions/${S}/images/${sha}`,
+  }]);
+  assert.equal(typed?.web, null, "typed in the terminal");
+  assert.equal(typed?.images[0].src, null, "the daemon never had it");
+  assert.deepEqual(anonymous?.web, { by: null }, "a prompt frame without by");
+  assert.deepEqual(anonymous?.images, []);
+  assert.equal(imageLabel({ mimeType: "image/png", bytes: 123_456 }), "image · PNG · 121 KB");
+  assert.equal(imageLabel({ mimeType: "image/jpeg", bytes: 900 }), "image · JPEG · 900 B");
+  assert.equal(imageLabel({ mimeType: "image/webp", bytes: 3 * 1024 * 1024 }), "image · WEBP · 3.0 MB");
 });
