@@ -3,7 +3,7 @@
  * every subscriber's backlog is bounded, and a subscriber that falls behind is dropped rather than
  * buffered without limit.
  */
-import { CloseCode, type ServerFrame } from "./protocol.ts";
+import { CloseCode, type ServerFrame, type StoredEvent } from "./protocol.ts";
 import type { EncodedEvent } from "./store.ts";
 
 /** Anything that can receive encoded frames: a browser socket in production, a recorder in tests. */
@@ -12,6 +12,23 @@ export interface Subscriber {
   /** Bytes queued but not yet written to the peer. */
   bufferedAmount(): number;
   close(code: number, reason: string): void;
+  /**
+   * An in-process follower (the notification watcher, the list's glances) gets a session's events as objects
+   * instead of an `events` frame: it would only parse the frame back, and under ingest load that re-parsing
+   * (and the garbage it makes) cost more than the rest of the publish. Objects are shared: never change them.
+   */
+  events?(sessionId: string, after: number, events: readonly PublishedEvent[]): void;
+}
+
+/** An event as followers get it: seq, its encoded JSON, and the object when the publisher had one. */
+export interface PublishedEvent extends EncodedEvent {
+  /** The event as an object (envelope and payload, as `json` encodes it); absent when only text exists. */
+  event?: Readonly<StoredEvent>;
+}
+
+/** The object form of a published event: the publisher's own when it has one, else parsed from its JSON. */
+export function eventObject(e: PublishedEvent): Readonly<StoredEvent> {
+  return e.event ?? JSON.parse(e.json);
 }
 
 /** Default bound on one subscriber's unsent bytes; past it the subscriber is disconnected. */
@@ -82,10 +99,28 @@ export class Hub {
     this.#unlink(sub, sessionId);
   }
 
-  /** Send already-encoded events of one session (seq ascending) to its followers, in frames of bounded size. */
-  publishEvents(sessionId: string, after: number, events: EncodedEvent[]): void {
+  /**
+   * Send already-encoded events of one session (seq ascending) to its followers, in frames of bounded size;
+   * in-process followers get the events themselves. Frames are built only when a socket follows.
+   */
+  publishEvents(sessionId: string, after: number, events: PublishedEvent[]): void {
     const set = this.#bySession.get(sessionId);
     if (!set?.size || events.length === 0) return;
+    let sockets: Subscriber[] | null = null;
+    for (const sub of set) {
+      if (!sub.events) (sockets ??= []).push(sub);
+      else {
+        try {
+          sub.events(sessionId, after, events);
+        } catch (error) {
+          console.error(`lvmh: a follower of ${sessionId} failed: ${(error as Error).message}`);
+        }
+      }
+    }
+    if (sockets) this.#publishFrames(sockets, sessionId, after, events);
+  }
+
+  #publishFrames(set: Subscriber[], sessionId: string, after: number, events: PublishedEvent[]): void {
     let start = 0;
     while (start < events.length) {
       let end = start;

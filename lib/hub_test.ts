@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { Hub, MAX_EVENTS_FRAME_BYTES, MAX_SUBSCRIPTIONS, type Subscriber } from "./hub.ts";
+import { eventObject, Hub, MAX_EVENTS_FRAME_BYTES, MAX_SUBSCRIPTIONS, type Subscriber } from "./hub.ts";
 
 function recorder(backlog = () => 0) {
   const sent: string[] = [];
@@ -101,4 +101,57 @@ Deno.test("hub: a follower joined without broadcasts gets its session's events o
   assert.equal(got.length, 1);
   assert.match(got[0], /"type":"events"/);
   assert.equal(hub.size, 0, "not counted as a browser");
+});
+
+Deno.test("hub.publishEvents() hands in-process followers the events themselves, and builds no frame for them", () => {
+  const hub = new Hub();
+  const got: { after: number; seqs: number[]; objects: unknown[] }[] = [];
+  const follower: Subscriber = {
+    send: () => assert.fail("an in-process follower must not get frames"),
+    bufferedAmount: () => 0,
+    close() {},
+    events: (_id, after, evs) =>
+      got.push({ after, seqs: evs.map((e) => e.seq), objects: evs.map((e) => eventObject(e)) }),
+  };
+  const socket = recorder();
+  hub.join(follower, { broadcasts: false });
+  hub.subscribe(follower, "s");
+  const live = { seq: 3, json: '{"seq":3,"type":"agent_end"}', event: { seq: 3, type: "agent_end" } };
+  hub.publishEvents("s", 2, [live, ...events(4, 1)]);
+  assert.deepEqual(got, [{ after: 2, seqs: [3, 4], objects: [live.event, { seq: 4, pad: "xxxxxxxxxx" }] }]);
+  assert.equal(got[0].objects[0], live.event, "the publisher's object is passed on, not a copy");
+  // A socket following the same session still gets the frame.
+  hub.join(socket.sub);
+  hub.subscribe(socket.sub, "s");
+  hub.publishEvents("s", 4, events(5, 1));
+  assert.equal(socket.sent.length, 1);
+  assert.equal(JSON.parse(socket.sent[0]).events[0].seq, 5);
+  assert.equal(got.length, 2);
+});
+
+Deno.test("hub: a follower that throws does not stop the others", () => {
+  const hub = new Hub();
+  const bad: Subscriber = {
+    send() {},
+    bufferedAmount: () => 0,
+    close() {},
+    events: () => {
+      throw new Error("boom");
+    },
+  };
+  const good = recorder();
+  hub.join(bad, { broadcasts: false });
+  hub.join(good.sub);
+  hub.subscribe(bad, "s");
+  hub.subscribe(good.sub, "s");
+  const errors: unknown[] = [];
+  const original = console.error;
+  console.error = (...args: unknown[]) => errors.push(args);
+  try {
+    hub.publishEvents("s", 0, events(1, 1));
+  } finally {
+    console.error = original;
+  }
+  assert.equal(good.sent.length, 1);
+  assert.equal(errors.length, 1);
 });

@@ -37,10 +37,12 @@ export interface EventsPage {
   limit: number;
 }
 
-/** One event's seq and its envelope+payload JSON. */
+/** One event's seq and its envelope+payload JSON, with the object it encodes when there is one at hand. */
 export interface EncodedEvent {
   seq: number;
   json: string;
+  /** The event as an object, as `json` encodes it (kept so in-process followers need not parse `json`). */
+  event?: Readonly<StoredEvent>;
 }
 
 /** A row of the events table. */
@@ -74,6 +76,15 @@ export function encodeEvent(event: AgentEvent): string {
     type: event.type,
     payload: payloadOf(event),
   });
+}
+
+/** An event with its JSON and its object form (the parsed event itself: no copy unless `ts` has a fraction). */
+export function encodedEvent(event: AgentEvent): EncodedEvent {
+  return { seq: event.seq, json: encodeEvent(event), event: storedForm(event) };
+}
+
+function storedForm(event: AgentEvent, ts = Math.trunc(event.ts)): StoredEvent {
+  return (event.ts === ts ? event : { ...event, ts }) as StoredEvent;
 }
 
 /** The payload part of an event: everything but the envelope, as stored in `events.payload`. */
@@ -242,7 +253,7 @@ export class Store {
         const { changes } = this.#insertEvent.run(event.sessionId, event.seq, ts, event.type, payload);
         if (changes === 0) continue;
         const json = eventJson({ sessionId: event.sessionId, seq: event.seq, ts, type: event.type, payload });
-        commit.inserted.push({ seq: event.seq, json });
+        commit.inserted.push({ seq: event.seq, json, event: storedForm(event, ts) });
         commit.lastSeq = row.lastSeq = Math.max(row.lastSeq, event.seq);
         row.lastEventAt = Math.max(row.lastEventAt ?? 0, ts);
         const state = stateAfter(event.type, row.state);

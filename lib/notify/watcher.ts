@@ -3,11 +3,11 @@
  * subscriber (session rows, approvals, spawn jobs) and follows each online session's events with a subscriber
  * of its own (to tell a settled run from a failed one, and a `bye` from a dropped link).
  */
-import type { Hub, Subscriber } from "../hub.ts";
+import { eventObject, type Hub, type Subscriber } from "../hub.ts";
 import type { Approval, SessionSummary, SpawnJob } from "../protocol.ts";
 import type { NotifyEvent } from "./kinds.ts";
 
-/** What a follower looks at; anything else (most of the traffic: deltas, tool output) is not even parsed. */
+/** What a follower looks at in an event it only has as text; anything else is not even parsed. */
 const INTERESTING = /"type":"(?:bye|agent_start|agent_end)"|"stopReason":"(?:error|aborted)"/;
 
 /** Options of the watcher. */
@@ -151,32 +151,40 @@ export class Watcher {
   }
 
   #follow(id: string, seen: Seen): void {
-    const follower = recorder((data) => {
-      // Streaming deltas are most of the traffic: skip parsing frames that cannot hold what is looked for.
-      if (!INTERESTING.test(data)) return;
-      const frame = JSON.parse(data) as { type: string; events?: Record<string, unknown>[] };
-      if (frame.type !== "events") return;
-      for (const e of frame.events ?? []) {
-        if (e.type === "bye") seen.said = true;
-        if (e.type === "agent_start") seen.failure = null;
-        // From the event, not the row: a short run can start and end within one coalesced row update.
-        if (e.type === "agent_end") {
-          if (seen.failure) this.#emit("run.failed", id, { reason: seen.failure });
-          else this.#emit("run.settled", id, {});
-          seen.failure = null;
+    const follower: Subscriber = {
+      send() {}, // never called: the hub hands this follower the events themselves
+      bufferedAmount: () => 0,
+      close() {},
+      events: (_sessionId, _after, events) => {
+        for (const p of events) {
+          // Streaming deltas and tool output are most of the traffic: skip what cannot hold what is looked for
+          // without parsing it (events published as text only; live ones come as objects).
+          if (!p.event && !INTERESTING.test(p.json)) continue;
+          this.#seen(id, seen, eventObject(p));
         }
-        const m = e.message as Record<string, unknown> | undefined;
-        if (e.type === "message_end" && m?.role === "assistant") {
-          const reason = m.stopReason;
-          if (reason === "error" || reason === "aborted") {
-            seen.failure = typeof m.errorMessage === "string" ? m.errorMessage : `run ${reason}`;
-          }
-        }
-      }
-    });
+      },
+    };
     this.hub.join(follower, { broadcasts: false });
     this.hub.subscribe(follower, id);
     seen.follower = follower;
+  }
+
+  #seen(id: string, seen: Seen, e: Readonly<Record<string, unknown>>): void {
+    if (e.type === "bye") seen.said = true;
+    if (e.type === "agent_start") seen.failure = null;
+    // From the event, not the row: a short run can start and end within one coalesced row update.
+    if (e.type === "agent_end") {
+      if (seen.failure) this.#emit("run.failed", id, { reason: seen.failure });
+      else this.#emit("run.settled", id, {});
+      seen.failure = null;
+    }
+    const m = e.message as Record<string, unknown> | undefined;
+    if (e.type === "message_end" && m?.role === "assistant") {
+      const reason = m.stopReason;
+      if (reason === "error" || reason === "aborted") {
+        seen.failure = typeof m.errorMessage === "string" ? m.errorMessage : `run ${reason}`;
+      }
+    }
   }
 
   #forget(id: string): void {
