@@ -151,8 +151,9 @@ export default function WebhookAdmin(props: WebhookAdminProps) {
     }
   }
 
+  // Kept in the order the kinds are listed, whatever order they were ticked in.
   const toggle = (kind: NotifyKind, on: boolean) =>
-    setEvents((list) => on ? [...new Set([...list, kind])] : list.filter((k) => k !== kind));
+    setEvents((list) => props.kinds.map((k) => k.kind).filter((k) => k === kind ? on : list.includes(k)));
 
   return (
     <main class="admin-page webhooks-page">
