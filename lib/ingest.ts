@@ -26,6 +26,12 @@ const MAX_QUEUE = 20_000;
  * much added latency. Sparse events still commit on the next tick.
  */
 const MIN_COMMIT_INTERVAL_MS = 2;
+/**
+ * After SQLite refused a commit for the whole file (full, locked past the busy timeout), the next attempt waits
+ * this long, and commits asked for meanwhile fail at once: a held lock would otherwise stop the event loop for
+ * one busy timeout after another, with no turn for reads in between.
+ */
+export const FAILURE_PAUSE_MS = 1000;
 
 /** Batches events from every plugin socket into one SQLite transaction per tick. */
 export class Ingest {
@@ -33,6 +39,8 @@ export class Ingest {
   #pendingSessions = new Set<string>();
   #timer: ReturnType<typeof setTimeout> | undefined;
   #lastFlush = 0;
+  #pausedUntil = 0;
+  #pauseCause: unknown = null;
 
   /**
    * @param onCommitted called after every commit that stored something (the session list changed).
@@ -59,7 +67,10 @@ export class Ingest {
     else {
       this.#timer ??= setTimeout(
         () => this.flush(),
-        Math.max(0, this.#lastFlush + MIN_COMMIT_INTERVAL_MS - performance.now()),
+        Math.max(
+          0,
+          Math.max(this.#lastFlush + MIN_COMMIT_INTERVAL_MS, this.#pausedUntil) - performance.now(),
+        ),
       );
     }
   }
@@ -73,6 +84,9 @@ export class Ingest {
     this.#lastFlush = performance.now();
     this.#queue = [];
     this.#pendingSessions.clear();
+    if (performance.now() < this.#pausedUntil) {
+      return this.#fail(batch, new Error(`${(this.#pauseCause as Error)?.message} (paused before retrying)`));
+    }
     const commits = this.#commit(batch);
     if (commits.length) this.onCommitted(commits);
   }
@@ -94,6 +108,10 @@ export class Ingest {
       const bySession = Map.groupBy(batch, (p) => p.event.sessionId);
       // A full disk or a lock held past the busy timeout fails every session alike; retrying each alone would
       // only wait out the busy timeout once per session, with the event loop stopped.
+      if (wholeFileError(error)) {
+        this.#pausedUntil = performance.now() + FAILURE_PAUSE_MS;
+        this.#pauseCause = error;
+      }
       if (bySession.size === 1 || wholeFileError(error)) {
         this.#fail(batch, error);
         return [];
