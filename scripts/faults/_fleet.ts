@@ -85,3 +85,14 @@ export async function startFleet(d: Pick<Daemon, "agentUrl" | "token">, prefix: 
   };
   return fleet;
 }
+
+/** Commits the daemon logged as refused for `cause`, and the plugin sockets it closed for them. */
+export function refused(output: string, cause: string): { commits: number; sockets: number } {
+  let commits = 0, sockets = 0;
+  for (const line of output.split("\n")) {
+    if (!line.startsWith("lvmh: cannot store") || !line.includes(cause)) continue;
+    commits++;
+    sockets += Number(/(\d+) plugin socket\(s\) closed/.exec(line)?.[1] ?? 0);
+  }
+  return { commits, sockets };
+}

@@ -7,7 +7,7 @@
  */
 import { startDaemon, waitFor } from "../../tests/_daemon.ts";
 import { allEvents, sessions } from "../../tests/_pi.ts";
-import { type Audit, startFleet } from "./_fleet.ts";
+import { type Audit, refused, startFleet } from "./_fleet.ts";
 import { witness, type WitnessEnd } from "./_witness.ts";
 
 export interface DiskFullResult {
@@ -19,6 +19,8 @@ export interface DiskFullResult {
   roundsBeforeFull: number;
   /** Log lines of commits SQLite refused. */
   failedCommits: number;
+  /** Plugin sockets closed without an ack for those commits. */
+  socketsClosed: number;
   /** The hand-written socket: how the daemon closed it, and the highest seq SQLite held then. */
   witness: WitnessEnd & { storedAtClose: number; contiguous: boolean };
   /** REST reads answered 200 while the disk was full, of those tried. */
@@ -81,7 +83,10 @@ export async function diskFull(options: { plugins: number; freeKiB: number }): P
     const stored = (await allEvents(d, "full-witness")).map((e) => e.seq as number);
     const storedAtClose = stored.length ? Math.max(...stored) : 0;
     const contiguous = stored.every((s, i) => s === i + 1);
-    const failedCommits = d.output().split("\n").filter((l) => l.includes("cannot store")).length;
+    const { commits: failedCommits, sockets: socketsClosed } = refused(
+      d.output(),
+      "database or disk is full",
+    );
 
     const t0 = performance.now();
     await Deno.remove(filler);
@@ -95,6 +100,7 @@ export async function diskFull(options: { plugins: number; freeKiB: number }): P
       freeKiB: options.freeKiB,
       roundsBeforeFull: rounds,
       failedCommits,
+      socketsClosed,
       witness: { ...end, storedAtClose, contiguous },
       readsOk,
       readsTried,

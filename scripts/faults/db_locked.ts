@@ -1,0 +1,170 @@
+/**
+ * Fault rows: the database locked by another process (`BEGIN EXCLUSIVE` from node:sqlite, see _locker.ts).
+ * At start the daemon must end with exit 2 and one clear line once the busy timeout passes. Mid-run, writes
+ * wait up to the busy timeout and then the sockets whose events could not be committed are closed without an
+ * ack; after the lock goes, the plugins' replay must leave every session's seqs complete and unique.
+ */
+import { fileURLToPath } from "node:url";
+import { startDaemon, waitFor } from "../../tests/_daemon.ts";
+import { allEvents, sessions } from "../../tests/_pi.ts";
+import { type Audit, refused, startFleet } from "./_fleet.ts";
+import { witness, type WitnessEnd } from "./_witness.ts";
+
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+
+/** The daemon's `PRAGMA busy_timeout` (lib/store.ts): how long a write waits for another process's lock. */
+export const BUSY_TIMEOUT_MS = 5000;
+
+/** A process holding an exclusive transaction on `dbPath` until `release()`. */
+async function lock(dbPath: string) {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", new URL("_locker.ts", import.meta.url).pathname, dbPath],
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  const first = await lines.read();
+  if (!first.value?.includes("locked")) throw new Error("the locker process did not take the lock");
+  return {
+    async release() {
+      await child.stdin.close();
+      await lines.read().catch(() => {});
+      lines.releaseLock();
+      await child.stdout.cancel().catch(() => {});
+      await child.status;
+    },
+  };
+}
+
+export interface LockedStartResult {
+  code: number;
+  line: string;
+  seconds: number;
+}
+
+/** Start `main.ts` while another process holds the lock on an existing database. */
+export async function lockedStart(): Promise<LockedStartResult> {
+  const dir = await Deno.makeTempDir({ prefix: "lvmh-faults-lock-start-" });
+  try {
+    await (await startDaemon({ dataDir: dir })).stop(); // an existing lvmh.db, as after any earlier run
+    const held = await lock(`${dir}/lvmh.db`);
+    const t0 = performance.now();
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "main.ts"],
+      cwd: ROOT,
+      env: { LVMH_TOKEN: "faults-token-0123456789", LVMH_PORT: "0", LVMH_DATA_DIR: dir, NO_COLOR: "1" },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const seconds = (performance.now() - t0) / 1000;
+    await held.release();
+    const text = new TextDecoder().decode(out.stderr) + new TextDecoder().decode(out.stdout);
+    return { code: out.code, line: text.trim(), seconds };
+  } finally {
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+}
+
+export interface LockedMidRunResult {
+  plugins: number;
+  /** How long the other process held the lock. */
+  holdSeconds: number;
+  /** From taking the lock until the first commit was refused: how long a write waited. */
+  waitedSeconds: number;
+  failedCommits: number;
+  /** Plugin sockets closed without an ack for those commits. */
+  socketsClosed: number;
+  witness: WitnessEnd & { storedAtClose: number; contiguous: boolean };
+  /** The slowest REST read answered while the lock was held (the event loop waits with a write). */
+  slowestReadMs: number;
+  alive: boolean;
+  audit: Audit;
+  /** From releasing the lock until every message was stored. */
+  repairSeconds: number;
+}
+
+/**
+ * Stream with `plugins` plugins while another process holds the lock for at least `holdMs` (more than the busy
+ * timeout, so that writes are refused) and until the witness socket was closed for a refused commit.
+ */
+export async function lockedMidRun(
+  options: { plugins: number; holdMs: number },
+): Promise<LockedMidRunResult> {
+  const d = await startDaemon();
+  const fleet = await startFleet(d, "locked", options.plugins);
+  let w: ReturnType<typeof witness> | null = null;
+  try {
+    await waitFor(
+      async () => (await sessions(d)).filter((s) => s.online).length === options.plugins,
+      "every plugin online",
+      30_000,
+    );
+    for (let i = 0; i < 5; i++) await fleet.round();
+    w = witness(d, "locked-witness", 100);
+    await waitFor(async () => (await allEvents(d, "locked-witness")).length > 0, "the witness streaming");
+
+    const held = await lock(`${d.dataDir}/lvmh.db`);
+    const t0 = performance.now();
+    const locked = () => d.output().includes("database is locked");
+    const waited = waitFor(locked, "a commit refused as locked", options.holdMs + 10_000)
+      .then(() => (performance.now() - t0) / 1000);
+    // Plugins keep working while the lock is held; a reader measures how long the daemon takes to answer.
+    let slowestReadMs = 0;
+    let reading = true;
+    const reader = (async () => {
+      while (reading) {
+        const r0 = performance.now();
+        const res = await d.api("/api/sessions");
+        await res.body?.cancel();
+        slowestReadMs = Math.max(slowestReadMs, performance.now() - r0);
+      }
+    })();
+    // Held at least `holdMs`, and until the witness and one other socket were refused: which sockets' events
+    // land in the first refused commit is a matter of timing, and every later one waits the busy timeout.
+    let witnessClosed = false;
+    w.ended.then(() => witnessClosed = true);
+    const enough = () =>
+      performance.now() - t0 >= options.holdMs && witnessClosed &&
+      refused(d.output(), "database is locked").sockets >= 2;
+    while (!enough() && performance.now() - t0 < 60_000) await fleet.round();
+    const holdSeconds = (performance.now() - t0) / 1000;
+    const t1 = performance.now();
+    await held.release();
+    reading = false;
+    await reader;
+    const waitedSeconds = await waited.catch(() => NaN);
+    const end = await Promise.race([
+      w.ended,
+      new Promise<WitnessEnd>((r) =>
+        setTimeout(() => r({ code: 0, reason: "still open", maxAck: 0, lastSent: 0 }), 15_000)
+      ),
+    ]);
+    const stored = (await allEvents(d, "locked-witness")).map((e) => e.seq as number);
+    const { commits: failedCommits, sockets: socketsClosed } = refused(d.output(), "database is locked");
+    const audit = await fleet.audit(d, 60_000);
+    const repairSeconds = (performance.now() - t1) / 1000;
+    const res = await d.api("/api/sessions");
+    await res.body?.cancel();
+    return {
+      plugins: options.plugins,
+      holdSeconds,
+      waitedSeconds,
+      failedCommits,
+      socketsClosed,
+      witness: {
+        ...end,
+        storedAtClose: stored.length ? Math.max(...stored) : 0,
+        contiguous: stored.every((s, i) => s === i + 1),
+      },
+      slowestReadMs,
+      alive: res.status === 200,
+      audit,
+      repairSeconds,
+    };
+  } finally {
+    w?.stop();
+    await fleet.stop();
+    await d.stop();
+  }
+}
