@@ -2,7 +2,16 @@
  * `deno task bench`: run every benchmark in its own process, one after another (they share 2 cores), and
  * print their figures. Each prints its own reference and goal beside its result.
  */
-const BENCHES = ["daemon.ts", "scale.ts", "plugin.ts", "render.ts", "approvals.ts", "spawn.ts"];
+const BENCHES = [
+  "daemon.ts",
+  "scale.ts",
+  "plugin.ts",
+  "render.ts",
+  "render_list.ts",
+  "ui_history.ts",
+  "approvals.ts",
+  "spawn.ts",
+];
 
 let failed = 0;
 for (const name of BENCHES) {

@@ -16,8 +16,11 @@ import { useLive } from "../lib/ui/use_live.ts";
 import { GROUP_LABEL, groupOf, sortByGroup } from "../lib/ui/glance.ts";
 
 interface Props {
+  /** The rows the server rendered: the first page, in the order shown. */
   sessions: SessionSummary[];
   now: number;
+  /** Counts over every session, shown until the live list arrives (the props carry only the first page). */
+  counts?: { total: number; online: number; waiting: number };
 }
 
 /** Rows rendered per page of matches. */
@@ -80,8 +83,15 @@ export default function SessionList(props: Props) {
 
   const matches = useMemo(() => visible(sessions, query, onlineOnly), [sessions, query, onlineOnly]);
   const shown = matches.length > limit ? matches.slice(0, limit) : matches;
-  const onlineCount = useMemo(() => sessions.filter((s) => s.online).length, [sessions]);
-  const waitingCount = useMemo(() => sessions.filter((s) => s.waiting > 0).length, [sessions]);
+  const onlineCount = useMemo(
+    () => dir.loaded || !props.counts ? sessions.filter((s) => s.online).length : props.counts.online,
+    [sessions],
+  );
+  const waitingCount = useMemo(
+    () => dir.loaded || !props.counts ? sessions.filter((s) => s.waiting > 0).length : props.counts.waiting,
+    [sessions],
+  );
+  const total = dir.loaded || !props.counts ? sessions.length : props.counts.total;
 
   return (
     <main class="sessions-page">
@@ -104,7 +114,7 @@ export default function SessionList(props: Props) {
           Online only
         </label>
         <span class="muted small count" aria-live="polite">
-          {onlineCount} online · {sessions.length} total
+          {onlineCount} online · {total} total
           {waitingCount > 0 && ` · ${waitingCount} need${waitingCount === 1 ? "s" : ""} you`}
         </span>
       </div>
@@ -139,7 +149,7 @@ export default function SessionList(props: Props) {
         )
         : (
           <div class="empty">
-            {sessions.length === 0
+            {total === 0
               ? (
                 <>
                   <p>No sessions yet.</p>
