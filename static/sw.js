@@ -28,7 +28,10 @@ self.addEventListener("push", (event) => {
   );
 });
 
-/** Focus a window already on the target URL, else send one of ours there, else open one. */
+/**
+ * Focus a window already on the target URL, else send one of ours there, else open one.
+ * @returns the window client that shows the target (null when the browser refused to open one).
+ */
 async function open(data) {
   const target = new URL((data && data.url) || "/", self.location.origin).href;
   const windows = await self.clients.matchAll({ type: "window", includeUncontrolled: true });
@@ -47,18 +50,4 @@ async function open(data) {
 self.addEventListener("notificationclick", (event) => {
   event.notification.close();
   event.waitUntil(open(event.notification.data));
-});
-
-// A page can ask for the same click path (the settings page's "open" button; tests, which cannot click an
-// OS notification, use it to run the very code a click runs).
-self.addEventListener("message", (event) => {
-  const msg = event.data || {};
-  if (msg.type !== "lvmh:click") return;
-  event.waitUntil((async () => {
-    const shown = await self.registration.getNotifications(msg.tag ? { tag: msg.tag } : undefined);
-    for (const n of shown) {
-      n.close();
-      await open(n.data);
-    }
-  })());
 });
