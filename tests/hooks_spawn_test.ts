@@ -59,3 +59,41 @@ Deno.test("hooks: a comment with no session spawns one and prompts it once onlin
     }
   });
 });
+
+Deno.test("hooks: POST /hooks/generic with spawn answers the new session's id; a replay gets the same one", async () => {
+  await using d = await startInProcess();
+  const app = d.daemon.app;
+  const ids: string[] = [];
+  app.spawner = {
+    ...app.spawner,
+    spawn(_body, options) {
+      ids.push(options!.sessionId!);
+      return Promise.resolve({ sessionId: options!.sessionId!, containerId: "c1", jobId: "j1" });
+    },
+  };
+  const send = () =>
+    d.api("/hooks/generic", {
+      method: "POST",
+      headers: { "idempotency-key": "nightly-2026-12-01" },
+      body: JSON.stringify({ message: "run the nightly checks", spawn: { repo: "group/proj" } }),
+    });
+  const first = await send();
+  assert.equal(first.status, 202);
+  const a = await first.json();
+  assert.match(a.sessionId, /^[0-9a-f-]{36}$/);
+  assert.equal(a.duplicate, undefined);
+  const again = await (await send()).json();
+  assert.deepEqual(again, { ok: true, sessionId: a.sessionId, spawning: true, duplicate: true });
+  await waitFor(() => ids.length === 1, "the spawn");
+  assert.deepEqual(ids, [a.sessionId], "the spawn runs under the id the hook answered with");
+  const agent = await connectAgent(d, { sessionId: a.sessionId });
+  try {
+    const p = await agent.waitFrame((f) => f.type === "prompt", "the prompt");
+    assert.equal(p.message, "run the nightly checks");
+    await app.hooks.idle();
+    assert.equal(ids.length, 1, "the replay spawned nothing");
+    assert.equal(agent.frames.filter((f) => f.type === "prompt").length, 1);
+  } finally {
+    await agent.close();
+  }
+});

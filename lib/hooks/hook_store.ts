@@ -10,6 +10,7 @@ const SCHEMA = `
 CREATE TABLE IF NOT EXISTS hook_deliveries(key TEXT PRIMARY KEY, source TEXT NOT NULL, at INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS hook_deliveries_by_age ON hook_deliveries(at);
 CREATE TABLE IF NOT EXISTS hook_settings(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS hook_spawned(key TEXT PRIMARY KEY, session_id TEXT NOT NULL, at INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS hook_prompts(
   id TEXT PRIMARY KEY,
   session_id TEXT NOT NULL,
@@ -65,12 +66,15 @@ export class HookStore {
   #get: StatementSync;
   #set: StatementSync;
   #unset: StatementSync;
+  #spawnedFor: StatementSync;
+  #recordSpawned: StatementSync;
+  #pruneSpawned: StatementSync;
   #addPrompt: StatementSync;
   #spawned: StatementSync;
   #take: StatementSync;
   #prompts: StatementSync;
 
-  constructor(db: DatabaseSync) {
+  constructor(private readonly db: DatabaseSync) {
     db.exec(SCHEMA);
     this.#claim = db.prepare("INSERT OR IGNORE INTO hook_deliveries(key, source, at) VALUES (?, ?, ?)");
     this.#prune = db.prepare("DELETE FROM hook_deliveries WHERE at < ?");
@@ -79,6 +83,9 @@ export class HookStore {
       "INSERT INTO hook_settings(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
     );
     this.#unset = db.prepare("DELETE FROM hook_settings WHERE key = ?");
+    this.#spawnedFor = db.prepare("SELECT session_id FROM hook_spawned WHERE key = ?");
+    this.#recordSpawned = db.prepare("INSERT INTO hook_spawned(key, session_id, at) VALUES (?, ?, ?)");
+    this.#pruneSpawned = db.prepare("DELETE FROM hook_spawned WHERE at < ?");
     this.#addPrompt = db.prepare(
       `INSERT OR REPLACE INTO hook_prompts(id, session_id, message, deliver_as, actor, detail, spawn, created_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -91,6 +98,33 @@ export class HookStore {
   /** Remove a hook setting. */
   unset(key: string): void {
     this.#unset.run(key);
+  }
+
+  /**
+   * Claim a delivery key and keep a spawn's prompt in one transaction, so a kill leaves both or neither.
+   * @returns the session id of the spawn this key asked for, and whether it was asked for before (then
+   * nothing is written, and the id is the earlier spawn's).
+   */
+  claimSpawn(source: string, key: string, p: PendingPrompt): { sessionId: string; duplicate: boolean } {
+    const full = `${source}:${key}`;
+    this.db.exec("BEGIN IMMEDIATE");
+    try {
+      this.#pruneSpawned.run(p.createdAt - DEDUPE_KEEP_MS);
+      let result: { sessionId: string; duplicate: boolean };
+      if (this.claim(source, key, p.createdAt)) {
+        this.addPrompt(p);
+        this.#recordSpawned.run(full, p.sessionId, p.createdAt);
+        result = { sessionId: p.sessionId, duplicate: false };
+      } else {
+        const earlier = this.#spawnedFor.get(full) as { session_id: string } | undefined;
+        result = { sessionId: earlier?.session_id ?? "", duplicate: true };
+      }
+      this.db.exec("COMMIT");
+      return result;
+    } catch (error) {
+      if (this.db.isTransaction) this.db.exec("ROLLBACK");
+      throw error;
+    }
   }
 
   /** Keep a prompt until it is delivered (or given up). */

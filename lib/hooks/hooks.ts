@@ -140,7 +140,8 @@ export class Hooks {
     message: string,
     actor: string,
     detail: Record<string, unknown> = {},
-  ): string {
+    dedupe?: { source: string; key: string },
+  ): { sessionId: string; duplicate: boolean } {
     const ask = this.app.config.spawnAsk === "all" || this.app.config.spawnAsk.length
       ? this.app.config.spawnAsk
       : FALLBACK_ASK;
@@ -154,7 +155,13 @@ export class Hooks {
       spawn: { repo, branch: branch ?? null, ask },
       createdAt: Date.now(),
     };
-    this.#store.addPrompt(pending);
+    // With a delivery key, the key and the prompt are written together: a replay names the first spawn.
+    if (dedupe) {
+      const claimed = this.#store.claimSpawn(dedupe.source, dedupe.key, pending);
+      if (claimed.duplicate) return claimed;
+    } else {
+      this.#store.addPrompt(pending);
+    }
     this.app.audit.append({
       actor,
       role: null,
@@ -163,7 +170,7 @@ export class Hooks {
       detail: { repo, branch: branch ?? null },
     });
     this.later(`hook spawn on ${repo}`, () => this.#carry(pending));
-    return pending.sessionId;
+    return { sessionId: pending.sessionId, duplicate: false };
   }
 
   /** Prompts a hook spawned for, still waiting from before a restart: take each on from where it stopped. */

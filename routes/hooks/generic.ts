@@ -21,17 +21,31 @@ export const handler: Handlers = {
     if (!parsed.ok) throw new InvalidError(parsed.message);
     const body = parsed.value;
     const key = ctx.req.headers.get("idempotency-key");
-    if (key && !ctx.app.hooks.claim(`generic:${who.name}`, key)) {
-      return json({ ok: true, sessionId: body.sessionId ?? null, duplicate: true }, 202);
-    }
+    const source = `generic:${who.name}`;
     const actor = `hook:${who.name}`;
     if (body.sessionId) {
+      if (key && !ctx.app.hooks.claim(source, key)) {
+        return json({ ok: true, sessionId: body.sessionId, duplicate: true }, 202);
+      }
       ctx.app.hooks.prompt(body.sessionId, body.message, body.followUp, actor);
       return json({ ok: true, sessionId: body.sessionId }, 202);
     }
-    // The id is the new session's from the start, and the prompt is kept in SQLite before this answers.
+    // The id is the new session's from the start, and the prompt is kept in SQLite before this answers; a
+    // replayed Idempotency-Key gets the first spawn's id and starts nothing.
     const { repo, branch } = body.spawn!;
-    const sessionId = ctx.app.hooks.queueSpawn(repo, branch, body.message, actor);
-    return json({ ok: true, sessionId, spawning: true }, 202);
+    const { sessionId, duplicate } = ctx.app.hooks.queueSpawn(
+      repo,
+      branch,
+      body.message,
+      actor,
+      {},
+      key ? { source, key } : undefined,
+    );
+    return json({
+      ok: true,
+      sessionId: sessionId || null,
+      spawning: true,
+      ...(duplicate ? { duplicate } : {}),
+    }, 202);
   },
 };
