@@ -2,10 +2,13 @@
  * Model switch and rename from REST with the real pi 0.73.1 and 1.6.0 (RPC mode) and the fake LLM: the
  * session reports its models and thinking level; `PUT /model` answers 202, the plugin's command_result says
  * ok, `session_info` and the next LLM request carry the new model, and settings.json is left as it was (on
- * 0.73.1 also after pi rewrites it later); `PUT /name` renames the session through pi.
+ * 0.73.1 also after pi rewrites it later); `PUT /name` renames the session through pi. A model pi knows but
+ * has no key for (anthropic's, with no ANTHROPIC_API_KEY): the daemon answers 400 (the session never listed
+ * it), and the plugin, asked directly through the daemon's link, answers `refused: no API key` as pi refuses.
  */
 import assert from "node:assert/strict";
 import { startDaemon, waitFor } from "./_daemon.ts";
+import { startInProcess } from "./_inproc.ts";
 import { startFakeLlm } from "./fixtures/fake_llm.mjs";
 import { allEvents, assertInstalled, makePiHome, PI_VERSIONS, piRpc, sessions } from "./_pi.ts";
 
@@ -103,6 +106,47 @@ for (const v of PI_VERSIONS) {
       const state = await pi.command({ type: "get_state" });
       assert.equal((state.data as { sessionName?: string }).sessionName, "web name");
     });
+    await pi.stop();
+    await llm.close();
+  });
+}
+
+/** A model both pi versions know (built in), whose provider has no key in the test's clean environment. */
+const LOCKED = { provider: "anthropic", model: "claude-sonnet-4-5" };
+
+for (const v of PI_VERSIONS) {
+  Deno.test(`plugin on pi ${v.name}: a model without a key is refused with pi's reason`, async () => {
+    assertInstalled(v);
+    const llm = await startFakeLlm();
+    await using home = await makePiHome(llm.url);
+    const settingsBefore = await Deno.readTextFile(`${home.agentDir}/settings.json`);
+    await using d = await startInProcess();
+    await using pi = piRpc(v, home, home.env(d));
+    const online = await waitFor(async () => (await sessions(d)).find((s) => s.online), "pi online", 20_000);
+    const id = online.id as string;
+    const models = online.models as { provider: string; id: string }[];
+    assert.ok(!models.some((m) => m.provider === LOCKED.provider), "only models with a key are listed");
+
+    // Through REST: the daemon knows from the session's list that pi could not use it.
+    const res = await d.api(`/api/sessions/${id}/model`, { method: "PUT", body: JSON.stringify(LOCKED) });
+    assert.equal(res.status, 400);
+    assert.match((await res.json()).error, /Unknown model "anthropic\/claude-sonnet-4-5"/);
+
+    // Straight to the plugin over the session's live link, as a daemon that let it through would send it.
+    const commandId = crypto.randomUUID();
+    d.daemon.app.sessions.send(id, { type: "set_model", commandId, ...LOCKED });
+    const r = await waitFor(
+      async () =>
+        (await allEvents(d, id) as Ev[]).find((e) =>
+          e.type === "command_result" && e.commandId === commandId
+        ),
+      "command_result",
+    );
+    assert.deepEqual([r.ok, r.error], [false, "refused: no API key"]);
+    const state = await pi.command({ type: "get_state" });
+    assert.equal((state.data as { model?: { id?: string } }).model?.id, "fake-model", "pi kept its model");
+    assert.equal((await (await d.api(`/api/sessions/${id}`)).json()).model, "fake-model");
+    assert.equal(await Deno.readTextFile(`${home.agentDir}/settings.json`), settingsBefore);
     await pi.stop();
     await llm.close();
   });
