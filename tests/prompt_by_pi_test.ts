@@ -22,6 +22,53 @@ async function sha256(bytes: Uint8Array): Promise<string> {
   return Array.from(d, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
+/** A real RGB PNG of `w`×`h` pixels (a gradient), built here so its size can pass pi 1.6.0's 2000 px limit. */
+async function makePng(w: number, h: number): Promise<Uint8Array> {
+  const raw = new Uint8Array((w * 3 + 1) * h);
+  for (let y = 0; y < h; y++) {
+    for (let x = 0; x < w; x++) raw.set([x % 256, y % 256, 128], y * (w * 3 + 1) + 1 + x * 3);
+  }
+  // PNG's IDAT is a zlib stream, which is what CompressionStream("deflate") writes.
+  const zlib = new Uint8Array(
+    await new Response(new Blob([raw]).stream().pipeThrough(new CompressionStream("deflate"))).arrayBuffer(),
+  );
+  const crcTable = Array.from({ length: 256 }, (_, n) => {
+    let c = n;
+    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+    return c >>> 0;
+  });
+  const chunk = (type: string, data: Uint8Array) => {
+    const out = new Uint8Array(12 + data.length);
+    const view = new DataView(out.buffer);
+    view.setUint32(0, data.length);
+    out.set([...type].map((c) => c.charCodeAt(0)), 4);
+    out.set(data, 8);
+    let crc = 0xffffffff;
+    for (const b of out.subarray(4, 8 + data.length)) crc = crcTable[(crc ^ b) & 0xff] ^ (crc >>> 8);
+    view.setUint32(8 + data.length, (crc ^ 0xffffffff) >>> 0);
+    return out;
+  };
+  const ihdr = new Uint8Array(13);
+  new DataView(ihdr.buffer).setUint32(0, w);
+  new DataView(ihdr.buffer).setUint32(4, h);
+  ihdr.set([8, 2, 0, 0, 0], 8); // 8 bits, RGB, deflate, no filter, no interlace
+  const parts = [
+    new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk("IHDR", ihdr),
+    chunk("IDAT", zlib),
+    chunk("IEND", new Uint8Array()),
+  ];
+  const png = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  parts.reduce((at, p) => (png.set(p, at), at + p.length), 0);
+  return png;
+}
+
+function base64(bytes: Uint8Array): string {
+  let bin = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) bin += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(bin);
+}
+
 /** models.json of `_pi.ts` plus a fake model that takes images, made the default. */
 function visionModels(llmUrl: string): string {
   const json = JSON.parse(modelsJson(llmUrl));
@@ -119,6 +166,61 @@ for (const v of PI_VERSIONS) {
     assert.equal(img.headers.get("content-type"), "image/png");
     assert.deepEqual(new Uint8Array(await img.arrayBuffer()), PNG_BYTES);
 
+    await pi.stop();
+    await llm.close();
+  });
+}
+
+for (const v of PI_VERSIONS) {
+  Deno.test(`pi ${v.name}: an image pi may resize is still named by the bytes the daemon stored`, async () => {
+    assertInstalled(v);
+    const llm = await startFakeLlm();
+    await using home = await makePiHome(llm.url);
+    await Deno.writeTextFile(`${home.agentDir}/models.json`, visionModels(llm.url));
+    await Deno.writeTextFile(
+      `${home.agentDir}/settings.json`,
+      JSON.stringify({ defaultProvider: "fake", defaultModel: "fake-vision" }),
+    );
+    await using d = await startDaemon();
+    await using pi = piRpc(v, home, home.env(d));
+    const id = (await waitFor(async () => (await sessions(d)).find((s) => s.online), "pi online", 20_000))
+      .id as string;
+    const wide = await makePng(2400, 30);
+    const res = await d.api(`/api/sessions/${id}/prompt`, {
+      method: "POST",
+      body: JSON.stringify({
+        message: "TEXTONLY wide",
+        images: [{ mimeType: "image/png", data: base64(wide) }],
+      }),
+    });
+    assert.equal(res.status, 200, await res.clone().text());
+    const { promptId } = await res.json();
+    const end = await waitFor(
+      async () =>
+        (await allEvents(d, id) as Ev[]).find((e) =>
+          e.type === "message_end" && (e.message as Msg).role === "user"
+        ),
+      "the user message",
+    );
+    const url = await waitFor(() => {
+      const parts = (llm.requests as { messages: { role: string; content: unknown }[] }[])
+        .flatMap((r) => r.messages).filter((m) => m.role === "user" && Array.isArray(m.content))
+        .flatMap((m) => m.content as { type: string; image_url?: { url: string } }[]);
+      return parts.find((p) => p.type === "image_url")?.image_url?.url;
+    }, "the LLM request with the image");
+    const resized = url !== `data:image/png;base64,${base64(wide)}`;
+    // 0.73.1 passes the bytes on as sent; 1.6.0 scales anything over 2000 px down and says so in the text.
+    assert.equal(resized, v.name !== "0.73.1", `pi ${v.name} resizes: ${resized}`);
+    const message = end.message as Msg;
+    if (resized) assert.match(message.text, /^TEXTONLY wide\n\n\[Image: original 2400x30/);
+    else assert.equal(message.text, "TEXTONLY wide");
+    assert.deepEqual(end.from, { promptId, by: "bootstrap" }, "matched although pi appended a note");
+    const sha = await sha256(wide);
+    assert.deepEqual(message.images, [
+      { type: "image", mimeType: "image/png", sha256: sha, bytes: wide.length, source: "web" },
+    ]);
+    const img = await d.api(`/api/sessions/${id}/images/${sha}`);
+    assert.deepEqual(new Uint8Array(await img.arrayBuffer()), wide, "the original, as the browser sent it");
     await pi.stop();
     await llm.close();
   });
