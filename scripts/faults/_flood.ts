@@ -1,0 +1,53 @@
+/**
+ * Client process of the slow-browser row: a plugin socket that floods one session with large `message_update`
+ * deltas, and one ordinary browser that follows that session and reads everything (it must keep up and stay
+ * connected while the stuck ones are cut off). Prints "ready", floods until its stdin closes, then prints one
+ * JSON line {sent, received, readerClosed}.
+ * Args: agentUrl browserUrl token sessionId deltaBytes intervalMs
+ */
+import WebSocket from "ws";
+
+const [agentUrl, browserUrl, token, sessionId, bytesArg, intervalArg] = Deno.args;
+const delta = "d".repeat(Number(bytesArg));
+const ws = new WebSocket(agentUrl, { headers: { authorization: `Bearer ${token}` } });
+ws.on("error", () => {});
+await new Promise((r) => ws.once("open", r));
+const welcomed = new Promise((r) => ws.once("message", r));
+ws.send(JSON.stringify({
+  v: 1,
+  type: "hello",
+  sessionId,
+  seq: 0,
+  ts: Date.now(),
+  session: {
+    id: sessionId,
+    name: "flood",
+    cwd: "/",
+    model: "m",
+    provider: "p",
+    agent: false,
+    repo: null,
+    startedAt: 1,
+  },
+}));
+await welcomed;
+
+const reader = new WebSocket(browserUrl);
+let received = 0, readerClosed = false;
+reader.on("error", () => {});
+reader.on("message", (data: Uint8Array) => received += data.length);
+reader.on("close", () => readerClosed = true);
+await new Promise((r) => reader.once("open", r));
+reader.send(JSON.stringify({ type: "subscribe", sessionId }));
+
+let sent = 0, seq = 1;
+const timer = setInterval(() => {
+  if (ws.bufferedAmount > 4 << 20) return; // the flood is the daemon's to absorb, not this process's memory
+  ws.send(JSON.stringify({ v: 1, sessionId, seq: seq++, ts: Date.now(), type: "message_update", delta }));
+  sent += delta.length;
+}, Number(intervalArg));
+console.log("ready");
+for await (const _ of Deno.stdin.readable) { /* flood until the harness closes our stdin */ }
+clearInterval(timer);
+console.log(JSON.stringify({ sent, received, readerClosed }));
+Deno.exit(0);

@@ -1,0 +1,69 @@
+/**
+ * Fault harness helper: a healthy session streaming `message_update` deltas every 3 ms on its own plugin
+ * socket, followed by one browser that records each delta's delay (sender clock to receipt, both on this
+ * machine). The yardstick for "other sessions' latency unaffected" in the rows that attack the daemon.
+ */
+import WebSocket from "ws";
+import { connectBrowser } from "../../tests/_agent_client.ts";
+import { nowMs } from "../../bench/_proc.ts";
+
+/** Stream deltas on a TCP_NODELAY socket and collect their delay at one browser until `stop()`. */
+export async function healthy(agentUrl: string, browserUrl: string, token: string) {
+  const ws = new WebSocket(agentUrl, { headers: { authorization: `Bearer ${token}` } });
+  await new Promise((r) => ws.once("open", r));
+  const welcomed = new Promise((r) => ws.once("message", r));
+  ws.send(JSON.stringify({
+    v: 1,
+    type: "hello",
+    sessionId: "healthy",
+    seq: 0,
+    ts: Date.now(),
+    session: {
+      id: "healthy",
+      name: "h",
+      cwd: "/",
+      model: "m",
+      provider: "p",
+      agent: false,
+      repo: null,
+      startedAt: 1,
+    },
+  }));
+  await welcomed;
+  const b = await connectBrowser(browserUrl);
+  let delays: number[] = [];
+  b.socket.onmessage = (e) => {
+    const now = nowMs();
+    const f = JSON.parse(e.data);
+    if (f.type === "events") {
+      for (const ev of f.events) if (ev.type === "message_update") delays.push(now - ev.sentAt);
+    }
+  };
+  b.send({ type: "subscribe", sessionId: "healthy" });
+  let seq = 1;
+  const timer = setInterval(() => {
+    ws.send(
+      JSON.stringify({
+        v: 1,
+        sessionId: "healthy",
+        seq: seq++,
+        ts: Date.now(),
+        type: "message_update",
+        delta: "t",
+        sentAt: nowMs(),
+      }),
+    );
+  }, 3);
+  return {
+    take() {
+      const out = delays.sort((a, b) => a - b);
+      delays = [];
+      return out;
+    },
+    async stop() {
+      clearInterval(timer);
+      ws.close();
+      await b.close();
+    },
+  };
+}

@@ -1,0 +1,108 @@
+/**
+ * Fault row: browsers that stop reading (slow consumers). One session is flooded with large deltas and
+ * followed by an ordinary browser (another process, _flood.ts) and by `slow` browsers that never read their
+ * sockets (_stuck_browser.ts). The daemon must cut the stuck ones off (close 4001) with its memory bounded,
+ * keep the ordinary one, and a healthy session's delta p99 at its own browser must stay under 2× the p99
+ * measured just before, under the same flood.
+ */
+import { startDaemon } from "../../tests/_daemon.ts";
+import { daemonPid, pct, rssMiB } from "../../bench/_proc.ts";
+import { healthy } from "./_healthy.ts";
+import { stuckBrowser } from "./_stuck_browser.ts";
+
+/** The hub's bound on one browser's unsent bytes (lib/hub.ts MAX_BACKLOG_BYTES), in MiB. */
+const BACKLOG_MIB = 8;
+/**
+ * The RSS bound stated for this row: the daemon before the stuck browsers plus, for each, its backlog bound
+ * and as much again for the copies the runtime keeps of what it writes.
+ */
+export const rssBound = (before: number, slow: number) => before + slow * 2 * BACKLOG_MIB;
+
+export interface SlowBrowserResult {
+  slow: number;
+  floodMiBps: number;
+  /** Stuck browsers whose stream ended with a close frame of code 4001, and of those, hung up by the daemon. */
+  cutOff: number;
+  hungUp: number;
+  /** What the daemon had queued for each stuck browser (kernel buffers included), largest, in MiB. */
+  queuedMiB: number;
+  rssBefore: number;
+  rssPeak: number;
+  rssAfter: number;
+  bound: number;
+  baselineP99: number;
+  duringP99: number;
+  /** The ordinary browser of the flooded session: bytes it read during the row, and whether it was closed. */
+  readerMiB: number;
+  readerClosed: boolean;
+}
+
+/** Run the row with `slow` stuck browsers, measuring for `windowMs` before and while they are stuck. */
+export async function slowBrowser(options: { slow: number; windowMs: number }): Promise<SlowBrowserResult> {
+  const deltaBytes = 32 * 1024, intervalMs = 4;
+  await using d = await startDaemon();
+  const pid = daemonPid(d.dataDir);
+  const h = await healthy(d.agentUrl, d.browserUrl, d.token);
+  const flood = new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "-A",
+      new URL("_flood.ts", import.meta.url).pathname,
+      d.agentUrl,
+      d.browserUrl,
+      d.token,
+      "flood",
+      String(deltaBytes),
+      String(intervalMs),
+    ],
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const lines = flood.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  const stuck: Awaited<ReturnType<typeof stuckBrowser>>[] = [];
+  try {
+    if (!(await lines.read()).value?.includes("ready")) throw new Error("the flood process did not start");
+    const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    await pause(1000);
+    h.take(); // warm-up
+    await pause(options.windowMs);
+    const baseline = h.take();
+    const rssBefore = rssMiB(pid);
+    let rssPeak = rssBefore;
+    const sampler = setInterval(() => rssPeak = Math.max(rssPeak, rssMiB(pid) || 0), 50);
+    for (let i = 0; i < options.slow; i++) stuck.push(await stuckBrowser(d.browserUrl, "flood"));
+    await pause(options.windowMs);
+    const during = h.take();
+    clearInterval(sampler);
+    // Deno cannot end a server WebSocket's TCP connection before the peer answers the close (denoland/deno#25126):
+    // a browser that never reads again keeps its connection, so the drain waits for the close frame, not an EOF.
+    const ends = await Promise.all(stuck.map((s) => s.drain(5000)));
+    await pause(1000);
+    const rssAfter = rssMiB(pid);
+    await flood.stdin.close();
+    const report = JSON.parse((await lines.read()).value ?? "{}");
+    return {
+      slow: options.slow,
+      floodMiBps: deltaBytes / intervalMs * 1000 / (1 << 20),
+      cutOff: ends.filter((e) => e.closeCode === 4001).length,
+      hungUp: ends.filter((e) => e.closeCode === 4001 && e.eof).length,
+      queuedMiB: Math.max(...ends.map((e) => e.bytes)) / (1 << 20),
+      rssBefore,
+      rssPeak,
+      rssAfter,
+      bound: rssBound(rssBefore, options.slow),
+      baselineP99: pct(baseline, 0.99),
+      duringP99: pct(during, 0.99),
+      readerMiB: report.received / (1 << 20),
+      readerClosed: report.readerClosed,
+    };
+  } finally {
+    for (const s of stuck) s.close();
+    await flood.stdin.close().catch(() => {});
+    lines.releaseLock();
+    await flood.stdout.cancel().catch(() => {});
+    await flood.status;
+    await h.stop();
+  }
+}
