@@ -2,7 +2,8 @@
  * Who sent a prompt, and its images, on the user messages of the real pi 0.73.1 and 1.6.0 (RPC mode, the
  * fake LLM): a web prompt from a named token shows `from.by` with its name and its PNG as a `web` image part
  * whose sha256 the daemon serves; prompts queued while pi works — a web steer, a web follow-up, and a steer
- * typed into pi itself — each get their own sender (or none), in whatever order pi takes them.
+ * typed into pi itself — each get their own sender (or none), in whatever order pi takes them; a hook's prompt
+ * names the hook. An image pi 1.6.0 scales down is still named by the bytes the daemon stored.
  */
 import assert from "node:assert/strict";
 import { bearerFetch, startDaemon, waitFor } from "./_daemon.ts";
@@ -159,6 +160,22 @@ for (const v of PI_VERSIONS) {
     const typed = byText("TEXTONLY typed in the terminal");
     assert.equal(typed.start.from, undefined, "typed in pi: no sender");
     assert.equal(typed.end.from, undefined);
+
+    // A generic hook's prompt names the hook, with the token that called it.
+    const hook = await alice("/hooks/generic", {
+      method: "POST",
+      body: JSON.stringify({ sessionId: id, message: "TEXTONLY from a hook" }),
+    });
+    assert.equal(hook.status, 202, await hook.clone().text());
+    await hook.body?.cancel();
+    const fromHook = await waitFor(
+      async () =>
+        (await events()).find((e) =>
+          e.type === "message_end" && (e.message as Msg).text === "TEXTONLY from a hook"
+        ),
+      "the hook's user message",
+    );
+    assert.equal((fromHook.from as { by?: string }).by, "hook:alice");
 
     // The image the user message names is the one the daemon stored: served to a viewer, byte for byte.
     const img = await d.api(`/api/sessions/${id}/images/${sha}`);
