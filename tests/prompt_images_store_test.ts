@@ -3,11 +3,14 @@
  * prompt frame reaches the plugin, so after a SIGKILL and a restart every image a prompt was accepted with is
  * served by `GET /api/sessions/:id/images/:sha256` — to viewers, with its type, nosniff and an immutable
  * cache — and 404 for another session, 400 for a name that is not a sha256; an offline session's refused
- * prompt keeps nothing; deleting the session deletes its images.
+ * prompt keeps nothing; deleting the session deletes its images, and so does retention (keeping what another
+ * session still holds).
  */
 import assert from "node:assert/strict";
 import { connectAgent, sessionInfo } from "./_agent_client.ts";
+import { DatabaseSync } from "node:sqlite";
 import { bearerFetch, freePort, startDaemon } from "./_daemon.ts";
+import { startInProcess } from "./_inproc.ts";
 
 const PNG =
   "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
@@ -96,6 +99,63 @@ Deno.test("prompt images survive a daemon SIGKILL and are served only for their 
     assert.equal(del.status, 200);
     await del.body?.cancel();
     assert.equal(await answers(`/api/sessions/img-a/images/${png}`), 404);
+  } finally {
+    await Deno.remove(dataDir, { recursive: true }).catch(() => {});
+  }
+});
+
+Deno.test("retention deletes an idle session's images, and keeps those another session still holds", async () => {
+  const dataDir = await Deno.makeTempDir({ prefix: "lvmh-images-retention-" });
+  try {
+    const d1 = await startInProcess({ dataDir });
+    const old = Date.now() - 40 * 24 * 60 * 60 * 1000;
+    const stale = await connectAgent(d1, {
+      sessionId: "stale",
+      session: sessionInfo("stale", { startedAt: old }),
+    });
+    const fresh = await connectAgent(d1, { sessionId: "fresh" });
+    const seqs = [stale.send("agent_start", { ts: old }), fresh.send("agent_start")];
+    await Promise.all(
+      [stale, fresh].map((a, i) => a.waitFrame((f) => f.type === "ack" && f.lastSeq === seqs[i])),
+    );
+    const prompt = (id: string, images: { mimeType: string; data: string }[]) =>
+      d1.api(`/api/sessions/${id}/prompt`, {
+        method: "POST",
+        body: JSON.stringify({ message: "look", images }),
+      });
+    for (
+      const res of [
+        await prompt("stale", [{ mimeType: "image/png", data: PNG }, { mimeType: "image/gif", data: GIF }]),
+        await prompt("fresh", [{ mimeType: "image/png", data: PNG }]),
+      ]
+    ) {
+      assert.equal(res.status, 200);
+      await res.body?.cancel();
+    }
+    await Promise.all([stale.close(), fresh.close()]);
+    await d1.stop();
+
+    const d2 = await startInProcess({ dataDir, env: { LVMH_RETENTION_DAYS: "30" } });
+    try {
+      assert.match(d2.output(), /deleted 1 session\(s\) idle/);
+      const png = await sha256(PNG);
+      assert.equal((await d2.api(`/api/sessions/fresh/images/${png}`)).status, 200);
+    } finally {
+      await d2.stop();
+    }
+    const db = new DatabaseSync(`${dataDir}/lvmh.db`);
+    try {
+      const rows = db.prepare("SELECT sha256 FROM image_blobs").all() as { sha256: string }[];
+      assert.deepEqual(
+        rows.map((r) => r.sha256),
+        [await sha256(PNG)],
+        "the GIF only the stale session had is gone",
+      );
+      const links = db.prepare("SELECT sessionId FROM session_images").all() as { sessionId: string }[];
+      assert.deepEqual(links.map((r) => r.sessionId), ["fresh"]);
+    } finally {
+      db.close();
+    }
   } finally {
     await Deno.remove(dataDir, { recursive: true }).catch(() => {});
   }
