@@ -57,7 +57,9 @@ export class Hooks {
 
   constructor(private readonly app: HookDeps, private readonly envSecret: string | null) {
     this.#store = new HookStore(app.store.db);
-    this.later("resuming hook prompts", () => this.#resume());
+    // Read now, while the store is surely open; the work waits for the spawner's recovery.
+    const kept = this.#store.prompts();
+    if (kept.length) this.later("resuming hook prompts", () => this.#resume(kept));
   }
 
   /** The GitLab hook secret: `LVMH_GITLAB_HOOK_SECRET` wins over one set through the API; null when none. */
@@ -174,9 +176,7 @@ export class Hooks {
   }
 
   /** Prompts a hook spawned for, still waiting from before a restart: take each on from where it stopped. */
-  async #resume(): Promise<void> {
-    const kept = this.#store.prompts();
-    if (kept.length === 0) return;
+  async #resume(kept: PendingPrompt[]): Promise<void> {
     await this.app.spawner.recovered();
     for (const p of kept) {
       // Still marked to spawn: the daemon died mid-spawn. A worker it left may never have had its ready
@@ -297,6 +297,9 @@ export class Hooks {
   /** Resolve once the session is online. @throws {Error} after `timeoutMs`. */
   #whenOnline(sessionId: string, timeoutMs: number): Promise<void> {
     if (this.app.sessions.get(sessionId)?.online) return Promise.resolve();
+    if (this.#stop.signal.aborted) {
+      return Promise.reject(new Error(`the daemon stopped before session "${sessionId}" came online`));
+    }
     return new Promise((resolve, reject) => {
       const hub = this.app.hub;
       const done = () => {
