@@ -10,6 +10,7 @@ import { waitFor } from "./_daemon.ts";
 import { connectAgent } from "./_agent_client.ts";
 import { noteOnMergeRequest } from "./fixtures/gitlab_hooks/payloads.ts";
 import type { SpawnBody } from "../lib/protocol.ts";
+import { UnavailableError } from "../lib/errors.ts";
 
 Deno.test("hooks: a comment with no session spawns one and prompts it once online", async (t) => {
   await using d = await startInProcess({ env: { LVMH_SPAWN_ASK: "bash,edit" } });
@@ -93,6 +94,34 @@ Deno.test("hooks: POST /hooks/generic with spawn answers the new session's id; a
     await app.hooks.idle();
     assert.equal(ids.length, 1, "the replay spawned nothing");
     assert.equal(agent.frames.filter((f) => f.type === "prompt").length, 1);
+  } finally {
+    await agent.close();
+  }
+});
+
+Deno.test("hooks: a hook's spawn waits for an unreachable engine and tries again", async () => {
+  await using d = await startInProcess();
+  const app = d.daemon.app;
+  app.hooks.spawnRetryMs = 20;
+  let calls = 0;
+  app.spawner = {
+    ...app.spawner,
+    spawn(_body, options) {
+      calls++;
+      if (calls < 3) return Promise.reject(new UnavailableError("Docker is unreachable: no socket"));
+      return Promise.resolve({ sessionId: options!.sessionId!, containerId: "c1", jobId: "j1" });
+    },
+  };
+  const res = await d.api("/hooks/generic", {
+    method: "POST",
+    body: JSON.stringify({ message: "after the engine is back", spawn: { repo: "group/proj" } }),
+  });
+  const { sessionId } = await res.json();
+  await waitFor(() => calls === 3, "the third try");
+  const agent = await connectAgent(d, { sessionId });
+  try {
+    const p = await agent.waitFrame((f) => f.type === "prompt", "the prompt");
+    assert.equal(p.message, "after the engine is back");
   } finally {
     await agent.close();
   }

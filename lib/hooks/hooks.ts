@@ -12,6 +12,7 @@ import type { Sessions } from "../sessions.ts";
 import type { Spawner } from "../spawner.ts";
 import type { Audit } from "../audit.ts";
 import { safeEqual } from "../auth.ts";
+import { UnavailableError } from "../errors.ts";
 import { BranchName, RepoPath, type ServerFrame } from "../protocol.ts";
 import type { Hub, Subscriber } from "../hub.ts";
 import { HookStore, type PendingPrompt } from "./hook_store.ts";
@@ -54,6 +55,8 @@ export class Hooks {
   #store: HookStore;
   #pending = new Set<Promise<void>>();
   #stop = new AbortController();
+  /** How long a hook's spawn waits before it tries an unreachable engine again (tests shorten it). */
+  spawnRetryMs = 5000;
 
   constructor(private readonly app: HookDeps, private readonly envSecret: string | null) {
     this.#store = new HookStore(app.store.db);
@@ -192,15 +195,26 @@ export class Hooks {
   async #carry(p: PendingPrompt): Promise<void> {
     if (p.spawn) {
       const { repo, branch, ask } = p.spawn;
-      try {
-        await this.app.spawner.spawn({ repo, ...(branch ? { branch } : {}), ask }, {
-          sessionId: p.sessionId,
-        });
-      } catch (error) {
-        // Shutdown cut the spawn short: the row stays and the next start spawns again. Otherwise it failed
-        // (the spawn's own failure is reported as spawn.failed), and its prompt goes with it.
-        if (!this.#stop.signal.aborted) this.#store.takePrompt(p.id);
-        throw error;
+      const body = { repo, ...(branch ? { branch } : {}), ask };
+      for (;;) {
+        try {
+          await this.app.spawner.spawn(body, { sessionId: p.sessionId });
+          break;
+        } catch (error) {
+          // Shutdown cut the spawn short: the row stays and the next start spawns again.
+          if (this.#stop.signal.aborted) throw error;
+          // No engine (yet: a daemon that starts before Docker does): try again while the prompt is wanted.
+          const deadline = p.createdAt + ONLINE_WAIT_MS;
+          if (error instanceof UnavailableError && Date.now() + this.spawnRetryMs < deadline) {
+            console.warn(`lvmh: hook spawn on ${repo} waits for the engine: ${error.message}`);
+            await this.#pause(this.spawnRetryMs);
+            if (this.#stop.signal.aborted) throw error;
+            continue;
+          }
+          // It failed (reported as spawn.failed), and its prompt goes with it.
+          this.#store.takePrompt(p.id);
+          throw error;
+        }
       }
       this.#store.markSpawned(p.id);
       p.spawn = null;
@@ -291,6 +305,19 @@ export class Hooks {
       action: "hook.prompt",
       sessionId,
       detail: { promptId, message, deliverAs, ...detail },
+    });
+  }
+
+  /** Resolve after `ms`, or at once on shutdown. */
+  #pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.#stop.signal.removeEventListener("abort", done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.#stop.signal.addEventListener("abort", done);
     });
   }
 
