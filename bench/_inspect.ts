@@ -236,3 +236,47 @@ export function selfTimes(p: CpuProfile, top = 25): [string, number][] {
   }
   return [...self].sort((a, b) => b[1] - a[1]).slice(0, top);
 }
+
+/**
+ * Install probes in the daemon (before its sockets open): a 1 ms timer noting every tick later than 5 ms
+ * (`__lag`: [wall ms, gap ms]), the time from a delta's `sentAt` to the daemon's onmessage for it (`__recv`) and
+ * to the daemon's send of the events frame holding it (`__hop`). Nothing is recorded until `__on` is true.
+ */
+export async function instrumentDaemon(cdp: Cdp): Promise<void> {
+  await cdp.eval(`(() => {
+  globalThis.__lag = [];
+  globalThis.__on = false;
+  let last = performance.now();
+  globalThis.__lagTimer = setInterval(() => {
+    const now = performance.now();
+    if (globalThis.__on && now - last > 5) globalThis.__lag.push([Math.round(performance.timeOrigin + last), +(now - last).toFixed(1)]);
+    last = now;
+  }, 1);
+  // Time from the plugin's stamp to the daemon handing the frame to a browser socket: splits each delay into
+  // the part before the daemon's send and the part after it.
+  globalThis.__hop = [];
+  const send = WebSocket.prototype.send;
+  WebSocket.prototype.send = function (data) {
+    if (globalThis.__on && typeof data === "string" && data.startsWith('{"type":"events"')) {
+      const now = performance.timeOrigin + performance.now();
+      for (const m of data.matchAll(/"sentAt":([\\d.]+)/g)) globalThis.__hop.push(now - Number(m[1]));
+    }
+    return send.call(this, data);
+  };
+  // And the time from the stamp to the daemon's onmessage for the plugin's frame.
+  globalThis.__recv = [];
+  const desc = Object.getOwnPropertyDescriptor(WebSocket.prototype, "onmessage");
+  Object.defineProperty(WebSocket.prototype, "onmessage", {
+    ...desc,
+    set(fn) {
+      desc.set.call(this, fn && ((e) => {
+        if (globalThis.__on && typeof e.data === "string" && e.data.includes('"message_update"')) {
+          const m = /"sentAt":([\\d.]+)/.exec(e.data);
+          if (m) globalThis.__recv.push(performance.timeOrigin + performance.now() - Number(m[1]));
+        }
+        return fn(e);
+      }));
+    },
+  });
+})()`);
+}

@@ -5,7 +5,13 @@
  * the time in GC, and the top self times; writes the profile to a file for DevTools.
  * Run: `deno run -A bench/profile_scale.ts [n=3000] [out.cpuprofile]`.
  */
-import { busySpells, type CpuProfile, selfTimes, startInspectedDaemon } from "./_inspect.ts";
+import {
+  busySpells,
+  type CpuProfile,
+  instrumentDaemon,
+  selfTimes,
+  startInspectedDaemon,
+} from "./_inspect.ts";
 import { cpuMs, machineBusyMs, pct } from "./_proc.ts";
 
 const N = Number(Deno.args[0] ?? 3000);
@@ -14,43 +20,7 @@ const WINDOW_MS = 6000;
 const here = (name: string) => new URL(name, import.meta.url).pathname;
 
 await using d = await startInspectedDaemon();
-// A 1 ms timer in the daemon: each tick later than 5 ms is a stall, noted with its wall-clock time.
-await d.cdp.eval(`(() => {
-  globalThis.__lag = [];
-  globalThis.__on = false;
-  let last = performance.now();
-  globalThis.__lagTimer = setInterval(() => {
-    const now = performance.now();
-    if (globalThis.__on && now - last > 5) globalThis.__lag.push([Math.round(performance.timeOrigin + last), +(now - last).toFixed(1)]);
-    last = now;
-  }, 1);
-  // Time from the plugin's stamp to the daemon handing the frame to a browser socket: splits each delay into
-  // the part before the daemon's send and the part after it.
-  globalThis.__hop = [];
-  const send = WebSocket.prototype.send;
-  WebSocket.prototype.send = function (data) {
-    if (globalThis.__on && typeof data === "string" && data.startsWith('{"type":"events"')) {
-      const now = performance.timeOrigin + performance.now();
-      for (const m of data.matchAll(/"sentAt":([\\d.]+)/g)) globalThis.__hop.push(now - Number(m[1]));
-    }
-    return send.call(this, data);
-  };
-  // And the time from the stamp to the daemon's onmessage for the plugin's frame.
-  globalThis.__recv = [];
-  const desc = Object.getOwnPropertyDescriptor(WebSocket.prototype, "onmessage");
-  Object.defineProperty(WebSocket.prototype, "onmessage", {
-    ...desc,
-    set(fn) {
-      desc.set.call(this, fn && ((e) => {
-        if (globalThis.__on && typeof e.data === "string" && e.data.includes('"message_update"')) {
-          const m = /"sentAt":([\\d.]+)/.exec(e.data);
-          if (m) globalThis.__recv.push(performance.timeOrigin + performance.now() - Number(m[1]));
-        }
-        return fn(e);
-      }));
-    },
-  });
-})()`);
+await instrumentDaemon(d.cdp);
 const agents = new Deno.Command(Deno.execPath(), {
   args: ["run", "-A", here("_scale_agents.ts"), d.agentUrl, d.token, String(N), "10", "200"],
   stdin: "piped",
