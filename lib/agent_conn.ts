@@ -25,9 +25,18 @@ const encoder = new TextEncoder();
 /** At most one `ack` per socket in this interval. */
 export const ACK_INTERVAL_MS = 50;
 
-/** True when a text frame is over the byte limit (cheap for short frames). */
+let scratch = new Uint8Array(0);
+
+/**
+ * True when a text frame is over the byte limit, without allocating: a hostile peer's 10 MB frames were each
+ * encoded again just to be measured. Every UTF-16 unit is at least one UTF-8 byte and at most three.
+ */
 export function tooBig(text: string, limit = MAX_FRAME_BYTES): boolean {
-  return text.length * 3 > limit && encoder.encode(text).byteLength > limit;
+  if (text.length > limit) return true;
+  if (text.length * 3 <= limit) return false;
+  if (scratch.length < limit + 4) scratch = new Uint8Array(limit + 4);
+  const { read, written } = encoder.encodeInto(text, scratch.subarray(0, limit + 4));
+  return read < text.length || written > limit;
 }
 
 /** Wire a freshly upgraded plugin socket to the daemon. */
