@@ -3784,12 +3784,10 @@ function fromOf(w) {
 function messageImages(content, web) {
   if (!Array.isArray(content)) return [];
   const parts = content.filter((p) => p?.type === "image");
-  return parts.map((p, i) => {
+  if (web && web.images.length === parts.length) return web.images.slice();
+  return parts.map((p) => {
     const own = imageRef(p.data, p.mimeType, "terminal");
-    if (!web) return own;
-    const same = web.images.find((w) => w.sha256 === own.sha256);
-    if (same) return same;
-    return web.images.length === parts.length ? web.images[i] : own;
+    return web?.images.find((w) => w.sha256 === own.sha256) ?? own;
   });
 }
 

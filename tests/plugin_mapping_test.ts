@@ -210,6 +210,12 @@ Deno.test("lvmh-agent: a user message's images are sha256 parts, from the web pr
     "terminal",
     otherSha,
   ]]);
+  const kept = messageImages([{ type: "image", data: PNG, mimeType: "image/png" }], two);
+  assert.deepEqual(
+    kept.map((i: { source: string }) => i.source),
+    ["web"],
+    "one dropped, the other is the prompt's",
+  );
   const msg = toMessage(
     {
       role: "user",

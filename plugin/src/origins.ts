@@ -113,20 +113,16 @@ export function fromOf(w: WebPrompt): MessageFrom {
 }
 
 /**
- * The image parts of a user message. One whose bytes are a web prompt's is that image; when pi re-encoded
- * them (1.6.0) but kept every image, they are the prompt's in order; any other is pi's own (from the terminal).
+ * The image parts of a user message. A web prompt's message with all its images has them in order, as sent or
+ * re-encoded by pi 1.6.0: they are the prompt's, hashed once already. When pi dropped some, an image whose
+ * bytes are a prompt image's is that one; any other is pi's own (from the terminal).
  */
-export function messageImages(
-  content: unknown,
-  web: WebPrompt | null,
-): ImageRef[] {
+export function messageImages(content: unknown, web: WebPrompt | null): ImageRef[] {
   if (!Array.isArray(content)) return [];
   const parts = content.filter((p) => p?.type === "image");
-  return parts.map((p, i) => {
+  if (web && web.images.length === parts.length) return web.images.slice();
+  return parts.map((p) => {
     const own = imageRef(p.data, p.mimeType, "terminal");
-    if (!web) return own;
-    const same = web.images.find((w) => w.sha256 === own.sha256);
-    if (same) return same;
-    return web.images.length === parts.length ? web.images[i] : own;
+    return web?.images.find((w) => w.sha256 === own.sha256) ?? own;
   });
 }
