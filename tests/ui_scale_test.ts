@@ -2,11 +2,18 @@
  * The sessions page with 3,000 sessions in real Chromium: the daemon's first `session_list` is swapped on the
  * way for one with 3,000 synthetic rows (playwright's routeWebSocket), then `session_update` deltas are
  * injected. Only one page of rows is in the DOM, filtering searches them all, and a delta shows quickly.
+ * Then the same page over a real SQLite store of 300 sessions with their events: the server sends one page of
+ * rows with the daemon's glance (title, activity, exact cost), the live list brings the rest, and a SIGKILL
+ * of the daemon right after a run leaves the figures as they were.
  */
 import assert from "node:assert/strict";
 import type { SessionSummary } from "../lib/protocol.ts";
 import { freePort, startDaemon, waitFor } from "./_daemon.ts";
 import { gotoHydrated, launchBrowser, openPage } from "./_browser.ts";
+import { connectAgent, userEnd } from "./_agent_client.ts";
+import { Store } from "../lib/store.ts";
+import { formatCost } from "../lib/ui/format.ts";
+import { benchInfo, fillSessions } from "../bench/_ui_fill.ts";
 
 const COUNT = 3000;
 
@@ -101,6 +108,90 @@ Deno.test("UI: sessions page with 3,000 sessions", async (t) => {
       await ui.page.waitForSelector("[data-session='bulk-0']", { state: "detached" });
       assert.match(await ui.page.locator(".filters .count").innerText(), /3000 total/);
     });
+    assert.deepEqual(ui.problems, []);
+  } finally {
+    await ui.close();
+    await browser.close();
+    await daemon.stop();
+    await Deno.remove(dataDir, { recursive: true }).catch(() => {});
+  }
+});
+
+Deno.test("UI: sessions page over a real store of 300 sessions; figures survive a SIGKILL", async (t) => {
+  const dataDir = await Deno.makeTempDir({ prefix: "lvmh-ui-" });
+  const T0 = 1_700_000_000_000;
+  {
+    const store = new Store(`${dataDir}/lvmh.db`);
+    fillSessions(store, 300, 2, T0); // two runs of $0.0071 each
+    store.close();
+  }
+  const port = freePort();
+  let daemon = await startDaemon({ dataDir, port });
+  const browser = await launchBrowser();
+  const ui = await openPage(browser, daemon, { signIn: true });
+  const row = (id: string) => ui.page.locator(`[data-session='${id}']`);
+  try {
+    await t.step("the server's page: one page of rows with the daemon's glance, counts of all", async () => {
+      const res = await ui.context.request.get(`${daemon.url}/`);
+      const html = await res.text();
+      assert.equal(html.match(/class="session-row /g)?.length, 100);
+      assert.match(html, /0 online · 300 total/);
+      assert.ok(html.length < 200_000, `${html.length} bytes of HTML`);
+      await gotoHydrated(ui, daemon, "/");
+      // bench-299 has the latest events; no name, so its title is its first prompt.
+      const first = ui.page.locator(".session-row").first();
+      assert.equal(await first.getAttribute("data-session"), "bench-299");
+      assert.equal(
+        await first.locator(".name").innerText(),
+        "Please look at module 2 and fix the failing test.",
+      );
+      assert.match(await first.locator(".activity").innerText(), /^offline: All \*\*12\*\* tests pass now\./);
+      assert.equal(await first.locator(".cost").innerText(), formatCost(0.0071 + 0.0071));
+      assert.equal(await row("bench-296").locator(".name").innerText(), "named session 296");
+    });
+
+    await t.step("the live list brings the rest: the filter finds a row past the first page", async () => {
+      await ui.page.fill("#filter", "project-7");
+      await waitFor(async () => await row("bench-7").count() === 1, "bench-7 in the filtered list");
+      assert.equal(await ui.page.locator(".session-row").count(), 11); // 7, 70–79
+      await ui.page.fill("#filter", "");
+    });
+
+    await t.step(
+      "a run's cost and last line, then a SIGKILL: the same figures after the restart",
+      async () => {
+        const agent = await connectAgent(daemon, {
+          sessionId: "bench-5",
+          session: benchInfo("bench-5", 5, T0),
+        });
+        agent.send("agent_start");
+        agent.send("message_end", userEnd("u-late", "one more thing"));
+        agent.send("message_end", {
+          message: {
+            role: "assistant",
+            id: "a-late",
+            text: "Done with\nthe last thing.",
+            thinking: null,
+            toolCalls: [],
+          },
+        });
+        agent.send("agent_end", { usage: { totalCost: 0.25 } });
+        const cost = formatCost(0.0071 + 0.0071 + 0.25);
+        await ui.page.waitForSelector(`[data-session='bench-5'] .cost:text('${cost}')`);
+        await ui.page.waitForSelector("[data-session='bench-5'] .activity:text('idle: the last thing.')");
+        await daemon.kill("SIGKILL");
+        await agent.closed;
+        daemon = await startDaemon({ dataDir, port });
+        await gotoHydrated(ui, daemon, "/");
+        await ui.page.waitForSelector("[data-session='bench-5'] .activity:text('offline: the last thing.')");
+        assert.equal(await row("bench-5").locator(".cost").innerText(), cost);
+        assert.equal(
+          await row("bench-5").locator(".name").innerText(),
+          "Please look at module 2 and fix the failing test.",
+        );
+        assert.equal(await row("bench-299").locator(".cost").innerText(), formatCost(0.0071 + 0.0071));
+      },
+    );
     assert.deepEqual(ui.problems, []);
   } finally {
     await ui.close();
