@@ -23,7 +23,7 @@ UNIT=(
   tests/plugin_mapping_test.ts tests/plugin_buffer_test.ts tests/plugin_delivery_test.ts tests/plugin_build_test.ts
   tests/plugin_wire_test.ts tests/plugin_approvals_test.ts
   tests/roles_test.ts tests/architecture_test.ts
-  tests/prompt_images_test.ts
+  tests/prompt_images_test.ts tests/prompt_images_store_test.ts
   tests/faults_kill_restart_test.ts tests/faults_sockets_test.ts tests/faults_malformed_test.ts
   tests/faults_read_only_test.ts
   tests/webhook_signing_test.ts tests/webhook_delivery_test.ts tests/webhook_restart_test.ts
