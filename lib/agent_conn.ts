@@ -6,14 +6,13 @@
 import type { App } from "./app.ts";
 import {
   type AgentEvent,
-  AgentEvent as AgentEventSchema,
   CloseCode,
   type DaemonFrame,
   type ErrorCode,
   Feature,
   MAX_FRAME_BYTES,
+  parseAgentEvent,
   parsePluginFrame,
-  parseWith,
   PROTOCOL_VERSION,
 } from "./protocol.ts";
 import type { PluginLink } from "./sessions.ts";
@@ -135,6 +134,7 @@ export function acceptAgentSocket(app: App, socket: WebSocket, principal: Princi
       }
       sessionId = frame.sessionId;
       const { lastSeq, ask } = app.sessions.connect(frame.session, link);
+      if (frame.waiting) app.approvals.helloWaiting(sessionId, frame.waiting);
       send({
         v: PROTOCOL_VERSION,
         type: "welcome",
@@ -157,7 +157,7 @@ export function acceptAgentSocket(app: App, socket: WebSocket, principal: Princi
     }
     // Each event of a batch is validated on its own, as if it came alone: one bad event costs only itself.
     for (const raw of frame.events) {
-      const event = parseWith(AgentEventSchema, raw);
+      const event = parseAgentEvent(raw);
       if (event.ok) accept(event.value);
       else reject("bad_frame", `batch: ${event.message}`, seqOf(raw));
       if (closed) return;

@@ -1,0 +1,60 @@
+/** The hot-shape fast path of lib/protocol.ts must accept exactly what the schema accepts, with zod's result. */
+import assert from "node:assert/strict";
+import { AgentEvent, parseAgentEvent, parsePluginFrame, PluginFrame } from "./protocol.ts";
+
+const env = { v: 1, sessionId: "s-1", seq: 3, ts: 1_700_000_000_123 };
+const msg = { role: "assistant", id: "m1", text: "hi", thinking: null, toolCalls: [], toolCallId: null };
+const valid: Record<string, unknown>[] = [
+  { ...env, type: "message_update", delta: "tok" },
+  { ...env, type: "message_update", delta: "", kind: "thinking", sentAt: 1.5 },
+  { ...env, type: "message_end", message: msg },
+  {
+    ...env,
+    type: "message_end",
+    message: { ...msg, toolCalls: [{ id: "c", name: "bash", argsJson: "{}", extra: 1 }], stopReason: "stop" },
+    extra: { kept: true },
+  },
+  { ...env, type: "tool_execution_update", toolCallId: "c", toolName: "bash", partial: "out" },
+];
+// Each would take the fast path were it not for one field; the schema decides (defaults, errors).
+const fallThrough: Record<string, unknown>[] = [
+  { ...env, type: "message_update", delta: 5 },
+  { ...env, type: "message_update", delta: "x", kind: "other" },
+  { ...env, type: "message_update", delta: "x", seq: -1 },
+  { ...env, type: "message_update", delta: "x", seq: 1.5 },
+  { ...env, type: "message_update", delta: "x", sessionId: "bad id" },
+  { ...env, type: "message_update", delta: "x", sessionId: "x".repeat(129) },
+  { ...env, type: "message_update", delta: "x", ts: "now" },
+  { ...env, type: "message_end", message: { role: "assistant", id: "m" } }, // defaults to fill in
+  { ...env, type: "message_end", message: { ...msg, role: "robot" } },
+  { ...env, type: "message_end", message: { ...msg, id: "x".repeat(201) } },
+  { ...env, type: "message_end", message: { ...msg, toolCalls: [{ id: "c", name: "bash" }] } },
+  { ...env, type: "message_end", message: msg, from: { promptId: "p", by: "ann" } },
+  { ...env, type: "tool_execution_update", toolCallId: "c", toolName: "bash" },
+];
+
+Deno.test("parseAgentEvent(): the fast path gives zod's result for the hot shapes", () => {
+  for (const input of [...valid, ...fallThrough]) {
+    const zod = AgentEvent.safeParse(structuredClone(input));
+    const fast = parseAgentEvent(structuredClone(input));
+    assert.equal(fast.ok, zod.success, JSON.stringify(input));
+    if (fast.ok && zod.success) assert.deepEqual(fast.value, zod.data);
+  }
+  for (const input of valid) {
+    const r = parseAgentEvent(input);
+    assert.ok(r.ok && r.value === input, "a hot shape is used as it is, not copied");
+  }
+});
+
+Deno.test("parsePluginFrame(): fast-path frames and batches equal the schema's parse, errors keep their wording", () => {
+  const batch = { v: 1, type: "batch", sessionId: "s-1", seq: 0, ts: 1, events: valid };
+  for (const input of [...valid, ...fallThrough, batch, { ...batch, seq: 1 }, { ...batch, events: [] }]) {
+    const text = JSON.stringify(input);
+    const fast = parsePluginFrame(text);
+    const zod = PluginFrame.safeParse(JSON.parse(text));
+    assert.equal(fast.ok, zod.success, text);
+    if (fast.ok && zod.success) assert.deepEqual(fast.value, zod.data);
+  }
+  const bad = parsePluginFrame(JSON.stringify({ ...env, type: "message_update", delta: 5 }));
+  assert.ok(!bad.ok && bad.code === "bad_frame" && /delta/.test(bad.message), JSON.stringify(bad));
+});
