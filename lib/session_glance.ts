@@ -69,12 +69,13 @@ type Ev = { seq: number; ts: number; type: string } & Record<string, unknown>;
 export function applyEvent(g: LiveGlance, e: Ev): "record" | "line" | null {
   if (e.type === "message_update") {
     if (e.kind === "thinking" || e.seq < g.record.seq || typeof e.delta !== "string") return null;
-    const before = streamTail(g.stream);
     const text = g.stream + e.delta;
     g.stream = text.length > STREAM_TAIL ? text.slice(-STREAM_TAIL) : text;
     g.streamSeq = e.seq;
     g.streamAt = e.ts;
-    return streamTail(g.stream) !== before ? "line" : null;
+    // The shown line is the tail of the last line: any visible character changes it. (Not compared here:
+    // the line is made once per tick when the row is read, not once per delta.)
+    return /\S/.test(e.delta) ? "line" : null;
   }
   if (e.seq <= g.record.seq) return null;
   const r = { ...g.record, seq: e.seq, activityAt: Math.max(g.record.activityAt ?? 0, e.ts) };
