@@ -19,7 +19,9 @@ const baseline = h.take();
 await d.cdp.eval("globalThis.__on = true");
 await d.cdp.send("Profiler.enable");
 await d.cdp.send("Profiler.setSamplingInterval", { interval: 200 });
-await d.cdp.send("Profiler.start");
+// The profiler's start stops the daemon ~150 ms: NOPROF=1 measures the attack without it.
+const PROFILE = !Deno.env.get("NOPROF");
+if (PROFILE) await d.cdp.send("Profiler.start");
 const cpu0 = cpuMs(d.pid), t0 = performance.now();
 const attacker = await new Deno.Command(Deno.execPath(), {
   args: [
@@ -40,7 +42,10 @@ const probe = async (name: string) =>
   (await d.cdp.eval<number[]>(`globalThis.${name}`)).sort((a, b) => a - b);
 const recv = await probe("__recv"), hop = await probe("__hop");
 const lag = await d.cdp.eval<[number, number][]>("globalThis.__lag");
-const { profile } = await d.cdp.send<{ profile: CpuProfile }>("Profiler.stop");
+if (Deno.env.get("LAGS")) console.log(lag.map(([, ms]) => `${ms}`).join(" "));
+const { profile } = PROFILE
+  ? await d.cdp.send<{ profile: CpuProfile }>("Profiler.stop")
+  : { profile: { nodes: [], samples: [], timeDeltas: [], startTime: 0, endTime: 0 } as CpuProfile };
 await h.stop();
 await Deno.writeTextFile(OUT, JSON.stringify(profile));
 console.log(`attacker: ${new TextDecoder().decode(attacker.stdout).trim()} in ${wall.toFixed(0)} ms`);
