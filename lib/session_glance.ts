@@ -39,6 +39,11 @@ export const EMPTY_RECORD: GlanceRecord = {
 
 /** Streamed text kept per session: only its last line is shown. */
 const STREAM_TAIL = 2000;
+/**
+ * A row whose only change is its streamed line is announced at most this often (each announcement is a whole
+ * summary to every browser; a glance needs no more than a couple of lines a second).
+ */
+export const LINE_INTERVAL_MS = 500;
 /** Events read per page while catching up from the store. */
 const CATCH_UP_PAGE = 5000;
 
@@ -131,6 +136,9 @@ export class SessionGlances {
   #dirty = new Set<string>();
   #table: GlanceStore;
   #saveFailed = false;
+  /** Sessions whose streamed line changed since the last line announcement. */
+  #linePending = new Set<string>();
+  #lineTimer: ReturnType<typeof setTimeout> | undefined;
 
   /**
    * @param db the store's database (the table lives beside the events)
@@ -220,6 +228,9 @@ export class SessionGlances {
 
   /** Stop following everything and write what is left (shutdown). */
   close(): void {
+    clearTimeout(this.#lineTimer);
+    this.#lineTimer = undefined;
+    this.#linePending.clear();
     for (const id of [...this.#followers.keys()]) this.unfollow(id);
     this.save();
   }
@@ -266,6 +277,19 @@ export class SessionGlances {
       if (c === "record") this.#dirty.add(sessionId);
       change = c === "record" || change === "record" ? "record" : c ?? change;
     }
-    if (change) this.changed(sessionId);
+    if (change === "record") {
+      this.#linePending.delete(sessionId);
+      this.changed(sessionId);
+    } else if (change === "line") this.#lineChanged(sessionId);
+  }
+
+  /** Announce a streamed line at most once per `LINE_INTERVAL_MS`, the last one included. */
+  #lineChanged(sessionId: string): void {
+    this.#linePending.add(sessionId);
+    this.#lineTimer ??= setTimeout(() => {
+      this.#lineTimer = undefined;
+      for (const id of this.#linePending) this.changed(id);
+      this.#linePending.clear();
+    }, LINE_INTERVAL_MS);
   }
 }
