@@ -20,6 +20,7 @@ Deno.test({
     assert.ok(r.alive, "the daemon stayed up");
     assert.equal(r.readsOk, r.readsTried, "every read answered while the disk was full");
     assert.equal(r.witness.code, 1011, `the socket was closed as a store failure (${r.witness.reason})`);
+    assert.ok(r.witness.maxAck >= 1, "the witness had acks before the disk filled");
     assert.ok(r.witness.contiguous, "the witness's stored seqs have no hole");
     assert.ok(
       r.witness.storedAtClose >= r.witness.maxAck,

@@ -28,7 +28,8 @@ export function witness(d: Pick<Daemon, "agentUrl" | "token">, id: string, pad: 
   let maxAck = 0, seq = 0;
   let timer: ReturnType<typeof setInterval> | undefined;
   const text = "w".repeat(pad);
-  ws.on("error", () => {});
+  let error = "";
+  ws.on("error", (e: Error) => error = e.message);
   ws.on("open", () =>
     ws.send(JSON.stringify({
       v: 1,
@@ -61,7 +62,7 @@ export function witness(d: Pick<Daemon, "agentUrl" | "token">, id: string, pad: 
   const ended = new Promise<WitnessEnd>((resolve) =>
     ws.on("close", (code: number, reason: Uint8Array) => {
       clearInterval(timer);
-      resolve({ code, reason: String(reason), maxAck, lastSent: seq });
+      resolve({ code, reason: String(reason) || error, maxAck, lastSent: seq });
     })
   );
   return {

@@ -37,7 +37,7 @@ const MESSAGE_PAD = 2000;
 /** Run the row with `plugins` plugins and `freeKiB` of room on the tmpfs once they stream. */
 export async function diskFull(options: { plugins: number; freeKiB: number }): Promise<DiskFullResult> {
   if (Deno.uid() !== 0) throw new Error("The disk-full row mounts a tmpfs: run it as root");
-  const tmpfsMiB = 32;
+  const tmpfsMiB = 256;
   const dir = await Deno.makeTempDir({ prefix: "lvmh-faults-full-" });
   const sh = (args: string[]) => new Deno.Command(args[0], { args: args.slice(1) }).output();
   if ((await sh(["mount", "-t", "tmpfs", "-o", `size=${tmpfsMiB}m`, "tmpfs", dir])).code !== 0) {
@@ -54,9 +54,10 @@ export async function diskFull(options: { plugins: number; freeKiB: number }): P
       30_000,
     );
     for (let i = 0; i < 3; i++) await fleet.round(MESSAGE_PAD);
-    await fill(filler, dir, options.freeKiB * 1024);
-
+    // The witness has acks on record before the disk fills, so "every acked seq stored" says something.
     w = witness(d, "full-witness", MESSAGE_PAD);
+    await waitFor(async () => (await allEvents(d, "full-witness")).length >= 5, "the witness streaming");
+    await fill(filler, dir, options.freeKiB * 1024);
     const isFull = () => d.output().includes("database or disk is full");
     let rounds = 0;
     while (!isFull() && rounds < 5000) rounds++, await fleet.round(MESSAGE_PAD);
