@@ -4,7 +4,7 @@
  * relative to the session's persisted events.
  */
 import { type AgentEvent, isEphemeral } from "./protocol.ts";
-import { type EncodedEvent, encodeEvent, type SessionCommit, type Store } from "./store.ts";
+import { type EncodedEvent, encodedEvent, type SessionCommit, type Store } from "./store.ts";
 import type { Hub } from "./hub.ts";
 
 /** The plugin connection an event came from: told when its events are stored, or that storing failed. */
@@ -60,10 +60,8 @@ export class Ingest {
   push(event: AgentEvent, origin: EventOrigin): void {
     if (isEphemeral(event.type) && !this.#pendingSessions.has(event.sessionId)) {
       // Nothing of this session waits for the disk, so the delta can go out now, in order.
-      this.hub.publishEvents(event.sessionId, this.store.lastSeq(event.sessionId), [{
-        seq: event.seq,
-        json: encodeEvent(event),
-      }]);
+      // With its object, so in-process followers (the list's glances) do not parse it back.
+      this.hub.publishEvents(event.sessionId, this.store.lastSeq(event.sessionId), [encodedEvent(event)]);
       return;
     }
     this.#queue.push({ event, origin });
@@ -141,7 +139,7 @@ export class Ingest {
       origins.set(event.sessionId, origin);
       if (!isEphemeral(event.type)) continue;
       const list = ephemeral.get(event.sessionId) ?? [];
-      list.push({ seq: event.seq, json: encodeEvent(event) });
+      list.push(encodedEvent(event));
       ephemeral.set(event.sessionId, list);
     }
     const after = new Map(commits.map((c) => [c.sessionId, c.after]));
