@@ -114,6 +114,10 @@ export class Hooks {
   /** Stop waiting for spawned sessions (shutdown): their prompts stay in SQLite for the next start. */
   close(): void {
     this.#stop.abort();
+    const kept = this.#store.prompts().length;
+    if (kept) {
+      console.log(`lvmh: ${kept} hook prompt(s) wait for their sessions; they go out after the next start`);
+    }
   }
 
   /**
@@ -196,19 +200,21 @@ export class Hooks {
     if (p.spawn) {
       const { repo, branch, ask } = p.spawn;
       const body = { repo, ...(branch ? { branch } : {}), ask };
-      for (;;) {
+      for (let tries = 1;; tries++) {
         try {
           await this.app.spawner.spawn(body, { sessionId: p.sessionId });
           break;
         } catch (error) {
           // Shutdown cut the spawn short: the row stays and the next start spawns again.
-          if (this.#stop.signal.aborted) throw error;
+          if (this.#stop.signal.aborted) return;
           // No engine (yet: a daemon that starts before Docker does): try again while the prompt is wanted.
           const deadline = p.createdAt + ONLINE_WAIT_MS;
           if (error instanceof UnavailableError && Date.now() + this.spawnRetryMs < deadline) {
-            console.warn(`lvmh: hook spawn on ${repo} waits for the engine: ${error.message}`);
+            if (tries === 1) {
+              console.warn(`lvmh: hook spawn on ${repo} waits for the engine: ${error.message}`);
+            }
             await this.#pause(this.spawnRetryMs);
-            if (this.#stop.signal.aborted) throw error;
+            if (this.#stop.signal.aborted) return;
             continue;
           }
           // It failed (reported as spawn.failed), and its prompt goes with it.
@@ -216,7 +222,13 @@ export class Hooks {
           throw error;
         }
       }
-      this.#store.markSpawned(p.id);
+      try {
+        this.#store.markSpawned(p.id);
+      } catch (error) {
+        // The daemon closed its store meanwhile: the next start finds this worker and spawns again.
+        if (this.#stop.signal.aborted) return;
+        throw error;
+      }
       p.spawn = null;
     }
     for (;;) {
@@ -227,7 +239,9 @@ export class Hooks {
         }
         await this.#whenOnline(p.sessionId, left);
       } catch (error) {
-        if (!this.#stop.signal.aborted) this.#store.takePrompt(p.id);
+        // Shutdown: the row stays for the next start (`close` says how many).
+        if (this.#stop.signal.aborted) return;
+        this.#store.takePrompt(p.id);
         throw error;
       }
       if (this.#deliver(p)) return;
