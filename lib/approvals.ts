@@ -127,6 +127,21 @@ export class Approvals {
     if (ids.length) this.#changed(sessionId);
   }
 
+  /**
+   * A plugin said hello with the approvals its pi process still waits for. A pending approval of the session
+   * that is not among them belonged to a pi process that is gone (it died without `bye`, and this is a new one
+   * on the same session): no answer can ever reach it, so it stops waiting for one.
+   */
+  helloWaiting(sessionId: string, waiting: readonly string[]): void {
+    const alive = new Set(waiting);
+    const orphans = [...this.#pending.get(sessionId) ?? []].filter((id) => !alive.has(id));
+    for (const id of orphans) {
+      this.store.decide(id, "cancelled", "pi restarted", null);
+      this.#track(sessionId, id, false);
+    }
+    if (orphans.length) this.#changed(sessionId);
+  }
+
   /** A session was deleted with its history. */
   sessionDeleted(sessionId: string): void {
     const had = this.#pending.delete(sessionId);

@@ -155,3 +155,23 @@ Deno.test("approvals: a session that ends cancels what still waits in it", () =>
     assert.equal(approvals.waiting("s1"), 0);
     assert.equal(approvals.list({ sessionId: "s1" })[0].state, "cancelled");
   }));
+
+Deno.test("approvals: a hello that no longer waits for a pending approval cancels it; the ones it lists stay", () =>
+  withApprovals(({ approvals, reopen }) => {
+    approvals.requested(request("a1"));
+    approvals.requested(request("a2"));
+    approvals.requested(request("b1", "s2"));
+    approvals.helloWaiting("s1", ["a2"]);
+    assert.equal(approvals.waiting("s1"), 1);
+    assert.equal(approvals.waiting("s2"), 1, "another session's approvals are not touched");
+    const a1 = approvals.list({ sessionId: "s1" }).find((a) => a.id === "a1")!;
+    assert.equal(a1.state, "cancelled");
+    assert.equal(a1.decidedBy, "pi restarted");
+    assert.deepEqual(
+      reopen().list({ state: "pending" }).map((a) => a.id).sort(),
+      ["a2", "b1"],
+      "kept on disk",
+    );
+    // A late answer to the orphan is refused instead of being stored for a pi that will never ask again.
+    assert.throws(() => approvals.decide("a1", { decision: "approve" }), ConflictError);
+  }));

@@ -3929,6 +3929,12 @@ var Approvals = class {
   get waiting() {
     return this.#pending.size;
   }
+  /** The approval ids still waiting for an answer. */
+  get ids() {
+    return [
+      ...this.#pending.keys()
+    ];
+  }
   /** Whether `toolName` needs a person's approval: in the daemon's ask set or in LVMH_ASK. */
   asks(toolName) {
     const daemon = this.#link()?.policy ?? [];
@@ -4707,7 +4713,11 @@ var Link = class {
           sessionId: this.sessionId,
           seq: 0,
           ts: Date.now(),
-          session: this.info
+          session: this.info,
+          // Without a run attached the plugin cannot say what waits, so it says nothing (the daemon keeps all).
+          ...this.binding?.waiting ? {
+            waiting: this.binding.waiting()
+          } : {}
         }));
         this.#welcomeTimer = unref(setTimeout(() => ws.close(CloseCode.normal), WELCOME_TIMEOUT_MS));
       };
@@ -5341,7 +5351,8 @@ function bind(pi, cfg, log) {
     },
     welcomed() {
       approvals.resendAll();
-    }
+    },
+    waiting: () => approvals.ids
   };
   on("session_start", (_e, ctx) => {
     const info = snapshot(ctx, cfg, {

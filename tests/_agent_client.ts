@@ -14,6 +14,8 @@ export interface AgentOptions {
   session?: Record<string, unknown>;
   /** Seq of the next event; defaults to welcome.lastSeq + 1. */
   nextSeq?: number;
+  /** More fields of the hello frame (e.g. `waiting`). */
+  hello?: Record<string, unknown>;
 }
 
 export type Frame = Record<string, unknown> & { type: string };
@@ -76,6 +78,7 @@ export async function connectAgent(target: AgentTarget, options: AgentOptions = 
     seq: 0,
     ts: Date.now(),
     session: options.session ?? sessionInfo(sessionId),
+    ...options.hello,
   }));
   const waitFrame = async (pred: (f: Frame) => boolean, what = "a frame", timeoutMs = 10_000) =>
     await waitFor(() => frames.find(pred), what, timeoutMs);

@@ -201,6 +201,28 @@ Deno.test("approvals: bye cancels what still waits; batch frames are stored even
   await a.close();
 });
 
+Deno.test("approvals: a new pi on the session (hello.waiting) cancels what the one that died left pending", async () => {
+  await using d = await startDaemon({ env: { LVMH_ASK: "bash" } });
+  const first = await connectAgent(d, { sessionId: "ap4", hello: { waiting: [] } });
+  first.send("approval_request", request("r4"));
+  first.send("approval_request", request("r5"));
+  await waitApproval(d, "ap4", "r5", (x) => x.state === "pending");
+  first.socket.close(); // no bye: the pi died
+  await first.closed;
+  // An older plugin says nothing about what waits: both stay pending.
+  const old = await connectAgent(d, { sessionId: "ap4" });
+  await old.close();
+  assert.equal((await waitApproval(d, "ap4", "r4", () => true)).state, "pending");
+  // A newer pi on the same session that still waits for r5 only (r5 was re-sent after its welcome).
+  const next = await connectAgent(d, { sessionId: "ap4", hello: { waiting: ["r5"] } });
+  const orphan = await waitApproval(d, "ap4", "r4", (x) => x.state !== "pending");
+  assert.deepEqual([orphan.state, orphan.decidedBy], ["cancelled", "pi restarted"]);
+  assert.equal((await waitApproval(d, "ap4", "r5", () => true)).state, "pending");
+  const sessions = await (await d.api("/api/sessions")).json();
+  assert.equal(sessions.find((s: { id: string }) => s.id === "ap4").waiting, 1);
+  await next.close();
+});
+
 async function waitApproval(
   d: { api(path: string): Promise<Response> },
   sessionId: string,

@@ -254,6 +254,9 @@ Deno.test(
       req.seq,
       "same seq: the daemon's log holds it once",
     );
+    // Each hello says what this pi still waits for, so a daemon can drop what an earlier pi left behind.
+    const hellos = d.frames.filter((f) => f.type === "hello");
+    assert.deepEqual(hellos.map((f) => f.waiting), [[], [req.approvalId]]);
     assert.equal(await pending(p), true, "still waiting");
     d.send({
       type: "approval_decision",

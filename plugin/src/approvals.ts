@@ -67,6 +67,11 @@ export class Approvals {
     return this.#pending.size;
   }
 
+  /** The approval ids still waiting for an answer. */
+  get ids(): string[] {
+    return [...this.#pending.keys()];
+  }
+
   /** Whether `toolName` needs a person's approval: in the daemon's ask set or in LVMH_ASK. */
   asks(toolName: string): boolean {
     const daemon = this.#link()?.policy ?? [];

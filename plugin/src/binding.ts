@@ -162,6 +162,7 @@ export function bind(pi: PiApi, cfg: Config, log: Logger): void {
     welcomed() {
       approvals.resendAll();
     },
+    waiting: () => approvals.ids,
   };
 
   on("session_start", (_e, ctx) => {

@@ -33,6 +33,8 @@ export interface Binding {
   command(frame: DaemonFrame): void;
   /** A welcome came and the replay is queued: re-send what must be asked again. */
   welcomed?(): void;
+  /** The approval ids this run still waits for, announced in `hello` so the daemon can drop the rest. */
+  waiting?(): string[];
 }
 
 /** A daemon's ask set: the tool names that need a person's approval, or all of them. */
@@ -264,6 +266,8 @@ export class Link {
           seq: 0,
           ts: Date.now(),
           session: this.info,
+          // Without a run attached the plugin cannot say what waits, so it says nothing (the daemon keeps all).
+          ...(this.binding?.waiting ? { waiting: this.binding.waiting() } : {}),
         }));
         this.#welcomeTimer = unref(
           setTimeout(() => ws.close(CloseCode.normal), WELCOME_TIMEOUT_MS),
