@@ -5,6 +5,7 @@
  * spawns are covered by tests/spawn_*); the daemon, the hook route and the plugin socket are real.
  */
 import assert from "node:assert/strict";
+import { DatabaseSync } from "node:sqlite";
 import { startInProcess } from "./_inproc.ts";
 import { waitFor } from "./_daemon.ts";
 import { connectAgent } from "./_agent_client.ts";
@@ -124,5 +125,55 @@ Deno.test("hooks: a hook's spawn waits for an unreachable engine and tries again
     assert.equal(p.message, "after the engine is back");
   } finally {
     await agent.close();
+  }
+});
+
+Deno.test("hooks: prompts kept over a clean stop go out after the start; one older than 24 h is dropped", async () => {
+  const dataDir = await Deno.makeTempDir({ prefix: "lvmh-hooks-keep-" });
+  const rows = (db: DatabaseSync) =>
+    db.prepare("SELECT session_id AS sessionId, spawn FROM hook_prompts").all() as {
+      sessionId: string;
+      spawn: string | null;
+    }[];
+  try {
+    const ids: string[] = [];
+    {
+      await using d = await startInProcess({ dataDir });
+      const app = d.daemon.app;
+      app.spawner = {
+        ...app.spawner,
+        spawn: (_body, options) =>
+          Promise.resolve({ sessionId: options!.sessionId!, containerId: "c1", jobId: "j1" }),
+      };
+      for (const message of ["fresh one", "stale one"]) {
+        const res = await d.api("/hooks/generic", {
+          method: "POST",
+          body: JSON.stringify({ message, spawn: { repo: "group/proj" } }),
+        });
+        ids.push((await res.json()).sessionId);
+      }
+      await waitFor(() => rows(app.store.db).every((r) => r.spawn === null), "both workers started");
+      await d.stop();
+      assert.match(d.output(), /2 hook prompt\(s\) wait for their sessions/);
+    }
+    const db = new DatabaseSync(`${dataDir}/lvmh.db`);
+    db.prepare("UPDATE hook_prompts SET created_at = ? WHERE session_id = ?").run(
+      Date.now() - 25 * 3600_000,
+      ids[1],
+    );
+    db.close();
+    await using d = await startInProcess({ dataDir });
+    await waitFor(() => rows(d.daemon.app.store.db).length === 1, "the stale prompt dropped");
+    assert.match(d.output(), new RegExp(`dropped a hook prompt for session ${ids[1]}: older than 24 h`));
+    const agent = await connectAgent(d, { sessionId: ids[0] });
+    try {
+      const p = await agent.waitFrame((f) => f.type === "prompt", "the kept prompt");
+      assert.equal(p.message, "fresh one");
+      await waitFor(() => rows(d.daemon.app.store.db).length === 0, "nothing kept once sent");
+    } finally {
+      await agent.close();
+    }
+  } finally {
+    await Deno.remove(dataDir, { recursive: true }).catch(() => {});
   }
 });

@@ -2,7 +2,8 @@
  * Inbound hooks, the one owner of hook delivery keys and the GitLab hook secret. Routes answer 202 at once and
  * hand the work here: a prompt into the session working on a repository and branch, or a spawn there (with the
  * daemon's default ask set: a run a webhook started never gets "approve all") followed by the prompt once the
- * new session is online. Every action is audited with the hook as the actor.
+ * new session is online. Such a prompt is kept in SQLite from before the 202 until it is sent, so a daemon
+ * restart in between neither loses nor repeats it. Every action is audited with the hook as the actor.
  */
 import { z } from "zod";
 import type { Store } from "../store.ts";
@@ -32,8 +33,10 @@ export type GenericHookBody = z.infer<typeof GenericHookBody>;
 /** `PUT /api/hooks/gitlab`. */
 export const GitlabSecretBody = z.object({ secret: z.string().min(16, "secret is too short").max(256) });
 
-/** How long a spawned session has to come online before its prompt is dropped. */
+/** How long a spawned session has to come online (from each daemon start) before its prompt is dropped. */
 export const ONLINE_WAIT_MS = 15 * 60_000;
+/** A kept prompt older than this is dropped at start: whatever asked for it has moved on. */
+export const PROMPT_KEEP_MS = 24 * 3600_000;
 /** The ask set of a webhook-started run when the daemon's is empty: a hook never starts an unguarded run. */
 const FALLBACK_ASK = ["bash", "edit", "write"];
 
@@ -186,6 +189,11 @@ export class Hooks {
   async #resume(kept: PendingPrompt[]): Promise<void> {
     await this.app.spawner.recovered();
     for (const p of kept) {
+      if (Date.now() - p.createdAt > PROMPT_KEEP_MS) {
+        this.#store.takePrompt(p.id);
+        console.warn(`lvmh: dropped a hook prompt for session ${p.sessionId}: older than 24 h`);
+        continue;
+      }
       // Still marked to spawn: the daemon died mid-spawn. A worker it left may never have had its ready
       // signal (it would wait for ever), so it goes, and the spawn runs again under the same session id.
       if (p.spawn && this.app.spawner.jobs().some((j) => j.sessionId === p.sessionId)) {
@@ -198,6 +206,7 @@ export class Hooks {
   /** Spawn when still needed, wait for the session, then hand the prompt over exactly once. */
   async #carry(p: PendingPrompt): Promise<void> {
     if (p.spawn) {
+      const engineDeadline = Date.now() + ONLINE_WAIT_MS;
       const { repo, branch, ask } = p.spawn;
       const body = { repo, ...(branch ? { branch } : {}), ask };
       for (let tries = 1;; tries++) {
@@ -208,8 +217,7 @@ export class Hooks {
           // Shutdown cut the spawn short: the row stays and the next start spawns again.
           if (this.#stop.signal.aborted) return;
           // No engine (yet: a daemon that starts before Docker does): try again while the prompt is wanted.
-          const deadline = p.createdAt + ONLINE_WAIT_MS;
-          if (error instanceof UnavailableError && Date.now() + this.spawnRetryMs < deadline) {
+          if (error instanceof UnavailableError && Date.now() + this.spawnRetryMs < engineDeadline) {
             if (tries === 1) {
               console.warn(`lvmh: hook spawn on ${repo} waits for the engine: ${error.message}`);
             }
@@ -231,8 +239,10 @@ export class Hooks {
       }
       p.spawn = null;
     }
+    // Each start gives the session the full wait: a daemon that was down for a while still delivers.
+    const deadline = Date.now() + ONLINE_WAIT_MS;
     for (;;) {
-      const left = p.createdAt + ONLINE_WAIT_MS - Date.now();
+      const left = deadline - Date.now();
       try {
         if (left <= 0) {
           throw new Error(`session "${p.sessionId}" did not come online in ${ONLINE_WAIT_MS / 60_000} min`);
