@@ -37,6 +37,8 @@ const MIN_COMMIT_INTERVAL_MS = 2;
  * one busy timeout after another, with no turn for reads in between.
  */
 export const FAILURE_PAUSE_MS = 1000;
+/** Each further refusal in a row doubles the pause, up to this: a lock held for minutes costs one wait per 10 s. */
+export const MAX_FAILURE_PAUSE_MS = 10_000;
 
 /** Batches events from every plugin socket into one SQLite transaction per tick. */
 export class Ingest {
@@ -46,6 +48,7 @@ export class Ingest {
   #lastFlush = 0;
   #pausedUntil = 0;
   #pauseCause: unknown = null;
+  #pauseMs = FAILURE_PAUSE_MS;
 
   /**
    * @param onCommitted called after every commit that stored something (the session list changed).
@@ -106,13 +109,16 @@ export class Ingest {
   /** Store a batch; if it fails as a whole, retry each session alone so one bad session cannot sink others. */
   #commit(batch: Pending[]): SessionCommit[] {
     try {
-      return this.#store(batch);
+      const commits = this.#store(batch);
+      this.#pauseMs = FAILURE_PAUSE_MS;
+      return commits;
     } catch (error) {
       const bySession = Map.groupBy(batch, (p) => p.event.sessionId);
       // A full disk or a lock held past the busy timeout fails every session alike; retrying each alone would
       // only wait out the busy timeout once per session, with the event loop stopped.
       if (wholeFileError(error)) {
-        this.#pausedUntil = performance.now() + FAILURE_PAUSE_MS;
+        this.#pausedUntil = performance.now() + this.#pauseMs;
+        this.#pauseMs = Math.min(2 * this.#pauseMs, MAX_FAILURE_PAUSE_MS);
         this.#pauseCause = error;
       }
       if (bySession.size === 1 || wholeFileError(error)) {
