@@ -129,6 +129,12 @@ export function applyEvent(g: LiveGlance, e: Ev): "record" | "line" | null {
   return "record";
 }
 
+/**
+ * After a failed save, the next try waits this long. Each try on a file another process holds locked stops the
+ * event loop for the store's busy timeout (5 s); the figures meanwhile stay exact in memory.
+ */
+const GLANCE_SAVE_RETRY_MS = 10_000;
+
 /** Every session's glance: kept live from the hub, persisted per tick, caught up from the store when behind. */
 export class SessionGlances {
   #live = new Map<string, LiveGlance>();
@@ -136,6 +142,8 @@ export class SessionGlances {
   #dirty = new Set<string>();
   #table: GlanceStore;
   #saveFailed = false;
+  /** No save is tried before this (performance.now()): a locked file makes every try wait the busy timeout. */
+  #saveRetryAt = 0;
   /** Sessions whose streamed line changed since the last line announcement. */
   #linePending = new Set<string>();
   #lineTimer: ReturnType<typeof setTimeout> | undefined;
@@ -209,7 +217,7 @@ export class SessionGlances {
 
   /** Write the glances whose persisted figures changed (once per tick). A failed write is retried later. */
   save(): void {
-    if (this.#dirty.size === 0) return;
+    if (this.#dirty.size === 0 || performance.now() < this.#saveRetryAt) return;
     const rows: [string, GlanceRecord][] = [];
     for (const id of this.#dirty) {
       const g = this.#live.get(id);
@@ -223,6 +231,7 @@ export class SessionGlances {
       // A read-only or full disk: the figures stay exact (they are caught up from the log on restart).
       if (!this.#saveFailed) console.error(`lvmh: cannot save session glances: ${(error as Error).message}`);
       this.#saveFailed = true;
+      this.#saveRetryAt = performance.now() + GLANCE_SAVE_RETRY_MS;
     }
   }
 
