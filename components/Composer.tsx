@@ -4,6 +4,7 @@
  * With the session given, it also takes images (pasted, dropped or picked; thumbnails with a remove button; a
  * warning when the model takes no images), and carries the model picker and a rename button.
  */
+import type { CommandOutcome } from "../lib/ui/conversation.ts";
 import { useMemo, useRef, useState } from "preact/hooks";
 import type { DeliverAs, SessionSummary } from "../lib/protocol.ts";
 import { type ComposerImage, steerActions, takesImages } from "../lib/ui/steer.ts";
@@ -17,6 +18,8 @@ interface ComposerProps {
   onAbort(): Promise<string | null>;
   /** The session: enables images, the model picker and renaming. */
   session?: SessionSummary;
+  /** The plugin's answers to the model switches and renames sent from here, by commandId. */
+  commands?: Record<string, CommandOutcome>;
 }
 
 /** The daemon's limits (lib/images.ts), checked here too so a person hears at once. */
@@ -24,6 +27,7 @@ const IMAGE_TYPES = ["image/png", "image/jpeg", "image/gif", "image/webp"];
 const REENCODE_NOTE =
   "pi 1.6.0 re-encodes images over 2000×2000 px or 4.5 MB, and replaces ones it cannot read " +
   "with text.";
+const RENAME_SENT = "Rename sent.";
 const MAX_IMAGES = 10, MAX_IMAGE_BYTES = 10 * 1024 * 1024, MAX_TOTAL_BYTES = 20 * 1024 * 1024;
 
 function readImage(file: File): Promise<ComposerImage> {
@@ -43,10 +47,17 @@ function readImage(file: File): Promise<ComposerImage> {
   });
 }
 
-export function Composer({ online, running, onSend, onAbort, session }: ComposerProps) {
+export function Composer({ online, running, onSend, onAbort, session, commands = {} }: ComposerProps) {
   const [text, setText] = useState("");
   const [busy, setBusy] = useState(false);
-  const [note, setNote] = useState<{ kind: "ok" | "error"; text: string } | null>(null);
+  const [sentNote, setNote] = useState<{ kind: "ok" | "error"; text: string } | null>(null);
+  const [renameId, setRenameId] = useState<string | null>(null);
+  const renamed = renameId ? commands[renameId] : undefined;
+  const note = renamed && sentNote?.text === RENAME_SENT
+    ? renamed.ok
+      ? { kind: "ok" as const, text: "Renamed." }
+      : { kind: "error" as const, text: `Not renamed: ${renamed.error}` }
+    : sentNote;
   const [images, setImages] = useState<ComposerImage[]>([]);
   const area = useRef<HTMLTextAreaElement>(null);
   const picker = useRef<HTMLInputElement>(null);
@@ -233,6 +244,7 @@ export function Composer({ online, running, onSend, onAbort, session }: Composer
             model={session.model}
             modelSwitch={session.modelSwitch}
             online={online}
+            results={commands}
             onSwitch={(p, m) => steer.setModel(p, m)}
           />
         )}
@@ -244,8 +256,11 @@ export function Composer({ online, running, onSend, onAbort, session }: Composer
             onClick={async () => {
               const name = prompt("New name for this session", session.name ?? "")?.trim();
               if (!name) return;
-              const err = await steer.rename(name);
-              setNote(err ? { kind: "error", text: err } : { kind: "ok", text: "Rename sent." });
+              const sent = await steer.rename(name);
+              setRenameId(sent.commandId ?? null);
+              setNote(
+                sent.error !== null ? { kind: "error", text: sent.error } : { kind: "ok", text: RENAME_SENT },
+              );
             }}
           >
             Rename…

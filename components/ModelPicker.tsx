@@ -1,10 +1,13 @@
 /**
  * The session's model: a picker of the models pi has a key for (as the plugin reported them), and when a
- * switch applies — from the next run on pi 0.73.1, the next turn on 1.6.0. The switch is confirmed once the
- * session's snapshot names the new model; an error from the daemon is shown as it came.
+ * switch applies — from the next run on pi 0.73.1, the next turn on 1.6.0. The switch is confirmed by the
+ * plugin's `command_result` (or, from plugins that never answer, once the session's snapshot names the new
+ * model); an error from the daemon or a refusal from pi ("refused: no API key") is shown as it came.
  */
 import { useState } from "preact/hooks";
 import type { ModelEntry } from "../lib/protocol.ts";
+import type { CommandOutcome } from "../lib/ui/conversation.ts";
+import type { CommandSent } from "../lib/ui/steer.ts";
 
 interface ModelPickerProps {
   models: ModelEntry[];
@@ -12,15 +15,21 @@ interface ModelPickerProps {
   model: string | null;
   modelSwitch?: "next_run" | "next_turn";
   online: boolean;
-  /** Resolves to an error message, or null once the daemon took the switch. */
-  onSwitch(provider: string, model: string): Promise<string | null>;
+  /** The plugin's answers to commands, by commandId. */
+  results: Record<string, CommandOutcome>;
+  onSwitch(provider: string, model: string): Promise<CommandSent>;
 }
 
 const key = (provider: string | null, id: string | null) => `${provider ?? ""}/${id ?? ""}`;
 
-export function ModelPicker({ models, provider, model, modelSwitch, online, onSwitch }: ModelPickerProps) {
+export function ModelPicker(
+  { models, provider, model, modelSwitch, online, results, onSwitch }: ModelPickerProps,
+) {
   const [wanted, setWanted] = useState<string | null>(null);
-  const [error, setError] = useState<string | null>(null);
+  const [commandId, setCommandId] = useState<string | null>(null);
+  const [sendError, setSendError] = useState<string | null>(null);
+  const answer = commandId ? results[commandId] : undefined;
+  const error = sendError ?? (answer && !answer.ok ? answer.error : null);
   const usable = models.filter((m) => m.hasAuth);
   const current = key(provider, model);
   if (!usable.length) return null;
@@ -30,18 +39,20 @@ export function ModelPicker({ models, provider, model, modelSwitch, online, onSw
   async function pick(value: string) {
     const m = usable.find((m) => key(m.provider, m.id) === value);
     if (!m || value === current) return;
-    setError(null);
+    setSendError(null);
+    setCommandId(null);
     setWanted(value);
-    const err = await onSwitch(m.provider, m.id);
-    if (err) {
+    const sent = await onSwitch(m.provider, m.id);
+    if (sent.error !== null) {
       setWanted(null);
-      setError(err);
-    }
+      setSendError(sent.error);
+    } else setCommandId(sent.commandId);
   }
 
+  const refused = error !== null && sendError === null;
   const state = error
     ? { cls: "error", text: `Not switched: ${error}` }
-    : wanted && wanted === current
+    : wanted && (wanted === current || answer?.ok)
     ? { cls: "ok", text: `Switched: applies ${when}.` }
     : wanted
     ? { cls: "pending", text: "Switching…" }
@@ -51,8 +62,8 @@ export function ModelPicker({ models, provider, model, modelSwitch, online, onSw
       <label class="small muted" for="model-picker">Model</label>
       <select
         id="model-picker"
-        disabled={!online || (wanted !== null && wanted !== current)}
-        value={wanted && wanted !== current ? wanted : shown}
+        disabled={!online || (wanted !== null && wanted !== current && !refused)}
+        value={wanted && wanted !== current && !refused ? wanted : shown}
         onChange={(e) => void pick((e.target as HTMLSelectElement).value)}
         title={`A new model applies ${when}`}
       >

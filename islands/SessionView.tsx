@@ -206,6 +206,7 @@ export default function SessionView(props: Props) {
               onSend={actions.send}
               onAbort={actions.abort}
               session={session}
+              commands={conv.commands}
             />
           </div>
         )

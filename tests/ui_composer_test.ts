@@ -2,7 +2,7 @@
  * The composer's images and the model picker in real Chromium against the real daemon and a scripted plugin:
  * a pasted PNG shows as a thumbnail (removable), with a warning while the model takes no images, and reaches
  * the plugin byte for byte with the prompt; the picker lists only models with a key, sends `set_model`, and
- * says when the switch applies once the session reports the new model.
+ * says when the switch applies once the session reports the new model, or why pi refused it.
  */
 import assert from "node:assert/strict";
 import { freePort, startDaemon } from "./_daemon.ts";
@@ -76,8 +76,26 @@ Deno.test("UI: composer images and the model picker", async (t) => {
       assert.match(await page.locator("[data-model-switch='ok']").innerText(), /next run/);
       await pastePng(page);
       await page.waitForSelector(".composer-image img");
-      assert.equal(await page.locator(".warn-no-images").count(), 0, "a vision model: no warning");
+      // The plugin's answer confirms the switch; the warning goes once the snapshot names the vision model.
+      await page.waitForSelector(".warn-no-images", { state: "detached" });
       await screenshot(page, "ui_composer");
+    });
+
+    await t.step("a switch pi refuses says why, and the picker shows the model that stays", async () => {
+      const before = agent.frames.filter((f) => f.type === "set_model").length;
+      await page.selectOption("#model-picker", "fake/fake-model");
+      const f = await agent.waitFrame(
+        (f) => f.type === "set_model" && agent.frames.indexOf(f) >= before && f.model === "fake-model",
+        "second set_model frame",
+      );
+      agent.send("command_result", { commandId: f.commandId, ok: false, error: "refused: no API key" });
+      await page.waitForSelector("[data-model-switch='error']");
+      assert.equal(
+        await page.locator("[data-model-switch='error']").innerText(),
+        "Not switched: refused: no API key",
+      );
+      assert.equal(await page.locator("#model-picker").inputValue(), "fake/fake-vision");
+      assert.equal(await page.locator("#model-picker").isDisabled(), false, "the person can pick again");
     });
     assert.deepEqual(ui.problems, []);
   } finally {

@@ -111,6 +111,14 @@ export interface Conversation {
   /** Set by agent_start / agent_end in the events held; null when they say nothing. */
   running: boolean | null;
   totals: Required<Usage>;
+  /** The plugin's answers to commands sent from a page (`command_result`), by commandId. */
+  commands: Record<string, CommandOutcome>;
+}
+
+/** How the plugin answered one command: done, or refused with pi's reason. */
+export interface CommandOutcome {
+  ok: boolean;
+  error: string | null;
 }
 
 /** An empty conversation. */
@@ -128,6 +136,7 @@ export function emptyConversation(): Conversation {
     streaming: null,
     running: null,
     totals: { inputTokens: 0, outputTokens: 0, totalCost: 0 },
+    commands: {},
   };
 }
 
@@ -155,6 +164,7 @@ export function applyEvents(conv: Conversation, batch: readonly UiEvent[]): Conv
     approvals: { ...conv.approvals },
     approvalOrder: conv.approvalOrder.slice(),
     totals: { ...conv.totals },
+    commands: { ...conv.commands },
   };
   const sorted = [...batch].sort((a, b) => a.seq - b.seq);
   for (const ev of sorted) {
@@ -338,9 +348,11 @@ function applyPersisted(conv: Conversation, ev: Exclude<UiEvent, Ev<"message_upd
         text: `The plugin dropped ${num(ev.dropped)} events while the daemon was unreachable`,
       });
       return;
-    case "session_info":
     case "command_result":
-      // The snapshot reaches the page through the session list; command results only concern the daemon.
+      conv.commands[ev.commandId] = { ok: ev.ok, error: ev.ok ? null : ev.error ?? "refused" };
+      return;
+    case "session_info":
+      // The snapshot reaches the page through the session list.
       return;
     default: {
       // Exhaustive: a new event type in lib/protocol.ts fails the type check here until it is handled.

@@ -1,6 +1,8 @@
 /**
  * The browser's steering calls beyond text prompts: a prompt with images, a model switch and a rename
- * (`POST /prompt` with `images`, `PUT /model`, `PUT /name`). Each resolves to an error message or null.
+ * (`POST /prompt` with `images`, `PUT /model`, `PUT /name`). A prompt resolves to an error message or null; a
+ * model switch and a rename to what the daemon said: an error, or the commandId the plugin's `command_result`
+ * will answer (the page shows that answer: "switched", "refused: no API key").
  */
 import type { DeliverAs, ModelEntry, ThinkingLevel } from "../protocol.ts";
 import { api, SignInRequired } from "./api.ts";
@@ -16,11 +18,14 @@ export interface ComposerImage {
   size: number;
 }
 
+/** A command the daemon refused (`error`), or took and sent to the plugin as `commandId`. */
+export type CommandSent = { error: string; commandId?: undefined } | { error: null; commandId: string };
+
 /** Steering calls for one session. */
 export interface SteerActions {
   send(message: string, deliverAs: DeliverAs, images: ComposerImage[]): Promise<string | null>;
-  setModel(provider: string, model: string, thinking?: ThinkingLevel): Promise<string | null>;
-  rename(name: string): Promise<string | null>;
+  setModel(provider: string, model: string, thinking?: ThinkingLevel): Promise<CommandSent>;
+  rename(name: string): Promise<CommandSent>;
 }
 
 const path = (id: string, what: string) => `/api/sessions/${encodeURIComponent(id)}/${what}`;
@@ -33,11 +38,14 @@ export function steerActions(id: string): SteerActions {
       await call();
       return null;
     } catch (e) {
-      if (e instanceof SignInRequired) {
-        pageLive().requireSignIn();
-        return "Sign in again to send.";
-      }
-      return (e as Error).message;
+      return failure(e);
+    }
+  }
+  async function command(call: () => Promise<{ commandId: string }>): Promise<CommandSent> {
+    try {
+      return { error: null, commandId: (await call()).commandId };
+    } catch (e) {
+      return { error: failure(e) };
     }
   }
   return {
@@ -53,9 +61,17 @@ export function steerActions(id: string): SteerActions {
         })
       ),
     setModel: (provider, model, thinking) =>
-      attempt(() => api(path(id, "model"), put({ provider, model, ...(thinking ? { thinking } : {}) }))),
-    rename: (name) => attempt(() => api(path(id, "name"), put({ name }))),
+      command(() => api(path(id, "model"), put({ provider, model, ...(thinking ? { thinking } : {}) }))),
+    rename: (name) => command(() => api(path(id, "name"), put({ name }))),
   };
+}
+
+function failure(e: unknown): string {
+  if (e instanceof SignInRequired) {
+    pageLive().requireSignIn();
+    return "Sign in again to send.";
+  }
+  return (e as Error).message;
 }
 
 /** Whether the session's current model takes images: null when the session did not say. */
