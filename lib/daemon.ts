@@ -101,7 +101,7 @@ export function createDaemon(config: Config, routes: RouteDef[], parts: DaemonPa
   }
 
   // Memory back after ingest bursts (lib/memory.ts): ~290 → ~100 MiB RSS after the ingest benchmark.
-  const stopCollector = startIdleCollector();
+  const stopCollector = startIdleCollector(() => ingest.pushed);
 
   let stopped = false;
   return {

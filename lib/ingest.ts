@@ -59,8 +59,16 @@ export class Ingest {
     private readonly onCommitted: (commits: SessionCommit[]) => void = () => {},
   ) {}
 
+  #pushed = 0;
+
+  /** Events accepted so far (persisted and live): the daemon's sign of activity for lib/memory.ts. */
+  get pushed(): number {
+    return this.#pushed;
+  }
+
   /** Accept one event from a plugin; it is stored and published within a tick. */
   push(event: AgentEvent, origin: EventOrigin): void {
+    this.#pushed++;
     if (isEphemeral(event.type) && !this.#pendingSessions.has(event.sessionId)) {
       // Nothing of this session waits for the disk, so the delta can go out now, in order.
       // With its object, so in-process followers (the list's glances) do not parse it back.

@@ -4,7 +4,7 @@ import { fullCollector, IdleCollector } from "./memory.ts";
 const MiB = 1024 * 1024;
 
 Deno.test("IdleCollector collects once the RSS grew past the bound and the heap then stayed flat", () => {
-  const m = { heapUsed: 20 * MiB, rss: 90 * MiB };
+  const m = { heapUsed: 20 * MiB, rss: 90 * MiB, activity: 0 };
   let runs = 0;
   const c = new IdleCollector(
     () => {
@@ -29,7 +29,7 @@ Deno.test("IdleCollector collects once the RSS grew past the bound and the heap 
 });
 
 Deno.test("IdleCollector leaves a small or steadily growing process to V8", () => {
-  const m = { heapUsed: 10 * MiB, rss: 80 * MiB };
+  const m = { heapUsed: 10 * MiB, rss: 80 * MiB, activity: 0 };
   const c = new IdleCollector(() => assert.fail("must not collect"), () => ({ ...m }));
   for (let i = 0; i < 30; i++) {
     m.heapUsed += 5 * MiB; // allocation going on: never quiet
@@ -42,6 +42,17 @@ Deno.test("IdleCollector leaves a small or steadily growing process to V8", () =
   c.check();
   c.check();
   assert.equal(c.collections, 0);
+});
+
+Deno.test("IdleCollector waits while work goes on, however flat the heap", () => {
+  const m = { heapUsed: 20 * MiB, rss: 300 * MiB, activity: 0 };
+  const c = new IdleCollector(() => {}, () => ({ ...m }), { growthBytes: 48 * MiB });
+  m.rss = 400 * MiB;
+  for (let i = 0; i < 5; i++) {
+    m.activity += 10; // a few sessions streaming: little garbage, but a pause would land in their stream
+    assert.equal(c.check(), false);
+  }
+  assert.equal(c.check(), true, "one check with nothing done");
 });
 
 Deno.test("fullCollector() reaches V8's full collection and frees garbage", () => {
