@@ -103,7 +103,8 @@ row(
     `browser of that session read ${sb.readerMiB.toFixed(0)} MiB and was ${
       sb.readerClosed ? "CLOSED" : "kept"
     }; ` +
-    `healthy session delta p99 per cycle ${ms(sb.baselineP99)} ms before, ${ms(sb.duringP99)} ms during ` +
+    `healthy session delta p99 per cycle ${ms(sb.baselineP99)} ms before, ${ms(sb.duringP99)} ms during, ` +
+    `${ms(sb.afterP99)} ms in the window after ` +
     `(goal < 2×, median of the cycles: ${f1(sb.ratio)}×)`,
   sb.cutOff === sb.slow * sb.cycles && sb.rssPeak < sb.bound && !sb.readerClosed && sb.ratio < 2,
 );

@@ -34,6 +34,8 @@ export interface SlowBrowserResult {
   /** Healthy session delta p99 (ms) in each cycle, before and while the stuck browsers are there. */
   baselineP99: number[];
   duringP99: number[];
+  /** The same in the next window, once they were cut off (their connections still open). */
+  afterP99: number[];
   /** The median over the cycles of during / before. */
   ratio: number;
   /** The ordinary browser of the flooded session: bytes it read during the row, and whether it was closed. */
@@ -79,7 +81,7 @@ export async function slowBrowser(
     let rssPeak = rssBefore;
     const sampler = setInterval(() => rssPeak = Math.max(rssPeak, rssMiB(pid) || 0), 50);
     // The machine is shared and one p99 is noisy: the row is repeated, each time with its own baseline.
-    const baselines: number[] = [], durings: number[] = [];
+    const baselines: number[] = [], durings: number[] = [], afters: number[] = [];
     const ends: StuckEnd[] = [];
     for (let c = 0; c < options.cycles; c++) {
       await pause(options.windowMs);
@@ -87,6 +89,8 @@ export async function slowBrowser(
       for (let i = 0; i < options.slow; i++) stuck.push(await stuckBrowser(d.browserUrl, "flood"));
       await pause(options.windowMs);
       durings.push(pct(h.take(), 0.99));
+      await pause(options.windowMs); // cut off by now, their sockets still open: what do they cost?
+      afters.push(pct(h.take(), 0.99));
       // Deno cannot end a server WebSocket's TCP connection before the peer answers the close
       // (denoland/deno#25126): a browser that never reads again keeps it, so the drain looks for the close frame.
       ends.push(...await Promise.all(stuck.map((s) => s.drain(5000))));
@@ -113,6 +117,7 @@ export async function slowBrowser(
       bound: rssBound(rssBefore, options.slow),
       baselineP99: baselines,
       duringP99: durings,
+      afterP99: afters,
       ratio: mid(ratios),
       readerMiB: report.received / (1 << 20),
       readerClosed: report.readerClosed,
