@@ -1,6 +1,13 @@
 /** The hot-shape fast path of lib/protocol.ts must accept exactly what the schema accepts, with zod's result. */
 import assert from "node:assert/strict";
-import { AgentEvent, parseAgentEvent, parsePluginFrame, PluginFrame } from "./protocol.ts";
+import {
+  AgentEvent,
+  nestsDeeper,
+  parseAgentEvent,
+  parseBrowserFrame,
+  parsePluginFrame,
+  PluginFrame,
+} from "./protocol.ts";
 
 const env = { v: 1, sessionId: "s-1", seq: 3, ts: 1_700_000_000_123 };
 const msg = { role: "assistant", id: "m1", text: "hi", thinking: null, toolCalls: [], toolCallId: null };
@@ -57,4 +64,34 @@ Deno.test("parsePluginFrame(): fast-path frames and batches equal the schema's p
   }
   const bad = parsePluginFrame(JSON.stringify({ ...env, type: "message_update", delta: 5 }));
   assert.ok(!bad.ok && bad.code === "bad_frame" && /delta/.test(bad.message), JSON.stringify(bad));
+});
+
+Deno.test("nestsDeeper(): counts brackets outside strings only, escapes included", () => {
+  assert.equal(nestsDeeper("[".repeat(64) + "]".repeat(64)), false);
+  assert.equal(nestsDeeper("[".repeat(65) + "]".repeat(65)), true);
+  assert.equal(nestsDeeper('{"a":'.repeat(65) + "1" + "}".repeat(65)), true);
+  assert.equal(nestsDeeper(JSON.stringify({ s: "[".repeat(1000) })), false, "brackets in a string");
+  assert.equal(
+    nestsDeeper(JSON.stringify({ s: '\\"' + "[".repeat(100) })),
+    false,
+    "escaped quote, then brackets",
+  );
+  assert.equal(
+    nestsDeeper(JSON.stringify({ s: "\\\\" }) + "[".repeat(70)),
+    true,
+    "an escaped backslash ends",
+  );
+  assert.equal(nestsDeeper('"unterminated [[[['), false);
+  // A sibling closes before the next opens: breadth is not depth.
+  assert.equal(nestsDeeper("[" + "[],".repeat(1000) + "[]]"), false);
+});
+
+Deno.test("parsePluginFrame() and parseBrowserFrame() refuse a 10,000-deep frame before parsing it", () => {
+  const deep = "[".repeat(10_000) + "]".repeat(10_000);
+  for (const r of [parsePluginFrame(deep), parseBrowserFrame(deep)]) {
+    assert.ok(!r.ok && r.code === "bad_frame" && /deeper than 64/.test(r.message), JSON.stringify(r));
+  }
+  const t0 = performance.now();
+  for (let i = 0; i < 100; i++) parsePluginFrame(deep);
+  assert.ok(performance.now() - t0 < 100, "no parse: about 20 µs each, where JSON.parse took ~540 µs");
 });
