@@ -182,6 +182,13 @@ async function nodelayAgent(url: string, token: string, sessionId: string) {
 
 async function fanOutDelays(): Promise<number[]> {
   await using d = await startDaemon();
+  return await fanOutLoad(d);
+}
+
+/** The fan-out load: one plugin streaming 1,000 deltas 1 ms apart, 20 browsers following; their delays, sorted. */
+export async function fanOutLoad(
+  d: { agentUrl: string; token: string; browserUrl: string },
+): Promise<number[]> {
   const agent = await nodelayAgent(d.agentUrl, d.token, "fan");
   const delays: number[] = [];
   const browsers = await Promise.all(Array.from({ length: BROWSERS }, () => connectBrowser(d.browserUrl)));
