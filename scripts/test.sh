@@ -25,7 +25,7 @@ UNIT=(
   tests/roles_test.ts tests/architecture_test.ts
   tests/prompt_images_test.ts tests/prompt_images_store_test.ts
   tests/faults_kill_restart_test.ts tests/faults_sockets_test.ts tests/faults_malformed_test.ts
-  tests/faults_read_only_test.ts
+  tests/faults_read_only_test.ts tests/faults_db_locked_test.ts
   tests/webhook_signing_test.ts tests/webhook_delivery_test.ts tests/webhook_restart_test.ts
   tests/hooks_inbound_test.ts tests/hooks_spawn_test.ts tests/hooks_restart_test.ts tests/hooks_spawn_restart_test.ts
   tests/notify_push_test.ts tests/notify_restart_test.ts
