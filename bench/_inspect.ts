@@ -259,12 +259,23 @@ export async function instrumentDaemon(cdp: Cdp): Promise<void> {
   WebSocket.prototype.send = function (data) {
     if (globalThis.__on && typeof data === "string" && data.startsWith('{"type":"events"')) {
       const now = performance.timeOrigin + performance.now();
-      for (const m of data.matchAll(/"sentAt":([\\d.]+)/g)) globalThis.__hop.push(now - Number(m[1]));
+      const ms = [...data.matchAll(/"sentAt":([\\d.]+)/g)];
+      for (const m of ms) {
+        globalThis.__hop.push(now - Number(m[1]));
+        const r = globalThis.__recvAt.get(m[1]);
+        if (r !== undefined) {
+          globalThis.__gap.push([+(now - r).toFixed(2), ms.length, (data.match(/"seq":/g) || []).length]);
+          globalThis.__recvAt.delete(m[1]);
+        }
+      }
     }
     return send.call(this, data);
   };
   // And the time from the stamp to the daemon's onmessage for the plugin's frame.
   globalThis.__recv = [];
+  // onmessage → send of the same delta (keyed by its sentAt): [ms, deltas in the frame, events in the frame].
+  globalThis.__recvAt = new Map();
+  globalThis.__gap = [];
   const desc = Object.getOwnPropertyDescriptor(WebSocket.prototype, "onmessage");
   Object.defineProperty(WebSocket.prototype, "onmessage", {
     ...desc,
@@ -272,7 +283,10 @@ export async function instrumentDaemon(cdp: Cdp): Promise<void> {
       desc.set.call(this, fn && ((e) => {
         if (globalThis.__on && typeof e.data === "string" && e.data.includes('"message_update"')) {
           const m = /"sentAt":([\\d.]+)/.exec(e.data);
-          if (m) globalThis.__recv.push(performance.timeOrigin + performance.now() - Number(m[1]));
+          if (m) {
+            globalThis.__recv.push(performance.timeOrigin + performance.now() - Number(m[1]));
+            if (!globalThis.__recvAt.has(m[1])) globalThis.__recvAt.set(m[1], performance.timeOrigin + performance.now());
+          }
         }
         return fn(e);
       }));

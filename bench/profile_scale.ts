@@ -55,6 +55,7 @@ const { profile } = PROFILE
 const cpu = cpuMs(d.pid) - cpu0, machine = machineBusyMs() - machine0, wall = Date.now() - wallStart;
 const lag = await d.cdp.eval<[number, number][]>("clearInterval(globalThis.__lagTimer), globalThis.__lag");
 const hop = (await d.cdp.eval<number[]>("globalThis.__hop")).sort((a, b) => a - b);
+const gap = (await d.cdp.eval<[number, number, number][]>("globalThis.__gap")).sort((a, b) => b[0] - a[0]);
 const recv = (await d.cdp.eval<number[]>("globalThis.__recv")).sort((a, b) => a - b);
 await agents.stdin.close();
 await agents.status;
@@ -77,6 +78,10 @@ console.log(
   `plugin stamp → daemon's send to a browser: p50 ${pct(hop, 0.5).toFixed(2)} ms, p99 ${
     pct(hop, 0.99).toFixed(2)
   } ms, max ${hop.at(-1)?.toFixed(2)} ms over ${hop.length}`,
+);
+console.log(
+  `daemon onmessage → send of the same delta: p99 ${gap[Math.floor(gap.length * 0.01)]?.[0]} ms; slowest ` +
+    `[ms, deltas in the frame, events in it]: ${JSON.stringify(gap.slice(0, 8))}`,
 );
 console.log(
   `CPU over the window: daemon ${(cpu / wall * 100).toFixed(0)} % of one core, the whole machine ${

@@ -102,3 +102,20 @@ Deno.test("ingest batches pushes of one tick into one commit", async () => {
   assert.deepEqual(s.commits, [["a"]]);
   assert.deepEqual(o.acks, [100]);
 });
+
+Deno.test("ingest: a delta queued behind its session's events is committed and sent once the frame is handled", async () => {
+  await using s = await setup();
+  const o = s.origin();
+  s.ingest.push(ev("a", 1, "message_start", { message: { role: "assistant", id: "m" } }), o);
+  await null;
+  assert.equal(s.frames.length, 0, "persisted events alone wait for the batching interval");
+  s.ingest.push(ev("a", 2, "message_update", { delta: "x" }), o);
+  s.ingest.push(ev("b", 1), o);
+  assert.equal(s.frames.length, 0, "nothing before the commit");
+  await null; // the microtask after the handler
+  assert.deepEqual(s.frames.map((f) => [f.sessionId, f.events.map((e) => e.seq)]), [["a", [1, 2]], ["b", [
+    1,
+  ]]]);
+  assert.deepEqual(o.acks, [1, 1]);
+  assert.deepEqual(s.commits, [["a", "b"]]);
+});
