@@ -4,9 +4,10 @@
  * sockets and streams the token opened).
  */
 import { useState } from "preact/hooks";
-import { ApiError, SignInRequired } from "../lib/ui/api.ts";
 import { addToken, listTokens, revokeToken } from "../lib/ui/rest.ts";
+import { useAdminAction } from "../lib/ui/use_admin_action.ts";
 import type { TokenRow } from "../lib/ui/wire.ts";
+import { ShownOnce } from "../components/ShownOnce.tsx";
 
 const ROLES = ["viewer", "operator", "admin", "agent"] as const;
 
@@ -14,39 +15,18 @@ function day(ms: number | null): string {
   return ms === null ? "never" : new Date(ms).toISOString().replace("T", " ").slice(0, 16);
 }
 
-function messageOf(e: unknown): string {
-  if (e instanceof SignInRequired) return "Sign in again.";
-  return e instanceof ApiError ? e.message : String(e);
-}
-
 export default function TokenAdmin({ tokens: initial }: { tokens: TokenRow[] }) {
   const [tokens, setTokens] = useState(initial);
   const [name, setName] = useState("");
   const [role, setRole] = useState<string>("viewer");
   const [created, setCreated] = useState<{ name: string; token: string } | null>(null);
-  const [copied, setCopied] = useState(false);
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
-
-  async function run(fn: () => Promise<void>) {
-    setBusy(true);
-    setError(null);
-    try {
-      await fn();
-      setTokens(await listTokens());
-    } catch (e) {
-      setError(messageOf(e));
-    } finally {
-      setBusy(false);
-    }
-  }
+  const { busy, error, run } = useAdminAction(async () => setTokens(await listTokens()));
 
   const add = (e: Event) => {
     e.preventDefault();
     void run(async () => {
       const made = await addToken(name.trim(), role);
       setCreated({ name: made.name, token: made.token });
-      setCopied(false);
       setName("");
     });
   };
@@ -55,17 +35,6 @@ export default function TokenAdmin({ tokens: initial }: { tokens: TokenRow[] }) 
     if (!confirm(`Revoke "${n}"? Whoever uses it is signed out at once.`)) return;
     void run(async () => void await revokeToken(n));
   };
-
-  async function copy() {
-    if (!created) return;
-    try {
-      await navigator.clipboard.writeText(created.token);
-      setCopied(true);
-    } catch {
-      // No clipboard permission (plain http on another host): the value is selectable instead.
-      (document.getElementById("new-token") as HTMLInputElement | null)?.select();
-    }
-  }
 
   return (
     <main class="admin-page tokens-page">
@@ -91,16 +60,15 @@ export default function TokenAdmin({ tokens: initial }: { tokens: TokenRow[] }) 
       </form>
       {error && <p class="error" role="alert">{error}</p>}
       {created && (
-        <div class="new-token" role="status" data-new-token={created.name}>
-          <p class="small">
-            The token of <b>{created.name}</b>. It is shown only now: copy it before leaving this page.
-          </p>
-          <input id="new-token" type="text" readOnly value={created.token} aria-label="New token value" />
-          <button type="button" class="small copy" onClick={() => void copy()}>
-            {copied ? "Copied" : "Copy"}
-          </button>
-          <button type="button" class="ghost small" onClick={() => setCreated(null)}>Done</button>
-        </div>
+        <ShownOnce
+          id="new-token"
+          value={created.token}
+          label="New token value"
+          data={{ "data-new-token": created.name }}
+          onDone={() => setCreated(null)}
+        >
+          The token of <b>{created.name}</b>. It is shown only now: copy it before leaving this page.
+        </ShownOnce>
       )}
       <table class="tokens">
         <thead>

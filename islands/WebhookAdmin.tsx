@@ -3,62 +3,26 @@
  * form that registers one and shows its signing secret once (as tokens are shown), a signed test delivery,
  * the delivery log, delete; and the inbound GitLab hook's secret (set, generate, clear; never shown back).
  */
-import { useEffect, useState } from "preact/hooks";
-import { ApiError, SignInRequired } from "../lib/ui/api.ts";
+import { useState } from "preact/hooks";
+import { errorText } from "../lib/ui/api.ts";
 import {
   addWebhook,
-  clearGitlabHookSecret,
   type GitlabHookStatus,
-  gitlabHookStatus,
   listWebhooks,
   removeWebhook,
-  setGitlabHookSecret,
   testWebhook,
   webhookDeliveries,
 } from "../lib/ui/rest.ts";
+import { useAdminAction } from "../lib/ui/use_admin_action.ts";
+import { attemptClass, attemptText, shownUrl, when } from "../lib/ui/webhook_view.ts";
 import type { Endpoint } from "../lib/webhooks/webhooks.ts";
 import type { AttemptRow } from "../lib/webhooks/webhook_store.ts";
 import type { NotifyKind } from "../lib/notify/kinds.ts";
+import { GitlabHookForm } from "../components/GitlabHookForm.tsx";
+import { ShownOnce } from "../components/ShownOnce.tsx";
 
 /** How long the page follows a test delivery before it leaves it to the log. */
 const TEST_FOLLOW_MS = 15_000;
-
-function when(ms: number): string {
-  return new Date(ms).toISOString().replace("T", " ").slice(0, 19);
-}
-
-function messageOf(e: unknown): string {
-  if (e instanceof SignInRequired) return "Sign in again.";
-  return e instanceof ApiError ? e.message : String(e);
-}
-
-/** The URL without its query: a receiver's key may sit there, and this page may be on a shared screen. */
-function shownUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.origin}${u.pathname}${u.search ? "?…" : ""}`;
-  } catch {
-    return url;
-  }
-}
-
-/** One attempt in words: status (or the error) and latency, and whether it will be tried again. */
-function attemptText(a: AttemptRow): string {
-  const result = a.status === null ? (a.error ?? "no answer") : `HTTP ${a.status}`;
-  const state = a.state === "pending" ? ", will retry" : a.state === "failed" ? ", gave up" : "";
-  return `${result} in ${a.latencyMs} ms${state}`;
-}
-
-function attemptClass(a: AttemptRow): string {
-  if (a.status !== null && a.status >= 200 && a.status < 300) return "done";
-  return a.state === "pending" ? "pending" : "error";
-}
-
-/** A GitLab hook secret: 32 random bytes as hex (GitLab takes any string; this one needs no escaping). */
-function randomSecret(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(32));
-  return [...bytes].map((b) => b.toString(16).padStart(2, "0")).join("");
-}
 
 export interface WebhookAdminProps {
   endpoints: Endpoint[];
@@ -72,31 +36,15 @@ export default function WebhookAdmin(props: WebhookAdminProps) {
   const [url, setUrl] = useState("");
   const [events, setEvents] = useState<NotifyKind[]>(props.defaults);
   const [created, setCreated] = useState<{ id: string; url: string; secret: string } | null>(null);
-  const [copied, setCopied] = useState<string | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
   const [logs, setLogs] = useState<Record<string, AttemptRow[]>>({});
   const [testing, setTesting] = useState<Record<string, string>>({});
-
-  async function run(fn: () => Promise<void>) {
-    setBusy(true);
-    setError(null);
-    try {
-      await fn();
-      setEndpoints(await listWebhooks());
-    } catch (e) {
-      setError(messageOf(e));
-    } finally {
-      setBusy(false);
-    }
-  }
+  const { busy, error, setError, run } = useAdminAction(async () => setEndpoints(await listWebhooks()));
 
   const add = (e: Event) => {
     e.preventDefault();
     void run(async () => {
       const made = await addWebhook(url.trim(), events);
       setCreated({ id: made.id, url: made.url, secret: made.secret });
-      setCopied(null);
       setUrl("");
     });
   };
@@ -114,7 +62,7 @@ export default function WebhookAdmin(props: WebhookAdminProps) {
       const rows = await webhookDeliveries(id);
       setLogs((l) => ({ ...l, [id]: rows }));
     } catch (e) {
-      setError(messageOf(e));
+      setError(errorText(e));
     }
   }
 
@@ -137,17 +85,7 @@ export default function WebhookAdmin(props: WebhookAdminProps) {
         await new Promise((r) => setTimeout(r, 300));
       }
     } catch (e) {
-      setError(messageOf(e));
-    }
-  }
-
-  async function copy(value: string, field: string) {
-    try {
-      await navigator.clipboard.writeText(value);
-      setCopied(field);
-    } catch {
-      // No clipboard permission (plain http on another host): the value is selectable instead.
-      (document.getElementById(field) as HTMLInputElement | null)?.select();
+      setError(errorText(e));
     }
   }
 
@@ -196,28 +134,17 @@ export default function WebhookAdmin(props: WebhookAdminProps) {
         </form>
         {error && <p class="error" role="alert">{error}</p>}
         {created && (
-          <div class="new-token" role="status" data-new-webhook={created.id}>
-            <p class="small">
-              The signing secret of{" "}
-              <b>{shownUrl(created.url)}</b>. It is shown only now: put it in the receiver before leaving this
-              page.
-            </p>
-            <input
-              id="new-webhook-secret"
-              type="text"
-              readOnly
-              value={created.secret}
-              aria-label="New webhook secret"
-            />
-            <button
-              type="button"
-              class="small copy"
-              onClick={() => void copy(created.secret, "new-webhook-secret")}
-            >
-              {copied === "new-webhook-secret" ? "Copied" : "Copy"}
-            </button>
-            <button type="button" class="ghost small" onClick={() => setCreated(null)}>Done</button>
-          </div>
+          <ShownOnce
+            id="new-webhook-secret"
+            value={created.secret}
+            label="New webhook secret"
+            data={{ "data-new-webhook": created.id }}
+            onDone={() => setCreated(null)}
+          >
+            The signing secret of{" "}
+            <b>{shownUrl(created.url)}</b>. It is shown only now: put it in the receiver before leaving this
+            page.
+          </ShownOnce>
         )}
         <table class="webhooks">
           <thead>
@@ -299,116 +226,7 @@ export default function WebhookAdmin(props: WebhookAdminProps) {
           </tbody>
         </table>
       </section>
-      <GitlabHook initial={props.gitlab} />
+      <GitlabHookForm initial={props.gitlab} />
     </main>
-  );
-}
-
-/** The inbound GitLab hook: its URL to paste into GitLab, and its secret (set or cleared, never shown back). */
-function GitlabHook({ initial }: { initial: GitlabHookStatus }) {
-  const [status, setStatus] = useState(initial);
-  const [secret, setSecret] = useState("");
-  const [generated, setGenerated] = useState(false);
-  const [saved, setSaved] = useState<string | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
-  // The page's own origin is only known in the browser; the server renders the path.
-  const [origin, setOrigin] = useState("");
-  useEffect(() => setOrigin(location.origin), []);
-
-  async function run(fn: () => Promise<void>) {
-    setBusy(true);
-    setError(null);
-    try {
-      await fn();
-      setStatus(await gitlabHookStatus());
-    } catch (e) {
-      setError(messageOf(e));
-    } finally {
-      setBusy(false);
-    }
-  }
-
-  const save = (e: Event) => {
-    e.preventDefault();
-    const value = secret;
-    void run(async () => {
-      await setGitlabHookSecret(value);
-      // A generated secret exists nowhere else yet: show it this once, for GitLab's "Secret token" field.
-      setSaved(generated ? value : null);
-      setSecret("");
-      setGenerated(false);
-    });
-  };
-
-  const clear = () => {
-    if (!confirm("Clear the GitLab hook secret? /hooks/gitlab answers 404 until a new one is set.")) return;
-    void run(async () => {
-      await clearGitlabHookSecret();
-      setSaved(null);
-    });
-  };
-
-  const state = status.source === "env"
-    ? "On: the secret comes from LVMH_GITLAB_HOOK_SECRET in the daemon's environment (change it there)."
-    : status.source === "api"
-    ? "On: a secret is set."
-    : "Off: no secret is set, so the hook answers 404.";
-  return (
-    <section aria-labelledby="gitlab-hook" class="gitlab-hook" data-source={status.source ?? "none"}>
-      <h2 id="gitlab-hook">GitLab hook</h2>
-      <p class="small">
-        In GitLab, add a project webhook to <code>{origin}{status.path}</code>{" "}
-        with the secret token below, for comments and pipeline events. A comment starting with{" "}
-        <code>/lvmh</code>{" "}
-        prompts the session on that branch (or spawns one); a failed pipeline tells its session.
-      </p>
-      <p class="small hook-state" role="status">{state}</p>
-      <form class="token-form" onSubmit={save}>
-        <input
-          type={generated ? "text" : "password"}
-          name="gitlab-secret"
-          aria-label="GitLab hook secret"
-          autocomplete="new-password"
-          placeholder={status.enabled
-            ? "new secret (replaces the current one)"
-            : "secret (16 characters or more)"}
-          minLength={16}
-          value={secret}
-          onInput={(e) => {
-            setSecret((e.target as HTMLInputElement).value);
-            setGenerated(false);
-          }}
-        />
-        <button
-          type="button"
-          class="ghost small generate"
-          onClick={() => {
-            setSecret(randomSecret());
-            setGenerated(true);
-          }}
-        >
-          Generate
-        </button>
-        <button type="submit" class="primary" disabled={busy || secret.length < 16}>Save secret</button>
-        {status.source === "api" && (
-          <button type="button" class="danger small clear" disabled={busy} onClick={clear}>Clear</button>
-        )}
-      </form>
-      {error && <p class="error" role="alert">{error}</p>}
-      {saved && (
-        <div class="new-token" role="status" data-new-gitlab-secret>
-          <p class="small">The secret is saved. It is shown only now: paste it into GitLab's Secret token.</p>
-          <input
-            id="gitlab-secret-value"
-            type="text"
-            readOnly
-            value={saved}
-            aria-label="Saved GitLab secret"
-          />
-          <button type="button" class="ghost small" onClick={() => setSaved(null)}>Done</button>
-        </div>
-      )}
-    </section>
   );
 }

@@ -19,6 +19,12 @@ export class ApiError extends Error {
   }
 }
 
+/** What a failed call says to a person: the daemon's `{error}`, a sign-in request, or the exception. */
+export function errorText(e: unknown): string {
+  if (e instanceof SignInRequired) return "Sign in again.";
+  return e instanceof Error ? e.message : String(e);
+}
+
 /** Where the token is kept; `localStorage` in the browser, injectable for tests. */
 export interface TokenStore {
   getItem(key: string): string | null;
