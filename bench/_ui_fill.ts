@@ -1,5 +1,5 @@
 /**
- * Fixtures of helper benches bench/render_list.ts and bench/ui_history.ts: realistic runs of events (prompt,
+ * Fixtures of the render benches (bench/render.ts, render_list.ts, ui_history.ts): realistic runs of events (prompt,
  * answer with code, a bash call with output, a closing answer, cost) written straight into a real SQLite store.
  */
 import type { Store } from "../lib/store.ts";

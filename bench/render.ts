@@ -8,6 +8,7 @@ import { Hub } from "../lib/hub.ts";
 import { Ingest } from "../lib/ingest.ts";
 import { Sessions } from "../lib/sessions.ts";
 import type { AgentEvent } from "../lib/protocol.ts";
+import { runEvents } from "./_ui_fill.ts";
 import type { App } from "../lib/app.ts";
 import type { Ctx } from "../lib/router.ts";
 import { handler } from "../routes/sessions/[id].tsx";
@@ -16,47 +17,6 @@ const EVENTS = 100_000;
 const GOAL_MS = 150;
 const RUNS = 30;
 const ID = "bench-session";
-
-function* turn(start: number): Generator<AgentEvent> {
-  let seq = start;
-  const ev = (type: string, payload: Record<string, unknown>) =>
-    ({ v: 1, sessionId: ID, seq: seq++, ts: 1_700_000_000_000 + seq * 1000, type, ...payload }) as AgentEvent;
-  const msg = (role: string, text: string, extra: Record<string, unknown> = {}) =>
-    ev("message_end", {
-      message: { role, id: `m${seq}`, text, thinking: null, toolCalls: [], toolCallId: null, ...extra },
-    });
-  yield ev("agent_start", {});
-  yield msg("user", `Please look at module ${seq} and fix the failing test.`);
-  yield ev("message_start", { message: { role: "assistant", id: `m${seq}` } });
-  yield msg(
-    "assistant",
-    "I'll **read** the file first, then run the tests.\n\n```ts\nconst x = await load(path);\n```\n\n- one\n- two",
-    {
-      thinking: "The test fails because of an off-by-one in the loop bound.",
-      toolCalls: [{
-        id: `c${seq}`,
-        name: "bash",
-        argsJson: JSON.stringify({ command: "deno test -A lib/" }),
-      }],
-    },
-  );
-  const call = `c${seq - 1}`;
-  yield ev("tool_execution_start", {
-    toolCallId: call,
-    toolName: "bash",
-    args: { command: "deno test -A lib/" },
-  });
-  yield ev("tool_execution_update", { toolCallId: call, toolName: "bash", partial: "running 12 tests" });
-  yield ev("tool_execution_end", {
-    toolCallId: call,
-    toolName: "bash",
-    isError: false,
-    resultPreview: "ok | 12 passed | 0 failed\n".repeat(20),
-  });
-  yield msg("toolResult", "ok | 12 passed | 0 failed\n".repeat(40), { toolCallId: call });
-  yield msg("assistant", "All **12** tests pass now. The fix was a loop bound; see `lib/x.ts` line 42.");
-  yield ev("agent_end", { usage: { inputTokens: 5230, outputTokens: 410, totalCost: 0.0071 } });
-}
 
 const dir = await Deno.makeTempDir({ prefix: "lvmh-bench-render-" });
 const store = new Store(`${dir}/bench.db`);
@@ -74,7 +34,7 @@ try {
   let batch: AgentEvent[] = [];
   let seq = 1;
   while (seq <= EVENTS) {
-    for (const e of turn(seq)) {
+    for (const e of runEvents(ID, seq, 1_700_000_000_000)) {
       if (e.seq > EVENTS) break;
       batch.push(e);
     }
