@@ -75,3 +75,42 @@ export function machineBusyMs(): number {
   // user nice system idle iowait irq softirq steal: everything but idle and iowait is work.
   return ((cpu[0] + cpu[1] + cpu[2] + cpu[5] + cpu[6] + cpu[7]) * 1000) / 100;
 }
+
+/**
+ * A clock for comparing stamps across processes on this machine: `performance.timeOrigin + performance.now()`
+ * aligned to the system wall clock (the one `Date.now()` reads, shared by every process) to within a few µs.
+ * Each process's timeOrigin is fixed at its start and may sit off the wall clock by a fraction of a ms, which
+ * matters for a 2 ms goal: the offset is taken at the instant `Date.now()` ticks to the next ms, the best of
+ * several tries (a try that was preempted only reads too early, so the largest offset is the closest).
+ */
+export function wallClock(tries = 7): { now(): number; offsetMs: number } {
+  let offset = -Infinity;
+  for (let i = 0; i < tries; i++) {
+    const start = Date.now();
+    let tick = start;
+    while (tick === start) tick = Date.now();
+    offset = Math.max(offset, tick - nowMs());
+  }
+  return { now: () => nowMs() + offset, offsetMs: offset };
+}
+
+/** The lines a child process writes to stdout, one at a time; null once it closed. */
+export function lineReader(stream: ReadableStream<BufferSource>): () => Promise<string | null> {
+  const reader = stream.pipeThrough(new TextDecoderStream()).getReader();
+  let buffered = "";
+  return async () => {
+    while (!buffered.includes("\n")) {
+      const { value, done } = await reader.read();
+      if (done) {
+        const rest = buffered;
+        buffered = "";
+        return rest || null;
+      }
+      buffered += value;
+    }
+    const at = buffered.indexOf("\n");
+    const line = buffered.slice(0, at);
+    buffered = buffered.slice(at + 1);
+    return line;
+  };
+}
