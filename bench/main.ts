@@ -5,6 +5,7 @@
 const BENCHES = [
   "daemon.ts",
   "scale.ts",
+  "fanout.ts",
   "plugin.ts",
   "render.ts",
   "render_list.ts",
