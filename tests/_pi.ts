@@ -99,6 +99,24 @@ export function modelsJson(llmUrl: string): string {
   );
 }
 
+/** Give `home` a fake model that takes images ("fake/fake-vision") and make it pi's default. */
+export async function useVisionModel(home: PiHome, llmUrl: string): Promise<void> {
+  const json = JSON.parse(modelsJson(llmUrl));
+  json.providers.fake.models.push({
+    id: "fake-vision",
+    name: "Fake Vision",
+    reasoning: false,
+    input: ["text", "image"],
+    contextWindow: 128000,
+    maxTokens: 4096,
+  });
+  await Deno.writeTextFile(`${home.agentDir}/models.json`, JSON.stringify(json));
+  await Deno.writeTextFile(
+    `${home.agentDir}/settings.json`,
+    JSON.stringify({ defaultProvider: "fake", defaultModel: "fake-vision" }),
+  );
+}
+
 /** Create a throwaway HOME (removed by `remove()` / `await using`). */
 export async function makePiHome(llmUrl: string): Promise<PiHome> {
   const dir = await Deno.makeTempDir({ prefix: "lvmh-pi-" });

@@ -8,7 +8,15 @@
 import assert from "node:assert/strict";
 import { bearerFetch, startDaemon, waitFor } from "./_daemon.ts";
 import { startFakeLlm } from "./fixtures/fake_llm.mjs";
-import { allEvents, assertInstalled, makePiHome, modelsJson, PI_VERSIONS, piRpc, sessions } from "./_pi.ts";
+import {
+  allEvents,
+  assertInstalled,
+  makePiHome,
+  PI_VERSIONS,
+  piRpc,
+  sessions,
+  useVisionModel,
+} from "./_pi.ts";
 
 type Ev = Record<string, unknown> & { seq: number; type: string };
 type Msg = { role: string; id: string; text: string; images?: Record<string, unknown>[] };
@@ -70,30 +78,12 @@ function base64(bytes: Uint8Array): string {
   return btoa(bin);
 }
 
-/** models.json of `_pi.ts` plus a fake model that takes images, made the default. */
-function visionModels(llmUrl: string): string {
-  const json = JSON.parse(modelsJson(llmUrl));
-  json.providers.fake.models.push({
-    id: "fake-vision",
-    name: "Fake Vision",
-    reasoning: false,
-    input: ["text", "image"],
-    contextWindow: 128000,
-    maxTokens: 4096,
-  });
-  return JSON.stringify(json);
-}
-
 for (const v of PI_VERSIONS) {
   Deno.test(`pi ${v.name}: user messages say who sent them from the web, with their images by sha256`, async () => {
     assertInstalled(v);
     const llm = await startFakeLlm();
     await using home = await makePiHome(llm.url);
-    await Deno.writeTextFile(`${home.agentDir}/models.json`, visionModels(llm.url));
-    await Deno.writeTextFile(
-      `${home.agentDir}/settings.json`,
-      JSON.stringify({ defaultProvider: "fake", defaultModel: "fake-vision" }),
-    );
+    await useVisionModel(home, llm.url);
     await using d = await startDaemon();
     const token = async (name: string) => {
       const res = await d.api("/api/tokens", {
@@ -193,11 +183,7 @@ for (const v of PI_VERSIONS) {
     assertInstalled(v);
     const llm = await startFakeLlm();
     await using home = await makePiHome(llm.url);
-    await Deno.writeTextFile(`${home.agentDir}/models.json`, visionModels(llm.url));
-    await Deno.writeTextFile(
-      `${home.agentDir}/settings.json`,
-      JSON.stringify({ defaultProvider: "fake", defaultModel: "fake-vision" }),
-    );
+    await useVisionModel(home, llm.url);
     await using d = await startDaemon();
     await using pi = piRpc(v, home, home.env(d));
     const id = (await waitFor(async () => (await sessions(d)).find((s) => s.online), "pi online", 20_000))

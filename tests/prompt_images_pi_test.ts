@@ -6,7 +6,15 @@
 import assert from "node:assert/strict";
 import { startDaemon, waitFor } from "./_daemon.ts";
 import { startFakeLlm } from "./fixtures/fake_llm.mjs";
-import { allEvents, assertInstalled, makePiHome, modelsJson, PI_VERSIONS, piRpc, sessions } from "./_pi.ts";
+import {
+  allEvents,
+  assertInstalled,
+  makePiHome,
+  PI_VERSIONS,
+  piRpc,
+  sessions,
+  useVisionModel,
+} from "./_pi.ts";
 
 type Ev = Record<string, unknown> & { seq: number; type: string };
 type Part = { type: string; text?: string; image_url?: { url: string } };
@@ -15,30 +23,12 @@ type Part = { type: string; text?: string; image_url?: { url: string } };
 const PNG =
   "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
 
-/** models.json of `_pi.ts` plus a fake model that takes images, made the default. */
-function visionModels(llmUrl: string): string {
-  const json = JSON.parse(modelsJson(llmUrl));
-  json.providers.fake.models.push({
-    id: "fake-vision",
-    name: "Fake Vision",
-    reasoning: false,
-    input: ["text", "image"],
-    contextWindow: 128000,
-    maxTokens: 4096,
-  });
-  return JSON.stringify(json);
-}
-
 for (const v of PI_VERSIONS) {
   Deno.test(`plugin on pi ${v.name}: a prompt's PNG reaches the LLM byte for byte`, async () => {
     assertInstalled(v);
     const llm = await startFakeLlm();
     await using home = await makePiHome(llm.url);
-    await Deno.writeTextFile(`${home.agentDir}/models.json`, visionModels(llm.url));
-    await Deno.writeTextFile(
-      `${home.agentDir}/settings.json`,
-      JSON.stringify({ defaultProvider: "fake", defaultModel: "fake-vision" }),
-    );
+    await useVisionModel(home, llm.url);
     await using d = await startDaemon();
     await using pi = piRpc(v, home, home.env(d));
     const online = await waitFor(async () => (await sessions(d)).find((s) => s.online), "pi online", 20_000);
