@@ -2,11 +2,11 @@
  * Plugin process of bench/fanout.ts: one session on an npm `ws` socket (TCP_NODELAY, as the plugin's), stamping
  * each `message_update` with this process's wall clock (bench/_proc.ts `wallClock`). Prints `ready` once
  * welcomed, then obeys stdin lines: `probe` sends one delta marked "probe" (the watchers' sign that they are
- * subscribed), `go` streams `deltas` deltas 1 ms apart and prints `sent`. Exits when stdin closes.
+ * subscribed), `go` streams `deltas` deltas 1 ms apart and prints `sent <its CPU ms meanwhile>`. Exits when stdin closes.
  * Args: agentUrl token sessionId deltas
  */
 import WebSocket from "ws";
-import { wallClock } from "./_proc.ts";
+import { cpuMs, wallClock } from "./_proc.ts";
 
 const [url, token, sessionId, deltasArg] = Deno.args;
 const DELTAS = Number(deltasArg);
@@ -58,11 +58,12 @@ for await (const chunk of lines) {
     pending = pending.slice(at + 1);
     if (command === "probe") delta("probe");
     else if (command === "go") {
+      const cpu0 = cpuMs(Deno.pid);
       for (let i = 0; i < DELTAS; i++) {
         delta("tok ");
         await new Promise((r) => setTimeout(r, 1)); // a token stream, not a burst
       }
-      console.log("sent");
+      console.log(`sent ${cpuMs(Deno.pid) - cpu0}`);
     }
   }
 }

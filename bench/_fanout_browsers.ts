@@ -3,10 +3,11 @@
  * `ready` once every socket has received a "probe" delta (so each is subscribed), then records the delay of
  * every "tok " delta (this process's wall clock − the plugin's `sentAt`, both from bench/_proc.ts `wallClock`)
  * until each socket has `deltas` of them or `timeoutMs` passed, and prints one JSON line
- * {delays, missing, offsetMs, stalls} (stalls: this process's own event-loop gaps over 5 ms meanwhile).
+ * {delays, missing, offsetMs, stalls, cpuMs} (stalls: this process's own event-loop gaps over 5 ms meanwhile;
+ * cpuMs: its own CPU over the recording).
  * Args: browserUrl sessionId count deltas timeoutMs
  */
-import { lagMonitor, wallClock } from "./_proc.ts";
+import { cpuMs, lagMonitor, wallClock } from "./_proc.ts";
 
 const [url, sessionId, countArg, deltasArg, timeoutArg] = Deno.args;
 const COUNT = Number(countArg), DELTAS = Number(deltasArg), TIMEOUT = Number(timeoutArg);
@@ -15,6 +16,7 @@ const delays: number[] = [];
 const probed = new Set<number>();
 let got = 0;
 let lag: ReturnType<typeof lagMonitor> | null = null;
+let cpu0 = NaN;
 let finish: () => void;
 const finished = new Promise<void>((r) => finish = r);
 
@@ -31,7 +33,10 @@ const sockets = await Promise.all(
           if (ev.delta === "probe") {
             if (probed.size < COUNT && probed.add(i).size === COUNT) console.log("ready");
           } else if (probed.size === COUNT) {
-            lag ??= lagMonitor();
+            if (!lag) {
+              lag = lagMonitor();
+              cpu0 = cpuMs(Deno.pid);
+            }
             delays.push(now - ev.sentAt);
             if (++got === COUNT * DELTAS) finish();
           }
@@ -48,6 +53,9 @@ const deadline = setTimeout(() => finish(), TIMEOUT);
 await finished;
 clearTimeout(deadline);
 const stalls = lag ? (lag as ReturnType<typeof lagMonitor>).stop() : [];
-console.log(JSON.stringify({ delays, missing: COUNT * DELTAS - got, offsetMs: clock.offsetMs, stalls }));
+const cpu = lag ? cpuMs(Deno.pid) - cpu0 : 0;
+console.log(
+  JSON.stringify({ delays, missing: COUNT * DELTAS - got, offsetMs: clock.offsetMs, stalls, cpuMs: cpu }),
+);
 for (const s of sockets) s.close();
 Deno.exit(0);

@@ -9,7 +9,7 @@
  */
 import { startDaemon } from "../tests/_daemon.ts";
 import { fanOutLoad } from "./daemon.ts";
-import { lineReader, machineBusyMs, pct } from "./_proc.ts";
+import { cpuMs, daemonPid, lineReader, machineBusyMs, pct } from "./_proc.ts";
 
 const DELTAS = 1000;
 const WATCHERS = 20;
@@ -26,6 +26,8 @@ interface Load {
   stalls: number[];
   /** Whole-machine CPU over the load, % of 200. */
   machineCpu: number;
+  /** The part of it that was not this load (daemon, plugin, watchers, this process): other work, % of 200. */
+  otherCpu: number;
   /** Largest correction any watcher process applied to its clock (bench/_proc.ts `wallClock`), ms. */
   offsetMs: number;
 }
@@ -70,21 +72,34 @@ async function independentLoad(processes: number, perProcess: number): Promise<L
       await Promise.race([ready, new Promise((r) => setTimeout(r, 50))]);
     }
     await ready;
-    const machine0 = machineBusyMs(), t0 = performance.now();
+    const pid = daemonPid(d.dataDir);
+    const machine0 = machineBusyMs(), t0 = performance.now(), own0 = cpuMs(pid) + cpuMs(Deno.pid);
     await command("go");
-    if (await agentOut() !== "sent") throw new Error("the plugin process ended while streaming");
+    const sent = (await agentOut())?.split(" ");
+    if (sent?.[0] !== "sent") throw new Error("the plugin process ended while streaming");
     const results = await Promise.all(watchers.map(async (w) => {
       const line = await w.next();
       const status = await w.child.status;
       if (!line || !status.success) throw new Error("a watcher process failed");
-      return JSON.parse(line) as { delays: number[]; missing: number; stalls: number[]; offsetMs: number };
+      return JSON.parse(line) as {
+        delays: number[];
+        missing: number;
+        stalls: number[];
+        offsetMs: number;
+        cpuMs: number;
+      };
     }));
-    const machineCpu = ((machineBusyMs() - machine0) / (performance.now() - t0)) * 100;
+    const wall = performance.now() - t0;
+    const machineCpu = ((machineBusyMs() - machine0) / wall) * 100;
+    // Each client process reports its own CPU over its part of the window (it exits right after).
+    const own = cpuMs(pid) + cpuMs(Deno.pid) - own0 + Number(sent[1]) +
+      results.reduce((n, r) => n + r.cpuMs, 0);
     return {
       delays: results.flatMap((r) => r.delays).sort((a, b) => a - b),
       missing: results.reduce((n, r) => n + r.missing, 0),
       stalls: results.flatMap((r) => r.stalls),
       machineCpu,
+      otherCpu: Math.max(0, machineCpu - (own / wall) * 100),
       offsetMs: Math.max(...results.map((r) => Math.abs(r.offsetMs))),
     };
   } finally {
@@ -96,10 +111,20 @@ async function independentLoad(processes: number, perProcess: number): Promise<L
 /** The same load with the plugin and all 20 browsers in this process (bench/daemon.ts's fan-out figure). */
 async function oneProcessLoad(): Promise<Load> {
   await using d = await startDaemon();
-  const machine0 = machineBusyMs(), t0 = performance.now();
+  const pid = daemonPid(d.dataDir);
+  const machine0 = machineBusyMs(), t0 = performance.now(), own0 = cpuMs(pid) + cpuMs(Deno.pid);
   const delays = await fanOutLoad(d);
-  const machineCpu = ((machineBusyMs() - machine0) / (performance.now() - t0)) * 100;
-  return { delays, missing: DELTAS * WATCHERS - delays.length, stalls: [], machineCpu, offsetMs: 0 };
+  const wall = performance.now() - t0;
+  const machineCpu = ((machineBusyMs() - machine0) / wall) * 100;
+  const otherCpu = Math.max(0, machineCpu - ((cpuMs(pid) + cpuMs(Deno.pid) - own0) / wall) * 100);
+  return {
+    delays,
+    missing: DELTAS * WATCHERS - delays.length,
+    stalls: [],
+    machineCpu,
+    otherCpu,
+    offsetMs: 0,
+  };
 }
 
 const f = (l: Load) =>
@@ -107,7 +132,9 @@ const f = (l: Load) =>
     l.delays.at(-1)!.toFixed(1)
   } ms over ${l.delays.length}${l.missing ? ` (${l.missing} MISSING)` : ""}; machine ${
     l.machineCpu.toFixed(0)
-  } % of 200${l.offsetMs ? `; clocks aligned by ≤ ${(l.offsetMs * 1000).toFixed(0)} µs` : ""}${
+  } % of 200 (other work ${l.otherCpu.toFixed(0)} %)${
+    l.offsetMs ? `; clocks aligned by ≤ ${(l.offsetMs * 1000).toFixed(0)} µs` : ""
+  }${
     l.stalls.length
       ? `; watcher stalls > 5 ms: ${l.stalls.length}, worst ${Math.max(...l.stalls).toFixed(0)} ms`
       : ""
