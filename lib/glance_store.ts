@@ -6,6 +6,7 @@
  * Only `lib/session_glance.ts` calls this.
  */
 import type { DatabaseSync, StatementSync } from "node:sqlite";
+import { gateOf, type WriteGate } from "./write_gate.ts";
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS session_glance(
@@ -36,9 +37,12 @@ export class GlanceStore {
   #upsert: StatementSync;
   #delete: StatementSync;
   #all: StatementSync;
+  /** The file's write gate: while it refuses writes a save fails at once instead of waiting the busy timeout. */
+  readonly gate: WriteGate;
 
   constructor(private readonly db: DatabaseSync) {
     db.exec(SCHEMA);
+    this.gate = gateOf(db);
     this.#upsert = db.prepare(
       `INSERT OR REPLACE INTO session_glance(${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
     );
@@ -56,8 +60,15 @@ export class GlanceStore {
     return out;
   }
 
-  /** Write glances in one transaction (one fsync for a whole tick of changes). */
+  /**
+   * Write glances in one transaction (one fsync for a whole tick of changes).
+   * @throws {WriteRefused} at once while the file refuses writes; an Error when SQLite fails.
+   */
   save(rows: Iterable<[string, GlanceRecord]>): void {
+    this.gate.run(() => this.#save(rows));
+  }
+
+  #save(rows: Iterable<[string, GlanceRecord]>): void {
     const inTx = this.db.isTransaction;
     if (!inTx) this.db.exec("BEGIN IMMEDIATE");
     try {
@@ -73,6 +84,6 @@ export class GlanceStore {
 
   /** Forget a session's glance (the session was deleted). */
   delete(id: string): void {
-    this.#delete.run(id);
+    this.gate.run(() => this.#delete.run(id));
   }
 }

@@ -4,7 +4,7 @@
  * relative to the session's persisted events.
  */
 import { type AgentEvent, isEphemeral } from "./protocol.ts";
-import { type EncodedEvent, encodedEvent, type SessionCommit, type Store } from "./store.ts";
+import { type EncodedEvent, encodedEvent, type SessionCommit, type Store, wholeFileError } from "./store.ts";
 import type { Hub } from "./hub.ts";
 
 /** The plugin connection an event came from: told when its events are stored, or that storing failed. */
@@ -31,14 +31,11 @@ const MAX_QUEUE = 2_000;
  * much added latency. Sparse events still commit on the next tick.
  */
 const MIN_COMMIT_INTERVAL_MS = 2;
-/**
- * After SQLite refused a commit for the whole file (full, locked past the busy timeout), the next attempt waits
- * this long, and commits asked for meanwhile fail at once: a held lock would otherwise stop the event loop for
- * one busy timeout after another, with no turn for reads in between.
+/*
+ * After SQLite refused a write for the whole file (full, locked past the busy timeout), the store's write gate
+ * (lib/write_gate.ts) refuses every write at once for a pause, commits included: they fail without waiting,
+ * their sockets are closed without an ack, and the timer of a commit waits out the pause rather than failing.
  */
-export const FAILURE_PAUSE_MS = 1000;
-/** Each further refusal in a row doubles the pause, up to this: a lock held for minutes costs one wait per 10 s. */
-export const MAX_FAILURE_PAUSE_MS = 10_000;
 
 /** Batches events from every plugin socket into one SQLite transaction per tick. */
 export class Ingest {
@@ -48,9 +45,6 @@ export class Ingest {
   #lastFlush = 0;
   /** A live delta waits in the queue: a flush is queued for right after the frame that brought it. */
   #live = false;
-  #pausedUntil = 0;
-  #pauseCause: unknown = null;
-  #pauseMs = FAILURE_PAUSE_MS;
 
   /**
    * @param onCommitted called after every commit that stored something (the session list changed).
@@ -84,14 +78,17 @@ export class Ingest {
     // the frame is handled, not after the batching interval. The first delta of every answer waits behind its
     // message_start; a timer, even of 0 ms, held it ~2–7 ms (the daemon's p99 from a delta's arrival to its
     // send at 1,000 sessions: 2.7 ms, 0.5 ms this way). A small commit costs ~30 µs.
-    if (isEphemeral(event.type) && !this.#live && performance.now() >= this.#pausedUntil) {
+    if (isEphemeral(event.type) && !this.#live && this.store.gate.refusal === null) {
       this.#live = true;
       queueMicrotask(() => this.#live && this.flush());
       return;
     }
     this.#timer ??= setTimeout(
       () => this.flush(),
-      Math.max(0, Math.max(this.#lastFlush + MIN_COMMIT_INTERVAL_MS, this.#pausedUntil) - performance.now()),
+      Math.max(
+        0,
+        Math.max(this.#lastFlush + MIN_COMMIT_INTERVAL_MS, this.store.gate.retryAt) - performance.now(),
+      ),
     );
   }
 
@@ -105,9 +102,6 @@ export class Ingest {
     this.#queue = [];
     this.#pendingSessions.clear();
     this.#live = false;
-    if (performance.now() < this.#pausedUntil) {
-      return this.#fail(batch, new Error(`${(this.#pauseCause as Error)?.message} (paused before retrying)`));
-    }
     const commits = this.#commit(batch);
     if (commits.length) this.onCommitted(commits);
   }
@@ -124,18 +118,11 @@ export class Ingest {
   /** Store a batch; if it fails as a whole, retry each session alone so one bad session cannot sink others. */
   #commit(batch: Pending[]): SessionCommit[] {
     try {
-      const commits = this.#store(batch);
-      this.#pauseMs = FAILURE_PAUSE_MS;
-      return commits;
+      return this.#store(batch);
     } catch (error) {
       const bySession = Map.groupBy(batch, (p) => p.event.sessionId);
-      // A full disk or a lock held past the busy timeout fails every session alike; retrying each alone would
-      // only wait out the busy timeout once per session, with the event loop stopped.
-      if (wholeFileError(error)) {
-        this.#pausedUntil = performance.now() + this.#pauseMs;
-        this.#pauseMs = Math.min(2 * this.#pauseMs, MAX_FAILURE_PAUSE_MS);
-        this.#pauseCause = error;
-      }
+      // A full disk or a lock held past the busy timeout fails every session alike (and the gate now refuses
+      // every write for its pause): retrying each session alone would not store any of them.
       if (bySession.size === 1 || wholeFileError(error)) {
         this.#fail(batch, error);
         return [];
@@ -188,11 +175,4 @@ export class Ingest {
     const error = new Error("Cannot store events: the database write failed");
     for (const origin of origins) origin.fail(error);
   }
-}
-
-/** True for SQLite failures of the whole file (not of one session's rows), as node:sqlite words them. */
-function wholeFileError(error: unknown): boolean {
-  return /database or disk is full|database is locked|disk I\/O error|readonly database/.test(
-    (error as Error)?.message ?? "",
-  );
 }

@@ -15,6 +15,7 @@ import { eventObject, type Hub, type Subscriber } from "./hub.ts";
 import type { StoredEvent } from "./protocol.ts";
 import { type GlanceRecord, GlanceStore } from "./glance_store.ts";
 import { firstLine, lastLine, streamTail, toolHint } from "./glance_text.ts";
+import { wholeFileError } from "./write_gate.ts";
 
 export type { GlanceRecord } from "./glance_store.ts";
 
@@ -130,8 +131,10 @@ export function applyEvent(g: LiveGlance, e: Ev): "record" | "line" | null {
 }
 
 /**
- * After a failed save, the next try waits this long. Each try on a file another process holds locked stops the
- * event loop for the store's busy timeout (5 s); the figures meanwhile stay exact in memory.
+ * After a save failed for a reason other than the whole file refusing writes, the next try waits this long.
+ * (While the file refuses writes — locked, full — the store's write gate decides when to try again, for every
+ * writer at once: each try on a locked file stops the event loop for the busy timeout.) The figures meanwhile
+ * stay exact in memory.
  */
 const GLANCE_SAVE_RETRY_MS = 10_000;
 
@@ -218,6 +221,8 @@ export class SessionGlances {
   /** Write the glances whose persisted figures changed (once per tick). A failed write is retried later. */
   save(): void {
     if (this.#dirty.size === 0 || performance.now() < this.#saveRetryAt) return;
+    // The file refuses writes for now: keep the rows dirty, a later tick writes them once the gate opens.
+    if (this.#table.gate.refusal) return;
     const rows: [string, GlanceRecord][] = [];
     for (const id of this.#dirty) {
       const g = this.#live.get(id);
@@ -231,7 +236,7 @@ export class SessionGlances {
       // A read-only or full disk: the figures stay exact (they are caught up from the log on restart).
       if (!this.#saveFailed) console.error(`lvmh: cannot save session glances: ${(error as Error).message}`);
       this.#saveFailed = true;
-      this.#saveRetryAt = performance.now() + GLANCE_SAVE_RETRY_MS;
+      if (!wholeFileError(error)) this.#saveRetryAt = performance.now() + GLANCE_SAVE_RETRY_MS;
     }
   }
 

@@ -5,6 +5,24 @@
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import type { AgentEvent, AskSet, SessionInfo, SessionRecord, StoredEvent } from "./protocol.ts";
 import { PROTOCOL_VERSION } from "./wire.ts";
+import { gateOf, type WriteGate } from "./write_gate.ts";
+
+export { wholeFileError, WriteGate, WriteRefused } from "./write_gate.ts";
+
+/**
+ * How long opening the file waits for another process's lock: nothing is served yet, so waiting costs no one,
+ * and a start that gives up says so in one line (exit 2).
+ */
+export const OPEN_BUSY_TIMEOUT_MS = 5000;
+/**
+ * How long a write waits for another process's lock once the daemon runs. node:sqlite is synchronous, so the
+ * whole event loop (every socket, every read) waits with it: 5 s cost a REST read 5 s per refused write. The
+ * daemon is the file's only writer; another process takes the write lock only for a tool's short transaction
+ * (the token CLI, a sqlite3 shell: milliseconds), which 500 ms still absorbs, and a lock held longer than that
+ * is not going away soon. With the write gate (lib/write_gate.ts) a held lock then costs one 500 ms stall per
+ * pause (1 s, doubling to 10 s), so the slowest read while locked stays near 500 ms.
+ */
+export const BUSY_TIMEOUT_MS = 500;
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS events(
@@ -123,6 +141,8 @@ export class Store {
   #selectAfter: StatementSync;
   #selectBefore: StatementSync;
   #updateSession: StatementSync;
+  /** Whether the file takes writes: every write of this file (this store's and the other tables') goes through. */
+  readonly gate: WriteGate;
 
   /**
    * Open (creating if needed) the database at `path`; every session starts offline.
@@ -130,7 +150,9 @@ export class Store {
    */
   constructor(path: string) {
     this.#db = new DatabaseSync(path);
-    this.#db.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=5000;");
+    this.#db.exec(
+      `PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=${OPEN_BUSY_TIMEOUT_MS};`,
+    );
     this.#db.exec(SCHEMA);
     const have = new Set(
       (this.#db.prepare("PRAGMA table_info(sessions)").all() as { name: string }[]).map((c) => c.name),
@@ -156,6 +178,8 @@ export class Store {
     this.#updateSession = this.#db.prepare(
       "UPDATE sessions SET info = ?, lastSeq = ?, lastEventAt = ?, state = ?, ask = ? WHERE id = ?",
     );
+    this.#db.exec(`PRAGMA busy_timeout=${BUSY_TIMEOUT_MS}`);
+    this.gate = gateOf(this.#db);
   }
 
   /** The database handle, for the other tables' stores (approvals) that share this file. */
@@ -190,10 +214,12 @@ export class Store {
       lastEventAt: null,
       ask: ask ?? null,
     };
-    this.#db.prepare("INSERT INTO sessions(id, info, ask) VALUES (?, ?, ?)").run(
-      fresh.id,
-      fresh.info,
-      fresh.ask,
+    this.gate.run(() =>
+      this.#db.prepare("INSERT INTO sessions(id, info, ask) VALUES (?, ?, ?)").run(
+        fresh.id,
+        fresh.info,
+        fresh.ask,
+      )
     );
     this.#sessions.set(info.id, { ...fresh, state: "idle" });
   }
@@ -217,17 +243,24 @@ export class Store {
     }
   }
 
-  /** Write a session row to the file, then to the cache. */
+  /** Write a session row to the file (through the gate), then to the cache. */
   #write(row: SessionRow): void {
-    this.#updateSession.run(row.info, row.lastSeq, row.lastEventAt, row.state, row.ask, row.id);
+    this.gate.run(() =>
+      this.#updateSession.run(row.info, row.lastSeq, row.lastEventAt, row.state, row.ask, row.id)
+    );
     this.#sessions.set(row.id, row);
   }
 
   /**
    * Persist a batch of events in one transaction. Replayed (sessionId, seq) pairs are ignored.
+   * @throws {WriteRefused} at once while the file refuses writes (see `gate`); nothing is then stored.
    * @throws {Error} when SQLite fails; nothing of the batch is then stored.
    */
   appendBatch(events: AgentEvent[]): SessionCommit[] {
+    return this.gate.run(() => this.#appendBatch(events));
+  }
+
+  #appendBatch(events: AgentEvent[]): SessionCommit[] {
     const commits = new Map<string, { commit: SessionCommit; row: SessionRow }>();
     this.#db.exec("BEGIN IMMEDIATE");
     try {
@@ -284,15 +317,17 @@ export class Store {
    */
   deleteSession(id: string): boolean {
     if (!this.#sessions.has(id)) return false;
-    this.#db.exec("BEGIN IMMEDIATE");
-    try {
-      this.#db.prepare("DELETE FROM events WHERE sessionId = ?").run(id);
-      this.#db.prepare("DELETE FROM sessions WHERE id = ?").run(id);
-      this.#db.exec("COMMIT");
-    } catch (error) {
-      if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
-      throw error;
-    }
+    this.gate.run(() => {
+      this.#db.exec("BEGIN IMMEDIATE");
+      try {
+        this.#db.prepare("DELETE FROM events WHERE sessionId = ?").run(id);
+        this.#db.prepare("DELETE FROM sessions WHERE id = ?").run(id);
+        this.#db.exec("COMMIT");
+      } catch (error) {
+        if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
+        throw error;
+      }
+    });
     this.#sessions.delete(id);
     return true;
   }
@@ -345,24 +380,27 @@ export class Store {
 
   /** Store a setting, replacing any earlier value. */
   setSetting(key: string, value: string): void {
-    this.#db.prepare(
-      "INSERT INTO settings(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-    )
-      .run(key, value);
+    this.gate.run(() =>
+      this.#db.prepare(
+        "INSERT INTO settings(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+      ).run(key, value)
+    );
   }
 
   /** Remove a setting; no error when absent. */
   deleteSetting(key: string): void {
-    this.#db.prepare("DELETE FROM settings WHERE key = ?").run(key);
+    this.gate.run(() => this.#db.prepare("DELETE FROM settings WHERE key = ?").run(key));
   }
 
   /** Write the in-memory lastSeq and lastEventAt of every session, then close the database. */
   close(): void {
     if (!this.#db.isOpen) return;
     try {
-      this.#db.exec("BEGIN");
-      for (const row of this.#sessions.values()) this.#write(row);
-      this.#db.exec("COMMIT");
+      this.gate.run(() => {
+        this.#db.exec("BEGIN");
+        for (const row of this.#sessions.values()) this.#write(row);
+        this.#db.exec("COMMIT");
+      });
     } catch {
       // Not fatal: open() recomputes both from the event log.
       if (this.#db.isTransaction) this.#db.exec("ROLLBACK");

@@ -3,6 +3,7 @@
  * `deno task token` on the same file, whether or not the daemon runs (SQLite WAL lets both in).
  */
 import type { DatabaseSync, StatementSync } from "node:sqlite";
+import { gateOf } from "./write_gate.ts";
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS tokens(
@@ -48,9 +49,12 @@ export class TokenStore {
     return row && row.revokedAt === null ? { name: row.name, role: row.role } : null;
   }
 
-  /** Record a use (callers throttle this). */
+  /**
+   * Record a use (callers throttle this). Best effort: a sign-in is a read, so while the file refuses writes
+   * (locked, full) the use goes unrecorded rather than failing the request or waiting the busy timeout.
+   */
   touch(name: string, at: number): void {
-    this.#touch.run(at, name);
+    gateOf(this.db).tryRun(() => this.#touch.run(at, name));
   }
 
   /** Every token, oldest first. */

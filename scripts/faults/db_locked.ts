@@ -1,8 +1,10 @@
 /**
  * Fault rows: the database locked by another process (`BEGIN EXCLUSIVE` from node:sqlite, see _locker.ts).
- * At start the daemon must end with exit 2 and one clear line once the busy timeout passes. Mid-run, writes
- * wait up to the busy timeout and then the sockets whose events could not be committed are closed without an
- * ack; after the lock goes, the plugins' replay must leave every session's seqs complete and unique.
+ * At start the daemon must end with exit 2 and one clear line once the open's busy timeout passes. Mid-run, the
+ * first write waits the busy timeout and is refused, the sockets whose events could not be committed are closed
+ * without an ack, and the store's write gate refuses every write at once for a pause (1 s, doubling): one
+ * busy-timeout stall per pause, not one per writer, so reads keep answering. After the lock goes, the plugins'
+ * replay must leave every session's seqs complete and unique.
  */
 import { fileURLToPath } from "node:url";
 import { startDaemon, waitFor } from "../../tests/_daemon.ts";
@@ -12,8 +14,8 @@ import { witness, type WitnessEnd } from "./_witness.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
-/** The daemon's `PRAGMA busy_timeout` (lib/store.ts): how long a write waits for another process's lock. */
-export const BUSY_TIMEOUT_MS = 5000;
+/** The daemon's `PRAGMA busy_timeout` (lib/store.ts): how long a write, and the open, wait for another lock. */
+export { BUSY_TIMEOUT_MS, OPEN_BUSY_TIMEOUT_MS } from "../../lib/store.ts";
 
 /** A process holding an exclusive transaction on `dbPath` until `release()`. */
 async function lock(dbPath: string) {
@@ -73,6 +75,8 @@ export interface LockedMidRunResult {
   /** From taking the lock until the first commit was refused: how long a write waited. */
   waitedSeconds: number;
   failedCommits: number;
+  /** Of those, the commits that tried the file and waited the busy timeout (the rest failed at once). */
+  waits: number;
   /** Plugin sockets closed without an ack for those commits. */
   socketsClosed: number;
   witness: WitnessEnd & { storedAtClose: number; contiguous: boolean };
@@ -121,7 +125,8 @@ export async function lockedMidRun(
       }
     })();
     // Held at least `holdMs`, and until the witness and one other socket were refused: which sockets' events
-    // land in the first refused commit is a matter of timing, and every later one waits the busy timeout.
+    // land in the first refused commit is a matter of timing; later ones fail at once while the write gate
+    // refuses, and one per pause tries the file and waits the busy timeout.
     let witnessClosed = false;
     w.ended.then(() => witnessClosed = true);
     const enough = () =>
@@ -142,6 +147,7 @@ export async function lockedMidRun(
     ]);
     const stored = (await allEvents(d, "locked-witness")).map((e) => e.seq as number);
     const { commits: failedCommits, sockets: socketsClosed } = refused(d.output(), "database is locked");
+    const waits = failedCommits - refused(d.output(), "(paused before retrying)").commits;
     const audit = await fleet.audit(d, 60_000);
     const repairSeconds = (performance.now() - t1) / 1000;
     const res = await d.api("/api/sessions");
@@ -151,6 +157,7 @@ export async function lockedMidRun(
       holdSeconds,
       waitedSeconds,
       failedCommits,
+      waits,
       socketsClosed,
       witness: {
         ...end,
