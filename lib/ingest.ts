@@ -33,8 +33,9 @@ const MAX_QUEUE = 2_000;
 const MIN_COMMIT_INTERVAL_MS = 2;
 /*
  * After SQLite refused a write for the whole file (full, locked past the busy timeout), the store's write gate
- * (lib/write_gate.ts) refuses every write at once for a pause, commits included: they fail without waiting,
- * their sockets are closed without an ack, and the timer of a commit waits out the pause rather than failing.
+ * (lib/write_gate.ts) refuses every write at once for a pause, then tries without waiting for a lock, until
+ * one succeeds: commits fail without stopping the event loop, their sockets are closed without an ack, and the
+ * timer of a commit waits out the pause rather than failing.
  */
 
 /** Batches events from every plugin socket into one SQLite transaction per tick. */

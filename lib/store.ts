@@ -5,24 +5,15 @@
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import type { AgentEvent, AskSet, SessionInfo, SessionRecord, StoredEvent } from "./protocol.ts";
 import { PROTOCOL_VERSION } from "./wire.ts";
-import { gateOf, type WriteGate } from "./write_gate.ts";
+import { BUSY_TIMEOUT_MS, gateOf, type WriteGate } from "./write_gate.ts";
 
-export { wholeFileError, WriteGate, WriteRefused } from "./write_gate.ts";
+export { BUSY_TIMEOUT_MS, wholeFileError, WriteGate, WriteRefused } from "./write_gate.ts";
 
 /**
  * How long opening the file waits for another process's lock: nothing is served yet, so waiting costs no one,
  * and a start that gives up says so in one line (exit 2).
  */
 export const OPEN_BUSY_TIMEOUT_MS = 5000;
-/**
- * How long a write waits for another process's lock once the daemon runs. node:sqlite is synchronous, so the
- * whole event loop (every socket, every read) waits with it: 5 s cost a REST read 5 s per refused write. The
- * daemon is the file's only writer; another process takes the write lock only for a tool's short transaction
- * (the token CLI, a sqlite3 shell: milliseconds), which 500 ms still absorbs, and a lock held longer than that
- * is not going away soon. With the write gate (lib/write_gate.ts) a held lock then costs one 500 ms stall per
- * pause (1 s, doubling to 10 s), so the slowest read while locked stays near 500 ms.
- */
-export const BUSY_TIMEOUT_MS = 500;
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS events(

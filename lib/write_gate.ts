@@ -3,21 +3,38 @@
  * (ingest commits, session rows, glances, the other tables' stores). node:sqlite is synchronous: a write on a
  * file another process holds locked stops the whole event loop for the busy timeout before SQLite refuses it.
  * If each writer found that out on its own, a held lock would cost one busy timeout per writer, back to back,
- * with no turn for reads in between (15 s for a REST read, measured). Here the first refusal closes the gate
- * for a pause, every write meanwhile fails at once, and only the first write after the pause tries the file.
+ * with no turn for reads in between (15 s for a REST read, measured). Here the first refusal closes the gate:
+ * every write then fails at once for a pause, and the write after the pause tries the file without waiting
+ * (busy timeout 0: a held lock answers SQLITE_BUSY in microseconds), until one succeeds and the busy timeout
+ * is back. A held lock, however long, costs the event loop one busy timeout in all.
  * `Store` owns the one instance of its file (`store.gate`); stores given only the handle use `gateOf(db)`.
  */
 import type { DatabaseSync } from "node:sqlite";
 
-/** After SQLite refused a write for the whole file, no write is tried for this long. */
-export const FAILURE_PAUSE_MS = 1000;
-/** Each further refusal in a row doubles the pause, up to this: a lock held for minutes costs one wait per 10 s. */
-export const MAX_FAILURE_PAUSE_MS = 10_000;
+/**
+ * How long a write waits for another process's lock once the daemon runs (`PRAGMA busy_timeout`; the open
+ * waits longer, see lib/store.ts). node:sqlite is synchronous, so the whole event loop — every socket, every
+ * read — waits with it: at 5 s a REST read waited 5 s per writer. The daemon is the file's only writer; another
+ * process takes the write lock only for a tool's short transaction (the token CLI, a sqlite3 shell:
+ * milliseconds), which 500 ms still absorbs without refusing anything, while a lock held longer is not going
+ * away soon. With the gate that is also the slowest a read gets while the file is locked: ~500 ms, once.
+ */
+export const BUSY_TIMEOUT_MS = 500;
+/**
+ * After SQLite refused a write for the whole file, writes fail at once for this long, and then one is tried.
+ * Tries cost little (no waiting while the gate is closed), so the pause only spares a full disk the work of
+ * a doomed transaction per commit, and the log a line per writer.
+ */
+export const FAILURE_PAUSE_MS = 250;
+/** Each further refusal in a row doubles the pause, up to this: writes resume at most 2 s after the file does. */
+export const MAX_FAILURE_PAUSE_MS = 2000;
+/** In the message of a write refused without waiting (the gate was closed): what the fault harness counts. */
+export const REFUSED_AT_ONCE = "refused at once: the file refuses writes";
 
-/** A write failed at once because the file refused an earlier one and the pause has not passed. */
+/** A write failed without waiting because the file refused an earlier one. */
 export class WriteRefused extends Error {
   constructor(cause: Error) {
-    super(`${cause.message} (paused before retrying)`, { cause });
+    super(`${cause.message} (${REFUSED_AT_ONCE})`, { cause });
     this.name = "WriteRefused";
   }
 }
@@ -38,8 +55,14 @@ export class WriteGate {
   /** Writes running now: a write nested in another (a table's save inside a transaction) counts once. */
   #depth = 0;
 
-  /** @param now the clock (milliseconds, monotonic); tests pass their own. */
-  constructor(private readonly now: () => number = () => performance.now()) {}
+  /**
+   * @param busyTimeout sets the file's busy timeout (ms): `BUSY_TIMEOUT_MS` while open, 0 while closed
+   * @param now the clock (milliseconds, monotonic); tests pass their own.
+   */
+  constructor(
+    private readonly busyTimeout: (ms: number) => void = () => {},
+    private readonly now: () => number = () => performance.now(),
+  ) {}
 
   /** The refusal in force (a write now fails at once), or null when the file may be tried. */
   get refusal(): Error | null {
@@ -52,24 +75,29 @@ export class WriteGate {
   }
 
   /**
-   * Run a write. While the file refuses writes it throws `WriteRefused` at once; a whole-file failure of the
-   * write closes the gate for the pause (doubling with each refusal in a row); a success opens it again.
+   * Run a write. While the file refuses writes it throws `WriteRefused` at once; after the pause the write is
+   * tried without waiting for a lock. A whole-file failure closes the gate for the pause (doubling with each
+   * refusal in a row); a success opens it again, with the busy timeout back.
    * @throws {WriteRefused} while the gate is closed; whatever `write` throws otherwise.
    */
   run<T>(write: () => T): T {
     const refusal = this.refusal;
     if (refusal) throw new WriteRefused(refusal);
+    const closed = this.#cause !== null;
     this.#depth++;
     try {
       const out = write();
-      if (this.#depth === 1) {
+      if (this.#depth === 1 && closed) {
         this.#pauseMs = FAILURE_PAUSE_MS;
         this.#cause = null;
+        this.busyTimeout(BUSY_TIMEOUT_MS);
       }
       return out;
     } catch (error) {
-      if (this.#depth === 1 && wholeFileError(error) && !(error instanceof WriteRefused)) this.#refuse(error);
-      throw error;
+      if (this.#depth > 1 || !wholeFileError(error) || error instanceof WriteRefused) throw error;
+      this.#refuse(error);
+      // A try while closed did not wait: say so, as for the writes refused during the pause.
+      throw closed ? new WriteRefused(error as Error) : error;
     } finally {
       this.#depth--;
     }
@@ -87,6 +115,7 @@ export class WriteGate {
   }
 
   #refuse(error: unknown): void {
+    if (this.#cause === null) this.busyTimeout(0);
     this.#cause = error as Error;
     this.#until = this.now() + this.#pauseMs;
     this.#pauseMs = Math.min(2 * this.#pauseMs, MAX_FAILURE_PAUSE_MS);
@@ -98,6 +127,6 @@ const gates = new WeakMap<DatabaseSync, WriteGate>();
 /** The gate of a database handle (one per handle, shared by every store on it). */
 export function gateOf(db: DatabaseSync): WriteGate {
   let gate = gates.get(db);
-  if (!gate) gates.set(db, gate = new WriteGate());
+  if (!gate) gates.set(db, gate = new WriteGate((ms) => db.exec(`PRAGMA busy_timeout=${ms}`)));
   return gate;
 }

@@ -1,5 +1,12 @@
 import assert from "node:assert/strict";
-import { FAILURE_PAUSE_MS, MAX_FAILURE_PAUSE_MS, WriteGate, WriteRefused } from "./write_gate.ts";
+import {
+  BUSY_TIMEOUT_MS,
+  FAILURE_PAUSE_MS,
+  MAX_FAILURE_PAUSE_MS,
+  REFUSED_AT_ONCE,
+  WriteGate,
+  WriteRefused,
+} from "./write_gate.ts";
 
 const locked = () => {
   throw new Error("database is locked");
@@ -7,7 +14,8 @@ const locked = () => {
 
 Deno.test("WriteGate: a whole-file refusal makes every write fail at once until the pause passes", () => {
   let now = 0;
-  const gate = new WriteGate(() => now);
+  const timeouts: number[] = [];
+  const gate = new WriteGate((ms) => timeouts.push(ms), () => now);
   let tried = 0;
   assert.throws(() => gate.run(() => (tried++, locked())), /^Error: database is locked$/);
   assert.match(gate.refusal?.message ?? "", /locked/);
@@ -16,29 +24,47 @@ Deno.test("WriteGate: a whole-file refusal makes every write fail at once until 
   for (let i = 0; i < 5; i++) assert.throws(() => gate.run(() => tried++), WriteRefused);
   assert.equal(tried, 1);
   assert.equal(gate.tryRun(() => void tried++), false);
+  // The gate closed, the file's busy timeout went to 0: a try after the pause does not wait for the lock.
+  assert.deepEqual(timeouts, [0]);
   now = FAILURE_PAUSE_MS;
   assert.equal(gate.refusal, null);
   assert.equal(gate.run(() => ++tried), 2);
   assert.equal(gate.refusal, null);
+  assert.deepEqual(timeouts, [0, BUSY_TIMEOUT_MS]);
+  // Open again: a write that succeeds touches the timeout no more.
+  gate.run(() => {});
+  assert.deepEqual(timeouts, [0, BUSY_TIMEOUT_MS]);
+});
+
+Deno.test("WriteGate: a try after the pause that is refused again says it did not wait", () => {
+  let now = 0;
+  const gate = new WriteGate(() => {}, () => now);
+  assert.throws(() => gate.run(locked), (e) => !(e instanceof WriteRefused));
+  now = gate.retryAt;
+  assert.throws(
+    () => gate.run(locked),
+    (e) => e instanceof WriteRefused && e.message.includes(REFUSED_AT_ONCE),
+  );
 });
 
 Deno.test("WriteGate: the pause doubles with each refusal in a row, up to its bound, and a success resets it", () => {
   let now = 0;
-  const gate = new WriteGate(() => now);
+  const gate = new WriteGate(() => {}, () => now);
   const pauses: number[] = [];
   for (let i = 0; i < 6; i++) {
     assert.throws(() => gate.run(locked));
     pauses.push(gate.retryAt - now);
     now = gate.retryAt;
   }
-  assert.deepEqual(pauses, [1000, 2000, 4000, 8000, MAX_FAILURE_PAUSE_MS, MAX_FAILURE_PAUSE_MS]);
+  const p = FAILURE_PAUSE_MS;
+  assert.deepEqual(pauses, [p, 2 * p, 4 * p, 8 * p, MAX_FAILURE_PAUSE_MS, MAX_FAILURE_PAUSE_MS]);
   gate.run(() => {});
   assert.throws(() => gate.run(locked));
   assert.equal(gate.retryAt - now, FAILURE_PAUSE_MS);
 });
 
 Deno.test("WriteGate: an error of the rows, not the file, leaves the gate open", () => {
-  const gate = new WriteGate(() => 0);
+  const gate = new WriteGate(() => {}, () => 0);
   assert.throws(() =>
     gate.run(() => {
       throw new Error("UNIQUE constraint failed");
@@ -52,7 +78,7 @@ Deno.test("WriteGate: an error of the rows, not the file, leaves the gate open",
 });
 
 Deno.test("WriteGate: a write nested in another is one write (one refusal, one pause)", () => {
-  const gate = new WriteGate(() => 0);
+  const gate = new WriteGate(() => {}, () => 0);
   assert.throws(() => gate.run(() => gate.run(locked)));
   assert.equal(gate.retryAt, FAILURE_PAUSE_MS);
 });

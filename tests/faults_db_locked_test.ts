@@ -8,14 +8,8 @@ import {
   lockedMidRun,
   lockedStart,
   OPEN_BUSY_TIMEOUT_MS,
+  READ_BOUND_MS,
 } from "../scripts/faults/db_locked.ts";
-
-/**
- * The slowest REST read while the lock is held: one busy-timeout stall (the write gate lets one write per pause
- * try the file), plus what a read costs on this loaded 2-core machine. Without the gate every writer waited
- * on its own and a read took 15 s.
- */
-const READ_BOUND_MS = BUSY_TIMEOUT_MS + 500;
 
 Deno.test("faults: a database locked at start exits 2 with one line after the busy timeout", async () => {
   const r = await lockedStart();
@@ -34,7 +28,7 @@ Deno.test(
     sanitizeResources: false,
   },
   async () => {
-    // Held long enough for the gate's pause to double (1 s, then 2 s): three tries of the file at most.
+    // Held long enough for the gate's pause to double to its bound (0.25, 0.5, 1, 2 s): a try after each.
     const r = await lockedMidRun({ plugins: 4, holdMs: 4000 });
     assert.ok(r.failedCommits >= 1, `commits refused: ${r.failedCommits}`);
     assert.ok(r.socketsClosed >= 2, `sockets closed: ${r.socketsClosed}`);
@@ -42,13 +36,14 @@ Deno.test(
       r.waitedSeconds >= BUSY_TIMEOUT_MS / 1000 * 0.9 && r.waitedSeconds < BUSY_TIMEOUT_MS / 1000 + 2,
       `the first refused write waited ${r.waitedSeconds} s`,
     );
-    // One wait per pause, whatever the number of writers: pauses of 1, 2, 4 … s between tries of the file.
-    const tries = Math.ceil(Math.log2(r.holdSeconds + 1)) + 1;
-    assert.ok(r.waits <= tries, `${r.waits} commits waited the busy timeout in ${r.holdSeconds} s`);
+    // One wait in all, whatever the number of writers and however long the lock is held (it may have been a
+    // glance or session row write that waited, which the log does not count).
+    assert.ok(r.waits <= 1, `${r.waits} commits waited the busy timeout in ${r.holdSeconds} s`);
     assert.ok(
       r.slowestReadMs < READ_BOUND_MS,
       `the slowest REST read while locked took ${r.slowestReadMs.toFixed(0)} ms (bound ${READ_BOUND_MS} ms)`,
     );
+    assert.equal(r.readsOk, r.readsTried, "every read while locked answered with the list");
     assert.ok(r.alive, "the daemon stayed up");
     assert.equal(r.witness.code, 1011, `the socket was closed as a store failure (${r.witness.reason})`);
     assert.ok(r.witness.contiguous, "the witness's stored seqs have no hole");

@@ -2,8 +2,8 @@
  * Fault rows: the database locked by another process (`BEGIN EXCLUSIVE` from node:sqlite, see _locker.ts).
  * At start the daemon must end with exit 2 and one clear line once the open's busy timeout passes. Mid-run, the
  * first write waits the busy timeout and is refused, the sockets whose events could not be committed are closed
- * without an ack, and the store's write gate refuses every write at once for a pause (1 s, doubling): one
- * busy-timeout stall per pause, not one per writer, so reads keep answering. After the lock goes, the plugins'
+ * without an ack, and the store's write gate refuses every other write without waiting until one succeeds: one
+ * busy-timeout stall in all, not one per writer, so reads keep answering. After the lock goes, the plugins'
  * replay must leave every session's seqs complete and unique.
  */
 import { fileURLToPath } from "node:url";
@@ -11,11 +11,20 @@ import { startDaemon, waitFor } from "../../tests/_daemon.ts";
 import { allEvents, sessions } from "../../tests/_pi.ts";
 import { type Audit, refused, startFleet } from "./_fleet.ts";
 import { witness, type WitnessEnd } from "./_witness.ts";
+import { REFUSED_AT_ONCE } from "../../lib/write_gate.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
 /** The daemon's `PRAGMA busy_timeout` (lib/store.ts): how long a write, and the open, wait for another lock. */
+import { BUSY_TIMEOUT_MS } from "../../lib/store.ts";
 export { BUSY_TIMEOUT_MS, OPEN_BUSY_TIMEOUT_MS } from "../../lib/store.ts";
+
+/**
+ * The stated bound on the slowest REST read while the lock is held: one busy-timeout stall (after it the write
+ * gate refuses writes without waiting), plus what a read costs on a loaded 2-core machine. Before the gate every
+ * writer waited 5 s on its own and a read took 15 s.
+ */
+export const READ_BOUND_MS = BUSY_TIMEOUT_MS + 500;
 
 /** A process holding an exclusive transaction on `dbPath` until `release()`. */
 async function lock(dbPath: string) {
@@ -75,13 +84,16 @@ export interface LockedMidRunResult {
   /** From taking the lock until the first commit was refused: how long a write waited. */
   waitedSeconds: number;
   failedCommits: number;
-  /** Of those, the commits that tried the file and waited the busy timeout (the rest failed at once). */
+  /** Of those, the commits that waited the busy timeout (the rest were refused at once by the write gate). */
   waits: number;
   /** Plugin sockets closed without an ack for those commits. */
   socketsClosed: number;
   witness: WitnessEnd & { storedAtClose: number; contiguous: boolean };
   /** The slowest REST read answered while the lock was held (the event loop waits with a write). */
   slowestReadMs: number;
+  /** REST reads of the session list made while the lock was held, and how many answered 200 with the list. */
+  readsTried: number;
+  readsOk: number;
   alive: boolean;
   audit: Audit;
   /** From releasing the lock until every message was stored. */
@@ -114,19 +126,19 @@ export async function lockedMidRun(
     const waited = waitFor(locked, "a commit refused as locked", options.holdMs + 10_000)
       .then(() => (performance.now() - t0) / 1000);
     // Plugins keep working while the lock is held; a reader measures how long the daemon takes to answer.
-    let slowestReadMs = 0;
+    let slowestReadMs = 0, readsTried = 0, readsOk = 0;
     let reading = true;
     const reader = (async () => {
       while (reading) {
         const r0 = performance.now();
         const res = await d.api("/api/sessions");
-        await res.body?.cancel();
+        readsTried++;
+        if (res.ok && Array.isArray(await res.json())) readsOk++;
         slowestReadMs = Math.max(slowestReadMs, performance.now() - r0);
       }
     })();
     // Held at least `holdMs`, and until the witness and one other socket were refused: which sockets' events
-    // land in the first refused commit is a matter of timing; later ones fail at once while the write gate
-    // refuses, and one per pause tries the file and waits the busy timeout.
+    // land in the first refused commit is a matter of timing; later ones are refused at once by the write gate.
     let witnessClosed = false;
     w.ended.then(() => witnessClosed = true);
     const enough = () =>
@@ -147,7 +159,7 @@ export async function lockedMidRun(
     ]);
     const stored = (await allEvents(d, "locked-witness")).map((e) => e.seq as number);
     const { commits: failedCommits, sockets: socketsClosed } = refused(d.output(), "database is locked");
-    const waits = failedCommits - refused(d.output(), "(paused before retrying)").commits;
+    const waits = failedCommits - refused(d.output(), REFUSED_AT_ONCE).commits;
     const audit = await fleet.audit(d, 60_000);
     const repairSeconds = (performance.now() - t1) / 1000;
     const res = await d.api("/api/sessions");
@@ -165,6 +177,8 @@ export async function lockedMidRun(
         contiguous: stored.every((s, i) => s === i + 1),
       },
       slowestReadMs,
+      readsTried,
+      readsOk,
       alive: res.status === 200,
       audit,
       repairSeconds,
