@@ -12,13 +12,13 @@ import { fanOutLoad } from "./daemon.ts";
 import { cpuMs, daemonPid, lineReader, machineBusyMs, pct } from "./_proc.ts";
 
 const DELTAS = 1000;
-const WATCHERS = 20;
-const PROCESSES = 4;
+export const WATCHERS = 20;
+export const PROCESSES = 4;
 const GOAL_P99_MS = 2;
 const ROUNDS = Number(Deno.env.get("ROUNDS") ?? 3);
 const here = (name: string) => new URL(name, import.meta.url).pathname;
 
-interface Load {
+export interface Load {
   delays: number[];
   /** Deliveries that never arrived (should be 0). */
   missing: number;
@@ -41,9 +41,22 @@ function spawn(script: string, args: string[], stdin: "piped" | "null") {
   }).spawn();
 }
 
+/** The daemon a fan-out load runs against: its sockets, its token and its pid (for its CPU). */
+export interface FanOutTarget {
+  agentUrl: string;
+  token: string;
+  browserUrl: string;
+  pid: number;
+}
+
 /** One plugin process and `processes` watcher processes of `perProcess` browsers each, on a fresh daemon. */
-async function independentLoad(processes: number, perProcess: number): Promise<Load> {
+async function freshIndependentLoad(processes: number, perProcess: number): Promise<Load> {
   await using d = await startDaemon();
+  return await independentLoad({ ...d, pid: daemonPid(d.dataDir) }, processes, perProcess);
+}
+
+/** One plugin process and `processes` watcher processes of `perProcess` browsers each, against `d`. */
+export async function independentLoad(d: FanOutTarget, processes: number, perProcess: number): Promise<Load> {
   const sessionId = "fan";
   const agent = spawn("_fanout_agent.ts", [d.agentUrl, d.token, sessionId, String(DELTAS)], "piped");
   const agentOut = lineReader(agent.stdout);
@@ -72,7 +85,7 @@ async function independentLoad(processes: number, perProcess: number): Promise<L
       await Promise.race([ready, new Promise((r) => setTimeout(r, 50))]);
     }
     await ready;
-    const pid = daemonPid(d.dataDir);
+    const pid = d.pid;
     const machine0 = machineBusyMs(), t0 = performance.now(), own0 = cpuMs(pid) + cpuMs(Deno.pid);
     await command("go");
     const sent = (await agentOut())?.split(" ");
@@ -143,9 +156,9 @@ const f = (l: Load) =>
 if (import.meta.main) {
   const rounds: { spread: Load; one: Load; single: Load }[] = [];
   for (let i = 0; i < ROUNDS; i++) {
-    const spread = await independentLoad(PROCESSES, WATCHERS / PROCESSES);
+    const spread = await freshIndependentLoad(PROCESSES, WATCHERS / PROCESSES);
     const one = await oneProcessLoad();
-    const single = await independentLoad(1, 1);
+    const single = await freshIndependentLoad(1, 1);
     rounds.push({ spread, one, single });
   }
   console.log(
