@@ -3,6 +3,7 @@
  * `lib/approvals.ts` calls this; every change is one statement, so a SIGKILL leaves each row before or after it.
  */
 import type { DatabaseSync, StatementSync } from "node:sqlite";
+import { gateOf, type WriteGate } from "./write_gate.ts";
 import type { Approval, ApprovalSource, ApprovalState } from "./protocol.ts";
 
 const SCHEMA = `
@@ -35,7 +36,11 @@ export class ApprovalStore {
   #apply: StatementSync;
   #pending: StatementSync;
 
+  /** The file's write gate (lib/write_gate.ts): writes fail at once while the file refuses them. */
+  #gate: WriteGate;
+
   constructor(private readonly db: DatabaseSync) {
+    this.#gate = gateOf(db);
     db.exec(SCHEMA);
     this.#insert = db.prepare(
       "INSERT OR IGNORE INTO approvals(id, sessionId, toolCallId, toolName, args, createdAt) VALUES (?, ?, ?, ?, ?, ?)",
@@ -55,7 +60,9 @@ export class ApprovalStore {
   /** Insert a new pending approval; false when one with this id exists (a re-sent request). */
   insert(a: Pick<Approval, "id" | "sessionId" | "toolCallId" | "toolName" | "args" | "createdAt">): boolean {
     const args = JSON.stringify(a.args ?? null);
-    return this.#insert.run(a.id, a.sessionId, a.toolCallId, a.toolName, args, a.createdAt).changes > 0;
+    return this.#gate.run(() =>
+      this.#insert.run(a.id, a.sessionId, a.toolCallId, a.toolName, args, a.createdAt).changes > 0
+    );
   }
 
   /** One approval, or null. */
@@ -66,20 +73,21 @@ export class ApprovalStore {
 
   /** Move a pending approval to a final state; false when it was no longer pending. */
   decide(id: string, state: Exclude<ApprovalState, "pending">, by: string, reason: string | null): boolean {
-    return this.#decide.run(state, by, Date.now(), reason, id).changes > 0;
+    return this.#gate.run(() => this.#decide.run(state, by, Date.now(), reason, id).changes > 0);
   }
 
   /** Correct a decided approval to what the agent really applied (the terminal answered first). */
   overrule(id: string, state: Exclude<ApprovalState, "pending">, by: string): void {
-    this.db.prepare(
-      "UPDATE approvals SET state = ?, decidedBy = ?, decidedAt = ?, reason = NULL WHERE id = ?",
-    )
-      .run(state, by, Date.now(), id);
+    this.#gate.run(() =>
+      this.db.prepare(
+        "UPDATE approvals SET state = ?, decidedBy = ?, decidedAt = ?, reason = NULL WHERE id = ?",
+      ).run(state, by, Date.now(), id)
+    );
   }
 
   /** Record that the plugin applied an answer; false when already recorded. */
   applied(id: string, source: ApprovalSource): boolean {
-    return this.#apply.run(Date.now(), source, id).changes > 0;
+    return this.#gate.run(() => this.#apply.run(Date.now(), source, id).changes > 0);
   }
 
   /** Every pending approval, oldest first. */
@@ -100,7 +108,7 @@ export class ApprovalStore {
 
   /** Remove a deleted session's approvals. */
   deleteSession(sessionId: string): void {
-    this.db.prepare("DELETE FROM approvals WHERE sessionId = ?").run(sessionId);
+    this.#gate.run(() => this.db.prepare("DELETE FROM approvals WHERE sessionId = ?").run(sessionId));
   }
 }
 

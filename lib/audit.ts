@@ -4,6 +4,7 @@
  * deletes a row; rows are read in id order.
  */
 import type { DatabaseSync, StatementSync } from "node:sqlite";
+import { gateOf, type WriteGate } from "./write_gate.ts";
 import type { Role } from "./token_store.ts";
 
 const SCHEMA = `
@@ -40,7 +41,11 @@ export class Audit {
   #insert: StatementSync;
   #page: StatementSync;
 
+  /** The file's write gate: while the file refuses writes (locked, full) a row fails at once, not after a wait. */
+  #gate: WriteGate;
+
   constructor(db: DatabaseSync) {
+    this.#gate = gateOf(db);
     db.exec(SCHEMA);
     this.#insert = db.prepare(
       "INSERT INTO audit(at, actor, role, action, sessionId, detail) VALUES (?, ?, ?, ?, ?, ?)",
@@ -55,7 +60,9 @@ export class Audit {
       if (detail && detail.length > MAX_DETAIL_CHARS) {
         detail = JSON.stringify({ truncated: detail.slice(0, MAX_DETAIL_CHARS) });
       }
-      this.#insert.run(Date.now(), entry.actor, entry.role, entry.action, entry.sessionId ?? null, detail);
+      this.#gate.run(() =>
+        this.#insert.run(Date.now(), entry.actor, entry.role, entry.action, entry.sessionId ?? null, detail)
+      );
     } catch (error) {
       console.error(`lvmh: could not append to the audit log: ${(error as Error).message}`);
     }

@@ -4,6 +4,7 @@
  * each change is one statement or one transaction, so a SIGKILL leaves a delivery pending, never half-written.
  */
 import type { DatabaseSync, StatementSync } from "node:sqlite";
+import { gateOf, type WriteGate } from "../write_gate.ts";
 import type { NotifyKind } from "../notify/kinds.ts";
 
 const SCHEMA = `
@@ -58,7 +59,11 @@ export interface AttemptRow {
 export class WebhookStore {
   #s: Record<string, StatementSync>;
 
+  /** The file's write gate (lib/write_gate.ts): the outbox's writes fail at once while the file refuses them. */
+  #gate: WriteGate;
+
   constructor(private readonly db: DatabaseSync) {
+    this.#gate = gateOf(db);
     db.exec(SCHEMA);
     this.#s = {
       addEndpoint: db.prepare(
@@ -120,6 +125,10 @@ export class WebhookStore {
   /** Queue one delivery per endpoint in one transaction, so an event reaches all of them or none. */
   enqueue(rows: Pick<OutboxRow, "id" | "endpointId" | "type" | "body" | "createdAt">[]): void {
     if (!rows.length) return;
+    this.#gate.run(() => this.#enqueue(rows));
+  }
+
+  #enqueue(rows: Pick<OutboxRow, "id" | "endpointId" | "type" | "body" | "createdAt">[]): void {
     this.db.exec("BEGIN IMMEDIATE");
     try {
       for (const r of rows) this.#s.enqueue.run(r.id, r.endpointId, r.type, r.body, r.createdAt, r.createdAt);
@@ -137,6 +146,14 @@ export class WebhookStore {
 
   /** Record an attempt and the delivery's new state in one transaction. */
   record(
+    row: OutboxRow,
+    attempt: { at: number; status: number | null; latencyMs: number; error: string | null },
+    next: { state: OutboxRow["state"]; nextAt: number },
+  ): void {
+    this.#gate.run(() => this.#record(row, attempt, next));
+  }
+
+  #record(
     row: OutboxRow,
     attempt: { at: number; status: number | null; latencyMs: number; error: string | null },
     next: { state: OutboxRow["state"]; nextAt: number },
