@@ -62,9 +62,10 @@ export async function independentLoad(d: FanOutTarget, processes: number, perPro
   const agentOut = lineReader(agent.stdout);
   const writer = agent.stdin.getWriter();
   const command = (line: string) => writer.write(new TextEncoder().encode(`${line}\n`));
+  let watchers: { child: Deno.ChildProcess; next: () => Promise<string | null> }[] = [];
   try {
     if (await agentOut() !== "ready") throw new Error("the plugin process ended before its welcome");
-    const watchers = Array.from({ length: processes }, () => {
+    watchers = Array.from({ length: processes }, () => {
       const child = spawn(
         "_fanout_browsers.ts",
         [d.browserUrl, sessionId, String(perProcess), String(DELTAS), "60000"],
@@ -118,6 +119,13 @@ export async function independentLoad(d: FanOutTarget, processes: number, perPro
   } finally {
     await writer.close().catch(() => {});
     await agent.status;
+    // After a failure, the watcher processes that are still waiting for deltas are not left behind.
+    for (const w of watchers) {
+      try {
+        w.child.kill();
+      } catch { /* already exited */ }
+      await w.child.status;
+    }
   }
 }
 
