@@ -4,11 +4,14 @@
  * Types are inferred from the schemas and never written twice.
  */
 import { z } from "zod";
-import { MAX_PROMPT_CHARS, PROTOCOL_VERSION, SESSION_ID_RE } from "./wire.ts";
+import { MAX_BATCH_EVENTS, MAX_PROMPT_CHARS, PROTOCOL_VERSION, SESSION_ID_RE } from "./wire.ts";
+import { hotShape, MAX_JSON_DEPTH, nestsDeeper } from "./frame_precheck.ts";
 
+export { MAX_JSON_DEPTH, nestsDeeper } from "./frame_precheck.ts";
 export {
   CloseCode,
   Feature,
+  MAX_BATCH_EVENTS,
   MAX_BODY_BYTES,
   MAX_FRAME_BYTES,
   MAX_PROMPT_CHARS,
@@ -213,8 +216,6 @@ export type AgentEventType = AgentEvent["type"];
 
 /** Application heartbeat: the daemon answers `pong` (WebSocket pings are the daemon's own dead-peer check). */
 export const PingFrame = event("ping", { seq: z.literal(0) });
-/** Most events one `batch` frame may carry. */
-export const MAX_BATCH_EVENTS = 5000;
 /** Optional feature `batch`: many events in one frame, each validated on its own, answered by one ack. */
 export const BatchFrame = event("batch", {
   seq: z.literal(0),
@@ -558,8 +559,8 @@ export function parsePluginFrame(text: string): Parsed<PluginFrame> {
     if (v !== PROTOCOL_VERSION) {
       return { ok: false, code: "bad_version", message: `unsupported protocol version ${JSON.stringify(v)}` };
     }
-    const fast = fastFrame(raw as Record<string, unknown>);
-    return fast ? { ok: true, value: fast } : null;
+    // The hot shapes are used as parsed (lib/frame_precheck.ts); the rest goes through the schema.
+    return hotShape(raw as Record<string, unknown>) ? { ok: true, value: raw as PluginFrame } : null;
   });
 }
 
@@ -567,95 +568,13 @@ export function parsePluginFrame(text: string): Parsed<PluginFrame> {
 export function parseAgentEvent(
   raw: unknown,
 ): { ok: true; value: AgentEvent } | { ok: false; message: string } {
-  const fast = typeof raw === "object" && raw !== null ? fastFrame(raw as Record<string, unknown>) : null;
-  return fast && fast.type !== "batch" ? { ok: true, value: fast } : parseWith(AgentEvent, raw);
-}
-
-// The fast path. Under ingest load zod cost ~1 µs per event plus a deep copy of it for the collector; the shapes
-// that make up nearly all traffic (streamed deltas, whole messages, tool output, batches) are checked by hand
-// here and the parsed object is used as it is. Only an input that satisfies the schema with nothing to fill
-// in is accepted, so the result equals zod's (key order aside); anything else (a missing field that has a
-// default, images, a wrong type) falls through to the schema, which also words the error.
-const isStr = (x: unknown, max = Infinity): x is string => typeof x === "string" && x.length <= max;
-const isSeq = (x: unknown): x is number => typeof x === "number" && Number.isSafeInteger(x) && x >= 0;
-const isStrOrNull = (x: unknown) => x === null || typeof x === "string";
-const isPlain = (x: unknown): x is Record<string, unknown> =>
-  typeof x === "object" && x !== null && !Array.isArray(x);
-const MESSAGE_ROLES = new Set(["user", "assistant", "toolResult", "system"]);
-
-function fastEnvelope(f: Record<string, unknown>): boolean {
-  return f.v === PROTOCOL_VERSION && isStr(f.sessionId, 128) && SESSION_ID_RE.test(f.sessionId) &&
-    isSeq(f.seq) && typeof f.ts === "number" && Number.isFinite(f.ts);
-}
-
-function fastMessage(m: unknown): boolean {
-  if (!isPlain(m) || !MESSAGE_ROLES.has(m.role as string) || !isStr(m.id, 200)) return false;
-  if (typeof m.text !== "string" || !isStrOrNull(m.thinking) || !isStrOrNull(m.toolCallId)) return false;
-  if (m.images !== undefined || !Array.isArray(m.toolCalls)) return false;
-  for (const c of m.toolCalls) {
-    if (
-      !isPlain(c) || typeof c.id !== "string" || typeof c.name !== "string" || typeof c.argsJson !== "string"
-    ) {
-      return false;
-    }
-  }
-  return true;
-}
-
-function fastFrame(f: Record<string, unknown>): (AgentEvent | BatchFrame) | null {
-  if (!fastEnvelope(f)) return null;
-  switch (f.type) {
-    case "message_update":
-      return typeof f.delta === "string" &&
-          (f.kind === undefined || f.kind === "text" || f.kind === "thinking")
-        ? f as AgentEvent
-        : null;
-    case "message_end":
-      return f.from === undefined && fastMessage(f.message) ? f as AgentEvent : null;
-    case "tool_execution_update":
-      return isStr(f.toolCallId) && isStr(f.toolName) && isStr(f.partial) ? f as AgentEvent : null;
-    case "batch":
-      return f.seq === 0 && Array.isArray(f.events) && f.events.length >= 1 &&
-          f.events.length <= MAX_BATCH_EVENTS
-        ? f as BatchFrame
-        : null;
-    default:
-      return null;
-  }
+  const hot = typeof raw === "object" && raw !== null ? hotShape(raw as Record<string, unknown>) : null;
+  return hot === "event" ? { ok: true, value: raw as AgentEvent } : parseWith(AgentEvent, raw);
 }
 
 /** Parse one text frame from a browser. Never throws. */
 export function parseBrowserFrame(text: string): Parsed<BrowserFrame> {
   return parseFrame(text, BrowserFrame);
-}
-
-/** Deepest nesting of arrays and objects a frame may have; no frame of the protocol comes near it. */
-export const MAX_JSON_DEPTH = 64;
-
-/**
- * True when `text` nests arrays/objects deeper than `max` (brackets inside strings do not count). Checked before
- * JSON.parse: a 10,000-deep frame took V8 ~540 µs to parse (25× a flat frame of its size), this ~20 µs; on a
- * 60 KB batch it adds ~0.3 µs per event, since strings, most of a frame, are skipped with indexOf.
- */
-export function nestsDeeper(text: string, max = MAX_JSON_DEPTH): boolean {
-  let depth = 0;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c === 34) { // '"': jump to the closing quote, one not escaped by an odd run of backslashes
-      let j = i;
-      for (;;) {
-        j = text.indexOf('"', j + 1);
-        if (j < 0) return false; // unterminated: JSON.parse says so
-        let k = j - 1;
-        while (text.charCodeAt(k) === 92) k--;
-        if ((j - 1 - k) % 2 === 0) break;
-      }
-      i = j;
-    } else if (c === 91 || c === 123) { // '[' '{'
-      if (++depth > max) return true;
-    } else if (c === 93 || c === 125) depth--;
-  }
-  return false;
 }
 
 function parseFrame<T>(

@@ -10,6 +10,8 @@ export const MAX_FRAME_BYTES = 1024 * 1024;
 export const MAX_BODY_BYTES = 256 * 1024;
 /** Largest prompt text the REST API forwards to a plugin. */
 export const MAX_PROMPT_CHARS = 100_000;
+/** Most events one `batch` frame may carry. */
+export const MAX_BATCH_EVENTS = 5000;
 
 /** pi's own rule for session ids (SessionManager), with a length bound of ours. */
 export const SESSION_ID_RE = /^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,126}[A-Za-z0-9])?$/;
