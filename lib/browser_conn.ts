@@ -6,7 +6,7 @@ import type { App } from "./app.ts";
 import { eventsFrame, type Subscriber } from "./hub.ts";
 import { CloseCode, MAX_FRAME_BYTES, parseBrowserFrame, type ServerFrame } from "./protocol.ts";
 import { tooBig } from "./agent_conn.ts";
-import { eventJson } from "./store.ts";
+import { eventJson } from "./event_codec.ts";
 import type { Principal } from "./auth.ts";
 
 /** Catch-up sent on subscribe is at most this many events; older history comes over REST. */

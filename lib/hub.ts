@@ -4,7 +4,7 @@
  * buffered without limit.
  */
 import { CloseCode, type ServerFrame, type StoredEvent } from "./protocol.ts";
-import type { EncodedEvent } from "./store.ts";
+import type { EncodedEvent } from "./event_codec.ts";
 
 /** Anything that can receive encoded frames: a browser socket in production, a recorder in tests. */
 export interface Subscriber {

@@ -4,7 +4,8 @@
  * relative to the session's persisted events.
  */
 import { type AgentEvent, isEphemeral } from "./protocol.ts";
-import { type EncodedEvent, encodedEvent, type SessionCommit, type Store, wholeFileError } from "./store.ts";
+import { type EncodedEvent, encodedEvent } from "./event_codec.ts";
+import { type SessionCommit, type Store, wholeFileError } from "./store.ts";
 import type { Hub } from "./hub.ts";
 
 /** The plugin connection an event came from: told when its events are stored, or that storing failed. */

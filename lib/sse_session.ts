@@ -7,7 +7,7 @@
 import type { App } from "./app.ts";
 import type { Subscriber } from "./hub.ts";
 import { type AgentEventType, CloseCode, isEphemeral, type StoredEvent } from "./protocol.ts";
-import { eventJson } from "./store.ts";
+import { eventJson } from "./event_codec.ts";
 import { sseEvent, SseStream } from "./sse.ts";
 
 /** Catch-up reads this many events per page; the latest page is what a stream without a resume point shows. */

@@ -4,7 +4,7 @@
  */
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import type { AgentEvent, AskSet, SessionInfo, SessionRecord, StoredEvent } from "./protocol.ts";
-import { PROTOCOL_VERSION } from "./wire.ts";
+import { type EncodedEvent, eventJson, type EventRow, payloadOf, storedForm } from "./event_codec.ts";
 import { BUSY_TIMEOUT_MS, gateOf, type WriteGate } from "./write_gate.ts";
 
 export { BUSY_TIMEOUT_MS, wholeFileError, WriteGate, WriteRefused } from "./write_gate.ts";
@@ -46,23 +46,6 @@ export interface EventsPage {
   limit: number;
 }
 
-/** One event's seq and its envelope+payload JSON, with the object it encodes when there is one at hand. */
-export interface EncodedEvent {
-  seq: number;
-  json: string;
-  /** The event as an object, as `json` encodes it (kept so in-process followers need not parse `json`). */
-  event?: Readonly<StoredEvent>;
-}
-
-/** A row of the events table. */
-export interface EventRow {
-  sessionId: string;
-  seq: number;
-  ts: number;
-  type: string;
-  payload: string;
-}
-
 interface SessionRow {
   id: string;
   info: string;
@@ -71,45 +54,6 @@ interface SessionRow {
   state: string;
   /** The session's own ask set as JSON, or null for the daemon's default. */
   ask: string | null;
-}
-
-/** Encode an event as browsers and the REST API see it: the whole envelope plus payload. */
-export function encodeEvent(event: AgentEvent): string {
-  const ts = Math.trunc(event.ts);
-  return eventJson({
-    sessionId: event.sessionId,
-    seq: event.seq,
-    ts,
-    type: event.type,
-    payload: payloadOf(event),
-  });
-}
-
-/** An event with its JSON and its object form (the parsed event itself: no copy unless `ts` has a fraction). */
-export function encodedEvent(event: AgentEvent): EncodedEvent {
-  return { seq: event.seq, json: encodeEvent(event), event: storedForm(event) };
-}
-
-function storedForm(event: AgentEvent, ts = Math.trunc(event.ts)): StoredEvent {
-  return (event.ts === ts ? event : { ...event, ts }) as StoredEvent;
-}
-
-/** The payload part of an event: everything but the envelope, as stored in `events.payload`. */
-function payloadOf(event: AgentEvent): string {
-  // Rest destructuring copies the other keys in one step, in their order: half the cost of a filtered loop.
-  const { v: _v, sessionId: _id, seq: _seq, ts: _ts, type: _type, ...payload } = event as Record<
-    string,
-    unknown
-  >;
-  return JSON.stringify(payload);
-}
-
-/** Rebuild the envelope+payload JSON of a row without parsing the payload. */
-export function eventJson(row: EventRow): string {
-  const head = `{"v":${PROTOCOL_VERSION},"sessionId":${
-    JSON.stringify(row.sessionId)
-  },"seq":${row.seq},"ts":${row.ts},"type":${JSON.stringify(row.type)}`;
-  return row.payload === "{}" ? head + "}" : head + "," + row.payload.slice(1);
 }
 
 function stateAfter(type: string, current: string): string {
