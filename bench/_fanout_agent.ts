@@ -5,47 +5,14 @@
  * subscribed), `go` streams `deltas` deltas 1 ms apart and prints `sent <its CPU ms meanwhile>`. Exits when stdin closes.
  * Args: agentUrl token sessionId deltas
  */
-import WebSocket from "ws";
 import { cpuMs, wallClock } from "./_proc.ts";
+import { nodelayAgent } from "./_ws_agent.ts";
 
 const [url, token, sessionId, deltasArg] = Deno.args;
 const DELTAS = Number(deltasArg);
 const clock = wallClock();
-const ws = new WebSocket(url, { headers: { authorization: `Bearer ${token}` } });
-await new Promise((resolve, reject) => {
-  ws.once("open", resolve);
-  ws.once("error", reject);
-});
-const welcomed = new Promise((resolve) => ws.once("message", resolve));
-ws.send(JSON.stringify({
-  v: 1,
-  type: "hello",
-  sessionId,
-  seq: 0,
-  ts: Date.now(),
-  session: {
-    id: sessionId,
-    name: "fan",
-    cwd: "/",
-    model: "m",
-    provider: "p",
-    agent: false,
-    repo: null,
-    startedAt: 1_700_000_000_000,
-  },
-}));
-await welcomed;
-let seq = 1;
-const delta = (text: string) =>
-  ws.send(JSON.stringify({
-    v: 1,
-    sessionId,
-    seq: seq++,
-    ts: Date.now(),
-    type: "message_update",
-    delta: text,
-    sentAt: clock.now(),
-  }));
+const agent = await nodelayAgent(url, token, sessionId);
+const delta = (text: string) => agent.send("message_update", { delta: text, sentAt: clock.now() });
 console.log("ready");
 
 const lines = Deno.stdin.readable.pipeThrough(new TextDecoderStream());
@@ -67,5 +34,5 @@ for await (const chunk of lines) {
     }
   }
 }
-ws.close();
+agent.socket.close();
 Deno.exit(0);

@@ -10,6 +10,7 @@ import WebSocket from "ws";
 import { startDaemon } from "../tests/_daemon.ts";
 import { connectAgent, connectBrowser } from "../tests/_agent_client.ts";
 import { cpuMs, daemonPid, rssMiB } from "./_proc.ts";
+import { nodelayAgent } from "./_ws_agent.ts";
 
 const SOCKETS = 50;
 const EVENTS_PER_SOCKET = 2000;
@@ -144,40 +145,6 @@ export async function ingestLoad(
   }
   await Promise.all(agents.map((a) => a.close()));
   return (SOCKETS * EVENTS_PER_SOCKET) / elapsed;
-}
-
-/** A plugin-side socket from npm `ws`, as the real plugin uses: TCP_NODELAY, so no delta waits for Nagle. */
-async function nodelayAgent(url: string, token: string, sessionId: string) {
-  const ws = new WebSocket(url, { headers: { authorization: `Bearer ${token}` } });
-  await new Promise((resolve, reject) => {
-    ws.once("open", resolve);
-    ws.once("error", reject);
-  });
-  const welcomed = new Promise((resolve) => ws.once("message", resolve));
-  ws.send(JSON.stringify({
-    v: 1,
-    type: "hello",
-    sessionId,
-    seq: 0,
-    ts: Date.now(),
-    session: {
-      id: sessionId,
-      name: "fan",
-      cwd: "/",
-      model: "m",
-      provider: "p",
-      agent: false,
-      repo: null,
-      startedAt: 1_700_000_000_000,
-    },
-  }));
-  await welcomed;
-  let seq = 1;
-  return {
-    send: (type: string, payload: Record<string, unknown>) =>
-      ws.send(JSON.stringify({ v: 1, sessionId, seq: seq++, ts: Date.now(), type, ...payload })),
-    close: () => new Promise((resolve) => (ws.once("close", resolve), ws.close())),
-  };
 }
 
 /**
