@@ -435,17 +435,5 @@ export function imageUrl(sessionId: string, sha256: string): string {
   return `/api/sessions/${encodeURIComponent(sessionId)}/images/${encodeURIComponent(sha256)}`;
 }
 
-/** How an image is named where it cannot be shown: `image · PNG · 120 KB`. */
-export function imageLabel(img: Pick<UserImage, "mimeType" | "bytes">): string {
-  const type = img.mimeType.replace(/^image\//, "").toUpperCase() || "IMAGE";
-  const kb = img.bytes / 1024;
-  const size = kb < 1
-    ? `${img.bytes} B`
-    : kb < 1024
-    ? `${Math.round(kb)} KB`
-    : `${(kb / 1024).toFixed(1)} MB`;
-  return `image · ${type} · ${size}`;
-}
-
 /** Persisted events a session page renders first, and fetches per page when scrolling back (one number). */
 export const HISTORY_PAGE = 300;

@@ -4,7 +4,6 @@ import {
   applyEvents,
   buildConversation,
   emptyConversation,
-  imageLabel,
   mergeEvents,
   prependEvents,
   streamingText,
@@ -242,6 +241,21 @@ Deno.test("approval events: the call awaits, then runs once approved or stays re
   assert.equal(aborted.tools.c1.status, "stopped");
 });
 
+Deno.test("command_result answers are kept by commandId, also through a rebuild from older pages", () => {
+  const conv = buildConversation([
+    ev(5, "command_result", { commandId: "c1", ok: true }),
+    ev(6, "command_result", { commandId: "c2", ok: false, error: "refused: no API key" }),
+  ]);
+  assert.deepEqual(conv.commands, {
+    c1: { ok: true, error: null },
+    c2: { ok: false, error: "refused: no API key" },
+  });
+  assert.equal(conv.items.length, 0, "not shown in the conversation itself");
+  const older = prependEvents(conv, [ev(1, "command_result", { commandId: "c0", ok: false })]);
+  assert.deepEqual(Object.keys(older.commands).sort(), ["c0", "c1", "c2"]);
+  assert.equal(older.commands.c0.error, "refused", "a refusal without a reason still reads as one");
+});
+
 Deno.test("conversation: a web prompt's user message says who sent it and links its images; terminal ones are named", () => {
   const sha = "a".repeat(64), other = "b".repeat(64);
   const c = buildConversation([
@@ -287,22 +301,4 @@ Deno.test("conversation: a web prompt's user message says who sent it and links 
   assert.equal(typed?.images[0].src, null, "the daemon never had it");
   assert.deepEqual(anonymous?.web, { by: null }, "a prompt frame without by");
   assert.deepEqual(anonymous?.images, []);
-  assert.equal(imageLabel({ mimeType: "image/png", bytes: 123_456 }), "image · PNG · 121 KB");
-  assert.equal(imageLabel({ mimeType: "image/jpeg", bytes: 900 }), "image · JPEG · 900 B");
-  assert.equal(imageLabel({ mimeType: "image/webp", bytes: 3 * 1024 * 1024 }), "image · WEBP · 3.0 MB");
-});
-
-Deno.test("command_result answers are kept by commandId, also through a rebuild from older pages", () => {
-  const conv = buildConversation([
-    ev(5, "command_result", { commandId: "c1", ok: true }),
-    ev(6, "command_result", { commandId: "c2", ok: false, error: "refused: no API key" }),
-  ]);
-  assert.deepEqual(conv.commands, {
-    c1: { ok: true, error: null },
-    c2: { ok: false, error: "refused: no API key" },
-  });
-  assert.equal(conv.items.length, 0, "not shown in the conversation itself");
-  const older = prependEvents(conv, [ev(1, "command_result", { commandId: "c0", ok: false })]);
-  assert.deepEqual(Object.keys(older.commands).sort(), ["c0", "c1", "c2"]);
-  assert.equal(older.commands.c0.error, "refused", "a refusal without a reason still reads as one");
 });

@@ -49,3 +49,15 @@ export function prettyJson(text: string): string {
     return text;
   }
 }
+
+/** How an image is named where it cannot be shown: `image · PNG · 120 KB`. */
+export function imageLabel(img: { mimeType: string; bytes: number }): string {
+  const type = img.mimeType.replace(/^image\//, "").toUpperCase() || "IMAGE";
+  const kb = img.bytes / 1024;
+  const size = kb < 1
+    ? `${img.bytes} B`
+    : kb < 1024
+    ? `${Math.round(kb)} KB`
+    : `${(kb / 1024).toFixed(1)} MB`;
+  return `image · ${type} · ${size}`;
+}

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { formatCost, formatTokens, prettyJson, relativeTime, shortPath } from "./format.ts";
+import { formatCost, formatTokens, imageLabel, prettyJson, relativeTime, shortPath } from "./format.ts";
 
 Deno.test("relativeTime() reads like a person would say it", () => {
   const now = Date.UTC(2026, 10, 30, 12);
@@ -22,4 +22,10 @@ Deno.test("shortPath() and prettyJson()", () => {
   assert.equal(shortPath("/a/b"), "/a/b");
   assert.equal(prettyJson('{"a":1}'), '{\n  "a": 1\n}');
   assert.equal(prettyJson("not json"), "not json");
+});
+
+Deno.test("imageLabel(): names an image by type and size where it cannot be shown", () => {
+  assert.equal(imageLabel({ mimeType: "image/png", bytes: 123_456 }), "image · PNG · 121 KB");
+  assert.equal(imageLabel({ mimeType: "image/jpeg", bytes: 900 }), "image · JPEG · 900 B");
+  assert.equal(imageLabel({ mimeType: "image/webp", bytes: 3 * 1024 * 1024 }), "image · WEBP · 3.0 MB");
 });
