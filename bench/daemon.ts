@@ -6,7 +6,6 @@
  * Run: `deno task bench` (all benches) or `deno run -A bench/daemon.ts`.
  */
 import { DatabaseSync } from "node:sqlite";
-import WebSocket from "ws";
 import { startDaemon } from "../tests/_daemon.ts";
 import { connectAgent, connectBrowser } from "../tests/_agent_client.ts";
 import { cpuMs, daemonPid, rssMiB } from "./_proc.ts";
