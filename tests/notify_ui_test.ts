@@ -105,12 +105,26 @@ Deno.test("UI: web push notification and its click", async (t) => {
 
     await t.step("a push is shown as a notification; clicking it opens the approval", async () => {
       cdp = await ui.context.newCDPSession(page);
-      const registrations: { registrationId: string; scopeURL: string }[] = [];
-      cdp.on("ServiceWorker.workerRegistrationUpdated", (e) => registrations.push(...e.registrations));
+      // The registration a push can reach: ours, not deleted, with an activated worker version (a push sent
+      // to a registration whose worker is still installing, or to one replaced meanwhile, shows nothing).
+      const registrations = new Map<
+        string,
+        { registrationId: string; scopeURL: string; isDeleted: boolean }
+      >();
+      const activated = new Set<string>();
+      cdp.on("ServiceWorker.workerRegistrationUpdated", (e) => {
+        for (const r of e.registrations) registrations.set(r.registrationId, r);
+      });
+      cdp.on("ServiceWorker.workerVersionUpdated", (e) => {
+        for (const v of e.versions) if (v.status === "activated") activated.add(v.registrationId);
+      });
       await cdp.send("ServiceWorker.enable");
       const reg = await waitFor(
-        () => registrations.find((r) => r.scopeURL === `${daemon.url}/`),
-        "the registration over CDP",
+        () =>
+          [...registrations.values()].find((r) =>
+            r.scopeURL === `${daemon.url}/` && !r.isDeleted && activated.has(r.registrationId)
+          ),
+        "the registration over CDP, with its worker activated",
       );
       registrationId = reg.registrationId;
       await push({
