@@ -94,10 +94,12 @@ export class DaemonFeed {
   }
 }
 
-/** The state a fresh client starts from: the session list and the spawn jobs. */
+/** The state a fresh client starts from: the session list, the waiting approvals and the spawn jobs. */
 function snapshotFrames(app: App): ({ type: string } & Record<string, unknown>)[] {
   return [
     { type: "session_list", sessions: app.sessions.list() },
+    // As a browser socket gets it: a dashboard must see what waits without waiting for the next change.
+    app.approvals.frame(),
     { type: "spawn_status", jobs: app.spawner.jobs() },
   ];
 }

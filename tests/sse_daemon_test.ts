@@ -15,6 +15,12 @@ Deno.test("daemon stream: snapshots, then numbered frames; resume replays exactl
     assert.ok(first.events.some((e) => e.event === "session_list" && e.id === null), "list snapshot first");
     assert.ok(spawn.id, "the last snapshot carries the cursor");
     assert.deepEqual(JSON.parse(spawn.data).jobs, []);
+    assert.deepEqual(
+      first.events.map((e) => e.event),
+      ["session_list", "approvals", "spawn_status"],
+      "a fresh client gets the session list, the waiting approvals and the spawn jobs",
+    );
+    assert.deepEqual(JSON.parse(first.events[1].data).pending, []);
 
     const agent = await connectAgent(d1, { sessionId: "dash" });
     const online = await first.waitEvent(
@@ -23,9 +29,18 @@ Deno.test("daemon stream: snapshots, then numbered frames; resume replays exactl
     );
     assert.ok(Number(online.id) > Number(spawn.id), "cursor increases");
 
+    // An approval request reaches the stream as a numbered `approvals` frame naming it.
+    agent.send("approval_request", { approvalId: "ap-d", toolCallId: "tc-d", toolName: "bash", args: {} });
+    const asked = await first.waitEvent(
+      (e) => e.event === "approvals" && e.id !== null && e.data.includes('"ap-d"'),
+      "the approvals frame",
+    );
+    assert.ok(Number(asked.id) > Number(online.id), "cursor increases");
+    assert.deepEqual(JSON.parse(asked.data).pending.map((a: { id: string }) => a.id), ["ap-d"]);
+
     // Resuming after the snapshot's cursor gives the same frames with the same ids, no snapshot again.
     const resumed = await openSse(url, d1.token, { lastEventId: spawn.id! });
-    await resumed.waitEvent((e) => e.id === online.id, "the missed frame");
+    await resumed.waitEvent((e) => e.id === asked.id, "the missed frames");
     const after = (c: typeof first) =>
       c.events.filter((e) => e.id !== null && Number(e.id) > Number(spawn.id)).map((e) => e.id);
     assert.deepEqual(after(resumed).slice(0, after(first).length), after(first));
@@ -38,6 +53,8 @@ Deno.test("daemon stream: snapshots, then numbered frames; resume replays exactl
     await stale.waitEvent((e) => e.event === "spawn_status");
     const list = stale.events.find((e) => e.event === "session_list")!;
     assert.ok(JSON.parse(list.data).sessions.some((s: { id: string }) => s.id === "dash"));
+    const waiting = stale.events.find((e) => e.event === "approvals")!;
+    assert.deepEqual(JSON.parse(waiting.data).pending.map((a: { id: string }) => a.id), ["ap-d"]);
     await Promise.all([first.close(), resumed.close(), stale.close(), agent.close()]);
     await d1.kill("SIGKILL");
     await d1.stop();
