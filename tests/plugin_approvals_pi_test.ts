@@ -1,10 +1,12 @@
 /**
  * Tool approvals end to end with the real pi 0.73.1 and 1.6.0, the real daemon and the fake LLM asking for a
- * `bash` call: the call waits (listed pending, no tool_execution_end), an approval over REST runs the
- * command exactly once, and the plugin reports the answer it applied.
+ * `bash` call: the call waits (listed pending over REST and /ws, no tool_execution_end), two approvals at once
+ * are one record and a later rejection 409, the command runs exactly once, and the plugin reports the answer
+ * it applied.
  */
 import assert from "node:assert/strict";
 import { freePort, startDaemon, waitFor } from "./_daemon.ts";
+import { connectBrowser, type Frame } from "./_agent_client.ts";
 import { startFakeLlm } from "./fixtures/fake_llm.mjs";
 import { allEvents, assertInstalled, makePiHome, PI_VERSIONS, piPrint, piRpc, sessions } from "./_pi.ts";
 
@@ -16,6 +18,7 @@ for (const v of PI_VERSIONS) {
     const llm = await startFakeLlm();
     await using d = await startDaemon({ env: { LVMH_ASK: "bash" } });
     await using home = await makePiHome(llm.url);
+    const browser = await connectBrowser(d.browserUrl);
     try {
       // Print mode has no UI: only the web can answer.
       const run = piPrint(v, home, home.env(d), "please run the command");
@@ -38,13 +41,24 @@ for (const v of PI_VERSIONS) {
       const before = await allEvents(d, id) as Ev[];
       assert.ok(before.some((e) => e.type === "approval_request" && e.approvalId === pending.id));
       assert.ok(!before.some((e) => e.type === "tool_execution_end"), "the tool waits");
+      // Every browser hears of it too: the /ws `approvals` frame lists it pending.
+      await browser.waitFrame(
+        (f: Frame) =>
+          f.type === "approvals" && (f.pending as { id: string }[]).some((p) => p.id === pending.id),
+        "approvals frame on /ws",
+      );
 
-      const res = await d.api(`/api/approvals/${pending.id}`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ decision: "approve" }),
-      });
-      assert.equal(res.status, 200, await res.clone().text());
+      // Two people approve at once, then a third rejects: one record, the same for both, then 409.
+      const answer = (decision: string) =>
+        d.api(`/api/approvals/${pending.id}`, { method: "POST", body: JSON.stringify({ decision }) });
+      const both = await Promise.all([answer("approve"), answer("approve")]);
+      assert.deepEqual(both.map((r) => r.status), [200, 200]);
+      const [one, two] = await Promise.all(both.map((r) => r.json()));
+      assert.deepEqual(one, two, "the same answer twice is the same record");
+      assert.equal(one.state, "approved");
+      const late = await answer("reject");
+      assert.equal(late.status, 409);
+      assert.equal(typeof (await late.json()).error, "string");
       const out = await run;
       assert.equal(out.code, 0, out.stderr);
       const events = await waitFor(async () => {
@@ -60,7 +74,9 @@ for (const v of PI_VERSIONS) {
       assert.equal(resolved?.source, "web");
       const requestSeq = events.find((e) => e.type === "approval_request")!.seq;
       assert.ok(requestSeq < resolved!.seq && resolved!.seq < ends[0].seq, "asked, answered, then ran");
+      assert.equal(events.filter((e) => e.type === "approval_resolved").length, 1, "applied once");
     } finally {
+      await browser.close();
       await llm.close();
     }
   });
