@@ -1,10 +1,11 @@
 /**
  * SQLite persistence (node:sqlite, WAL): the event log keyed by (sessionId, seq), session snapshots and
- * settings. This is the only module that runs SQL.
+ * settings. This is the only module that runs SQL on these tables (with lib/row_buffer.ts, its multi-row insert).
  */
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import type { AgentEvent, AskSet, SessionInfo, SessionRecord, StoredEvent } from "./protocol.ts";
 import { type EncodedEvent, eventJson, type EventRow, payloadOf, storedForm } from "./event_codec.ts";
+import { manyRowInsert, RowBuffer } from "./row_buffer.ts";
 import { BUSY_TIMEOUT_MS, gateOf, type WriteGate } from "./write_gate.ts";
 
 export { BUSY_TIMEOUT_MS, wholeFileError, WriteGate, WriteRefused } from "./write_gate.ts";
@@ -73,6 +74,7 @@ export class Store {
   #db: DatabaseSync;
   #sessions = new Map<string, SessionRow>();
   #insertEvent: StatementSync;
+  #insertEvents: StatementSync;
   #selectAfter: StatementSync;
   #selectBefore: StatementSync;
   #updateSession: StatementSync;
@@ -104,6 +106,7 @@ export class Store {
     this.#insertEvent = this.#db.prepare(
       "INSERT OR IGNORE INTO events(sessionId, seq, ts, type, payload) VALUES (?, ?, ?, ?, ?)",
     );
+    this.#insertEvents = manyRowInsert(this.#db);
     this.#selectAfter = this.#db.prepare(
       "SELECT sessionId, seq, ts, type, payload FROM events WHERE sessionId = ? AND seq > ? ORDER BY seq LIMIT ?",
     );
@@ -195,8 +198,10 @@ export class Store {
     return this.gate.run(() => this.#appendBatch(events));
   }
 
-  #appendBatch(events: AgentEvent[]): SessionCommit[] {
+  /** @param manyAtOnce false: every row alone, decided by its own `changes` (the fallback below). */
+  #appendBatch(events: AgentEvent[], manyAtOnce = true): SessionCommit[] {
     const commits = new Map<string, { commit: SessionCommit; row: SessionRow }>();
+    const rows = new RowBuffer(this.#insertEvent, this.#insertEvents);
     this.#db.exec("BEGIN IMMEDIATE");
     try {
       for (const event of events) {
@@ -217,10 +222,14 @@ export class Store {
           commits.set(row.id, entry);
         }
         const { commit, row } = entry;
-        const payload = payloadOf(event);
         const ts = Math.trunc(event.ts);
-        const { changes } = this.#insertEvent.run(event.sessionId, event.seq, ts, event.type, payload);
-        if (changes === 0) continue;
+        const payload = payloadOf(event);
+        // Above the session's highest stored seq (and above every seq of it earlier in this batch) the row is
+        // surely new: it waits to go in with others. At or below, it may be a replay: it goes alone, now, and
+        // its `changes` say whether it was already there.
+        if (manyAtOnce && event.seq > row.lastSeq) {
+          rows.add(event.sessionId, event.seq, ts, event.type, payload);
+        } else if (rows.insertOne(event.sessionId, event.seq, ts, event.type, payload) === 0) continue;
         const json = eventJson({ sessionId: event.sessionId, seq: event.seq, ts, type: event.type, payload });
         commit.inserted.push({ seq: event.seq, json, event: storedForm(event, ts) });
         commit.lastSeq = row.lastSeq = Math.max(row.lastSeq, event.seq);
@@ -229,6 +238,13 @@ export class Store {
         if (state !== row.state || event.type === "session_info") commit.infoChanged = true;
         row.state = state;
         if (event.type === "session_info") row.info = JSON.stringify(event.session);
+      }
+      if (!rows.flush()) {
+        // A row counted as new was already in the file: the cache of highest seqs is wrong. Never seen; if
+        // it happens, the batch goes again one row at a time, which decides each row by its own `changes`.
+        this.#db.exec("ROLLBACK");
+        console.error("lvmh: a batch met rows it did not expect in the events table; stored row by row");
+        return this.#appendBatch(events, false);
       }
       for (const { commit, row } of commits.values()) {
         if (commit.infoChanged) {

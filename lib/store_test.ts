@@ -135,3 +135,40 @@ Deno.test("store.deleteSession() removes the session and its events, and nothing
     assert.equal(store.events("b", { after: 0, limit: 10 }).length, 1);
     assert.equal(store.deleteSession("a"), false);
   }));
+
+Deno.test("store.appendBatch() many rows per INSERT: 100 new rows of 3 sessions, a gap filled, a seq twice in one batch", () =>
+  withStore((store) => {
+    for (const id of ["a", "b", "c"]) store.upsertSession(info(id));
+    store.appendBatch([ev("a", 1), ev("a", 5)]); // a gap: 2..4 may still come
+    const batch = [ev("a", 3), ev("a", 3, "agent_end")]; // 3 fills the gap; the second 3 is a replay
+    for (let seq = 6; seq < 106; seq++) {
+      batch.push(ev(["a", "b", "c"][seq % 3], seq, "message_end", { n: seq }));
+    }
+    batch.push(ev("b", 7)); // b's 7 is in this batch already
+    const commits = store.appendBatch(batch);
+    const inserted = Object.fromEntries(commits.map((c) => [c.sessionId, c.inserted.map((e) => e.seq)]));
+    assert.deepEqual(inserted.a, [3, ...range(6, 106).filter((s) => s % 3 === 0)]);
+    assert.deepEqual(inserted.b, range(6, 106).filter((s) => s % 3 === 1));
+    assert.equal(store.events("a", { after: 2, limit: 1 })[0].type, "agent_start");
+    for (const id of ["a", "b", "c"]) {
+      const stored = store.events(id, { after: 0, limit: 200 }).map((e) => e.seq);
+      assert.deepEqual(stored, [...new Set(stored)].sort((x, y) => x - y), `${id}: each seq once, in order`);
+      assert.equal(store.lastSeq(id), Math.max(...stored));
+    }
+    assert.equal(store.events("b", { after: 6, limit: 1 })[0].type, "message_end", "the first b 7 is kept");
+  }));
+
+Deno.test("store.appendBatch() stores row by row when a row it thought new is in the file already", () =>
+  withStore((store) => {
+    store.upsertSession(info("a"));
+    // Another writer put seq 40 in behind the store's back (the cache says lastSeq 0).
+    store.db.prepare("INSERT INTO events VALUES ('a', 40, 1, 'agent_start', '{}')").run();
+    const commits = store.appendBatch(range(1, 65).map((seq) => ev("a", seq, "message_end", { n: seq })));
+    assert.deepEqual(commits[0].inserted.map((e) => e.seq), range(1, 65).filter((s) => s !== 40));
+    assert.equal(store.events("a", { after: 39, limit: 1 })[0].type, "agent_start");
+    assert.equal(store.events("a", { after: 0, limit: 100 }).length, 64);
+  }));
+
+function range(from: number, to: number): number[] {
+  return Array.from({ length: to - from }, (_, i) => from + i);
+}
