@@ -96,13 +96,19 @@ export function ApprovalCard({ approval: a, onDecide }: Props) {
         : (
           <p class="approval-outcome small">
             {STATE_TEXT[a.state]}
-            {a.decidedBy && (
+            {/* The plugin names a terminal answer's decider "terminal": "by terminal in the terminal" says it twice. */}
+            {a.decidedBy && !(a.source === "terminal" && a.decidedBy === "terminal") && (
               <>
                 {" by "}
                 <b class="decided-by">{a.decidedBy}</b>
               </>
             )}
-            {a.source === "terminal" && " in the terminal"}
+            {a.source === "terminal" && (
+              <>
+                {" "}
+                <span class="source-terminal">in the terminal</span>
+              </>
+            )}
             {a.decidedAt !== null && ` at ${clock(a.decidedAt)}`}
             {a.reason && `: “${a.reason}”`}
             {" · "}

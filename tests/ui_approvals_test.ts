@@ -2,7 +2,8 @@
  * Tool approvals in real Chromium against the real daemon and a scripted plugin: the card appears live with
  * readable arguments and the tool card reads "awaiting approval"; Approve reaches the plugin socket; the card
  * then says who decided and that the answer was delivered; "N waiting" and the list's mark update in another
- * tab; the keyboard answers; the ask-set control reaches the plugin; the card fits a phone.
+ * tab; the keyboard answers (`r`, `a`); an answer typed in pi's terminal shows as such; the ask-set control
+ * reaches the plugin; the card fits a phone.
  */
 import assert from "node:assert/strict";
 import { freePort, startDaemon, waitFor } from "./_daemon.ts";
@@ -141,6 +142,46 @@ Deno.test("UI: tool approvals", async (t) => {
       assert.equal(decision.decision, "reject");
       assert.equal(decision.reason, "keep let", "the reason typed on the card goes with the key");
       await session.page.waitForSelector("[data-approval='ap2'][data-state='rejected']");
+      await list.page.waitForSelector(".waiting", { state: "detached" });
+    });
+
+    await t.step("keys: a approves the focused card", async () => {
+      agent.send("approval_request", {
+        approvalId: "ap5",
+        toolCallId: "c5",
+        toolName: "bash",
+        args: { command: "make test" },
+      });
+      const card = session.page.locator("[data-approval='ap5']");
+      await card.waitFor();
+      await card.focus();
+      await session.page.keyboard.press("a");
+      const decision = await agent.waitFrame(
+        (f) => f.type === "approval_decision" && f.approvalId === "ap5",
+        "ap5",
+      );
+      assert.equal(decision.decision, "approve");
+      await session.page.waitForSelector("[data-approval='ap5'][data-state='approved']");
+    });
+
+    await t.step("an answer typed in pi's terminal shows on the card as the terminal's", async () => {
+      agent.send("approval_request", {
+        approvalId: "ap4",
+        toolCallId: "c4",
+        toolName: "bash",
+        args: { command: "ls" },
+      });
+      await session.page.locator("[data-approval='ap4'][data-state='pending']").waitFor();
+      agent.send("approval_resolved", {
+        approvalId: "ap4",
+        decision: "approve",
+        by: "terminal",
+        source: "terminal",
+      });
+      const card = session.page.locator("[data-approval='ap4']");
+      await session.page.waitForSelector("[data-approval='ap4'][data-state='approved'] .delivery.delivered");
+      assert.match(await card.locator(".approval-outcome").innerText(), /^Approved in the terminal at /);
+      assert.equal(await card.locator(".source-terminal").count(), 1);
       await list.page.waitForSelector(".waiting", { state: "detached" });
     });
 
