@@ -59,6 +59,13 @@ for (const v of PI_VERSIONS) {
         20_000,
       );
       assert.deepEqual([first.decision, first.by, first.source], ["approve", "terminal", "terminal"]);
+      // What the web card is built from: the daemon's record says the terminal answered, and it was applied.
+      const record = await waitFor(async () => {
+        const res = await d.api(`/api/sessions/${id}/approvals`);
+        const list = await res.json() as Record<string, unknown>[];
+        return list.find((a) => a.id === first.approvalId && a.appliedAt !== null);
+      }, "the terminal's answer recorded");
+      assert.deepEqual([record.state, record.decidedBy, record.source], ["approved", "terminal", "terminal"]);
       await waitFor(
         async () => (await allEvents(d, id) as Ev[]).filter((e) => e.type === "agent_settled").length === 1,
         "first run settles",
