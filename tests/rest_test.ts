@@ -1,7 +1,9 @@
 import assert from "node:assert/strict";
 import { waitFor } from "./_daemon.ts";
 import { startInProcess } from "./_inproc.ts";
-import { connectAgent, connectBrowser } from "./_agent_client.ts";
+import { connectAgent, connectBrowser, userEnd } from "./_agent_client.ts";
+import { openSse } from "./_sse.ts";
+import { PROTOCOL_VERSION } from "../lib/wire.ts";
 
 Deno.test("daemon: prompts and aborts reach the plugin", async (t) => {
   await using d = await startInProcess();
@@ -121,5 +123,78 @@ Deno.test("daemon: an offline session can be deleted with its history; an online
     }
   } finally {
     await Deno.remove(dataDir, { recursive: true });
+  }
+});
+
+Deno.test("daemon: a malformed percent-escape in a path answers 400 with an error, not 500", async () => {
+  await using d = await startInProcess();
+  for (const path of ["/api/sessions/%E0%A4%A", "/api/sessions/%zz/events", "/sessions/%E0%A4%A"]) {
+    const res = await d.api(path);
+    assert.equal(res.status, 400, path);
+    assert.match(res.headers.get("content-type")!, /application\/json/, path);
+    assert.match((await res.json()).error, /percent-escape/, path);
+  }
+  // A well-formed escape still reaches the route (and names the decoded id).
+  const res = await d.api("/api/sessions/gh%6Fst");
+  assert.equal(res.status, 404);
+  assert.match((await res.json()).error, /"ghost"/);
+});
+
+/** An event as the daemon serves it: the plugin's envelope, `v` included, then the payload. */
+function assertEnvelope(e: Record<string, unknown>, sessionId: string, where: string): void {
+  assert.equal(e.v, PROTOCOL_VERSION, `${where}: v`);
+  assert.equal(e.sessionId, sessionId, `${where}: sessionId`);
+  assert.ok(Number.isInteger(e.seq) && Number.isInteger(e.ts), `${where}: seq and ts`);
+  assert.equal(typeof e.type, "string", `${where}: type`);
+}
+
+Deno.test("daemon: every event it returns carries the whole envelope, v included (REST, /ws, SSE, page)", async () => {
+  await using d = await startInProcess();
+  const a = await connectAgent(d, { sessionId: "env-1" });
+  const first = a.send("message_end", userEnd("u1", "stored before anyone looks"));
+  await a.waitFrame((f) => f.type === "ack" && f.lastSeq === first, "first ack");
+  const browser = await connectBrowser(d.browserUrl);
+  const sse = await openSse(`${d.url}/api/sessions/env-1/stream?after=0`, d.token);
+  try {
+    browser.send({ type: "subscribe", sessionId: "env-1", after: 0 });
+    await browser.waitFrame((f) => f.type === "events" && f.sessionId === "env-1", "catch-up");
+    await sse.waitEvent((e) => e.id === String(first), "SSE catch-up");
+    // Live: a persisted event and a delta, each served from the ingest path rather than read back from SQLite.
+    const start = a.send("message_start", { message: { role: "assistant", id: "a1" } });
+    const delta = a.send("message_update", { delta: "Hel" });
+    const events = (want: number) =>
+      browser.frames.filter((f) => f.type === "events").flatMap((f) => f.events as Record<string, unknown>[])
+        .some((e) => e.seq === want);
+    await waitFor(() => events(delta), "the delta on /ws");
+    await sse.waitEvent((e) => e.event === "message_update", "the delta on SSE");
+    await sse.waitEvent((e) => e.id === String(start), "message_start on SSE");
+
+    const ws = browser.frames.filter((f) => f.type === "events").flatMap((f) =>
+      f.events as Record<string, unknown>[]
+    );
+    assert.deepEqual(ws.map((e) => e.seq), [first, start, delta]);
+    for (const e of ws) assertEnvelope(e, "env-1", `/ws ${e.type}`);
+    assert.equal(sse.events.length, 3);
+    for (const m of sse.events) assertEnvelope(JSON.parse(m.data), "env-1", `SSE ${m.event}`);
+    for (const query of ["", "?after=0&limit=1", `?before=${start + 1}`]) {
+      const res = await d.api(`/api/sessions/env-1/events${query}`);
+      assert.equal(res.status, 200);
+      const rest = await res.json() as Record<string, unknown>[];
+      assert.ok(rest.length > 0, query);
+      for (const e of rest) assertEnvelope(e, "env-1", `REST ${query} ${e.type}`);
+    }
+    // The session page hands its island the latest page of events as props.
+    const html = await (await d.api("/sessions/env-1")).text();
+    const props = html.match(
+      /data-island="SessionView"[^>]*><script type="application\/json">(.*?)<\/script>/s,
+    );
+    assert.ok(props, "the SessionView island's props");
+    const page = JSON.parse(props[1]).events as Record<string, unknown>[];
+    assert.deepEqual(page.map((e) => e.seq), [first, start]);
+    for (const e of page) assertEnvelope(e, "env-1", `page ${e.type}`);
+  } finally {
+    await sse.close();
+    await browser.close();
+    await a.close();
   }
 });
