@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { startDaemon } from "./_daemon.ts";
 import { connectAgent, connectBrowser, type Frame } from "./_agent_client.ts";
+import { ConfigError, loadConfig } from "../lib/config.ts";
 
 const request = (approvalId: string) => ({
   approvalId,
@@ -238,3 +239,143 @@ async function waitApproval(
     await new Promise((r) => setTimeout(r, 20));
   }
 }
+
+/** The fields issue 9 names for a REST approval, plus `source` (where the applied answer came from). */
+const FIELDS = [
+  "id",
+  "sessionId",
+  "toolCallId",
+  "toolName",
+  "args",
+  "state",
+  "createdAt",
+  "decidedBy",
+  "decidedAt",
+  "reason",
+  "appliedAt",
+  "source",
+].sort();
+
+Deno.test("approvals: REST records have the issue's fields, oldest first; a browser that connects gets what waits", async () => {
+  await using d = await startDaemon({ env: { LVMH_ASK: "bash" } });
+  const a = await connectAgent(d, { sessionId: "ap5" });
+  const other = await connectAgent(d, { sessionId: "ap6" });
+  try {
+    // Sent out of order of their own times: the lists order by the request's time, not by arrival.
+    const now = Date.now();
+    a.send("approval_request", { ...request("late"), ts: now });
+    other.send("approval_request", { ...request("early"), ts: now - 5_000 });
+    a.send("approval_request", { ...request("middle"), ts: now - 1_000 });
+    await waitApproval(d, "ap5", "middle", (x) => x.state === "pending");
+    await waitApproval(d, "ap6", "early", (x) => x.state === "pending");
+    const all = await (await d.api("/api/approvals?state=pending")).json();
+    assert.deepEqual(all.map((x: { id: string }) => x.id), ["early", "middle", "late"]);
+    for (const x of all) assert.deepEqual(Object.keys(x).sort(), FIELDS);
+    assert.deepEqual(
+      [all[0].sessionId, all[0].toolCallId, all[0].toolName, all[0].createdAt],
+      ["ap6", "call-early", "bash", now - 5_000],
+    );
+    assert.deepEqual([all[0].decidedBy, all[0].decidedAt, all[0].reason, all[0].appliedAt], [
+      null,
+      null,
+      null,
+      null,
+    ]);
+    const mine = await (await d.api("/api/sessions/ap5/approvals")).json();
+    assert.deepEqual(
+      mine.map((x: { id: string }) => x.id),
+      ["middle", "late"],
+      "one session's, oldest first",
+    );
+
+    // A page opened now learns at once what waits (the frame on connect, before any change).
+    const browser = await connectBrowser(d.browserUrl);
+    try {
+      const first = await browser.waitFrame((f) => f.type === "approvals", "approvals frame on connect");
+      assert.deepEqual((first.pending as { id: string }[]).map((p) => p.id), ["early", "middle", "late"]);
+      assert.deepEqual(Object.keys((first.pending as object[])[0]).sort(), FIELDS);
+    } finally {
+      await browser.close();
+    }
+
+    for (
+      const [path, status] of [["/api/sessions/ghost/approvals", 404], [
+        "/api/sessions/ap5/approvals?state=x",
+        400,
+      ]] as const
+    ) {
+      const res = await d.api(path);
+      assert.equal(res.status, status, path);
+      assert.equal(typeof (await res.json()).error, "string");
+    }
+  } finally {
+    await other.close();
+    await a.close();
+  }
+});
+
+Deno.test("approvals: a session's own ask set replaces LVMH_ASK, [] included, across reconnects and restarts", async () => {
+  const dataDir = await Deno.makeTempDir({ prefix: "lvmh-approvals-" });
+  try {
+    const env = { LVMH_ASK: "bash,edit" };
+    const d1 = await startDaemon({ dataDir, env });
+    const a1 = await connectAgent(d1, { sessionId: "ap7" });
+    const b1 = await connectAgent(d1, { sessionId: "ap8" });
+    assert.deepEqual(a1.welcome.policy, { ask: ["bash", "edit"] }, "the LVMH_ASK default");
+    const res = await d1.api("/api/sessions/ap7/policy", {
+      method: "PUT",
+      body: JSON.stringify({ ask: [] }),
+    });
+    assert.equal(res.status, 200);
+    assert.deepEqual(await res.json(), { ask: [] });
+    assert.deepEqual((await a1.waitFrame((f) => f.type === "policy", "policy frame")).ask, []);
+    await a1.close();
+    await b1.close();
+    await d1.stop();
+
+    await using d2 = await startDaemon({ dataDir, port: d1.port, env });
+    const a2 = await connectAgent(d2, { sessionId: "ap7" });
+    const b2 = await connectAgent(d2, { sessionId: "ap8" });
+    try {
+      assert.deepEqual(
+        a2.welcome.policy,
+        { ask: [] },
+        "asks for nothing: its own set, kept over the restart",
+      );
+      assert.deepEqual(b2.welcome.policy, { ask: ["bash", "edit"] }, "another session keeps the default");
+      const rows = await (await d2.api("/api/sessions")).json();
+      const ask = Object.fromEntries(rows.map((s: { id: string; ask: unknown }) => [s.id, s.ask]));
+      assert.deepEqual([ask.ap7, ask.ap8], [[], ["bash", "edit"]]);
+    } finally {
+      await b2.close();
+      await a2.close();
+    }
+  } finally {
+    await Deno.remove(dataDir, { recursive: true });
+  }
+});
+
+Deno.test("approvals: LVMH_ASK is unset = none; LVMH_SPAWN_ASK defaults to bash,edit,write, none and all as named", async () => {
+  const dataDir = await Deno.makeTempDir({ prefix: "lvmh-approvals-" });
+  try {
+    const base = { LVMH_TOKEN: "test-token-0123456789abcdef", LVMH_DATA_DIR: dataDir };
+    const unset = loadConfig(base);
+    assert.deepEqual([unset.localAsk, unset.spawnAsk], [[], ["bash", "edit", "write"]]);
+    const set = (LVMH_ASK: string, LVMH_SPAWN_ASK: string) => {
+      const c = loadConfig({ ...base, LVMH_ASK, LVMH_SPAWN_ASK });
+      return [c.localAsk, c.spawnAsk];
+    };
+    assert.deepEqual(set("all", "none"), ["all", []]);
+    assert.deepEqual(set(" Bash, write ,bash", "ALL"), [["bash", "write"], "all"]);
+    for (const bad of ["rm -rf", "bash;ls"]) {
+      assert.throws(() => loadConfig({ ...base, LVMH_SPAWN_ASK: bad }), ConfigError, bad);
+    }
+  } finally {
+    await Deno.remove(dataDir, { recursive: true });
+  }
+  // And the daemon without LVMH_ASK asks a local session for nothing.
+  await using d = await startDaemon();
+  const a = await connectAgent(d, { sessionId: "ap9" });
+  assert.deepEqual(a.welcome.policy, { ask: [] });
+  await a.close();
+});
