@@ -63,6 +63,84 @@ Deno.test("architecture: session rows change only in lib/sessions.ts", async () 
   assert.deepEqual(offenders, []);
 });
 
+Deno.test("architecture: only the HTTP layer throws HttpError; domain code throws the kinds of lib/errors.ts", async () => {
+  // lib/http.ts, lib/router.ts and lib/upgrade.ts are the HTTP layer; lib/hooks/body.ts reads hook bodies.
+  const http = ["lib/http.ts", "lib/router.ts", "lib/upgrade.ts", "lib/hooks/body.ts"].map((p) =>
+    `${ROOT}${p}`
+  );
+  const offenders: string[] = [];
+  for await (const path of walk(`${ROOT}lib`)) {
+    if (path.endsWith("_test.ts") || http.includes(path)) continue;
+    const text = await Deno.readTextFile(path);
+    for (const [i, line] of text.split("\n").entries()) {
+      if (/\bHttpError\b/.test(line)) offenders.push(`${path.slice(ROOT.length)}:${i + 1}`);
+    }
+  }
+  assert.deepEqual(offenders, []);
+});
+
+Deno.test("architecture: an unknown session is worded once (lib/errors.ts sessionNotFound)", async () => {
+  const offenders: string[] = [];
+  for (const dir of ["lib", "routes", "islands", "components"]) {
+    for await (const path of walk(`${ROOT}${dir}`)) {
+      if (path.endsWith("_test.ts") || path.endsWith("/lib/errors.ts")) continue;
+      const text = await Deno.readTextFile(path);
+      for (const [i, line] of text.split("\n").entries()) {
+        if (/Session .*does not exist/.test(line)) offenders.push(`${path.slice(ROOT.length)}:${i + 1}`);
+      }
+    }
+  }
+  assert.deepEqual(offenders, []);
+});
+
+Deno.test("architecture: test-only packages stay out of the import map and deno.lock (deno task start)", async () => {
+  // Deno installs everything the lock lists, `deno task start` included; tests import these by full specifier.
+  const testOnly = ["playwright", "playwright-core"];
+  const config = JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`)) as {
+    imports: Record<string, string>;
+  };
+  const lock = JSON.parse(await Deno.readTextFile(`${ROOT}deno.lock`)) as Record<string, unknown>;
+  const named = [
+    ...Object.entries(config.imports).flat(),
+    ...Object.keys(lock.npm as Record<string, unknown> ?? {}),
+    ...Object.keys((lock.specifiers ?? {}) as Record<string, unknown>),
+  ];
+  const found = named.filter((n) => testOnly.some((p) => new RegExp(`(^|[:/])${p}@`).test(n) || n === p));
+  assert.deepEqual(found, []);
+  assert.ok(named.some((n) => /preact@/.test(n)), "the check reads the lock's package names");
+});
+
+Deno.test("architecture: the docs stand alone (relative links stay in the repository and exist)", async () => {
+  const docs = ["README.md", "PROTOCOL.md", "plugin/README.md", "cli/README.md", "docs/ARCHITECTURE.md"];
+  for await (const e of Deno.readDir(`${ROOT}docs`)) if (e.name.endsWith(".md")) docs.push(`docs/${e.name}`);
+  const broken: string[] = [];
+  for (const doc of new Set(docs)) {
+    const text = await Deno.readTextFile(`${ROOT}${doc}`);
+    for (const [, target] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+      if (/^[a-z]+:/.test(target) || target.startsWith("#")) continue;
+      const file = new URL(target.split("#")[0], new URL(doc, `file://${ROOT}`));
+      const inside = fileURLToPath(file).startsWith(ROOT);
+      const exists = inside && await Deno.stat(file).then(() => true, () => false);
+      if (!exists) broken.push(`${doc}: ${target}${inside ? "" : " (outside the repository)"}`);
+    }
+  }
+  assert.deepEqual(broken, []);
+});
+
+Deno.test("architecture: every path docs/ARCHITECTURE.md names exists", async () => {
+  const text = await Deno.readTextFile(`${ROOT}docs/ARCHITECTURE.md`);
+  const paths = [
+    ...text.matchAll(/`((?:lib|routes|components|islands|tests|plugin|scripts|docker|docs)\/[^`\s…]*)`/g),
+  ]
+    .map((m) => m[1]);
+  assert.ok(paths.length > 20, `found ${paths.length} paths`);
+  const missing: string[] = [];
+  for (const p of new Set(paths)) {
+    if (!await Deno.stat(`${ROOT}${p}`).then(() => true, () => false)) missing.push(p);
+  }
+  assert.deepEqual(missing, []);
+});
+
 async function* walk(dir: string): AsyncGenerator<string> {
   for await (const entry of Deno.readDir(dir)) {
     const path = `${dir}/${entry.name}`;
