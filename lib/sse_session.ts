@@ -1,6 +1,6 @@
 /**
  * One session's event stream over SSE (`GET /api/sessions/:id/stream`): persisted events from SQLite after
- * the resume point, page by page as the reader takes them, then live from the hub with no gap and no
+ * the resume point, a few at a time as the reader takes them, then live from the hub with no gap and no
  * duplicate at the seam. Persisted events carry `id: <seq>`; live `message_update` deltas carry no id, since
  * they are never stored and cannot be resumed.
  */
@@ -8,10 +8,15 @@ import type { App } from "./app.ts";
 import type { Subscriber } from "./hub.ts";
 import { type AgentEventType, CloseCode, isEphemeral, type StoredEvent } from "./protocol.ts";
 import { eventJson } from "./event_codec.ts";
-import { sseEvent, SseStream } from "./sse.ts";
+import { HIGH_WATER_BYTES, sseEvent, SseStream } from "./sse.ts";
 
-/** Catch-up reads this many events per page; the latest page is what a stream without a resume point shows. */
+/** The latest page: what a stream without a resume point shows first. */
 export const STREAM_PAGE = 1000;
+/**
+ * Catch-up reads at most this many events at a time. A pull writes only while the queue has room, so what a
+ * stalled reader costs during its catch-up is the high-water mark plus one event, not a page of large events.
+ */
+export const CATCHUP_READ = 100;
 
 /** Options of `openSessionStream`, for tests. */
 export interface SessionStreamOptions {
@@ -62,10 +67,14 @@ export function openSessionStream(
   const stream = new SseStream({
     pull(s) {
       if (live) return;
-      const rows = app.store.eventRows(sessionId, { after: cursor, limit: STREAM_PAGE });
-      for (const row of rows) s.write(sseEvent({ id: row.seq, event: row.type, data: eventJson(row) }));
-      if (rows.length) cursor = rows[rows.length - 1].seq;
-      if (rows.length < STREAM_PAGE) {
+      const rows = app.store.eventRows(sessionId, { after: cursor, limit: CATCHUP_READ });
+      for (const row of rows) {
+        // Full: the stream pulls again once the reader has taken some (a reader that never does costs no more).
+        if (s.bufferedAmount() >= HIGH_WATER_BYTES) return;
+        s.write(sseEvent({ id: row.seq, event: row.type, data: eventJson(row) }));
+        cursor = row.seq;
+      }
+      if (rows.length < CATCHUP_READ) {
         // Caught up: subscribe in this same synchronous turn as the last read, so no commit slips between.
         app.hub.subscribe(sub, sessionId);
         live = true;

@@ -3,6 +3,7 @@ import { startDaemon, waitFor } from "./_daemon.ts";
 import { type AgentClient, connectAgent, userEnd } from "./_agent_client.ts";
 import { openSse, type SseClient } from "./_sse.ts";
 import { cookieValue } from "../lib/auth.ts";
+import { daemonPid, rssMiB } from "../bench/_proc.ts";
 
 /** Send `n` events, every third a live delta; returns the seqs that are persisted. */
 function sendMix(agent: AgentClient, n: number, persisted: number[]): void {
@@ -146,52 +147,117 @@ Deno.test("session stream: resumes after a daemon SIGKILL and restart with no ga
   }
 });
 
-Deno.test("session stream: a reader that stops reading is cut off; a reading one gets everything", async () => {
-  await using d = await startDaemon();
-  const agent = await connectAgent(d, { sessionId: "slow" });
-  agent.send("agent_start");
-  await agent.waitFrame((f) => f.type === "ack");
-  // A raw socket that sends the request and then reads nothing: the kernel buffers fill, then the daemon's.
-  const conn = await Deno.connect({ hostname: "127.0.0.1", port: d.port });
-  await conn.write(new TextEncoder().encode(
-    `GET /api/sessions/slow/stream HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer ${d.token}\r\n\r\n`,
-  ));
-  const reader = await openSse(`${d.url}/api/sessions/slow/stream`, d.token);
-  await reader.waitEvent((e) => e.event === "agent_start");
-
-  const chunk = "z".repeat(60_000);
-  const total = 800;
-  let last = 0;
+/** Flood session `slow` with `total` events of `chunk`, in rounds the reading client takes before the next. */
+async function flood(agent: AgentClient, reader: SseClient, total: number, chunk: string): Promise<void> {
   // In rounds of ~2.4 MB, each read by the live client before the next: it never falls 8 MiB behind.
   for (let i = 0; i < total; i++) {
-    last = agent.send("message_end", userEnd(`m${i}`, chunk));
+    const last = agent.send("message_end", userEnd(`m${reader.events.length}-${i}`, chunk));
     if (i % 40 === 39 || i === total - 1) {
       await reader.waitEvent((e) => e.id === String(last), `the reading client gets event ${last}`, 30_000);
     }
   }
+}
 
-  // Now drain the stalled socket: it must end (cut off) well short of the ~48 MB produced.
+/** The daemon's peak RSS growth (MiB) while `fn` runs, sampled from outside every 20 ms. */
+async function rssGrowth(pid: number, fn: () => Promise<void>): Promise<number> {
+  const before = rssMiB(pid);
+  let peak = before;
+  const sampler = setInterval(() => peak = Math.max(peak, rssMiB(pid) || 0), 20);
+  try {
+    await fn();
+  } finally {
+    clearInterval(sampler);
+  }
+  return Math.max(peak, rssMiB(pid) || 0) - before;
+}
+
+/** A raw socket that sends the request and then reads nothing: the kernel buffers fill, then the daemon's. */
+async function stalledReader(port: number, token: string, path: string, lastEventId?: number) {
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+  const resume = lastEventId === undefined ? "" : `last-event-id: ${lastEventId}\r\n`;
+  await conn.write(new TextEncoder().encode(
+    `GET ${path} HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer ${token}\r\n${resume}\r\n`,
+  ));
+  return conn;
+}
+
+/** Read `conn` until the daemon ends it (or `timeoutMs` passes: then it was not cut off); the bytes read. */
+async function drain(conn: Deno.TcpConn, timeoutMs: number): Promise<{ received: number; ended: boolean }> {
   let received = 0;
+  let timedOut = false;
   const buf = new Uint8Array(1 << 16);
-  const deadline = setTimeout(() => conn.close(), 30_000);
+  const deadline = setTimeout(() => {
+    timedOut = true;
+    conn.close();
+  }, timeoutMs);
   try {
     while (true) {
       const n = await conn.read(buf);
       if (n === null) break;
       received += n;
     }
-  } catch { /* reset by the daemon: also a cut-off */ }
+  } catch { /* reset by the daemon (a cut-off too), or closed by the deadline */ }
   clearTimeout(deadline);
   try {
     conn.close();
   } catch { /* closed already */ }
+  return { received, ended: !timedOut };
+}
+
+Deno.test("session stream: a reader that stops reading is cut off with memory bounded; a reading one gets everything", async () => {
+  await using d = await startDaemon();
+  const agent = await connectAgent(d, { sessionId: "slow" });
+  agent.send("agent_start");
+  await agent.waitFrame((f) => f.type === "ack");
+  const reader = await openSse(`${d.url}/api/sessions/slow/stream`, d.token);
+  await reader.waitEvent((e) => e.event === "agent_start");
+  const pid = daemonPid(d.dataDir);
+  const chunk = "z".repeat(60_000);
+  const total = 800;
   const produced = total * chunk.length;
-  assert.ok(received < produced / 2, `stalled reader got ${received} of ${produced} bytes, then was cut off`);
-  assert.ok(received > 0, "it was streaming before it stalled");
+  const lastSeq = () => Number(reader.events.findLast((e) => e.id !== null)!.id);
+  const mib = (n: number) => (n / 2 ** 20).toFixed(1);
+
+  // The reference: the same flood with only the reading client, so ingest's own memory is measured apart.
+  await flood(agent, reader, total, chunk);
+  const reference = await rssGrowth(pid, () => flood(agent, reader, total, chunk));
+
+  // A stalled reader that is live (resumed at the latest event) while ~48 MB flow past: cut off at 8 MiB.
+  const live = await stalledReader(d.port, d.token, "/api/sessions/slow/stream", lastSeq());
+  const withLive = await rssGrowth(pid, () => flood(agent, reader, total, chunk));
+  const cut = await drain(live, 30_000);
+
+  // A stalled reader still catching up on ~144 MB of history: it holds the queue's high-water mark, no more.
+  const history = lastSeq();
+  const behind = await stalledReader(d.port, d.token, "/api/sessions/slow/stream?after=0");
+  const withBehind = await rssGrowth(pid, () => flood(agent, reader, total, chunk));
+  const start = await drain(behind, 500);
+
+  console.log(
+    `stalled live reader: got ${mib(cut.received)} of ${
+      mib(produced)
+    } MiB, then cut off; daemon RSS growth ` +
+      `${withLive.toFixed(1)} MiB with it, ${
+        withBehind.toFixed(1)
+      } MiB with one stalled in its catch-up of ` +
+      `${mib(history * chunk.length)} MiB (it got ${mib(start.received)} MiB), ${reference.toFixed(1)} MiB ` +
+      `for the same flood with neither`,
+  );
+  assert.ok(cut.ended, "the live stalled reader was cut off");
+  assert.ok(cut.received < produced / 2, `stalled reader got ${cut.received} of ${produced} bytes`);
+  assert.ok(cut.received > 0, "it was streaming before it stalled");
+  // Without a bound, each would hold ~48 MB (and its encoded copy) in the daemon.
+  const bound = reference + 24;
+  assert.ok(withLive < bound, `RSS growth ${withLive} MiB with a stalled live reader (bound ${bound})`);
+  assert.ok(
+    withBehind < bound,
+    `RSS growth ${withBehind} MiB with a stalled catching-up reader (bound ${bound})`,
+  );
+  assert.ok(start.received > 0, "the catching-up reader gets its history once it reads");
   const res = await d.api("/api/sessions/slow");
   assert.equal(res.status, 200, "the daemon is fine");
   await res.body?.cancel();
-  await waitFor(() => reader.events.length > total, "reader complete");
+  await waitFor(() => reader.events.length > 4 * total, "reader complete");
   await reader.close();
   await agent.close();
 });
