@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { freePort, startDaemon } from "./_daemon.ts";
+import { freePort, startDaemon, waitFor } from "./_daemon.ts";
 import { connectAgent, userEnd } from "./_agent_client.ts";
 import { cliEnv, lvmh, spawnLvmh } from "./_cli.ts";
 
@@ -9,6 +9,11 @@ const HAS_APPROVALS = table.includes('"/api/approvals/:id"');
 const HAS_TOKENS = table.includes('"/api/tokens"');
 
 const lines = (text: string) => text.split("\n").filter(Boolean).map((l) => JSON.parse(l));
+
+/** A valid 1×1 PNG and the start of a JPEG, base64, as the daemon checks them (magic bytes). */
+const PNG =
+  "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+const JPEG = btoa(String.fromCharCode(0xff, 0xd8, 0xff, 0xe0, 0, 0x10, 0x4a, 0x46, 0x49, 0x46, 0, 1));
 
 Deno.test("cli: exit codes 2 usage, 3 unreachable, 1 refused", async () => {
   const dir = await Deno.makeTempDir({ prefix: "lvmh-cli-" });
@@ -21,7 +26,20 @@ Deno.test("cli: exit codes 2 usage, 3 unreachable, 1 refused", async () => {
     }
     const help = await lvmh(nowhere, ["--help"]);
     assert.equal(help.code, 0);
-    for (const cmd of ["sessions", "tail", "prompt", "approve", "spawn", "token"]) {
+    const commands = [
+      "login",
+      "sessions",
+      "tail",
+      "prompt",
+      "abort",
+      "approvals",
+      "approve",
+      "reject",
+      "spawn",
+      "stop",
+      "token",
+    ];
+    for (const cmd of commands) {
       assert.ok(help.stdout.includes(cmd), cmd);
       const h = await lvmh(nowhere, [cmd, "--help"]);
       assert.equal(h.code, 0);
@@ -40,6 +58,27 @@ Deno.test("cli: exit codes 2 usage, 3 unreachable, 1 refused", async () => {
     assert.match(unknown.stderr, /Session "nope" does not exist/);
   } finally {
     await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("cli: npm install -g ./cli puts lvmh on the PATH", async () => {
+  const prefix = await Deno.makeTempDir({ prefix: "lvmh-cli-npm-" });
+  try {
+    const cli = new URL("../cli", import.meta.url).pathname;
+    const npm = await new Deno.Command("npm", {
+      args: ["install", "-g", "--prefix", prefix, "--offline", "--no-audit", "--no-fund", cli],
+      env: { npm_config_cache: `${prefix}/cache` },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert.equal(npm.code, 0, new TextDecoder().decode(npm.stderr));
+    const env = { ...cliEnv(prefix), PATH: `${prefix}/bin:/usr/bin:/bin` };
+    const run = await new Deno.Command("lvmh", { args: ["--help"], env, clearEnv: true, stdout: "piped" })
+      .output();
+    assert.equal(run.code, 0);
+    assert.match(new TextDecoder().decode(run.stdout), /^lvmh: watch and steer pi sessions/);
+  } finally {
+    await Deno.remove(prefix, { recursive: true });
   }
 });
 
@@ -67,7 +106,11 @@ Deno.test("cli: sessions, prompt, abort, tail, login against a daemon with a scr
       const table = await lvmh(env, ["sessions"]);
       assert.equal(table.code, 0, table.stderr);
       assert.match(table.stdout, /^ID +STATE +NAME/);
-      assert.match(table.stdout, /cli-1 +idle +session cli-1/);
+      // state, name, repo/cwd, model, last activity, waiting approvals
+      assert.match(
+        table.stdout,
+        /^cli-1 +idle +session cli-1 +\/home\/dev\/project +fake-model +\d+s ago +0$/m,
+      );
       assert.match(table.stdout, /cli-2 +offline/);
       const all = lines((await lvmh(env, ["sessions", "--json"])).stdout);
       assert.deepEqual(all.map((s) => s.id).sort(), ["cli-1", "cli-2"]);
@@ -96,6 +139,20 @@ Deno.test("cli: sessions, prompt, abort, tail, login against a daemon with a scr
       assert.match(offline.stderr, /offline/);
       const badImage = await lvmh(env, ["prompt", "cli-1", "hi", "--image", `${dir}/x.txt`]);
       assert.equal(badImage.code, 2);
+      // --image repeats: each file reaches the plugin as a {mimeType, data} image of the prompt.
+      const png = `${dir}/dot.png`;
+      const jpeg = `${dir}/head.JPG`;
+      await Deno.writeFile(png, Uint8Array.from(atob(PNG), (c) => c.charCodeAt(0)));
+      await Deno.writeFile(jpeg, Uint8Array.from(atob(JPEG), (c) => c.charCodeAt(0)));
+      const withImages = await lvmh(env, ["prompt", "cli-1", "look", "--image", png, "--image", jpeg]);
+      assert.equal(withImages.code, 0, withImages.stderr);
+      const f3 = await agent.waitFrame((f) => f.type === "prompt" && f.promptId === withImages.stdout.trim());
+      assert.deepEqual(f3.images, [{ mimeType: "image/png", data: PNG }, {
+        mimeType: "image/jpeg",
+        data: JPEG,
+      }]);
+      const missing = await lvmh(env, ["prompt", "cli-1", "hi", "--image", `${dir}/none.png`]);
+      assert.equal(missing.code, 2, missing.stderr);
     });
 
     await t.step("tail: rendered, --json, --from", async () => {
@@ -129,6 +186,14 @@ Deno.test("cli: sessions, prompt, abort, tail, login against a daemon with a scr
       assert.equal((await Deno.stat(`${dir}/lvmh/config.json`)).mode! & 0o777, 0o600);
       const list = lines((await lvmh(bare, ["sessions", "--json"])).stdout);
       assert.equal(list.length, 2);
+      // Without XDG_CONFIG_HOME the file is ~/.config/lvmh/config.json, as the issue names it.
+      const home = await Deno.makeTempDir({ dir, prefix: "home-" });
+      const { XDG_CONFIG_HOME: _, ...plain } = cliEnv(home);
+      const r2 = await lvmh(plain, ["login", d.url, "--token", d.token]);
+      assert.equal(r2.code, 0, r2.stderr);
+      const file = `${home}/.config/lvmh/config.json`;
+      assert.deepEqual(JSON.parse(await Deno.readTextFile(file)), { url: d.url, token: d.token });
+      assert.equal(lines((await lvmh(plain, ["sessions", "--json"])).stdout).length, 2);
     });
 
     await t.step({
@@ -151,14 +216,37 @@ Deno.test("cli: sessions, prompt, abort, tail, login against a daemon with a scr
         assert.equal(pending.find((a) => a.id === "ap-1").toolName, "bash");
         const table = await lvmh(env, ["approvals"]);
         assert.match(table.stdout, /ap-1 +cli-1 +bash/);
+        const listed = await lvmh(env, ["sessions"]);
+        assert.match(listed.stdout, /^cli-1 .* 1$/m, "the session's row counts the waiting approval");
         const ok = await lvmh(env, ["approve", "ap-1", "--reason", "fine"]);
         assert.equal(ok.code, 0, ok.stderr);
         const f = await agent.waitFrame((f) => f.type === "approval_decision" && f.approvalId === "ap-1");
         assert.equal(f.decision, "approve");
+        assert.equal(f.reason, "fine");
         assert.equal((await lvmh(env, ["approve", "ap-1"])).code, 0, "the same answer again is fine");
         const clash = await lvmh(env, ["reject", "ap-1"]);
         assert.equal(clash.code, 1, "the other answer after one is stored is refused");
         assert.equal((await lvmh(env, ["approve", "nope"])).code, 1);
+        // A reject of a waiting call: the agent gets the decision and the reason; --json is the record.
+        agent.send("approval_request", {
+          approvalId: "ap-2",
+          toolCallId: "tc-2",
+          toolName: "bash",
+          args: { command: "curl evil" },
+        });
+        await waitFor(async () => {
+          const r = lines((await lvmh(env, ["approvals", "--json"])).stdout);
+          return r.some((a) => a.id === "ap-2") || null;
+        }, "ap-2 listed");
+        const no = await lvmh(env, ["reject", "ap-2", "--reason", "not that", "--json"]);
+        assert.equal(no.code, 0, no.stderr);
+        const record = JSON.parse(no.stdout);
+        assert.equal(record.state, "rejected");
+        assert.equal(record.reason, "not that");
+        const f2 = await agent.waitFrame((f) => f.type === "approval_decision" && f.approvalId === "ap-2");
+        assert.equal(f2.decision, "reject");
+        assert.equal(f2.reason, "not that");
+        assert.deepEqual(lines((await lvmh(env, ["approvals", "--json"])).stdout), [], "nothing waits");
       },
     });
 
