@@ -4,7 +4,8 @@
  * the panel says so (only the in-page notifications of an open session page work there).
  */
 import { useEffect, useState } from "preact/hooks";
-import { api, ApiError, SignInRequired } from "../lib/ui/api.ts";
+import { ApiError, SignInRequired } from "../lib/ui/api.ts";
+import { pushKey, pushKinds, removePushSubscription, savePushSubscription } from "../lib/ui/rest.ts";
 
 interface Props {
   /** Every kind, in display order, with its label. */
@@ -61,9 +62,7 @@ export default function NotificationSettings({ kinds, defaults }: Props) {
         const reg = await navigator.serviceWorker.getRegistration(SCOPE);
         const sub = await reg?.pushManager.getSubscription();
         if (!sub) return setStatus("off");
-        const got = await api<{ kinds: string[] | null }>(
-          `/api/push/subscriptions?endpoint=${encodeURIComponent(sub.endpoint)}`,
-        );
+        const got = await pushKinds(sub.endpoint);
         if (got.kinds) setChosen(got.kinds);
         setStatus(got.kinds ? "on" : "off");
       } catch (e) {
@@ -77,10 +76,7 @@ export default function NotificationSettings({ kinds, defaults }: Props) {
 
   async function save(sub: PushSubscription, list: string[]) {
     const json = sub.toJSON() as { endpoint: string; keys: { p256dh: string; auth: string } };
-    await api("/api/push/subscriptions", {
-      method: "POST",
-      body: JSON.stringify({ subscription: { endpoint: json.endpoint, keys: json.keys }, kinds: list }),
-    });
+    await savePushSubscription({ endpoint: json.endpoint, keys: json.keys }, list);
   }
 
   async function run(fn: () => Promise<void>) {
@@ -100,7 +96,7 @@ export default function NotificationSettings({ kinds, defaults }: Props) {
       const permission = await Notification.requestPermission();
       if (permission !== "granted") return setStatus(permission === "denied" ? "denied" : "off");
       const reg = await active(await navigator.serviceWorker.register(SW, { scope: SCOPE }));
-      const { publicKey } = await api<{ publicKey: string }>("/api/push/key");
+      const { publicKey } = await pushKey();
       const sub = await reg.pushManager.subscribe({
         userVisibleOnly: true,
         applicationServerKey: keyBytes(publicKey),
@@ -114,10 +110,7 @@ export default function NotificationSettings({ kinds, defaults }: Props) {
       const reg = await navigator.serviceWorker.getRegistration(SCOPE);
       const sub = await reg?.pushManager.getSubscription();
       if (sub) {
-        await api(`/api/push/subscriptions?endpoint=${encodeURIComponent(sub.endpoint)}`, {
-          method: "DELETE",
-        })
-          .catch(() => {});
+        await removePushSubscription(sub.endpoint).catch(() => {});
         await sub.unsubscribe();
       }
       setStatus("off");

@@ -145,6 +145,22 @@ Deno.test("architecture: every path docs/ARCHITECTURE.md names exists", async ()
   assert.deepEqual(missing, []);
 });
 
+Deno.test("architecture: the browser calls REST routes only through lib/ui/rest.ts (one typed function each)", async () => {
+  // lib/ui/api.ts is the fetch underneath (token, JSON, errors by kind) and the sign-in calls.
+  const below = ["lib/ui/rest.ts", "lib/ui/api.ts"].map((p) => `${ROOT}${p}`);
+  const offenders: string[] = [];
+  for (const dir of ["islands", "components", "lib/ui"]) {
+    for await (const path of walk(`${ROOT}${dir}`)) {
+      if (path.endsWith("_test.ts") || below.includes(path)) continue;
+      const text = await Deno.readTextFile(path);
+      for (const [i, line] of text.split("\n").entries()) {
+        if (/\b(api|fetch)(<[^>]*>)?\(/.test(line)) offenders.push(`${path.slice(ROOT.length)}:${i + 1}`);
+      }
+    }
+  }
+  assert.deepEqual(offenders, []);
+});
+
 async function* walk(dir: string): AsyncGenerator<string> {
   if (/\.tsx?$/.test(dir)) return yield dir;
   for await (const entry of Deno.readDir(dir)) {

@@ -9,6 +9,8 @@ import type {
   AskSet,
   DecisionBody,
   DeliverAs,
+  ModelBody,
+  PromptImage,
   SessionSummary,
   SpawnBody,
   SpawnJob,
@@ -59,13 +61,25 @@ export function sessionEvents(id: string, page: EventsPage): Promise<UiEvent[]> 
   return api<UiEvent[]>(`${session(id)}/events?${q}&limit=${page.limit ?? 1000}`);
 }
 
-/** `POST /api/sessions/:id/prompt` (409 when the session is offline). */
+/** `POST /api/sessions/:id/prompt`, with images when given (409 when the session is offline). */
 export function sendPrompt(
   id: string,
   message: string,
   deliverAs: DeliverAs,
+  images?: PromptImage[],
 ): Promise<{ ok: true; promptId: string }> {
-  return api<{ ok: true; promptId: string }>(`${session(id)}/prompt`, json("POST", { message, deliverAs }));
+  const body = images ? { message, deliverAs, images } : { message, deliverAs };
+  return api<{ ok: true; promptId: string }>(`${session(id)}/prompt`, json("POST", body));
+}
+
+/** `PUT /api/sessions/:id/model`: taken (202); the plugin's `command_result` answers `commandId`. */
+export function setModel(id: string, body: ModelBody): Promise<{ commandId: string }> {
+  return api<{ commandId: string }>(`${session(id)}/model`, json("PUT", body));
+}
+
+/** `PUT /api/sessions/:id/name`: taken (202); the plugin's `command_result` answers `commandId`. */
+export function renameSession(id: string, name: string): Promise<{ commandId: string }> {
+  return api<{ commandId: string }>(`${session(id)}/name`, json("PUT", { name }));
 }
 
 /** `POST /api/sessions/:id/abort` (409 when the session is offline). */
@@ -191,4 +205,30 @@ export function setGitlabHookSecret(secret: string): Promise<{ ok: true; overrid
 /** `DELETE /api/hooks/gitlab` (admin): clear the secret set here (the hook answers 404 again). */
 export function clearGitlabHookSecret(): Promise<{ ok: true; enabled: boolean }> {
   return api("/api/hooks/gitlab", { method: "DELETE" });
+}
+
+/** A browser's push subscription as `POST /api/push/subscriptions` takes it (`PushSubscription.toJSON()`). */
+export interface PushSubscriptionBody {
+  endpoint: string;
+  keys: { p256dh: string; auth: string };
+}
+
+/** `GET /api/push/key`: the daemon's VAPID public key (base64url). */
+export function pushKey(): Promise<{ publicKey: string }> {
+  return api<{ publicKey: string }>("/api/push/key");
+}
+
+/** `GET /api/push/subscriptions?endpoint=…`: the kinds this subscription gets, null when the daemon has none. */
+export function pushKinds(endpoint: string): Promise<{ kinds: string[] | null }> {
+  return api<{ kinds: string[] | null }>(`/api/push/subscriptions?endpoint=${encodeURIComponent(endpoint)}`);
+}
+
+/** `POST /api/push/subscriptions`: add or replace this browser's subscription with the kinds wanted. */
+export function savePushSubscription(subscription: PushSubscriptionBody, kinds: string[]): Promise<unknown> {
+  return api("/api/push/subscriptions", json("POST", { subscription, kinds }));
+}
+
+/** `DELETE /api/push/subscriptions?endpoint=…`. */
+export function removePushSubscription(endpoint: string): Promise<unknown> {
+  return api(`/api/push/subscriptions?endpoint=${encodeURIComponent(endpoint)}`, { method: "DELETE" });
 }

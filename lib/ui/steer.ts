@@ -5,8 +5,9 @@
  * will answer (the page shows that answer: "switched", "refused: no API key").
  */
 import type { DeliverAs, ModelEntry, ThinkingLevel } from "../protocol.ts";
-import { api, SignInRequired } from "./api.ts";
+import { SignInRequired } from "./api.ts";
 import { pageLive } from "./live.ts";
+import { renameSession, sendPrompt, setModel } from "./rest.ts";
 
 /** An image as the composer holds it: what the API takes, plus what the thumbnail needs. */
 export interface ComposerImage {
@@ -28,9 +29,6 @@ export interface SteerActions {
   rename(name: string): Promise<CommandSent>;
 }
 
-const path = (id: string, what: string) => `/api/sessions/${encodeURIComponent(id)}/${what}`;
-const put = (body: unknown) => ({ method: "PUT", body: JSON.stringify(body) });
-
 /** The steering calls of session `id`. */
 export function steerActions(id: string): SteerActions {
   async function attempt(call: () => Promise<unknown>): Promise<string | null> {
@@ -51,18 +49,11 @@ export function steerActions(id: string): SteerActions {
   return {
     send: (message, deliverAs, images) =>
       attempt(() =>
-        api(path(id, "prompt"), {
-          method: "POST",
-          body: JSON.stringify({
-            message,
-            deliverAs,
-            images: images.map(({ mimeType, data }) => ({ mimeType, data })),
-          }),
-        })
+        sendPrompt(id, message, deliverAs, images.map(({ mimeType, data }) => ({ mimeType, data })))
       ),
     setModel: (provider, model, thinking) =>
-      command(() => api(path(id, "model"), put({ provider, model, ...(thinking ? { thinking } : {}) }))),
-    rename: (name) => command(() => api(path(id, "name"), put({ name }))),
+      command(() => setModel(id, { provider, model, ...(thinking ? { thinking } : {}) })),
+    rename: (name) => command(() => renameSession(id, name)),
   };
 }
 
