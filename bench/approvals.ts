@@ -8,9 +8,13 @@
  * sockets set TCP_NODELAY): a second small frame written before the daemon ACKed the first waits for the daemon's
  * delayed ACK, ~40 ms. So each phase starts once the daemon's `ack` for the previous one came back, and the
  * plugin's answer (`approval_resolved` and the tool start) goes out as one `batch` frame.
+ *
+ * Then bench/_approvals_browser.ts measures the same spans in real Chromium: to the card painted on the session
+ * page, and from the click on Approve to the decision at the plugin.
  */
 import { startDaemon } from "../tests/_daemon.ts";
 import { connectAgent, connectBrowser, type Frame } from "../tests/_agent_client.ts";
+import { runWithThrowawayLock } from "./_ui_fill.ts";
 
 const ROUNDS = 300;
 
@@ -97,3 +101,8 @@ console.log(`approve POST → approval_decision at the plugin (${ROUNDS}): ${fmt
 console.log(`reference, a plain event → the same browser: ${fmt(plain)}`);
 const ok = pct(toCard, 0.99) < 50 && pct(toTool, 0.99) < 50;
 console.log(ok ? "OK" : "GOAL MISSED");
+
+// The same two spans as a person sees them: the card painted in Chromium, and the click on its button.
+await d.stop(); // its own daemon, so this one's idle process does not share the cores
+const code = await runWithThrowawayLock(new URL("_approvals_browser.ts", import.meta.url).pathname, ["100"]);
+if (code !== 0) throw new Error(`the browser half exited with ${code}`);
