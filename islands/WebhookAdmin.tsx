@@ -15,8 +15,7 @@ import {
 } from "../lib/ui/rest.ts";
 import { useAdminAction } from "../lib/ui/use_admin_action.ts";
 import { attemptClass, attemptText, shownUrl, when } from "../lib/ui/webhook_view.ts";
-import type { Endpoint } from "../lib/webhooks/webhooks.ts";
-import type { AttemptRow } from "../lib/webhooks/webhook_store.ts";
+import type { AttemptRow, Endpoint } from "../lib/ui/wire.ts";
 import type { NotifyKind } from "../lib/notify/kinds.ts";
 import { GitlabHookForm } from "../components/GitlabHookForm.tsx";
 import { ShownOnce } from "../components/ShownOnce.tsx";

@@ -6,6 +6,7 @@
 import { z } from "zod";
 import { MAX_BATCH_EVENTS, MAX_PROMPT_CHARS, PROTOCOL_VERSION, SESSION_ID_RE } from "./wire.ts";
 import { hotShape, MAX_JSON_DEPTH, nestsDeeper } from "./frame_precheck.ts";
+import type { NotifyKind } from "./notify/kinds.ts";
 
 export { MAX_JSON_DEPTH, nestsDeeper } from "./frame_precheck.ts";
 export {
@@ -478,6 +479,31 @@ export interface SpawnResult {
   jobId: string;
   containerId: string;
 }
+
+/** A registered webhook endpoint; its `secret` is returned once, by `POST /api/webhooks`. */
+export interface EndpointRecord {
+  id: string;
+  url: string;
+  events: NotifyKind[];
+  secret: string;
+  createdAt: number;
+}
+
+/** One delivery attempt, as `GET /api/webhooks/:id/deliveries` reports it. */
+export interface AttemptRow {
+  deliveryId: string;
+  type: string;
+  at: number;
+  /** HTTP status, or null when no response came (timeout, refused). */
+  status: number | null;
+  latencyMs: number;
+  error: string | null;
+  /** The delivery's state now: pending (will retry), delivered or failed. */
+  state: string;
+}
+
+/** An endpoint as `GET /api/webhooks` lists it: no secret, and its latest attempt (null before any). */
+export type Endpoint = Omit<EndpointRecord, "secret"> & { last: AttemptRow | null };
 
 export const GitlabConnectBody = z.object({
   token: z.string().trim().min(8, "token is too short").max(512).regex(

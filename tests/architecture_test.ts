@@ -161,6 +161,26 @@ Deno.test("architecture: the browser calls REST routes only through lib/ui/rest.
   assert.deepEqual(offenders, []);
 });
 
+Deno.test("architecture: the browser's modules take wire types from the shared wire modules, not server modules", async () => {
+  // What islands and lib/ui/ may import from the rest of lib/: the protocol's types and constants, and the two
+  // small modules the daemon and the page share on purpose. Anything else (a store, lib/gitlab.ts, the
+  // webhooks owner) is server code: its wire shapes belong in lib/protocol.ts, re-exported by lib/ui/wire.ts.
+  const shared = ["lib/protocol.ts", "lib/wire.ts", "lib/glance_text.ts", "lib/notify/kinds.ts"];
+  const offenders: string[] = [];
+  for (const dir of ["islands", "lib/ui"]) {
+    for await (const path of walk(`${ROOT}${dir}`)) {
+      if (path.endsWith("_test.ts")) continue;
+      const text = await Deno.readTextFile(path);
+      for (const [, spec] of text.matchAll(/from "(\.[^"]+)"/g)) {
+        const target = fileURLToPath(new URL(spec, `file://${path}`)).slice(ROOT.length);
+        if (!target.startsWith("lib/") || target.startsWith("lib/ui/") || shared.includes(target)) continue;
+        offenders.push(`${path.slice(ROOT.length)} imports ${target}`);
+      }
+    }
+  }
+  assert.deepEqual(offenders, []);
+});
+
 async function* walk(dir: string): AsyncGenerator<string> {
   if (/\.tsx?$/.test(dir)) return yield dir;
   for await (const entry of Deno.readDir(dir)) {

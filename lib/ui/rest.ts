@@ -16,10 +16,18 @@ import type {
   SpawnJob,
 } from "../protocol.ts";
 import { api } from "./api.ts";
-import type { AuditRow, GitlabRepo, GitlabStatus, SpawnResult, TokenRow, UiEvent } from "./wire.ts";
+import type {
+  AttemptRow,
+  AuditRow,
+  Endpoint,
+  EndpointRecord,
+  GitlabRepo,
+  GitlabStatus,
+  SpawnResult,
+  TokenRow,
+  UiEvent,
+} from "./wire.ts";
 import type { Me } from "./roles.ts";
-import type { Endpoint } from "../webhooks/webhooks.ts";
-import type { AttemptRow, EndpointRecord } from "../webhooks/webhook_store.ts";
 import type { NotifyKind } from "../notify/kinds.ts";
 
 /** `GET /api/hooks/gitlab`: `source` is `env` while `LVMH_GITLAB_HOOK_SECRET` decides. */

@@ -4,7 +4,14 @@
  */
 import type { AgentEvent, StoredEvent } from "../protocol.ts";
 
-export type { GitlabRepo, GitlabStatus, SpawnResult } from "../protocol.ts";
+export type {
+  AttemptRow,
+  Endpoint,
+  EndpointRecord,
+  GitlabRepo,
+  GitlabStatus,
+  SpawnResult,
+} from "../protocol.ts";
 
 /**
  * An event as REST and `/ws` deliver it: the plugin's event after the daemon parsed it with `AgentEvent`

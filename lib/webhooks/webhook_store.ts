@@ -5,7 +5,7 @@
  */
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { gateOf, type WriteGate } from "../write_gate.ts";
-import type { NotifyKind } from "../notify/kinds.ts";
+import type { AttemptRow, EndpointRecord } from "../protocol.ts";
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS webhook_endpoints(
@@ -21,14 +21,8 @@ CREATE TABLE IF NOT EXISTS webhook_attempts(
 CREATE INDEX IF NOT EXISTS webhook_attempts_by_endpoint ON webhook_attempts(endpointId, seq);
 `;
 
-/** A registered endpoint, with its secret (never sent back after creation). */
-export interface EndpointRecord {
-  id: string;
-  url: string;
-  events: NotifyKind[];
-  secret: string;
-  createdAt: number;
-}
+// The endpoint and attempt shapes are wire types the browser shares: they live in lib/protocol.ts.
+export type { AttemptRow, EndpointRecord };
 
 /** One queued delivery. */
 export interface OutboxRow {
@@ -40,19 +34,6 @@ export interface OutboxRow {
   attempts: number;
   nextAt: number;
   state: "pending" | "delivered" | "failed";
-}
-
-/** One attempt, as the delivery log reports it. */
-export interface AttemptRow {
-  deliveryId: string;
-  type: string;
-  at: number;
-  /** HTTP status, or null when no response came (timeout, refused). */
-  status: number | null;
-  latencyMs: number;
-  error: string | null;
-  /** The delivery's state now: pending (will retry), delivered or failed. */
-  state: string;
 }
 
 /** SQL for webhooks. */

@@ -8,6 +8,7 @@ import { z } from "zod";
 import { type NotifyEvent, NotifyKind } from "../notify/kinds.ts";
 import { NotFoundError } from "../errors.ts";
 import { type AttemptRow, type EndpointRecord, type OutboxRow, WebhookStore } from "./webhook_store.ts";
+import type { Endpoint } from "../protocol.ts";
 import { attempt } from "./deliver.ts";
 import { generateSecret, isSecret } from "./signing.ts";
 import type { DatabaseSync } from "node:sqlite";
@@ -20,8 +21,7 @@ export const EndpointBody = z.object({
 });
 export type EndpointBody = z.infer<typeof EndpointBody>;
 
-/** An endpoint as `GET /api/webhooks` lists it: no secret, and its latest attempt (null before any). */
-export type Endpoint = Omit<EndpointRecord, "secret"> & { last: AttemptRow | null };
+export type { Endpoint } from "../protocol.ts";
 
 /** The `type` of a test delivery (not a notify kind: receivers that switch on the kind ignore it). */
 export const TEST_TYPE = "webhook.test";
