@@ -11,6 +11,12 @@ export const HEARTBEAT_MS = 15_000;
 export const HIGH_WATER_BYTES = 64 * 1024;
 /** The reconnect delay suggested to `EventSource` clients. */
 export const RETRY_MS = 1000;
+/**
+ * A stream whose reader took nothing of what waits for it over this many heartbeats in a row is cut off: a
+ * reader stalled in its catch-up costs no more memory (the queue is bounded), but would hold its connection
+ * for ever.
+ */
+export const STALLED_BEATS = 3;
 
 const encoder = new TextEncoder();
 
@@ -46,6 +52,10 @@ export class SseStream {
   #source: SseSource;
   #heartbeat: ReturnType<typeof setInterval>;
   #onEnd: (() => void)[] = [];
+  /** Bytes ever queued, and how many of them the reader had taken at the last heartbeat. */
+  #queued = 0;
+  #takenAtBeat = 0;
+  #stalledBeats = 0;
 
   /** @param options.heartbeatMs how often a comment line is written (default `HEARTBEAT_MS`). */
   constructor(source: SseSource, options: { heartbeatMs?: number } = {}) {
@@ -60,7 +70,16 @@ export class SseStream {
       cancel: () => this.#end(),
     }, { highWaterMark: HIGH_WATER_BYTES, size: (chunk) => chunk.byteLength });
     this.write(`retry: ${RETRY_MS}\n\n`);
-    this.#heartbeat = setInterval(() => this.write(": keep-alive\n\n"), options.heartbeatMs ?? HEARTBEAT_MS);
+    this.#heartbeat = setInterval(() => this.#beat(), options.heartbeatMs ?? HEARTBEAT_MS);
+  }
+
+  #beat(): void {
+    const waiting = this.bufferedAmount();
+    const taken = this.#queued - waiting;
+    this.#stalledBeats = waiting > 0 && taken === this.#takenAtBeat ? this.#stalledBeats + 1 : 0;
+    this.#takenAtBeat = taken;
+    if (this.#stalledBeats >= STALLED_BEATS) return this.abort("slow consumer: nothing read for too long");
+    this.write(": keep-alive\n\n");
   }
 
   /** True once the stream has ended; writes are then ignored. */
@@ -72,7 +91,9 @@ export class SseStream {
   write(text: string): void {
     if (this.#ended) return;
     try {
-      this.#controller.enqueue(encoder.encode(text));
+      const bytes = encoder.encode(text);
+      this.#controller.enqueue(bytes);
+      this.#queued += bytes.byteLength;
     } catch {
       this.#end();
     }

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { HIGH_WATER_BYTES, resumePoint, sseEvent, SseStream } from "./sse.ts";
+import { HEARTBEAT_MS, HIGH_WATER_BYTES, resumePoint, sseEvent, SseStream, STALLED_BEATS } from "./sse.ts";
 import { InvalidError } from "./errors.ts";
 
 const decoder = new TextDecoder();
@@ -72,6 +72,7 @@ Deno.test("SseStream.abort() drops the queue and errors the body; end() runs onc
 });
 
 Deno.test("SseStream.close() delivers what is queued, then ends; heartbeats are comment lines", async () => {
+  assert.equal(HEARTBEAT_MS, 15_000, "a comment line every 15 s, as the issue says");
   const stream = new SseStream({}, { heartbeatMs: 10 });
   const reader = stream.body.getReader();
   const text = await readUntil(reader, (t) => t.includes(": keep-alive\n\n"));
@@ -81,4 +82,38 @@ Deno.test("SseStream.close() delivers what is queued, then ends; heartbeats are 
   const rest = await readUntil(reader, () => false);
   assert.match(rest, /id: 1\ndata: last\n\n$/);
   assert.equal((await reader.read()).done, true);
+});
+
+/** Wait until `pred` holds, polling every few ms, for at most `ms`. */
+async function until(pred: () => boolean, ms: number): Promise<boolean> {
+  const end = Date.now() + ms;
+  while (!pred() && Date.now() < end) await new Promise((r) => setTimeout(r, 5));
+  return pred();
+}
+
+Deno.test("SseStream cuts off a reader that takes nothing for STALLED_BEATS heartbeats, not a slow one", async () => {
+  const beat = 20;
+  const stalled = new SseStream({}, { heartbeatMs: beat });
+  const slow = new SseStream({}, { heartbeatMs: beat });
+  for (const s of [stalled, slow]) {
+    for (let i = 0; i < 20; i++) s.write(sseEvent({ data: "q".repeat(10_000) }));
+  }
+  const reader = slow.body.getReader();
+  // The slow reader takes one chunk per heartbeat or so: progress, however little, keeps it.
+  let reading = true;
+  const pace = (async () => {
+    while (reading && !slow.ended) {
+      await reader.read();
+      await new Promise((r) => setTimeout(r, beat));
+    }
+  })();
+  const started = Date.now();
+  assert.ok(await until(() => stalled.ended, 50 * beat), "the stalled stream was cut off");
+  const took = Date.now() - started;
+  assert.ok(took >= (STALLED_BEATS - 1) * beat, `not before ${STALLED_BEATS} heartbeats (${took} ms)`);
+  await assert.rejects(stalled.body.getReader().read(), /slow consumer/);
+  assert.equal(slow.ended, false, "the slow but reading stream is kept");
+  reading = false;
+  await pace;
+  await reader.cancel();
 });
