@@ -1,10 +1,10 @@
 /**
  * Browser half of bench/approvals.ts (its own process: playwright-core stays out of deno.lock): a real daemon,
  * a scripted plugin and real Chromium on the session's page. Per round, after the assistant's tool call is on
- * the page: from the plugin's `approval_request` to the approval card in the DOM and to the next frame painted
- * with it, and from the click on Approve (the page's own handler, its POST, the daemon) to the
+ * the page: from the plugin's `approval_request` to the approval card in the DOM and to the frame that paints it,
+ * and from the click on Approve (the page's own handler, its POST, the daemon) to the
  * `approval_decision` at the plugin, where the real plugin lets pi start the tool. Reference in the same run: a
- * plain event (the assistant message) from the plugin to its row painted on the same page.
+ * plain event (the assistant message) from the plugin to its row's frame on the same page.
  *
  * Both sides stamp times with `performance.timeOrigin + performance.now()` (nowMs), wall-clock based in both
  * processes on the one machine, so a span may start in Deno and end in the page.
@@ -37,7 +37,7 @@ async function sendAcked(type: string, payload: Record<string, unknown>): Promis
   return seq;
 }
 
-/** In the page: resolve with when `selector` first matched (DOM) and when the next frame after it was painted. */
+/** In the page: resolve with when `selector` first matched (DOM) and when the frame that paints it began. */
 function watch(selector: string): Promise<void> {
   return ui.page.evaluate((selector) => {
     const w = globalThis as unknown as { __seen: Promise<[number, number]> };
@@ -45,8 +45,9 @@ function watch(selector: string): Promise<void> {
       const stamp = () => performance.timeOrigin + performance.now();
       const found = () => {
         const inserted = stamp();
-        // rAF runs before the paint of the frame that shows the card; the timeout after it, once it is painted.
-        requestAnimationFrame(() => setTimeout(() => resolve([inserted, stamp()]), 0));
+        // The next animation frame is the one that paints it: its callbacks run right before style, layout and
+        // paint. (A task queued after it would also wait for whatever else the page does next.)
+        requestAnimationFrame(() => resolve([inserted, stamp()]));
       };
       if (document.querySelector(selector)) return found();
       const mo = new MutationObserver(() => {
@@ -133,10 +134,10 @@ const fmt = (v: number[]) => {
 };
 console.log(`Chromium (${ROUNDS} rounds):`);
 console.log(`  approval_request → card in the DOM: ${fmt(toCardDom)}`);
-console.log(`  approval_request → card painted: ${fmt(toCardPaint)} (goal p99 < ${GOAL_MS} ms)`);
+console.log(`  approval_request → card's frame: ${fmt(toCardPaint)} (goal p99 < ${GOAL_MS} ms)`);
 console.log(
   `  click on Approve → approval_decision at the plugin: ${fmt(clickToTool)} (goal p99 < ${GOAL_MS} ms)`,
 );
-console.log(`  reference, a plain event → its row painted: ${fmt(plainPaint)}`);
+console.log(`  reference, a plain event → its row's frame: ${fmt(plainPaint)}`);
 const ok = p99(toCardPaint) < GOAL_MS && p99(clickToTool) < GOAL_MS;
 console.log(ok ? "OK" : "GOAL MISSED");
