@@ -28,7 +28,8 @@ export function WaitingBadge({ pending, sessions }: Props) {
             <li key={a.id}>
               <a href={approvalHref(a)} data-approval-link={a.id}>
                 <span class="tool-name">{a.toolName}</span>{" "}
-                <span class="muted small">in {s?.name || a.sessionId}</span>
+                {/* The title the sessions list shows (pi's name, else the first prompt, else the folder). */}
+                <span class="muted small">in {s?.title || s?.name || a.sessionId}</span>
               </a>
             </li>
           );

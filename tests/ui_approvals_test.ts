@@ -68,10 +68,9 @@ Deno.test("UI: tool approvals", async (t) => {
       await list.page.waitForSelector("[data-waiting='1']");
       assert.match(await list.page.locator(".waiting summary").innerText(), /1\s+waiting/);
       await list.page.click(".waiting summary");
-      assert.equal(
-        await list.page.locator("[data-approval-link='ap1']").getAttribute("href"),
-        `/sessions/${ID}#approval-ap1`,
-      );
+      const link = list.page.locator("[data-approval-link='ap1']");
+      assert.equal(await link.getAttribute("href"), `/sessions/${ID}#approval-ap1`);
+      assert.match(await link.innerText(), /^bash\s+in gated work$/, "the tool and the session's title");
       await list.page.waitForSelector(`[data-session='${ID}'].needs-you [data-waiting-session='1']`);
       await screenshot(session.page, "approval-pending");
     });
