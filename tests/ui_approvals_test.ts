@@ -225,6 +225,9 @@ Deno.test("UI: tool approvals", async (t) => {
         await gotoHydrated(phone, daemon, `/sessions/${ID}#approval-ap3`);
         const card = phone.page.locator("[data-approval='ap3']");
         await card.waitFor();
+        // A write shows the file it writes and what goes in it.
+        assert.equal(await card.locator(".path").innerText(), "notes/a-very-long-file-name-for-a-phone.md");
+        assert.equal(await card.locator("pre.content").innerText(), "x".repeat(300));
         await card.scrollIntoViewIfNeeded();
         const width = await phone.page.evaluate(() => document.documentElement.scrollWidth);
         assert.ok(width <= 375, `page is ${width}px wide`);
