@@ -349,7 +349,14 @@ async function follow(cfg, id, initialQuery, onEvent) {
         if (!connected) throw unreachable(cfg, error);
         throw error;
       }
-      if (!res.ok) throw await refusal(res);
+      if (!res.ok) {
+        // Once following, a 5xx or 429 is the daemon (or a proxy in front of it) not back yet: retry.
+        if (connected && (res.status >= 500 || res.status === 429)) {
+          await res.body?.cancel();
+          throw new Error(`HTTP ${res.status}`);
+        }
+        throw await refusal(res);
+      }
       connected = true;
       delay = RETRY_MIN_MS;
       if (notified) process.stderr.write("lvmh: reconnected\n");

@@ -331,3 +331,66 @@ Deno.test("cli: tail -f across a daemon SIGKILL and restart shows every message 
     await Deno.remove(dataDir, { recursive: true });
   }
 });
+
+Deno.test("cli: tail -f behind a proxy retries its 502s until the daemon answers, then misses nothing", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "lvmh-cli-" });
+  await using d = await startDaemon();
+  // A reverse proxy that can drop its open streams and answer 502, as nginx does while the daemon restarts.
+  let down = false;
+  let refused = 0;
+  const open = new Set<() => void>();
+  const proxy = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
+    if (down) {
+      refused++;
+      return new Response("<html>502 Bad Gateway</html>", {
+        status: 502,
+        headers: { "content-type": "text/html" },
+      });
+    }
+    const url = new URL(req.url);
+    const res = await fetch(`${d.url}${url.pathname}${url.search}`, { headers: req.headers });
+    const upstream = res.body!.getReader();
+    // The body is relayed through a stream of our own, so the test can cut it mid-way.
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        open.add(() => {
+          controller.error(new Error("proxy cut the stream"));
+          upstream.cancel().catch(() => {});
+        });
+      },
+      async pull(controller) {
+        const { value, done } = await upstream.read();
+        if (done) controller.close();
+        else controller.enqueue(value);
+      },
+      cancel: () => upstream.cancel(),
+    });
+    return new Response(body, { status: res.status, headers: res.headers });
+  });
+  try {
+    const env = cliEnv(dir, { url: `http://127.0.0.1:${proxy.addr.port}`, token: d.token });
+    const agent = await connectAgent(d, { sessionId: "proxied" });
+    let last = 0;
+    for (let i = 1; i <= 3; i++) last = agent.send("message_end", userEnd(`p${i}`, `before ${i}`));
+    await using tail = spawnLvmh(env, ["tail", "proxied", "-f", "--json", "--from", "0"]);
+    await tail.waitOut((o) => o.includes(`"seq":${last},`), "the first events");
+    down = true;
+    for (const cut of open) cut();
+    await waitFor(() => refused >= 2 || null, "the tail retries through 502s");
+    for (let i = 1; i <= 3; i++) last = agent.send("message_end", userEnd(`q${i}`, `during ${i}`));
+    await agent.waitFrame((f) => f.type === "ack" && f.lastSeq === last);
+    down = false;
+    await tail.waitOut(
+      (o) => o.includes(`"seq":${last},`),
+      "the events sent while the proxy refused",
+      20_000,
+    );
+    assert.deepEqual(lines(tail.stdout()).map((e) => e.seq), [1, 2, 3, 4, 5, 6], "each event once, in order");
+    assert.match(tail.stderr(), /reconnecting/);
+    await agent.close();
+  } finally {
+    for (const cut of open) cut();
+    await proxy.shutdown();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
