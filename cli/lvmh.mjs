@@ -357,6 +357,9 @@ async function follow(cfg, id, initialQuery, onEvent) {
         }
         throw await refusal(res);
       }
+      // Until a persisted event is shown (a session without events yet), a reconnect asks for all from the
+      // start: the latest page again could skip what came meanwhile.
+      if (lastId === null && !initialQuery) initialQuery = "?after=0";
       connected = true;
       delay = RETRY_MIN_MS;
       if (notified) process.stderr.write("lvmh: reconnected\n");

@@ -394,3 +394,37 @@ Deno.test("cli: tail -f behind a proxy retries its 502s until the daemon answers
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("cli: tail -f of a session with no event yet skips nothing across a restart", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "lvmh-cli-" });
+  const dataDir = await Deno.makeTempDir({ prefix: "lvmh-cli-data-" });
+  try {
+    const d1 = await startDaemon({ dataDir });
+    const a1 = await connectAgent(d1, { sessionId: "fresh" });
+    // No --from: the latest page, which is empty; the tail has no Last-Event-ID to resume with.
+    await using tail = spawnLvmh(cliEnv(dir, d1), ["tail", "fresh", "-f", "--json"]);
+    // Live deltas (never stored, no id) until one shows: the tail is connected and still has nothing to resume.
+    await waitFor(() => {
+      if (tail.stdout().includes('"message_update"')) return true;
+      a1.send("message_update", { delta: "typing" });
+      return null;
+    }, "the tail live");
+    await a1.close();
+    await d1.kill("SIGKILL");
+    await d1.stop();
+    await tail.waitOut(() => /reconnecting/.test(tail.stderr()), "the tail notices");
+    await using d2 = await startDaemon({ dataDir, port: d1.port });
+    const a2 = await connectAgent(d2, { sessionId: "fresh" });
+    // More than a latest page (1,000) while the tail is away.
+    const sent: number[] = [];
+    for (let i = 0; i < 1100; i++) sent.push(a2.send("message_end", userEnd(`f${i}`, `t${i}`)));
+    await a2.waitFrame((f) => f.type === "ack" && f.lastSeq === sent.at(-1));
+    await tail.waitOut((o) => o.includes(`"seq":${sent.at(-1)},`), "the last event", 30_000);
+    const seqs = lines(tail.stdout()).filter((e) => e.type !== "message_update").map((e) => e.seq);
+    assert.deepEqual(seqs, sent, "every event once, from the first");
+    await a2.close();
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+    await Deno.remove(dataDir, { recursive: true });
+  }
+});
