@@ -6,6 +6,7 @@
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { gateOf, type WriteGate } from "./write_gate.ts";
 import type { Role } from "./token_store.ts";
+import type { AuditEntry } from "./protocol.ts";
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS audit(
@@ -16,16 +17,8 @@ CREATE TABLE IF NOT EXISTS audit(
 /** Longest detail kept per row (a prompt's text beyond it is cut). */
 const MAX_DETAIL_CHARS = 20_000;
 
-/** One audit row. */
-export interface AuditEntry {
-  id: number;
-  at: number;
-  actor: string;
-  role: Role | null;
-  action: string;
-  sessionId: string | null;
-  detail: unknown;
-}
+// One audit row is a wire shape the browser shares: it lives in lib/protocol.ts.
+export type { AuditEntry };
 
 /** What an action appends. */
 export interface AuditInput {

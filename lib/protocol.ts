@@ -4,7 +4,7 @@
  * Types are inferred from the schemas and never written twice.
  */
 import { z } from "zod";
-import { MAX_BATCH_EVENTS, MAX_PROMPT_CHARS, PROTOCOL_VERSION, SESSION_ID_RE } from "./wire.ts";
+import { MAX_BATCH_EVENTS, MAX_PROMPT_CHARS, PROTOCOL_VERSION, type Role, SESSION_ID_RE } from "./wire.ts";
 import { hotShape, MAX_JSON_DEPTH, nestsDeeper } from "./frame_precheck.ts";
 import type { NotifyKind } from "./notify/kinds.ts";
 
@@ -478,6 +478,26 @@ export interface SpawnResult {
   sessionId: string;
   jobId: string;
   containerId: string;
+}
+
+/** A named token as `GET /api/tokens` lists it: never its value, never its hash. */
+export interface TokenInfo {
+  name: string;
+  role: Role;
+  createdAt: number;
+  lastUsedAt: number | null;
+  revokedAt: number | null;
+}
+
+/** One audit row, as `GET /api/audit` pages them. */
+export interface AuditEntry {
+  id: number;
+  at: number;
+  actor: string;
+  role: Role | null;
+  action: string;
+  sessionId: string | null;
+  detail: unknown;
 }
 
 /** A registered webhook endpoint; its `secret` is returned once, by `POST /api/webhooks`. */

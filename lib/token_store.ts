@@ -4,6 +4,8 @@
  */
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { gateOf } from "./write_gate.ts";
+import { type Role, ROLES } from "./wire.ts";
+import type { TokenInfo } from "./protocol.ts";
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS tokens(
@@ -11,18 +13,8 @@ CREATE TABLE IF NOT EXISTS tokens(
   lastUsedAt INTEGER, revokedAt INTEGER);
 `;
 
-/** The roles a token can have, most powerful first. */
-export const ROLES = ["admin", "operator", "viewer", "agent"] as const;
-export type Role = typeof ROLES[number];
-
-/** A token as listed: never its value, never its hash. */
-export interface TokenInfo {
-  name: string;
-  role: Role;
-  createdAt: number;
-  lastUsedAt: number | null;
-  revokedAt: number | null;
-}
+// The roles and the listed token are wire shapes the browser shares (lib/wire.ts, lib/protocol.ts).
+export { type Role, ROLES, type TokenInfo };
 
 /** SQL for named tokens. */
 export class TokenStore {

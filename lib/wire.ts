@@ -16,6 +16,10 @@ export const MAX_BATCH_EVENTS = 5000;
 /** pi's own rule for session ids (SessionManager), with a length bound of ours. */
 export const SESSION_ID_RE = /^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,126}[A-Za-z0-9])?$/;
 
+/** The roles a token can have, most powerful first (the browser hides what a role may not do). */
+export const ROLES = ["admin", "operator", "viewer", "agent"] as const;
+export type Role = typeof ROLES[number];
+
 /** Close codes the daemon uses on both sockets. */
 export const CloseCode = {
   normal: 1000,

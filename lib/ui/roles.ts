@@ -5,9 +5,10 @@
  */
 import { createContext } from "preact";
 import { useContext } from "preact/hooks";
+import type { Role } from "../wire.ts";
 
 /** The roles a person can sign in with (an `agent` token opens no page). */
-export type UiRole = "admin" | "operator" | "viewer" | "agent";
+export type UiRole = Role;
 
 /** Who is signed in, as `GET /api/me` answers. */
 export interface Me {

@@ -29,22 +29,5 @@ export function asUiEvents(events: readonly StoredEvent[]): UiEvent[] {
   return events as unknown as UiEvent[];
 }
 
-/** One row of `GET /api/audit` (the server's `lib/audit.ts` shape). */
-export interface AuditRow {
-  id: number;
-  at: number;
-  actor: string;
-  role: string | null;
-  action: string;
-  sessionId: string | null;
-  detail: unknown;
-}
-
-/** One named token of `GET /api/tokens`: never its value or hash. */
-export interface TokenRow {
-  name: string;
-  role: string;
-  createdAt: number;
-  lastUsedAt: number | null;
-  revokedAt: number | null;
-}
+/** One row of `GET /api/audit`, and one named token of `GET /api/tokens` (never its value or hash). */
+export type { AuditEntry as AuditRow, TokenInfo as TokenRow } from "../protocol.ts";
