@@ -1,12 +1,13 @@
 /** Reading inbound hook bodies with a hard size limit, before anything parses them. */
 import { HttpError } from "../http.ts";
+import { InvalidError } from "../errors.ts";
 
 /** Inbound hook bodies beyond this are refused with 413. */
 export const MAX_HOOK_BODY_BYTES = 1024 * 1024;
 
 /**
  * The body as text, at most `maxBytes`.
- * @throws {HttpError} 413 when it is larger (declared or streamed), 400 when it is not JSON.
+ * @throws {HttpError} 413 when it is larger (declared or streamed); {InvalidError} (400) when it is not JSON.
  */
 export async function readHookJson(req: Request, maxBytes = MAX_HOOK_BODY_BYTES): Promise<unknown> {
   if (Number(req.headers.get("content-length") ?? "0") > maxBytes) {
@@ -30,6 +31,6 @@ export async function readHookJson(req: Request, maxBytes = MAX_HOOK_BODY_BYTES)
   try {
     return JSON.parse(new TextDecoder().decode(all));
   } catch {
-    throw new HttpError(400, "body is not valid JSON");
+    throw new InvalidError("body is not valid JSON");
   }
 }
