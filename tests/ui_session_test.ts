@@ -84,8 +84,14 @@ Deno.test("UI: session page", async (t) => {
     await waitFor(async () => await lastSeq() >= seeded, "seeded conversation stored");
 
     await t.step("conversation, tool cards and panels are rebuilt from stored events", async () => {
+      const sockets: string[] = [];
+      const record = (ws: { url(): string }) => sockets.push(ws.url());
+      page.on("websocket", record);
       await gotoHydrated(ui, daemon, `/sessions/${ID}`);
       await page.waitForSelector("[data-conn='open']");
+      // The conversation, the top bar's waiting badge and the side panels share the page's one live connection.
+      assert.equal(sockets.filter((u) => new URL(u).pathname === "/ws").length, 1, sockets.join(", "));
+      page.off("websocket", record);
       assert.equal(await page.locator(".msg.user .text").first().innerText(), "Please tidy the repo");
       assert.equal(await page.locator(".msg.assistant .md strong").first().innerText(), "list");
       assert.equal(await page.locator(".thinking[open]").count(), 0, "thinking is folded");
