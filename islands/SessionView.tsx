@@ -82,6 +82,8 @@ export default function SessionView(props: Props) {
   const { views, decide } = useApprovals(id, conv);
   const pending = useMemo(() => [...views.values()].filter((a) => a.state === "pending"), [views]);
   useApprovalKeys(can(me, "approve") ? pending : [], decide);
+  // A pending approval by its call: the approvals frame brings it before the event that names its call.
+  const byCall = useMemo(() => new Map(pending.map((a) => [a.toolCallId, a])), [pending]);
   // Approvals whose call is in no message held (older history, or asked before its message arrived).
   const loose = useMemo(
     () =>
@@ -180,7 +182,9 @@ export default function SessionView(props: Props) {
                   ? item.toolCalls.map((t) => conv.tools[t]).filter(Boolean)
                   : []}
                 approvals={item.kind === "assistant"
-                  ? item.toolCalls.map((t) => views.get(conv.tools[t]?.approvalId ?? "") ?? null)
+                  ? item.toolCalls.map((t) =>
+                    views.get(conv.tools[t]?.approvalId ?? "") ?? byCall.get(t) ?? null
+                  )
                   : []}
                 onDecide={decide}
               />
