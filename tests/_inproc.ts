@@ -18,6 +18,8 @@ export interface InProcessOptions {
   /** Extra `LVMH_*` variables, read by the real `loadConfig`. */
   env?: Record<string, string>;
   token?: string;
+  /** Listen on this port (a plugin started before the daemon knows where to reconnect); a free one otherwise. */
+  port?: number;
 }
 
 /** What the tests see: the same fields as the subprocess helper's `Daemon`, plus the daemon's parts. */
@@ -58,7 +60,7 @@ export async function startInProcess(options: InProcessOptions = {}): Promise<In
   let daemon: LibDaemon | null = null;
   // Listen first, so the config carries the real port (the spawner derives the worker URL from it).
   const server = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    { hostname: "127.0.0.1", port: options.port ?? 0, onListen() {} },
     (req, info) => daemon ? daemon.handler(req, info) : new Response("starting", { status: 503 }),
   );
   const port = server.addr.port;

@@ -1,13 +1,79 @@
 /**
- * The plugin in-process against the real daemon: the offline buffer (overflow past 10,000 events, memory bound),
- * seq recovery when the seq file is lost, and frames kept under the daemon's 1 MiB limit.
+ * The plugin in-process against the real daemon, itself in-process (tests/_inproc.ts; nothing here needs a
+ * separate process): the offline buffer (overflow past 10,000 events, memory bound, handler time), seq
+ * recovery when the seq file is lost, and frames kept under the daemon's 1 MiB limit.
  */
 import assert from "node:assert/strict";
-import { freePort, startDaemon, waitFor } from "./_daemon.ts";
+import { freePort, waitFor } from "./_daemon.ts";
+import { startInProcess } from "./_inproc.ts";
 import { allEvents } from "./_pi.ts";
-import { fakePi } from "./_fake_pi.ts";
+import { type FakePi, fakePi } from "./_fake_pi.ts";
 import { createLvmhAgent } from "../plugin/lvmh-agent.mjs";
 import { type Ev, opts, overflowEvents, tempHome } from "./_plugin_host.ts";
+
+/** Tool results fired while offline: 2,000 past the buffer's 10,000. */
+const N = 12_000;
+/** How long one handler may block pi's loop beyond the worst moment a reference loop had in the same run. */
+const WORST_MARGIN_MS = 50;
+/** Rounds of measurement before a worst case over the bound counts. */
+const ROUNDS = 3;
+
+const toolEnd = (i: number) => ({
+  toolCallId: `c${i}`,
+  toolName: "bash",
+  result: { content: [{ type: "text", text: `out ${i}` }] },
+  isError: false,
+});
+
+/** Fire `N` tool results (after an agent_start) at a plugin; its worst and mean handler time in ms. */
+function fireToolResults(fake: FakePi): { worst: number; mean: number } {
+  let worst = 0;
+  let total = 0;
+  fake.fireTimed("agent_start");
+  for (let i = 0; i < N; i++) {
+    const ms = fake.fireTimed("tool_execution_end", toolEnd(i));
+    worst = Math.max(worst, ms);
+    total += ms;
+  }
+  return { worst, mean: total / N };
+}
+
+/**
+ * The worst single iteration of work that cannot stall by itself (serialising the same events, as many
+ * times): what the machine's load alone does to a wall-clock worst case right now.
+ */
+function referenceWorst(): number {
+  let worst = 0;
+  for (let i = 0; i < N; i++) {
+    const t0 = performance.now();
+    JSON.stringify({ type: "tool_execution_end", ...toolEnd(i) });
+    worst = Math.max(worst, performance.now() - t0);
+  }
+  return worst;
+}
+
+/**
+ * Whether the worst handler time stays under the reference measured beside it plus `WORST_MARGIN_MS`. A
+ * wall-clock worst case also counts any moment the OS gave the core to another process (141 ms once on a
+ * loaded machine), so a round over the bound is measured again on a fresh offline plugin, up to `ROUNDS`
+ * rounds: a slow path in the plugin shows in every round, a preemption in one. The rounds past the first use
+ * their own unreachable port and session, so they never reach the daemon started afterwards.
+ */
+async function worstWithinBound(first: { worst: number }, home: string) {
+  const rounds: string[] = [];
+  let worst = first.worst;
+  for (let round = 1;; round++) {
+    const reference = referenceWorst();
+    rounds.push(`${worst.toFixed(2)} ms (reference ${reference.toFixed(2)} ms)`);
+    if (worst < reference + WORST_MARGIN_MS) return { ok: true, rounds };
+    if (round === ROUNDS) return { ok: false, rounds };
+    const fake = fakePi(`overflow-round-${round}`);
+    createLvmhAgent({ url: `ws://127.0.0.1:${freePort()}/agent/ws`, token: "unused", home })(fake.pi);
+    await fake.fire("session_start", { reason: "startup" });
+    worst = fireToolResults(fake).worst;
+    await fake.fire("session_shutdown", { reason: "quit" });
+  }
+}
 
 Deno.test(
   "lvmh-agent buffers 10,000 events offline, drops the oldest and reports the overflow",
@@ -23,27 +89,17 @@ Deno.test(
       home: h.home,
     })(fake.pi);
     await fake.fire("session_start", { reason: "startup" });
-    let worst = 0;
-    let total = 0;
-    fake.fireTimed("agent_start");
-    const N = 12_000;
-    for (let i = 0; i < N; i++) {
-      const ms = fake.fireTimed("tool_execution_end", {
-        toolCallId: `c${i}`,
-        toolName: "bash",
-        result: { content: [{ type: "text", text: `out ${i}` }] },
-        isError: false,
-      });
-      worst = Math.max(worst, ms);
-      total += ms;
-    }
+    const timed = fireToolResults(fake);
+    // The mean is robust to one preempted handler (141 ms over 12,000 adds 12 µs); it catches per-event work
+    // that grows with the buffer.
+    assert.ok(timed.mean < 0.2, `mean handler time ${(timed.mean * 1000).toFixed(1)} µs while offline`);
+    const bound = await worstWithinBound(timed, `${h.home}/rounds`);
     assert.ok(
-      total / N < 0.2,
-      `mean handler time ${(total / N * 1000).toFixed(1)} µs while offline`,
+      bound.ok,
+      `worst handler time over the reference + ${WORST_MARGIN_MS} ms: ${bound.rounds.join(", ")}`,
     );
-    assert.ok(worst < 50, `worst handler time ${worst.toFixed(2)} ms`);
 
-    await using d = await startDaemon({ port, token });
+    await using d = await startInProcess({ port, token });
     const events = await overflowEvents(d, "overflow-1");
     const dropped = N + 1 - 10_000;
     assert.equal(events.length, 10_001);
@@ -82,7 +138,7 @@ Deno.test(
   opts,
   async () => {
     await using h = await tempHome();
-    await using d = await startDaemon();
+    await using d = await startInProcess();
     const run = async () => {
       const fake = fakePi("renumber-1");
       createLvmhAgent({ url: d.agentUrl, token: d.token, home: h.home })(
@@ -155,7 +211,7 @@ Deno.test("lvmh-agent bounds the offline buffer's memory as well as its length",
       message: { role: "toolResult", toolCallId: `c${i}`, toolName: "read", content: big, timestamp: i },
     });
   }
-  await using d = await startDaemon({ port, token });
+  await using d = await startInProcess({ port, token });
   const events = await overflowEvents(d, "bytes-1");
   const kept = events.filter((e) => e.type === "message_end").length;
   assert.ok(kept > 100 && kept < 400, `${kept} big events kept`);
@@ -168,7 +224,7 @@ Deno.test("lvmh-agent bounds the offline buffer's memory as well as its length",
 
 Deno.test("lvmh-agent keeps every frame under the daemon's 1 MiB limit", opts, async () => {
   await using h = await tempHome();
-  await using d = await startDaemon();
+  await using d = await startInProcess();
   const fake = fakePi("bigframe-1");
   createLvmhAgent({ url: d.agentUrl, token: d.token, home: h.home })(fake.pi);
   await fake.fire("session_start", { reason: "startup" });

@@ -1,9 +1,11 @@
 /**
- * The plugin in-process against the real daemon: prompt delivery in every pi state, abort, the settle point on
- * both pi generations, renames, and close 4000.
+ * The plugin in-process against the real daemon, itself in-process (tests/_inproc.ts; nothing here needs a
+ * separate process): prompt delivery in every pi state, abort, the settle point on both pi generations,
+ * renames, and close 4000.
  */
 import assert from "node:assert/strict";
-import { startDaemon, waitFor } from "./_daemon.ts";
+import { waitFor } from "./_daemon.ts";
+import { startInProcess } from "./_inproc.ts";
 import { allEvents, sessions } from "./_pi.ts";
 import { fakePi } from "./_fake_pi.ts";
 import { createLvmhAgent } from "../plugin/lvmh-agent.mjs";
@@ -14,7 +16,7 @@ Deno.test(
   opts,
   async () => {
     await using h = await tempHome();
-    await using d = await startDaemon();
+    await using d = await startInProcess();
     const fake = await pluginOnline(d, h.home, "deliver-1");
     const post = async (body: Record<string, unknown>, what = "prompt") => {
       const res = await d.api(`/api/sessions/deliver-1/${what}`, {
@@ -78,7 +80,7 @@ Deno.test(
   opts,
   async () => {
     await using h = await tempHome();
-    await using d = await startDaemon();
+    await using d = await startInProcess();
     for (const native of [false, true]) {
       const id = `settle-${native}`;
       const fake = fakePi(id, { native });
@@ -134,7 +136,7 @@ Deno.test(
   opts,
   async () => {
     await using h = await tempHome();
-    await using d = await startDaemon();
+    await using d = await startInProcess();
     const fake = await pluginOnline(d, h.home, "settle-race-1");
     await fake.fire("agent_start");
     fake.idle = false; // the poll never sees idle: the next prompt comes first
@@ -160,7 +162,7 @@ Deno.test(
 
 Deno.test("lvmh-agent notices a rename made while pi 0.73.1 is idle", opts, async () => {
   await using h = await tempHome();
-  await using d = await startDaemon();
+  await using d = await startInProcess();
   const fake = await pluginOnline(d, h.home, "rename-idle-1");
   fake.name = "named while idle";
   await waitFor(
@@ -172,7 +174,7 @@ Deno.test("lvmh-agent notices a rename made while pi 0.73.1 is idle", opts, asyn
 
 Deno.test("lvmh-agent does not fight a newer connection for its session (close 4000)", opts, async () => {
   await using h = await tempHome();
-  await using d = await startDaemon();
+  await using d = await startInProcess();
   const older = await pluginOnline(d, h.home, "replaced-1");
   // A second process on the same session (say, `pi -c` in another terminal); in-process it needs its own
   // plugin state, so the link registry is swapped for the duration.
