@@ -8,7 +8,7 @@
  * aside); anything else (a missing field that has a default, images, a wrong type) falls through to the
  * schema, which also words the error. lib/protocol_fast_test.ts compares both paths.
  */
-import { MAX_BATCH_EVENTS, PROTOCOL_VERSION, SESSION_ID_RE } from "./wire.ts";
+import { FieldMax, MAX_BATCH_EVENTS, PROTOCOL_VERSION, SESSION_ID_RE } from "./wire.ts";
 
 /** Deepest nesting of arrays and objects a frame may have; no frame of the protocol comes near it. */
 export const MAX_JSON_DEPTH = 64;
@@ -52,7 +52,7 @@ function fastEnvelope(f: Record<string, unknown>): boolean {
 }
 
 function fastMessage(m: unknown): boolean {
-  if (!isPlain(m) || !MESSAGE_ROLES.has(m.role as string) || !isStr(m.id, 200)) return false;
+  if (!isPlain(m) || !MESSAGE_ROLES.has(m.role as string) || !isStr(m.id, FieldMax.messageId)) return false;
   if (typeof m.text !== "string" || !isStrOrNull(m.thinking) || !isStrOrNull(m.toolCallId)) return false;
   if (m.images !== undefined || !Array.isArray(m.toolCalls)) return false;
   for (const c of m.toolCalls) {

@@ -4,7 +4,14 @@
  * Types are inferred from the schemas and never written twice.
  */
 import { z } from "zod";
-import { MAX_BATCH_EVENTS, MAX_PROMPT_CHARS, PROTOCOL_VERSION, type Role, SESSION_ID_RE } from "./wire.ts";
+import {
+  FieldMax,
+  MAX_BATCH_EVENTS,
+  MAX_PROMPT_CHARS,
+  PROTOCOL_VERSION,
+  type Role,
+  SESSION_ID_RE,
+} from "./wire.ts";
 import { hotShape, MAX_JSON_DEPTH, nestsDeeper } from "./frame_precheck.ts";
 import type { NotifyKind } from "./notify/kinds.ts";
 
@@ -12,6 +19,7 @@ export { MAX_JSON_DEPTH, nestsDeeper } from "./frame_precheck.ts";
 export {
   CloseCode,
   Feature,
+  FieldMax,
   MAX_BATCH_EVENTS,
   MAX_BODY_BYTES,
   MAX_FRAME_BYTES,
@@ -31,11 +39,11 @@ export const SessionId = z.string().regex(SESSION_ID_RE, "not a valid session id
 
 /** A model pi can use in a session, from its model registry; `hasAuth` says whether a key is configured. */
 export const ModelEntry = z.looseObject({
-  provider: z.string().min(1).max(200),
-  id: z.string().min(1).max(200),
-  name: z.string().max(200).default(""),
+  provider: z.string().min(1).max(FieldMax.model),
+  id: z.string().min(1).max(FieldMax.model),
+  name: z.string().max(FieldMax.model).default(""),
   /** What the model takes: `text`, and `image` for a model that sees images. */
-  input: z.array(z.string().max(20)).max(10).default(["text"]),
+  input: z.array(z.string().max(FieldMax.modelInput)).max(FieldMax.modelInputs).default(["text"]),
   hasAuth: z.boolean().default(false),
 });
 export type ModelEntry = z.infer<typeof ModelEntry>;
@@ -46,17 +54,17 @@ export type ThinkingLevel = z.infer<typeof ThinkingLevel>;
 /** The session snapshot a plugin sends in `hello` and `session_info`. Unknown fields are kept. */
 export const SessionInfo = z.looseObject({
   id: SessionId,
-  name: z.string().max(1000).nullable().default(null),
-  cwd: z.string().max(4096).default(""),
-  model: z.string().max(200).nullable().default(null),
-  provider: z.string().max(200).nullable().default(null),
+  name: z.string().max(FieldMax.sessionName).nullable().default(null),
+  cwd: z.string().max(FieldMax.cwd).default(""),
+  model: z.string().max(FieldMax.model).nullable().default(null),
+  provider: z.string().max(FieldMax.model).nullable().default(null),
   agent: z.boolean().default(false),
-  repo: z.string().max(500).nullable().default(null),
+  repo: z.string().max(FieldMax.repo).nullable().default(null),
   startedAt: z.number().int().nonnegative(),
   /** The models the session may switch to (absent from older plugins: no switching). */
-  models: z.array(ModelEntry).max(200).optional(),
+  models: z.array(ModelEntry).max(FieldMax.models).optional(),
   /** pi's thinking level, as it reports it. */
-  thinkingLevel: z.string().max(20).nullable().optional(),
+  thinkingLevel: z.string().max(FieldMax.thinkingLevel).nullable().optional(),
   /** When a model switch applies: from the next run (pi 0.73.1) or the next turn (1.6.0). */
   modelSwitch: z.enum(["next_run", "next_turn"]).optional(),
 });
@@ -75,7 +83,7 @@ export type AskSet = z.infer<typeof AskSet>;
  */
 export const MessageImage = z.looseObject({
   type: z.literal("image"),
-  mimeType: z.string().max(100),
+  mimeType: z.string().max(FieldMax.mimeType),
   sha256: z.string().regex(/^[0-9a-f]{64}$/, "sha256 must be 64 lowercase hex digits"),
   bytes: z.number().int().nonnegative(),
   source: z.enum(["web", "terminal"]).default("terminal"),
@@ -85,13 +93,13 @@ export type MessageImage = z.infer<typeof MessageImage>;
 /** The message shape carried by `message_end`. */
 export const Message = z.looseObject({
   role: z.enum(["user", "assistant", "toolResult", "system"]),
-  id: z.string().max(200),
+  id: z.string().max(FieldMax.messageId),
   text: z.string().default(""),
   thinking: z.string().nullable().default(null),
   toolCalls: z.array(z.looseObject({ id: z.string(), name: z.string(), argsJson: z.string() })).default([]),
   toolCallId: z.string().nullable().default(null),
   /** The images of a user message (absent from older plugins, whose text says `[image]` instead). */
-  images: z.array(MessageImage).max(100).optional(),
+  images: z.array(MessageImage).max(FieldMax.images).optional(),
 });
 export type Message = z.infer<typeof Message>;
 
@@ -100,8 +108,8 @@ export type Message = z.infer<typeof Message>;
  * who sent it (`by`, as the frame said). Absent for a message typed in pi's terminal and from older plugins.
  */
 export const MessageFrom = z.looseObject({
-  promptId: z.string().max(100).optional(),
-  by: z.string().max(200).optional(),
+  promptId: z.string().max(FieldMax.promptId).optional(),
+  by: z.string().max(FieldMax.by).optional(),
 });
 export type MessageFrom = z.infer<typeof MessageFrom>;
 
@@ -128,10 +136,10 @@ export const HelloFrame = event("hello", {
   seq: z.literal(0),
   session: SessionInfo,
   /** The approval ids this pi process still waits for (newer plugins); the session's others are orphans. */
-  waiting: z.array(z.string().max(200)).max(10_000).optional(),
+  waiting: z.array(z.string().max(FieldMax.approvalId)).max(FieldMax.waiting).optional(),
 });
 export const MessageStartEvent = event("message_start", {
-  message: z.looseObject({ role: z.string().max(50), id: z.string().max(200) }),
+  message: z.looseObject({ role: z.string().max(FieldMax.role), id: z.string().max(FieldMax.messageId) }),
   from: MessageFrom.optional(),
 });
 /** `kind` (added by lvmh-agent; absent means text) tells reasoning deltas from answer text while streaming. */
@@ -160,7 +168,7 @@ export const AgentStartEvent = event("agent_start", {});
 export const AgentEndEvent = event("agent_end", { usage: Usage.default({}) });
 export const AgentSettledEvent = event("agent_settled", {});
 export const SessionInfoEvent = event("session_info", { session: SessionInfo });
-export const ByeEvent = event("bye", { reason: z.string().max(200).default("shutdown") });
+export const ByeEvent = event("bye", { reason: z.string().max(FieldMax.byeReason).default("shutdown") });
 /** Sent by the plugin after a reconnect when its buffer had to drop events it could not deliver. */
 export const BufferOverflowEvent = event("buffer_overflow", {
   dropped: z.number().int().nonnegative(),
@@ -170,9 +178,9 @@ export const BufferOverflowEvent = event("buffer_overflow", {
 
 /** The plugin waits for a person before running a tool call in the session's ask set. */
 export const ApprovalRequestEvent = event("approval_request", {
-  approvalId: z.string().min(1).max(100),
-  toolCallId: z.string().max(200),
-  toolName: z.string().max(200),
+  approvalId: z.string().min(1).max(FieldMax.approvalId),
+  toolCallId: z.string().max(FieldMax.toolCallId),
+  toolName: z.string().max(FieldMax.toolName),
   args: z.unknown(),
 });
 export const ApprovalDecision = z.enum(["approve", "reject"]);
@@ -182,16 +190,16 @@ export const ApprovalSource = z.enum(["web", "terminal", "abort", "timeout"]);
 export type ApprovalSource = z.infer<typeof ApprovalSource>;
 /** The plugin applied an answer (or gave up waiting): the tool ran or was blocked. */
 export const ApprovalResolvedEvent = event("approval_resolved", {
-  approvalId: z.string().min(1).max(100),
+  approvalId: z.string().min(1).max(FieldMax.approvalId),
   decision: ApprovalDecision,
-  by: z.string().max(200),
+  by: z.string().max(FieldMax.by),
   source: ApprovalSource,
 });
 /** The plugin's answer to a daemon command that carried a `commandId`. */
 export const CommandResultEvent = event("command_result", {
-  commandId: z.string().min(1).max(100),
+  commandId: z.string().min(1).max(FieldMax.commandId),
   ok: z.boolean(),
-  error: z.string().max(2000).optional(),
+  error: z.string().max(FieldMax.commandError).optional(),
 });
 
 /** Every event a plugin may send after `hello`. */
@@ -261,7 +269,7 @@ export const DeliverAs = z.enum(["steer", "followUp"]);
 export type DeliverAs = z.infer<typeof DeliverAs>;
 /** An image of a prompt, as pi takes it (`{type: "image", data, mimeType}`); checked by `lib/images.ts`. */
 export const PromptImage = z.object({
-  mimeType: z.string().max(100),
+  mimeType: z.string().max(FieldMax.mimeType),
   data: z.string(),
 });
 export type PromptImage = z.infer<typeof PromptImage>;
@@ -341,7 +349,7 @@ export const PromptBody = z.object({
   message: z.string().trim().min(1, "message must not be empty").max(MAX_PROMPT_CHARS),
   deliverAs: DeliverAs.default("steer"),
   /** Checked further (count, type, base64, magic bytes, sizes) by `checkImages` in `lib/images.ts`. */
-  images: z.array(PromptImage).max(100).optional(),
+  images: z.array(PromptImage).max(FieldMax.images).optional(),
 });
 export type PromptBody = z.infer<typeof PromptBody>;
 /** Any JSON body: read first, checked against its schema after a size rule that depends on the content. */
@@ -349,14 +357,14 @@ export const JsonBody = z.unknown();
 
 /** `PUT /api/sessions/:id/model`: one of the models the session reported. */
 export const ModelBody = z.object({
-  provider: z.string().trim().min(1, "provider is required").max(200),
-  model: z.string().trim().min(1, "model is required").max(200),
+  provider: z.string().trim().min(1, "provider is required").max(FieldMax.model),
+  model: z.string().trim().min(1, "model is required").max(FieldMax.model),
   thinking: ThinkingLevel.optional(),
 });
 export type ModelBody = z.infer<typeof ModelBody>;
 /** `PUT /api/sessions/:id/name`: the session's new name (pi's session name). */
 export const NameBody = z.object({
-  name: z.string().trim().min(1, "name must not be empty").max(200).refine(
+  name: z.string().trim().min(1, "name must not be empty").max(FieldMax.newName).refine(
     (s) => [...s].every((c) => c >= " " && c !== "\x7f"),
     { message: "name must not contain control characters" },
   ),

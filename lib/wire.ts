@@ -13,6 +13,47 @@ export const MAX_PROMPT_CHARS = 100_000;
 /** Most events one `batch` frame may carry. */
 export const MAX_BATCH_EVENTS = 5000;
 
+/**
+ * Bounds of the fields the plugin writes (characters for strings, items for lists), as the daemon's schema
+ * (`lib/protocol.ts`) checks them and the plugin (`plugin/src/`) cuts its values to them before sending: an
+ * event over one is refused and, buffered, would be sent again for ever. Written here once for both sides.
+ */
+export const FieldMax = {
+  /** A session's name in its snapshot (pi's session name, which the terminal can set to anything). */
+  sessionName: 1000,
+  /** A name given through the API (`PUT /api/sessions/:id/name`, then the `set_name` frame the plugin applies). */
+  newName: 200,
+  cwd: 4096,
+  repo: 500,
+  /** A model's id, provider or display name (snapshot, model list, `PUT /api/sessions/:id/model`). */
+  model: 200,
+  /** Models one snapshot may list. */
+  models: 200,
+  /** Input kinds of one model (`text`, `image`), and the length of one. */
+  modelInputs: 10,
+  modelInput: 20,
+  thinkingLevel: 20,
+  /** A message id, and a role named at message_start. */
+  messageId: 200,
+  role: 50,
+  /** Images of one message or one prompt, and an image's mime type. */
+  images: 100,
+  mimeType: 100,
+  /** Which prompt a user message shows, and who sent it. */
+  promptId: 100,
+  by: 200,
+  /** An approval request: its id, and the tool call it holds. */
+  approvalId: 100,
+  toolCallId: 200,
+  toolName: 200,
+  /** Approval ids a `hello` announces as still waiting. */
+  waiting: 10_000,
+  /** A `command_result`: the command's id and the error text. */
+  commandId: 100,
+  commandError: 2000,
+  byeReason: 200,
+} as const;
+
 /** pi's own rule for session ids (SessionManager), with a length bound of ours. */
 export const SESSION_ID_RE = /^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,126}[A-Za-z0-9])?$/;
 
