@@ -97,6 +97,11 @@ export default function SessionView(props: Props) {
   const todos = useMemo(() => deriveTodos(calls), [calls]);
   const subagents = useMemo(() => deriveSubagents(calls), [calls]);
   const running = session.online && session.state === "running";
+  // The models a switch may pick: the latest session_info's, else the row's (rendered with the page).
+  const steered = useMemo(() => conv.models ? { ...session, models: conv.models } : session, [
+    session,
+    conv.models,
+  ]);
   const streaming = conv.streaming ? streamingText(conv.streaming) : null;
   const thinking = streamingThinking(conv.streaming);
 
@@ -209,7 +214,7 @@ export default function SessionView(props: Props) {
               running={running}
               onSend={actions.send}
               onAbort={actions.abort}
-              session={session}
+              session={steered}
               commands={conv.commands}
             />
           </div>

@@ -181,9 +181,9 @@ export class Sessions {
     return row ? this.#summary(row) : null;
   }
 
-  /** Every session, most recent activity first. */
+  /** Every session, most recent activity first, as the list shows them (without `models`, see `listed`). */
   list(): SessionSummary[] {
-    return this.store.listSessions().map((row) => this.#summary(row));
+    return this.store.listSessions().map((row) => listed(this.#summary(row)));
   }
 
   /**
@@ -252,7 +252,7 @@ export class Sessions {
     const sessions: SessionSummary[] = [];
     for (const id of this.#changed) {
       const row = this.get(id);
-      if (row) sessions.push(row);
+      if (row) sessions.push(listed(row));
     }
     const removed = [...this.#removed];
     this.#glances.save();
@@ -260,4 +260,16 @@ export class Sessions {
     this.#removed.clear();
     if (sessions.length || removed.length) this.hub.broadcast({ type: "session_update", sessions, removed });
   }
+}
+
+/**
+ * A session as lists carry it (`GET /api/sessions`, `session_list`, `session_update`): without the models it
+ * may switch to. They are up to 200 entries per session and change about never, while a working session's row
+ * is sent again on every glance change (3,000 sessions of 12 models made a 5.3 MB `session_list`). One
+ * session's own answer (`GET /api/sessions/:id`, its page) and its `session_info` events have them.
+ */
+function listed(s: SessionSummary): SessionSummary {
+  if (!s.models) return s;
+  const { models: _models, ...row } = s;
+  return row;
 }

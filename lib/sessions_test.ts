@@ -163,3 +163,21 @@ Deno.test("deleteSession() refuses an online session (409) and an unknown one (4
     deleteSession(r, "live");
     assert.equal(r.sessions.get("live"), null);
   }));
+
+Deno.test("sessions: lists leave out the models a session may switch to; the session itself has them", () =>
+  withRegistry(async ({ sessions, updates }) => {
+    const models = [{
+      provider: "p",
+      id: "m1",
+      name: "M1",
+      hasAuth: true,
+      reasoning: false,
+      input: ["text"],
+    }];
+    sessions.connect({ ...info("a"), models } as SessionInfo, recorder().link);
+    assert.deepEqual(sessions.get("a")!.models, models);
+    assert.equal(sessions.list()[0].models, undefined);
+    assert.equal(sessions.list()[0].id, "a");
+    const update = await updates("a");
+    assert.equal(update.sessions[0].models, undefined, "session_update rows are list rows");
+  }));

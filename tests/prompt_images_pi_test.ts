@@ -33,7 +33,8 @@ for (const v of PI_VERSIONS) {
     await using pi = piRpc(v, home, home.env(d));
     const online = await waitFor(async () => (await sessions(d)).find((s) => s.online), "pi online", 20_000);
     const id = online.id as string;
-    const vision = (online.models as { id: string; input: string[] }[]).find((m) => m.id === "fake-vision");
+    const { models } = await (await d.api(`/api/sessions/${id}`)).json();
+    const vision = (models as { id: string; input: string[] }[]).find((m) => m.id === "fake-vision");
     assert.deepEqual(vision?.input, ["text", "image"]);
 
     const res = await d.api(`/api/sessions/${id}/prompt`, {

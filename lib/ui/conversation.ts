@@ -3,7 +3,7 @@
  * session island. Persisted events are applied once each (by seq); live `message_update` deltas only feed the
  * message being streamed, since the persisted `message_end` that follows carries the whole text.
  */
-import type { Message, Usage } from "../protocol.ts";
+import type { Message, ModelEntry, Usage } from "../protocol.ts";
 import type { UiEvent } from "./wire.ts";
 
 /** One event type of the union, narrowed. */
@@ -113,6 +113,8 @@ export interface Conversation {
   totals: Required<Usage>;
   /** The plugin's answers to commands sent from a page (`command_result`), by commandId. */
   commands: Record<string, CommandOutcome>;
+  /** The models of the latest `session_info` held (the session list leaves them out); null before one. */
+  models: ModelEntry[] | null;
 }
 
 /** How the plugin answered one command: done, or refused with pi's reason. */
@@ -137,6 +139,7 @@ export function emptyConversation(): Conversation {
     running: null,
     totals: { inputTokens: 0, outputTokens: 0, totalCost: 0 },
     commands: {},
+    models: null,
   };
 }
 
@@ -352,7 +355,8 @@ function applyPersisted(conv: Conversation, ev: Exclude<UiEvent, Ev<"message_upd
       conv.commands[ev.commandId] = { ok: ev.ok, error: ev.ok ? null : ev.error ?? "refused" };
       return;
     case "session_info":
-      // The snapshot reaches the page through the session list.
+      // The rest of the snapshot reaches the page through the session list, which leaves out the models.
+      if (ev.session.models) conv.models = ev.session.models;
       return;
     default: {
       // Exhaustive: a new event type in lib/protocol.ts fails the type check here until it is handled.

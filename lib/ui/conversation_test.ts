@@ -302,3 +302,14 @@ Deno.test("conversation: a web prompt's user message says who sent it and links 
   assert.deepEqual(anonymous?.web, { by: null }, "a prompt frame without by");
   assert.deepEqual(anonymous?.images, []);
 });
+
+Deno.test("applyEvents() keeps the models of the latest session_info (the session list leaves them out)", () => {
+  const m = (id: string) => ({ provider: "p", id, name: id, input: ["text"], hasAuth: true });
+  assert.equal(buildConversation(run()).models, null);
+  const conv = buildConversation([
+    ev(1, "session_info", { session: { id: S, models: [m("a")] } }),
+    ev(2, "session_info", { session: { id: S, name: "renamed" } }),
+    ev(3, "session_info", { session: { id: S, models: [m("b"), m("c")] } }),
+  ]);
+  assert.deepEqual(conv.models?.map((x) => x.id), ["b", "c"]);
+});

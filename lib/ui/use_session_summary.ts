@@ -24,7 +24,10 @@ export function useSessionSummary(initial: SessionSummary): SessionSummaryState 
     const update = () => {
       const dir = topic.get();
       const mine = dir.byId.get(id);
-      if (mine && (dir.changed === null || dir.changed.includes(id))) setSession(mine);
+      // The list's rows leave out the models (lib/sessions.ts): keep the ones this page was rendered with.
+      if (mine && (dir.changed === null || dir.changed.includes(id))) {
+        setSession((s) => mine.models ? mine : { ...mine, models: s.models });
+      }
       // Before the first full list, absence means nothing.
       setDeleted(dir.loaded && !mine);
     };
