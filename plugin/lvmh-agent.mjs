@@ -3701,10 +3701,64 @@ var init_wrapper = __esm({
   }
 });
 
+// lib/wire.ts
+var PROTOCOL_VERSION = 1;
+var MAX_FRAME_BYTES = 1024 * 1024;
+var MAX_BODY_BYTES = 256 * 1024;
+var FieldMax = {
+  /** A session's name in its snapshot (pi's session name, which the terminal can set to anything). */
+  sessionName: 1e3,
+  /** A name given through the API (`PUT /api/sessions/:id/name`, then the `set_name` frame the plugin applies). */
+  newName: 200,
+  cwd: 4096,
+  repo: 500,
+  /** A model's id, provider or display name (snapshot, model list, `PUT /api/sessions/:id/model`). */
+  model: 200,
+  /** Models one snapshot may list. */
+  models: 200,
+  /** Input kinds of one model (`text`, `image`), and the length of one. */
+  modelInputs: 10,
+  modelInput: 20,
+  thinkingLevel: 20,
+  /** A message id, and a role named at message_start. */
+  messageId: 200,
+  role: 50,
+  /** Images of one message or one prompt, and an image's mime type. */
+  images: 100,
+  mimeType: 100,
+  /** Which prompt a user message shows, and who sent it. */
+  promptId: 100,
+  by: 200,
+  /** An approval request: its id, and the tool call it holds. */
+  approvalId: 100,
+  toolCallId: 200,
+  toolName: 200,
+  /** Approval ids a `hello` announces as still waiting. */
+  waiting: 1e4,
+  /** A `command_result`: the command's id and the error text. */
+  commandId: 100,
+  commandError: 2e3,
+  byeReason: 200
+};
+var CloseCode = {
+  normal: 1e3,
+  goingAway: 1001,
+  policy: 1008,
+  tooBig: 1009,
+  internal: 1011,
+  replaced: 4e3,
+  slowConsumer: 4001
+};
+var Feature = {
+  /** The plugin may send `batch` frames carrying many events, answered by one `ack`. */
+  batch: "batch"
+};
+
 // plugin/src/constants.ts
 var MAX_BUFFER = 1e4;
 var MAX_BUFFER_CHARS = 32e6;
 var PREVIEW_CHARS = 2048;
+var TITLE_ARGS_CHARS = 200;
 var MAX_TEXT = 1e5;
 var MAX_FRAME_CHARS = 33e4;
 var BACKOFF_MIN_MS = 250;
@@ -3734,7 +3788,7 @@ function imageRef(data, mimeType, source) {
   const bytes = Buffer2.from(typeof data === "string" ? data : "", "base64");
   return {
     type: "image",
-    mimeType: String(mimeType ?? "").slice(0, 100),
+    mimeType: String(mimeType ?? "").slice(0, FieldMax.mimeType),
     sha256: createHash("sha256").update(bytes).digest("hex"),
     bytes: bytes.length,
     source
@@ -3753,8 +3807,8 @@ var Origins = class {
       text: p.message,
       images: (p.images ?? []).map((i) => imageRef(i.data, i.mimeType, "web"))
     };
-    if (typeof p.promptId === "string") w.promptId = p.promptId.slice(0, 100);
-    if (typeof p.by === "string") w.by = p.by.slice(0, 200);
+    if (typeof p.promptId === "string") w.promptId = p.promptId.slice(0, FieldMax.promptId);
+    if (typeof p.by === "string") w.by = p.by.slice(0, FieldMax.by);
     this.#pending.push(w);
     if (this.#pending.length > MAX_WEB_PROMPTS) this.#pending.shift();
     return w;
@@ -3794,6 +3848,9 @@ function messageImages(content, web) {
 // plugin/src/mapping.ts
 function clip(s, n = MAX_TEXT) {
   return typeof s === "string" && s.length > n ? s.slice(0, n - 1) + "\u2026" : s;
+}
+function messageId(m, seq) {
+  return `${m?.role}-${m?.timestamp ?? 0}-${seq}`.slice(0, FieldMax.messageId);
 }
 function contentText(content) {
   if (typeof content === "string") return content;
@@ -3858,7 +3915,7 @@ ${m.output ?? ""}`;
     toolCalls,
     toolCallId: m?.role === "toolResult" ? String(m.toolCallId ?? "") : null
   };
-  if (images.length) out.images = images.slice(0, 100);
+  if (images.length) out.images = images.slice(0, FieldMax.images);
   if (role !== m?.role) out.piRole = String(m?.role ?? "");
   if (m?.role === "assistant") {
     if (m.stopReason) out.stopReason = m.stopReason;
@@ -3954,21 +4011,21 @@ var Approvals = class {
     return link.whenPolicyKnown.then(() => this.asks(toolName) ? this.#ask(link, e, ctx) : void 0);
   }
   #ask(link, e, ctx) {
-    const toolName = String(e.toolName ?? "");
+    const toolName = String(e.toolName ?? "").slice(0, FieldMax.toolName);
     const approvalId = this.#uuid();
     const { args, size } = safeArgs(e.input);
     const frame = link.emitFrame("approval_request", {
       approvalId,
-      toolCallId: String(e.toolCallId ?? ""),
+      toolCallId: String(e.toolCallId ?? "").slice(0, FieldMax.toolCallId),
       toolName,
       args
     }, 300 + size);
-    const title = `lvmh: allow ${toolName} ${clip(JSON.stringify(args) ?? "", 200)}?`;
+    const title = `lvmh: allow ${toolName} ${clip(JSON.stringify(args) ?? "", TITLE_ARGS_CHARS)}?`;
     return this.#wait(frame, ctx, title).then((o) => {
       (this.#link() ?? link).emit("approval_resolved", {
         approvalId,
         decision: o.decision,
-        by: o.by,
+        by: o.by.slice(0, FieldMax.by),
         source: o.source
       });
       if (o.decision === "approve") return void 0;
@@ -4178,24 +4235,6 @@ function promptContent(p) {
     }))
   ];
 }
-
-// lib/wire.ts
-var PROTOCOL_VERSION = 1;
-var MAX_FRAME_BYTES = 1024 * 1024;
-var MAX_BODY_BYTES = 256 * 1024;
-var CloseCode = {
-  normal: 1e3,
-  goingAway: 1001,
-  policy: 1008,
-  tooBig: 1009,
-  internal: 1011,
-  replaced: 4e3,
-  slowConsumer: 4001
-};
-var Feature = {
-  /** The plugin may send `batch` frames carrying many events, answered by one `ack`. */
-  batch: "batch"
-};
 
 // plugin/src/backoff.ts
 var Backoff = class {
@@ -4672,12 +4711,13 @@ var Link = class {
   /** Answer a daemon command that carried a `commandId` (older daemons send none: then nothing). */
   commandResult(f, error) {
     if (typeof f?.commandId !== "string" || !f.commandId) return;
+    const cut = error ? {
+      error: error.slice(0, FieldMax.commandError)
+    } : {};
     this.emit("command_result", {
       commandId: f.commandId,
       ok: !error,
-      ...error ? {
-        error
-      } : {}
+      ...cut
     });
   }
   #onError(f) {
@@ -4716,7 +4756,7 @@ var Link = class {
           session: this.info,
           // Without a run attached the plugin cannot say what waits, so it says nothing (the daemon keeps all).
           ...this.binding?.waiting ? {
-            waiting: this.binding.waiting()
+            waiting: this.binding.waiting().slice(0, FieldMax.waiting)
           } : {}
         }));
         this.#welcomeTimer = unref(setTimeout(() => ws.close(CloseCode.normal), WELCOME_TIMEOUT_MS));
@@ -5127,12 +5167,12 @@ function repoFromGit(cwd) {
 }
 
 // plugin/src/snapshot.ts
-var MAX_MODELS = 50;
+var MAX_MODELS = Math.min(50, FieldMax.models);
 function modelList(ctx) {
   const out = [];
   const seen = /* @__PURE__ */ new Set();
   const add = (m, hasAuth) => {
-    const provider = field(m?.provider, 200), id = field(m?.id, 200);
+    const provider = field(m?.provider, FieldMax.model), id = field(m?.id, FieldMax.model);
     if (!m || !provider || !id || seen.has(`${provider}/${id}`) || out.length >= MAX_MODELS) return;
     seen.add(`${provider}/${id}`);
     let auth = hasAuth;
@@ -5141,13 +5181,13 @@ function modelList(ctx) {
     } catch {
       auth = false;
     }
-    const input = Array.isArray(m.input) ? m.input.filter((x) => typeof x === "string").slice(0, 10) : [
+    const input = Array.isArray(m.input) ? m.input.filter((x) => typeof x === "string").slice(0, FieldMax.modelInputs).map((x) => x.slice(0, FieldMax.modelInput)) : [
       "text"
     ];
     out.push({
       provider,
       id,
-      name: field(m.name, 200) ?? id,
+      name: field(m.name, FieldMax.model) ?? id,
       input,
       hasAuth: auth
     });
@@ -5168,15 +5208,15 @@ function snapshot(ctx, cfg, extras = {}) {
   const started = Date.parse(sm.getHeader?.()?.timestamp ?? "");
   return {
     id: sm.getSessionId(),
-    name: field(sm.getSessionName?.(), 1e3),
-    cwd: field(cwd, 4096),
-    model: field(ctx.model?.id, 200),
-    provider: field(ctx.model?.provider, 200),
+    name: field(sm.getSessionName?.(), FieldMax.sessionName),
+    cwd: field(cwd, FieldMax.cwd),
+    model: field(ctx.model?.id, FieldMax.model),
+    provider: field(ctx.model?.provider, FieldMax.model),
     agent: cfg.agent,
-    repo: field(cfg.repo ?? repoFromGit(cwd), 500),
+    repo: field(cfg.repo ?? repoFromGit(cwd), FieldMax.repo),
     startedAt: Number.isFinite(started) ? started : Date.now(),
     models: modelList(ctx),
-    thinkingLevel: field(extras.thinkingLevel, 20),
+    thinkingLevel: field(extras.thinkingLevel, FieldMax.thinkingLevel),
     modelSwitch: extras.native ? "next_turn" : "next_run"
   };
 }
@@ -5221,7 +5261,7 @@ function setName(f, deps, done) {
     if (typeof deps.pi.setSessionName !== "function") {
       return done("this pi cannot rename sessions");
     }
-    deps.pi.setSessionName(String(f.name ?? "").slice(0, 200));
+    deps.pi.setSessionName(String(f.name ?? "").slice(0, FieldMax.newName));
     deps.changed();
     done();
   } catch (err) {
@@ -5269,17 +5309,17 @@ function bind(pi, cfg, log) {
   });
   const thinkingLevel = () => {
     try {
-      return field(pi.getThinkingLevel?.(), 20);
+      return field(pi.getThinkingLevel?.(), FieldMax.thinkingLevel);
     } catch {
       return null;
     }
   };
   function checkInfo(ctx, model) {
     if (!link || !ctx) return;
-    const name = field(ctx.sessionManager?.getSessionName?.(), 1e3);
+    const name = field(ctx.sessionManager?.getSessionName?.(), FieldMax.sessionName);
     const m = model ?? ctx.model;
     const info = link.info;
-    const id = field(m?.id, 200), provider = field(m?.provider, 200);
+    const id = field(m?.id, FieldMax.model), provider = field(m?.provider, FieldMax.model);
     const thinking = thinkingLevel();
     if (name === info.name && id === info.model && provider === info.provider && thinking === (info.thinkingLevel ?? null)) {
       return;
@@ -5346,7 +5386,7 @@ function bind(pi, cfg, log) {
           answer(String(err?.message ?? err));
         }
       } else if (f.commandId) {
-        answer(`unknown command ${JSON.stringify(String(f.type)).slice(0, 100)}`);
+        answer(`unknown command ${JSON.stringify(String(f.type))}`);
       }
     },
     welcomed() {
@@ -5423,7 +5463,7 @@ function bind(pi, cfg, log) {
   on("message_start", (e) => {
     if (!link) return;
     const m = e.message ?? {};
-    const id = `${m.role}-${m.timestamp ?? 0}-${link.nextSeq}`;
+    const id = messageId(m, link.nextSeq);
     const key = `${m.role}:${m.timestamp}`;
     ids.set(key, id);
     const web = m.role === "user" && origins.size ? origins.take(m.content) : null;
@@ -5458,7 +5498,7 @@ function bind(pi, cfg, log) {
     if (!link) return;
     const m = e.message ?? {};
     const key = `${m.role}:${m.timestamp}`;
-    const id = ids.get(key) ?? `${m.role}-${m.timestamp ?? 0}-${link.nextSeq}`;
+    const id = ids.get(key) ?? messageId(m, link.nextSeq);
     ids.delete(key);
     let web = null;
     if (m.role === "user") {

@@ -5,6 +5,8 @@
  * The answer is reported as `approval_resolved`. While the daemon is unreachable the call keeps waiting;
  * after every welcome each unresolved request is sent again with its own approvalId and seq.
  */
+import { FieldMax } from "../../lib/wire.ts";
+import { TITLE_ARGS_CHARS } from "./constants.ts";
 import type { AskSet, DaemonFrame, Link } from "./link.ts";
 import type { EventFrame } from "./buffer.ts";
 import type { Logger } from "./log.ts";
@@ -96,21 +98,21 @@ export class Approvals {
   }
 
   #ask(link: Link, e: PiEvent, ctx: PiContext): Promise<Block | undefined> {
-    const toolName = String(e.toolName ?? "");
+    const toolName = String(e.toolName ?? "").slice(0, FieldMax.toolName);
     const approvalId = this.#uuid();
     const { args, size } = safeArgs(e.input);
     const frame = link.emitFrame("approval_request", {
       approvalId,
-      toolCallId: String(e.toolCallId ?? ""),
+      toolCallId: String(e.toolCallId ?? "").slice(0, FieldMax.toolCallId),
       toolName,
       args,
     }, 300 + size);
-    const title = `lvmh: allow ${toolName} ${clip(JSON.stringify(args) ?? "", 200)}?`;
+    const title = `lvmh: allow ${toolName} ${clip(JSON.stringify(args) ?? "", TITLE_ARGS_CHARS)}?`;
     return this.#wait(frame, ctx, title).then((o) => {
       (this.#link() ?? link).emit("approval_resolved", {
         approvalId,
         decision: o.decision,
-        by: o.by,
+        by: o.by.slice(0, FieldMax.by),
         source: o.source,
       });
       if (o.decision === "approve") return undefined;

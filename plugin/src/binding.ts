@@ -2,13 +2,14 @@
  * One factory run's pi handlers: each maps a pi event onto the session's link and returns at once (pi awaits
  * handlers inside its event queue). State that must outlive the run lives in the link registry.
  */
+import { FieldMax } from "../../lib/wire.ts";
 import { Approvals } from "./approvals.ts";
 import type { Config } from "./config.ts";
 import { PREVIEW_CHARS, RENAME_POLL_MS, TOOL_UPDATE_MS } from "./constants.ts";
 import { Delivery } from "./delivery.ts";
 import { type DaemonFrame, Link } from "./link.ts";
 import type { Logger } from "./log.ts";
-import { mapRole, resultText, safeArgs, toMessage } from "./mapping.ts";
+import { mapRole, messageId, resultText, safeArgs, toMessage } from "./mapping.ts";
 import { fromOf, Origins, type WebPrompt } from "./origins.ts";
 import type { PiApi, PiContext, PiEvent } from "./pi_types.ts";
 import { globalState, unref } from "./runtime.ts";
@@ -71,17 +72,17 @@ export function bind(pi: PiApi, cfg: Config, log: Logger): void {
 
   const thinkingLevel = () => {
     try {
-      return field(pi.getThinkingLevel?.(), 20);
+      return field(pi.getThinkingLevel?.(), FieldMax.thinkingLevel);
     } catch {
       return null;
     }
   };
   function checkInfo(ctx: PiContext | null, model?: PiContext["model"]) {
     if (!link || !ctx) return;
-    const name = field(ctx.sessionManager?.getSessionName?.(), 1000);
+    const name = field(ctx.sessionManager?.getSessionName?.(), FieldMax.sessionName);
     const m = model ?? ctx.model;
     const info = link.info;
-    const id = field(m?.id, 200), provider = field(m?.provider, 200);
+    const id = field(m?.id, FieldMax.model), provider = field(m?.provider, FieldMax.model);
     const thinking = thinkingLevel();
     if (
       name === info.name && id === info.model && provider === info.provider &&
@@ -154,9 +155,7 @@ export function bind(pi: PiApi, cfg: Config, log: Logger): void {
           answer(String((err as Error)?.message ?? err));
         }
       } else if (f.commandId) {
-        answer(
-          `unknown command ${JSON.stringify(String(f.type)).slice(0, 100)}`,
-        );
+        answer(`unknown command ${JSON.stringify(String(f.type))}`);
       }
     },
     welcomed() {
@@ -225,7 +224,7 @@ export function bind(pi: PiApi, cfg: Config, log: Logger): void {
   on("message_start", (e) => {
     if (!link) return;
     const m = e.message ?? {};
-    const id = `${m.role}-${m.timestamp ?? 0}-${link.nextSeq}`;
+    const id = messageId(m, link.nextSeq);
     const key = `${m.role}:${m.timestamp}`;
     ids.set(key, id);
     // A user message pi emits for a delivered prompt says so, and who sent it.
@@ -250,7 +249,7 @@ export function bind(pi: PiApi, cfg: Config, log: Logger): void {
     if (!link) return;
     const m = e.message ?? {};
     const key = `${m.role}:${m.timestamp}`;
-    const id = ids.get(key) ?? `${m.role}-${m.timestamp ?? 0}-${link.nextSeq}`;
+    const id = ids.get(key) ?? messageId(m, link.nextSeq);
     ids.delete(key);
     // Matched at message_start, or now when its start was not seen (a link opened in between).
     let web: WebPrompt | null = null;

@@ -8,6 +8,8 @@ export const MAX_BUFFER = 10_000;
 export const MAX_BUFFER_CHARS = 32_000_000;
 /** Longest tool output preview and error message sent. */
 export const PREVIEW_CHARS = 2048;
+/** Longest arguments shown in the terminal's approval question. */
+export const TITLE_ARGS_CHARS = 200;
 /** Longest text field sent (message text, thinking, arguments JSON). */
 export const MAX_TEXT = 100_000;
 /**

@@ -2,7 +2,7 @@
  * One session's link to the daemon: its seq counter, its buffer and its socket. It outlives factory runs
  * (pi re-runs the factory on /new, /resume, /reload) and reconnects forever; emitting never does I/O.
  */
-import { CloseCode, Feature, PROTOCOL_VERSION } from "../../lib/wire.ts";
+import { CloseCode, Feature, FieldMax, PROTOCOL_VERSION } from "../../lib/wire.ts";
 import { Backoff } from "./backoff.ts";
 import { EventBuffer, type EventFrame } from "./buffer.ts";
 import type { Config } from "./config.ts";
@@ -232,7 +232,8 @@ export class Link {
   /** Answer a daemon command that carried a `commandId` (older daemons send none: then nothing). */
   commandResult(f: DaemonFrame, error?: string): void {
     if (typeof f?.commandId !== "string" || !f.commandId) return;
-    this.emit("command_result", { commandId: f.commandId, ok: !error, ...(error ? { error } : {}) });
+    const cut = error ? { error: error.slice(0, FieldMax.commandError) } : {};
+    this.emit("command_result", { commandId: f.commandId, ok: !error, ...cut });
   }
 
   #onError(f: DaemonFrame) {
@@ -267,7 +268,7 @@ export class Link {
           ts: Date.now(),
           session: this.info,
           // Without a run attached the plugin cannot say what waits, so it says nothing (the daemon keeps all).
-          ...(this.binding?.waiting ? { waiting: this.binding.waiting() } : {}),
+          ...(this.binding?.waiting ? { waiting: this.binding.waiting().slice(0, FieldMax.waiting) } : {}),
         }));
         this.#welcomeTimer = unref(
           setTimeout(() => ws.close(CloseCode.normal), WELCOME_TIMEOUT_MS),

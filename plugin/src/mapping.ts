@@ -1,6 +1,7 @@
 /**
  * pi's data as protocol shapes: messages, tool results and arguments. Pure functions, no I/O.
  */
+import { FieldMax } from "../../lib/wire.ts";
 import { MAX_TEXT, PREVIEW_CHARS } from "./constants.ts";
 import { type ImageRef, messageImages, userText, type WebPrompt } from "./origins.ts";
 
@@ -27,6 +28,11 @@ export interface Message {
 /** `s` cut to `n` characters (the last one an ellipsis); anything that is not a string is returned as is. */
 export function clip<T>(s: T, n = MAX_TEXT): T {
   return typeof s === "string" && s.length > n ? (s.slice(0, n - 1) + "…") as T : s;
+}
+
+/** A message's id, from pi's role and timestamp and the seq its first event takes, cut to the protocol's bound. */
+export function messageId(m: Any, seq: number): string {
+  return `${m?.role}-${m?.timestamp ?? 0}-${seq}`.slice(0, FieldMax.messageId);
 }
 
 /** Text of pi content (a string or an array of text/image/thinking/toolCall parts). */
@@ -102,7 +108,7 @@ export function toMessage(
     toolCalls,
     toolCallId: m?.role === "toolResult" ? String(m.toolCallId ?? "") : null,
   };
-  if (images.length) out.images = images.slice(0, 100);
+  if (images.length) out.images = images.slice(0, FieldMax.images);
   if (role !== m?.role) out.piRole = String(m?.role ?? "");
   if (m?.role === "assistant") {
     if (m.stopReason) out.stopReason = m.stopReason;

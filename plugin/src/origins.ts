@@ -11,6 +11,7 @@
  */
 import { Buffer } from "node:buffer";
 import { createHash } from "node:crypto";
+import { FieldMax } from "../../lib/wire.ts";
 import { MAX_WEB_PROMPTS } from "./constants.ts";
 
 /** An image part of a user message, as the protocol's `MessageImage`. */
@@ -46,7 +47,7 @@ export function imageRef(
   const bytes = Buffer.from(typeof data === "string" ? data : "", "base64");
   return {
     type: "image",
-    mimeType: String(mimeType ?? "").slice(0, 100),
+    mimeType: String(mimeType ?? "").slice(0, FieldMax.mimeType),
     sha256: createHash("sha256").update(bytes).digest("hex"),
     bytes: bytes.length,
     source,
@@ -77,8 +78,8 @@ export class Origins {
       text: p.message,
       images: (p.images ?? []).map((i) => imageRef(i.data, i.mimeType, "web")),
     };
-    if (typeof p.promptId === "string") w.promptId = p.promptId.slice(0, 100);
-    if (typeof p.by === "string") w.by = p.by.slice(0, 200);
+    if (typeof p.promptId === "string") w.promptId = p.promptId.slice(0, FieldMax.promptId);
+    if (typeof p.by === "string") w.by = p.by.slice(0, FieldMax.by);
     this.#pending.push(w);
     // A prompt pi dropped (an abort that cleared its queue) must not pile up for ever.
     if (this.#pending.length > MAX_WEB_PROMPTS) this.#pending.shift();

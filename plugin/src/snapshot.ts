@@ -1,6 +1,7 @@
 /**
  * The session snapshot sent in `hello` and `session_info`, read from pi's ctx.
  */
+import { FieldMax } from "../../lib/wire.ts";
 import type { Config } from "./config.ts";
 import type { PiContext, PiModel } from "./pi_types.ts";
 import { repoFromGit } from "./repo.ts";
@@ -29,15 +30,15 @@ export interface ModelEntry {
   hasAuth: boolean;
 }
 
-/** Most models a snapshot lists (the daemon takes 200): a session_list carries every snapshot. */
-export const MAX_MODELS = 50;
+/** Most models a snapshot lists (fewer than the daemon takes): a session_list carries every snapshot. */
+export const MAX_MODELS = Math.min(50, FieldMax.models);
 
 /** The models pi can use now (with auth, the current one first), from ctx.modelRegistry; never throws. */
 export function modelList(ctx: PiContext): ModelEntry[] {
   const out: ModelEntry[] = [];
   const seen = new Set<string>();
   const add = (m: PiModel | null | undefined, hasAuth?: boolean) => {
-    const provider = field(m?.provider, 200), id = field(m?.id, 200);
+    const provider = field(m?.provider, FieldMax.model), id = field(m?.id, FieldMax.model);
     if (
       !m || !provider || !id || seen.has(`${provider}/${id}`) ||
       out.length >= MAX_MODELS
@@ -50,12 +51,13 @@ export function modelList(ctx: PiContext): ModelEntry[] {
       auth = false;
     }
     const input = Array.isArray(m.input)
-      ? m.input.filter((x) => typeof x === "string").slice(0, 10)
+      ? m.input.filter((x) => typeof x === "string").slice(0, FieldMax.modelInputs)
+        .map((x) => x.slice(0, FieldMax.modelInput))
       : ["text"];
     out.push({
       provider,
       id,
-      name: field(m.name, 200) ?? id,
+      name: field(m.name, FieldMax.model) ?? id,
       input,
       hasAuth: auth,
     });
@@ -90,15 +92,15 @@ export function snapshot(
   const started = Date.parse(sm.getHeader?.()?.timestamp ?? "");
   return {
     id: sm.getSessionId(),
-    name: field(sm.getSessionName?.(), 1000),
-    cwd: field(cwd, 4096),
-    model: field(ctx.model?.id, 200),
-    provider: field(ctx.model?.provider, 200),
+    name: field(sm.getSessionName?.(), FieldMax.sessionName),
+    cwd: field(cwd, FieldMax.cwd),
+    model: field(ctx.model?.id, FieldMax.model),
+    provider: field(ctx.model?.provider, FieldMax.model),
     agent: cfg.agent,
-    repo: field(cfg.repo ?? repoFromGit(cwd), 500),
+    repo: field(cfg.repo ?? repoFromGit(cwd), FieldMax.repo),
     startedAt: Number.isFinite(started) ? started : Date.now(),
     models: modelList(ctx),
-    thinkingLevel: field(extras.thinkingLevel, 20),
+    thinkingLevel: field(extras.thinkingLevel, FieldMax.thinkingLevel),
     modelSwitch: extras.native ? "next_turn" : "next_run",
   };
 }

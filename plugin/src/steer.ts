@@ -3,6 +3,7 @@
  * `set_name` (pi.setSessionName). Each answers through `done(error?)`, which becomes the persisted
  * `command_result`, so the browser can say "switched" or "refused: no API key".
  */
+import { FieldMax } from "../../lib/wire.ts";
 import type { DaemonFrame } from "./link.ts";
 import type { Logger } from "./log.ts";
 import type { PiApi, PiContext } from "./pi_types.ts";
@@ -74,7 +75,7 @@ export function setName(
     if (typeof deps.pi.setSessionName !== "function") {
       return done("this pi cannot rename sessions");
     }
-    deps.pi.setSessionName(String(f.name ?? "").slice(0, 200));
+    deps.pi.setSessionName(String(f.name ?? "").slice(0, FieldMax.newName));
     deps.changed();
     done();
   } catch (err) {
