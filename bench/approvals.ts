@@ -10,7 +10,8 @@
  * plugin's answer (`approval_resolved` and the tool start) goes out as one `batch` frame.
  *
  * Then bench/_approvals_browser.ts measures the same spans in real Chromium: to the card painted on the session
- * page, and from the click on Approve to the decision at the plugin.
+ * page, and from the click on Approve to the decision at the plugin; and bench/approvals_pi.ts from the approve
+ * POST to the tool released and run by the real pi (0.73.1 and 1.6.0).
  */
 import { startDaemon } from "../tests/_daemon.ts";
 import { connectAgent, connectBrowser, type Frame } from "../tests/_agent_client.ts";
@@ -106,3 +107,11 @@ console.log(ok ? "OK" : "GOAL MISSED");
 await d.stop(); // its own daemon, so this one's idle process does not share the cores
 const code = await runWithThrowawayLock(new URL("_approvals_browser.ts", import.meta.url).pathname, ["100"]);
 if (code !== 0) throw new Error(`the browser half exited with ${code}`);
+
+// From the click to the tool starting, with the real pi and its plugin instead of a scripted one.
+const real = await new Deno.Command(Deno.execPath(), {
+  args: ["run", "-A", new URL("approvals_pi.ts", import.meta.url).pathname, "100"],
+  stdout: "inherit",
+  stderr: "inherit",
+}).output();
+if (real.code !== 0) throw new Error(`bench/approvals_pi.ts exited with ${real.code}`);
