@@ -13,8 +13,8 @@ import { HIGH_WATER_BYTES, sseEvent, SseStream } from "./sse.ts";
 /** The latest page: what a stream without a resume point shows first. */
 export const STREAM_PAGE = 1000;
 /**
- * Catch-up reads at most this many events at a time. A pull writes only while the queue has room, so what a
- * stalled reader costs during its catch-up is the high-water mark plus one event, not a page of large events.
+ * Catch-up reads at most this many events at a time. A pull writes only what fits the queue's room, so what
+ * a stalled reader costs during its catch-up is the high-water mark plus one event, not a page of large events.
  */
 export const CATCHUP_READ = 100;
 
@@ -67,18 +67,23 @@ export function openSessionStream(
   const stream = new SseStream({
     pull(s) {
       if (live) return;
-      const rows = app.store.eventRows(sessionId, { after: cursor, limit: CATCHUP_READ });
-      for (const row of rows) {
-        // Full: the stream pulls again once the reader has taken some (a reader that never does costs no more).
-        if (s.bufferedAmount() >= HIGH_WATER_BYTES) return;
-        s.write(sseEvent({ id: row.seq, event: row.type, data: eventJson(row) }));
-        cursor = row.seq;
+      // One chunk per pull, about as large as the room left (at least one event): few writes for small
+      // events, and never more than the high-water mark plus one event queued for a reader that stalls.
+      const room = HIGH_WATER_BYTES - s.bufferedAmount();
+      let text = "";
+      while (true) {
+        const rows = app.store.eventRows(sessionId, { after: cursor, limit: CATCHUP_READ });
+        for (const row of rows) {
+          if (text !== "" && text.length >= room) return s.write(text); // the rest on the next pull
+          text += sseEvent({ id: row.seq, event: row.type, data: eventJson(row) });
+          cursor = row.seq;
+        }
+        if (rows.length < CATCHUP_READ) break;
       }
-      if (rows.length < CATCHUP_READ) {
-        // Caught up: subscribe in this same synchronous turn as the last read, so no commit slips between.
-        app.hub.subscribe(sub, sessionId);
-        live = true;
-      }
+      if (text) s.write(text);
+      // Caught up: subscribe in this same synchronous turn as the last read, so no commit slips between.
+      app.hub.subscribe(sub, sessionId);
+      live = true;
     },
     end: () => app.hub.leave(sub),
   }, options);

@@ -254,10 +254,23 @@ Deno.test("session stream: a reader that stops reading is cut off with memory bo
     `RSS growth ${withBehind} MiB with a stalled catching-up reader (bound ${bound})`,
   );
   assert.ok(start.received > 0, "the catching-up reader gets its history once it reads");
+  // A reader that does read, catching up on ~24 MB of history (3 × the backlog bound) while the flood goes
+  // on, is never cut off: the catch-up is never queued for it all at once.
+  const from = lastSeq() - 400;
+  const full = await openSse(`${d.url}/api/sessions/slow/stream?after=${from}`, d.token);
+  await flood(agent, reader, 200, chunk);
+  const end = lastSeq();
+  await full.waitEvent((e) => e.id === String(end), "the history, then live", 60_000);
+  assert.deepEqual(
+    idsOf(full),
+    Array.from({ length: end - from }, (_, i) => from + 1 + i),
+    "each once, in order",
+  );
+  await full.close();
   const res = await d.api("/api/sessions/slow");
   assert.equal(res.status, 200, "the daemon is fine");
   await res.body?.cancel();
-  await waitFor(() => reader.events.length > 4 * total, "reader complete");
+  await waitFor(() => reader.events.length > 4 * total + 200, "reader complete");
   await reader.close();
   await agent.close();
 });
