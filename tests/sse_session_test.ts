@@ -58,6 +58,11 @@ Deno.test("session stream: resume from every Last-Event-ID position across a liv
         assert.ok(JSON.parse(e.data).seq > pos, "no delta from before the resume point");
       }
     }
+    // Each persisted event's data is the whole envelope, exactly as the REST history has it (caught up or live).
+    const history = await (await d.api("/api/sessions/seam/events?after=0")).json();
+    const sent = clients[0].events.filter((e) => e.id !== null).map((e) => JSON.parse(e.data));
+    assert.deepEqual(sent, history);
+    assert.deepEqual(Object.keys(sent[0]).slice(0, 5), ["v", "sessionId", "seq", "ts", "type"]);
     // The last one opened saw deltas live (they are sent while it is subscribed).
     assert.ok(query.events.some((e) => e.event === "message_update"), "live deltas are streamed");
   } finally {
