@@ -184,6 +184,11 @@ Deno.test("no plugin source cuts a field to a number FieldMax defines (it names 
   assert.ok(files > 10, "the plugin's sources were read");
   assert.deepEqual(found, [], "use FieldMax from lib/wire.ts");
   // The pattern itself finds the cuts it is meant to.
-  const probe = ["field(m?.id, 200)", "x.slice(0, 100)", 'clip(JSON.stringify(a) ?? "", 2000)'];
+  const probe = [
+    "field(m?.id, 200)",
+    "field(pi.getThinkingLevel?.(), 20)",
+    "x.slice(0, 100)",
+    'clip(JSON.stringify(a) ?? "", 2000)',
+  ];
   for (const p of probe) assert.equal([...p.matchAll(cut)].length, 1, p);
 });
