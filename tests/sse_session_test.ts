@@ -251,8 +251,9 @@ Deno.test("session stream: a reader that stops reading is cut off with memory bo
   assert.ok(cut.ended, "the live stalled reader was cut off");
   assert.ok(cut.received < produced / 2, `stalled reader got ${cut.received} of ${produced} bytes`);
   assert.ok(cut.received > 0, "it was streaming before it stalled");
-  // Without a bound, each would hold ~48 MB (and its encoded copy) in the daemon.
-  const bound = reference + 24;
+  // Without a bound, each would hold ~48 MB (and its encoded copy) in the daemon: +100–120 MiB measured. With
+  // it, 2–28 MiB against a reference of 2–53 MiB (GC timing): the margin is wide so that noise cannot fail it.
+  const bound = Math.max(reference, 16) + 48;
   assert.ok(withLive < bound, `RSS growth ${withLive} MiB with a stalled live reader (bound ${bound})`);
   assert.ok(
     withBehind < bound,
