@@ -20,8 +20,11 @@ export interface MalformedResult {
   duringP99: number;
 }
 
-/** Run the row with `frames` bad frames. */
-export async function malformed(frames: number): Promise<MalformedResult> {
+/**
+ * Run the row with `frames` bad frames.
+ * @param options.big false: leave the 10 MB strings out of the mix (the harness reports both)
+ */
+export async function malformed(frames: number, options: { big?: boolean } = {}): Promise<MalformedResult> {
   await using d = await startDaemon();
   const pid = daemonPid(d.dataDir);
   const h = await healthy(d.agentUrl, d.browserUrl, d.token);
@@ -40,6 +43,7 @@ export async function malformed(frames: number): Promise<MalformedResult> {
         d.browserUrl,
         d.token,
         String(frames),
+        ...(options.big === false ? ["nobig"] : []),
       ],
       stdout: "piped",
       stderr: "inherit",
