@@ -1,10 +1,13 @@
 /**
- * Tool approvals through the real daemon process with a scripted plugin: the request is listed over REST and
- * /ws, answers are first-writer-wins, and neither a pending request nor a stored decision is lost when the
- * daemon is SIGKILLed or the plugin reconnects. (The real pi on both versions: plugin_approvals tests.)
+ * Tool approvals through the real daemon with a scripted plugin: the request is listed over REST and /ws,
+ * answers are first-writer-wins, and neither a pending request nor a stored decision is lost when the daemon
+ * is SIGKILLed or the plugin reconnects. The daemon is built in this process (tests/_inproc.ts: REST straight
+ * to its handler, the sockets over loopback); only the SIGKILL test starts `main.ts` as a process, because a
+ * SIGKILL needs one. (The real pi on both versions: plugin_approvals tests.)
  */
 import assert from "node:assert/strict";
 import { startDaemon } from "./_daemon.ts";
+import { startInProcess } from "./_inproc.ts";
 import { connectAgent, connectBrowser, type Frame } from "./_agent_client.ts";
 import { ConfigError, loadConfig } from "../lib/config.ts";
 
@@ -16,7 +19,7 @@ const request = (approvalId: string) => ({
 });
 
 Deno.test("approvals: listed, decided once, delivered, applied", async (t) => {
-  await using d = await startDaemon({ env: { LVMH_ASK: "bash,edit" } });
+  await using d = await startInProcess({ env: { LVMH_ASK: "bash,edit" } });
   const a = await connectAgent(d, { sessionId: "ap1" });
   const browser = await connectBrowser(d.browserUrl);
   try {
@@ -122,14 +125,17 @@ Deno.test("approvals: listed, decided once, delivered, applied", async (t) => {
 Deno.test("approvals: a SIGKILLed daemon keeps the pending request; a decision taken offline reaches the reconnecting plugin", async () => {
   const dataDir = await Deno.makeTempDir({ prefix: "lvmh-approvals-" });
   try {
-    const d1 = await startDaemon({ dataDir });
+    // A process of its own: only a real SIGKILL proves nothing waits in memory. `await using` ends it on a
+    // failed assertion; after the kill, `stop()` only reaps it.
+    await using d1 = await startDaemon({ dataDir });
     const a1 = await connectAgent(d1, { sessionId: "ap2" });
     const seq = a1.send("approval_request", request("r2"));
     await a1.waitFrame((f) => f.type === "ack" && (f.lastSeq as number) >= seq, "ack of the request");
     await d1.kill("SIGKILL");
     await d1.stop();
 
-    await using d2 = await startDaemon({ dataDir, port: d1.port });
+    // Reopened in-process (the same createDaemon as main.ts) on what the killed process left on disk.
+    await using d2 = await startInProcess({ dataDir, port: d1.port });
     const pending = await (await d2.api("/api/approvals?state=pending")).json();
     assert.deepEqual(pending.map((p: { id: string }) => p.id), ["r2"], "still pending after SIGKILL");
     // Decided while the plugin is away: stored, delivered on its reconnect.
@@ -177,7 +183,7 @@ Deno.test("approvals: a SIGKILLed daemon keeps the pending request; a decision t
 });
 
 Deno.test("approvals: bye cancels what still waits; batch frames are stored event by event", async () => {
-  await using d = await startDaemon();
+  await using d = await startInProcess();
   const a = await connectAgent(d, { sessionId: "ap3" });
   const base = { v: 1, sessionId: "ap3", ts: Date.now() };
   a.socket.send(JSON.stringify({
@@ -203,7 +209,7 @@ Deno.test("approvals: bye cancels what still waits; batch frames are stored even
 });
 
 Deno.test("approvals: a new pi on the session (hello.waiting) cancels what the one that died left pending", async () => {
-  await using d = await startDaemon({ env: { LVMH_ASK: "bash" } });
+  await using d = await startInProcess({ env: { LVMH_ASK: "bash" } });
   const first = await connectAgent(d, { sessionId: "ap4", hello: { waiting: [] } });
   first.send("approval_request", request("r4"));
   first.send("approval_request", request("r5"));
@@ -257,7 +263,7 @@ const FIELDS = [
 ].sort();
 
 Deno.test("approvals: REST records have the issue's fields, oldest first; a browser that connects gets what waits", async () => {
-  await using d = await startDaemon({ env: { LVMH_ASK: "bash" } });
+  await using d = await startInProcess({ env: { LVMH_ASK: "bash" } });
   const a = await connectAgent(d, { sessionId: "ap5" });
   const other = await connectAgent(d, { sessionId: "ap6" });
   try {
@@ -318,7 +324,8 @@ Deno.test("approvals: a session's own ask set replaces LVMH_ASK, [] included, ac
   const dataDir = await Deno.makeTempDir({ prefix: "lvmh-approvals-" });
   try {
     const env = { LVMH_ASK: "bash,edit" };
-    const d1 = await startDaemon({ dataDir, env });
+    // `await using` stops it if an assertion fails first; `stop()` below is the restart, and idempotent.
+    await using d1 = await startInProcess({ dataDir, env });
     const a1 = await connectAgent(d1, { sessionId: "ap7" });
     const b1 = await connectAgent(d1, { sessionId: "ap8" });
     assert.deepEqual(a1.welcome.policy, { ask: ["bash", "edit"] }, "the LVMH_ASK default");
@@ -333,7 +340,7 @@ Deno.test("approvals: a session's own ask set replaces LVMH_ASK, [] included, ac
     await b1.close();
     await d1.stop();
 
-    await using d2 = await startDaemon({ dataDir, port: d1.port, env });
+    await using d2 = await startInProcess({ dataDir, port: d1.port, env });
     const a2 = await connectAgent(d2, { sessionId: "ap7" });
     const b2 = await connectAgent(d2, { sessionId: "ap8" });
     try {
@@ -374,7 +381,7 @@ Deno.test("approvals: LVMH_ASK is unset = none; LVMH_SPAWN_ASK defaults to bash,
     await Deno.remove(dataDir, { recursive: true });
   }
   // And the daemon without LVMH_ASK asks a local session for nothing.
-  await using d = await startDaemon();
+  await using d = await startInProcess();
   const a = await connectAgent(d, { sessionId: "ap9" });
   assert.deepEqual(a.welcome.policy, { ask: [] });
   await a.close();
