@@ -4,9 +4,10 @@
 #                                 bundle, starts a throwaway Docker engine, runs the unit set and the root-free
 #                                 process tests in parallel and then every other test file one at a time
 #   bash scripts/test.sh --unit   the unit set only (`deno task test:unit`): no root, no network, no Docker,
-#                                 no browser, no pi; daemons in-process or as plain subprocesses. Builds and
-#                                 installs nothing. `deno task ok` adds --no-check: its `deno task check` has
-#                                 just type-checked the whole tree, tests included
+#                                 no browser, no pi; daemons in-process or as plain subprocesses. Installs
+#                                 nothing; the island bundle is rebuilt, only when stale, by the tests that
+#                                 serve it (ensureBundle, as main.ts does). `deno task ok` adds
+#                                 --no-check: its `deno task check` has just type-checked the whole tree
 #   bash scripts/test.sh ARGS…    `deno test -A ARGS…` with the full setup (e.g. a file or --filter)
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
