@@ -80,7 +80,10 @@ if [ "${1:-}" = "--unit" ]; then
 fi
 
 bash scripts/setup.sh --test || { echo "setup failed"; echo "0 passed, 1 failed"; exit 1; }
-deno install --quiet >/dev/null 2>&1 || true
+# What the daemon and the tests import, in place before any test runs. By entrypoint and against the test lock:
+# a plain `deno install` makes node_modules match deno.lock exactly, which removed playwright-core from under a
+# concurrent run's Chromium test or `deno task check` in the same tree.
+deno install --quiet --lock="$work/test.lock" --entrypoint main.ts tests/_browser.ts >/dev/null 2>&1 || true
 deno task build >&2 || { echo "bundle build failed"; echo "0 passed, 1 failed"; exit 1; }
 
 # A Docker engine of our own unless the caller gave one.
