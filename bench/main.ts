@@ -11,6 +11,7 @@ const BENCHES = [
   "render_list.ts",
   "ui_history.ts",
   "approvals.ts",
+  "hooks.ts",
   "spawn.ts",
 ];
 

@@ -38,12 +38,12 @@ Deno.test("sessions: a storm of row changes is announced at most once per interv
       "the hellos",
     );
 
-    // Every row changes every 2 ms for 500 ms.
+    // Every row changes every 2 ms (or as often as timers fire on a busy machine), 250 times.
     updates.length = 0;
     const start = performance.now();
     let touches = 0;
     let lastTouch = start;
-    while (performance.now() - start < 500) {
+    for (let round = 0; round < 250; round++) {
       lastTouch = performance.now();
       for (const id of ids) sessions.touch(id);
       touches += ids.length;
@@ -52,7 +52,7 @@ Deno.test("sessions: a storm of row changes is announced at most once per interv
     // The last touches are announced, at once or by the trailing run.
     await until(() => updates.some((u) => u.at >= lastTouch), "the update after the last touch");
     const during = (lastTouch - start) / SESSION_UPDATE_INTERVAL_MS;
-    assert.ok(touches > 2000, `${touches} touches`);
+    assert.equal(touches, 5000);
     assert.ok(updates.length <= Math.ceil(during) + 1, `${updates.length} frames for ${touches} touches`);
     for (let i = 1; i < updates.length; i++) {
       // Timers may fire late, never early (a millisecond of clock rounding allowed).

@@ -36,8 +36,8 @@ Deno.test("hooks: POST /hooks/generic", async (t) => {
       assert.equal(prompts(a.frames).length, 0);
     });
 
-    await t.step("an operator's ?token= prompts the session: 202 within 100 ms", async () => {
-      const started = performance.now();
+    // How fast the 202 comes is measured by bench/hooks.ts, not asserted here (timings fail on a busy machine).
+    await t.step("an operator's ?token= prompts the session: 202", async () => {
       const res = await post(`?token=${operator}`, {
         sessionId: "hg1",
         message: "deploy done",
@@ -45,10 +45,8 @@ Deno.test("hooks: POST /hooks/generic", async (t) => {
       }, {
         "idempotency-key": "k-1",
       });
-      const took = performance.now() - started;
       assert.equal(res.status, 202);
       assert.deepEqual(await res.json(), { ok: true, sessionId: "hg1" });
-      assert.ok(took < 100, `answered in ${took.toFixed(1)} ms`);
       const p = await a.waitFrame((f) => f.type === "prompt", "the prompt");
       assert.equal(p.message, "deploy done");
       assert.equal(p.deliverAs, "followUp");
@@ -128,13 +126,10 @@ Deno.test("hooks: POST /hooks/gitlab", async (t) => {
     });
 
     await t.step("a /lvmh comment on the MR is a follow-up into the session on that repository", async () => {
-      const started = performance.now();
       const res = await send("Note Hook", noteOnMergeRequest("/lvmh please rename foo to bar"), {
         "x-gitlab-event-uuid": "uuid-note-1",
       });
-      const took = performance.now() - started;
       assert.equal(res.status, 202);
-      assert.ok(took < 100, `answered in ${took.toFixed(1)} ms`);
       const p = await a.waitFrame((f) => f.type === "prompt", "the follow-up");
       assert.equal(p.deliverAs, "followUp");
       assert.match(String(p.message), /@alice/);

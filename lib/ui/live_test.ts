@@ -69,6 +69,8 @@ Deno.test("createPageLive(): one socket feeds the directory, approvals and follo
     const got: EventsFrame[] = [];
     const stop = live.follow("a", { after: () => held, onEvents: (f) => got.push(f) });
     await until(() => live.sessions.get().loaded && live.approvals.get() !== null, "first frames");
+    // The server's first frames can reach the page before the page's subscribe reaches the server.
+    await until(() => srv.received.length >= 1, "the subscribe");
     assert.deepEqual(srv.received, [{ type: "subscribe", sessionId: "a", after: 0 }]);
 
     srv.send({ type: "session_update", sessions: [row("b")], removed: ["a"] });
