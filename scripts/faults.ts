@@ -38,6 +38,9 @@ row(
   k.lost === 0 && k.duplicated === 0 && k.browserDuplicates === 0 && k.browserMissing === 0,
 );
 const m = await malformed(10_000);
+// The same attack at a process that drops it, the healthy session still streaming through the daemon: on these
+// 2 cores the attacker's own CPU and the kernel's loopback slow every process, which is not the daemon's doing.
+const atSink = await malformed(10_000, { atSink: true });
 row(
   `${m.frames.toLocaleString("en")} malformed frames on /agent/ws and /ws from another process`,
   `daemon ${m.alive ? "up" : "DOWN"}, ${m.closes} sockets closed by it, RSS ${
@@ -45,21 +48,16 @@ row(
   } → peak ` +
     `${m.rssPeak.toFixed(0)} MiB (bound ${RSS_BOUND_MIB}); healthy session delta p99 ${
       m.baselineP99.toFixed(2)
+    } ms before, ${m.duringP99.toFixed(2)} ms during (goal < 2×: ${
+      (m.duringP99 / m.baselineP99).toFixed(1)
+    }×); ` +
+    `the same attack at a process that drops it (the machine's contention alone): ${
+      atSink.baselineP99.toFixed(2)
     } ms ` +
-    `before, ${m.duringP99.toFixed(2)} ms during (goal < 2×: ${(m.duringP99 / m.baselineP99).toFixed(1)}×)`,
+    `before, ${atSink.duringP99.toFixed(2)} ms during (${
+      (atSink.duringP99 / atSink.baselineP99).toFixed(1)
+    }×)`,
   m.alive && m.rssPeak < RSS_BOUND_MIB && m.duringP99 < 2 * m.baselineP99,
-);
-// The same mix without its 10 MB strings: Deno's WebSocket reads a whole message (and makes it a string) on
-// the event loop before the daemon's handler can refuse it by size, with no limit to set (denoland/deno#15809).
-const n = await malformed(10_000, { big: false });
-row(
-  `the same ${
-    n.frames.toLocaleString("en")
-  } frames without the 10 MB strings (what the daemon's own checks cost)`,
-  `daemon ${n.alive ? "up" : "DOWN"}, RSS peak ${n.rssPeak.toFixed(0)} MiB; healthy session delta p99 ${
-    n.baselineP99.toFixed(2)
-  } ms before, ${n.duringP99.toFixed(2)} ms during (goal < 2×: ${(n.duringP99 / n.baselineP99).toFixed(1)}×)`,
-  n.alive && n.rssPeak < RSS_BOUND_MIB && n.duringP99 < 2 * n.baselineP99,
 );
 const r = await readOnlyStart();
 row(

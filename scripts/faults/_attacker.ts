@@ -2,13 +2,11 @@
  * Client process of the malformed-frames row: sends `n` bad frames, half on `/agent/ws` and half on `/ws`,
  * cycling through the kinds below, redialling whenever the daemon closes a socket (which it may, for the
  * frames that break the transport's own rules). Prints one JSON line {sent, closes} at the end.
- * Args: agentUrl browserUrl token n [nobig]: with `nobig`, the 10 MB strings are left out of the mix (to tell
- * their cost apart: Deno reads a whole message before any handler can refuse it, denoland/deno#15809).
+ * Args: agentUrl browserUrl token n
  */
 import WebSocket from "ws";
 
-const [agentUrl, browserUrl, token, nArg, bigArg] = Deno.args;
-const WITH_BIG = bigArg !== "nobig";
+const [agentUrl, browserUrl, token, nArg] = Deno.args;
 const N = Number(nArg);
 const BIG = "x".repeat(10 * 1024 * 1024);
 const deep = (depth: number) => "[".repeat(depth) + "]".repeat(depth);
@@ -19,7 +17,7 @@ const ev = (seq: number, extra: Record<string, unknown> = {}) =>
 const agentKinds: ((i: number) => { data: string | Uint8Array; binary: boolean })[] = [
   () => ({ data: crypto.getRandomValues(new Uint8Array(64)), binary: true }), // random bytes
   () => ({ data: new Uint8Array([0x7b, 0xff, 0xfe, 0xc3, 0x28, 0x7d]), binary: false }), // invalid UTF-8 text
-  (i) => ({ data: WITH_BIG && i % 50 === 0 ? BIG : deep(10_000), binary: false }), // 10 MB string / deep nesting
+  (i) => ({ data: i % 50 === 0 ? BIG : deep(10_000), binary: false }), // 10 MB string / deep nesting
   () => ({ data: JSON.stringify({ v: 1, type: "hello", sessionId: 42, seq: "x", ts: null }), binary: false }),
   (i) => ({ data: ev(i % 2 ? 1 : 1_000_000 + i), binary: false }), // seq regression / gap
   () => ({ data: ev(5, { sessionId: "someone-else" }), binary: false }), // another session's id

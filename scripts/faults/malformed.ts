@@ -22,12 +22,20 @@ export interface MalformedResult {
 
 /**
  * Run the row with `frames` bad frames.
- * @param options.big false: leave the 10 MB strings out of the mix (the harness reports both)
+ * @param options.atSink true: the attacker's frames go to `_sink.ts`, a process that drops them, while the
+ *   healthy session still streams through the daemon: the machine's contention alone, as a reference
  */
-export async function malformed(frames: number, options: { big?: boolean } = {}): Promise<MalformedResult> {
+export async function malformed(
+  frames: number,
+  options: { atSink?: boolean } = {},
+): Promise<MalformedResult> {
   await using d = await startDaemon();
   const pid = daemonPid(d.dataDir);
   const h = await healthy(d.agentUrl, d.browserUrl, d.token);
+  const sink = options.atSink ? await startSink() : null;
+  const target = sink
+    ? { agentUrl: `${sink.url}/agent/ws`, browserUrl: `${sink.url}/ws` }
+    : { agentUrl: d.agentUrl, browserUrl: d.browserUrl };
   try {
     await new Promise((r) => setTimeout(r, 2000));
     const baseline = h.take();
@@ -39,11 +47,10 @@ export async function malformed(frames: number, options: { big?: boolean } = {})
         "run",
         "-A",
         new URL("_attacker.ts", import.meta.url).pathname,
-        d.agentUrl,
-        d.browserUrl,
+        target.agentUrl,
+        target.browserUrl,
         d.token,
         String(frames),
-        ...(options.big === false ? ["nobig"] : []),
       ],
       stdout: "piped",
       stderr: "inherit",
@@ -65,5 +72,31 @@ export async function malformed(frames: number, options: { big?: boolean } = {})
     };
   } finally {
     await h.stop();
+    await sink?.stop();
   }
+}
+
+/** Start `_sink.ts` and wait for its URL. */
+async function startSink(): Promise<{ url: string; stop(): Promise<void> }> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", new URL("_sink.ts", import.meta.url).pathname],
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let out = "";
+  while (!out.includes("\n")) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error("the sink process ended before it listened");
+    out += value;
+  }
+  reader.releaseLock();
+  return {
+    url: out.split("\n")[0].trim(),
+    async stop() {
+      child.kill("SIGKILL");
+      await child.status;
+      await child.stdout.cancel().catch(() => {});
+    },
+  };
 }
