@@ -19,6 +19,7 @@ import type { PluginLink } from "./sessions.ts";
 import type { EventOrigin } from "./ingest.ts";
 import type { Principal } from "./auth.ts";
 import { throttle } from "./throttle.ts";
+import { errorBudget } from "./error_budget.ts";
 
 const encoder = new TextEncoder();
 /** At most one `ack` per socket in this interval. */
@@ -48,8 +49,12 @@ export function acceptAgentSocket(app: App, socket: WebSocket, principal: Princi
   const send = (frame: DaemonFrame) => {
     if (socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(frame));
   };
-  const reject = (code: ErrorCode, message: string, seq?: number) =>
-    send({ v: PROTOCOL_VERSION, type: "error", code, message, ...(seq === undefined ? {} : { seq }) });
+  const errors = errorBudget();
+  const reject = (code: ErrorCode, message: string, seq?: number) => {
+    if (errors()) {
+      send({ v: PROTOCOL_VERSION, type: "error", code, message, ...(seq === undefined ? {} : { seq }) });
+    }
+  };
   const close = (code: number, reason: string) => {
     if (closed) return;
     closed = true;

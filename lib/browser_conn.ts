@@ -2,6 +2,7 @@
  * One browser connection on `/ws`: the session list on connect, subscriptions with race-free catch-up,
  * and a bounded backlog enforced by the hub.
  */
+import { errorBudget } from "./error_budget.ts";
 import type { App } from "./app.ts";
 import { eventsFrame, type Subscriber } from "./hub.ts";
 import { CloseCode, MAX_FRAME_BYTES, parseBrowserFrame, type ServerFrame } from "./protocol.ts";
@@ -30,12 +31,13 @@ export function acceptBrowserSocket(app: App, socket: WebSocket, principal: Prin
     sendFrame({ type: "spawn_status", jobs: app.spawner.jobs() });
     sendFrame(app.approvals.frame());
   };
+  const errors = errorBudget();
   socket.onmessage = (e: MessageEvent) => {
     if (typeof e.data !== "string" || tooBig(e.data, MAX_FRAME_BYTES)) {
       return socket.close(CloseCode.tooBig, "frame too large or not text");
     }
     const parsed = parseBrowserFrame(e.data);
-    if (!parsed.ok) return sendFrame({ type: "error", message: parsed.message });
+    if (!parsed.ok) return errors() && sendFrame({ type: "error", message: parsed.message });
     const frame = parsed.value;
     if (frame.type === "unsubscribe") return app.hub.unsubscribe(sub, frame.sessionId);
     if (frame.type === "list") return sendFrame({ type: "session_list", sessions: app.sessions.list() });
