@@ -138,3 +138,14 @@ export function lineDiff(old: string, next: string): DiffLine[] {
   }
   return out;
 }
+
+/**
+ * True when two views of one approval show the same: the page then keeps the older object, so the message
+ * holding its card is not rendered again (every answer refetches the session's records, all new objects).
+ */
+export function sameView(a: ApprovalView, b: ApprovalView): boolean {
+  return a.id === b.id && a.sessionId === b.sessionId && a.toolCallId === b.toolCallId &&
+    a.toolName === b.toolName && a.state === b.state && a.decidedBy === b.decidedBy &&
+    a.decidedAt === b.decidedAt && a.reason === b.reason && a.appliedAt === b.appliedAt &&
+    a.source === b.source && (a.args === b.args || JSON.stringify(a.args) === JSON.stringify(b.args));
+}

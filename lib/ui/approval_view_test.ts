@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import type { Approval } from "../protocol.ts";
-import { approvalView, lineDiff, prettyArgs } from "./approval_view.ts";
+import { approvalView, lineDiff, prettyArgs, sameView } from "./approval_view.ts";
 
 Deno.test("lineDiff() keeps common lines and marks removed and added ones in order", () => {
   const d = lineDiff("a\nb\nc", "a\nB\nc\nd");
@@ -63,4 +63,23 @@ Deno.test("approvalView() prefers the daemon's decided record, else what the eve
   assert.equal(v?.decidedBy, "admin");
   assert.equal(v?.appliedAt, 3);
   assert.equal(approvalView("s", undefined, undefined), null);
+});
+
+Deno.test("sameView(): equal fields (args by value) are the same view; any change is not", () => {
+  const base = {
+    id: "a1",
+    sessionId: "s",
+    toolCallId: "c1",
+    toolName: "bash",
+    args: { command: "ls" },
+    state: "approved" as const,
+    decidedBy: "alice",
+    decidedAt: 5,
+    reason: null,
+    appliedAt: null,
+    source: null,
+  };
+  assert.ok(sameView(base, { ...base, args: { command: "ls" } }));
+  assert.ok(!sameView(base, { ...base, appliedAt: 9 }));
+  assert.ok(!sameView(base, { ...base, args: { command: "rm" } }));
 });

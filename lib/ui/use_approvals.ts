@@ -3,10 +3,10 @@
  * this session's pending set in the page's live `approvals` frames changes or the conversation gains an
  * approval event, merged with those events into one view per approval; and answering one.
  */
-import { useEffect, useMemo, useState } from "preact/hooks";
+import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import type { Approval, ApprovalDecision } from "../protocol.ts";
 import { ApiError, SignInRequired } from "./api.ts";
-import { type ApprovalView, approvalView } from "./approval_view.ts";
+import { type ApprovalView, approvalView, sameView } from "./approval_view.ts";
 import type { Conversation } from "./conversation.ts";
 import { pageLive } from "./live.ts";
 import { decideApproval, sessionApprovals } from "./rest.ts";
@@ -51,14 +51,17 @@ export function useApprovals(sessionId: string, conv: Conversation): ApprovalsSt
   const eventKey = conv.approvalOrder.map((id) => `${id}:${conv.approvals[id].resolved?.seq ?? 0}`).join(",");
   useEffect(() => void refresh(), [sessionId, pendingKey, eventKey]);
 
+  // A view that shows what it showed before stays the same object, so only the cards that changed render.
+  const previous = useRef<ReadonlyMap<string, ApprovalView>>(new Map());
   const views = useMemo(() => {
     const out = new Map<string, ApprovalView>();
     const ids = [...new Set([...conv.approvalOrder, ...records.keys()])];
     for (const id of ids) {
       const v = approvalView(sessionId, conv.approvals[id], records.get(id));
-      if (v) out.set(id, v);
+      const was = previous.current.get(id);
+      if (v) out.set(id, was && sameView(was, v) ? was : v);
     }
-    return out;
+    return previous.current = out;
   }, [conv.approvals, conv.approvalOrder, records]);
 
   async function decide(id: string, decision: ApprovalDecision, reason?: string): Promise<string | null> {
