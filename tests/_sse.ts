@@ -84,3 +84,39 @@ export async function openSse(
     },
   };
 }
+
+/** A raw socket that sends the request and then reads nothing: the kernel buffers fill, then the daemon's. */
+export async function stalledReader(port: number, token: string, path: string, lastEventId?: number) {
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+  const resume = lastEventId === undefined ? "" : `last-event-id: ${lastEventId}\r\n`;
+  await conn.write(new TextEncoder().encode(
+    `GET ${path} HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer ${token}\r\n${resume}\r\n`,
+  ));
+  return conn;
+}
+
+/** Read `conn` until the daemon ends it (or `timeoutMs` passes: then it was not cut off); the bytes read. */
+export async function drain(
+  conn: Deno.TcpConn,
+  timeoutMs: number,
+): Promise<{ received: number; ended: boolean }> {
+  let received = 0;
+  let timedOut = false;
+  const buf = new Uint8Array(1 << 16);
+  const deadline = setTimeout(() => {
+    timedOut = true;
+    conn.close();
+  }, timeoutMs);
+  try {
+    while (true) {
+      const n = await conn.read(buf);
+      if (n === null) break;
+      received += n;
+    }
+  } catch { /* reset by the daemon (a cut-off too), or closed by the deadline */ }
+  clearTimeout(deadline);
+  try {
+    conn.close();
+  } catch { /* closed already */ }
+  return { received, ended: !timedOut };
+}

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { startDaemon } from "./_daemon.ts";
 import { connectAgent } from "./_agent_client.ts";
-import { openSse } from "./_sse.ts";
+import { drain, openSse, stalledReader } from "./_sse.ts";
 
 Deno.test("daemon stream: snapshots, then numbered frames; resume replays exactly what was missed", async () => {
   const dataDir = await Deno.makeTempDir({ prefix: "lvmh-sse-daemon-" });
@@ -76,11 +76,7 @@ Deno.test("daemon stream: a reader that stops reading is cut off; a reading one 
   const agent = await connectAgent(d, { sessionId: "flood" });
   const reader = await openSse(`${d.url}/api/stream`, d.token);
   await reader.waitEvent((e) => e.event === "spawn_status");
-  // A raw socket that asks for the stream and then reads nothing: the kernel buffers fill, then the daemon's.
-  const conn = await Deno.connect({ hostname: "127.0.0.1", port: d.port });
-  await conn.write(new TextEncoder().encode(
-    `GET /api/stream HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer ${d.token}\r\n\r\n`,
-  ));
+  const conn = await stalledReader(d.port, d.token, "/api/stream");
   // Each request broadcasts every pending approval, so 40 with 64 KB of args each make ~52 MB of frames.
   const args = { command: "x".repeat(64_000) };
   let produced = 0;
@@ -100,30 +96,13 @@ Deno.test("daemon stream: a reader that stops reading is cut off; a reading one 
     "the reading client: ids strictly increasing",
   );
 
-  let received = 0;
-  let timedOut = false;
-  const buf = new Uint8Array(1 << 16);
-  const deadline = setTimeout(() => {
-    timedOut = true;
-    conn.close();
-  }, 30_000);
-  try {
-    while (true) {
-      const n = await conn.read(buf);
-      if (n === null) break;
-      received += n;
-    }
-  } catch { /* reset by the daemon (a cut-off too), or closed by the deadline */ }
-  clearTimeout(deadline);
-  try {
-    conn.close();
-  } catch { /* closed already */ }
+  const { received, ended } = await drain(conn, 30_000);
   console.log(
     `stalled /api/stream reader: got ${(received / 2 ** 20).toFixed(1)} of ${
       (produced / 2 ** 20).toFixed(1)
     } MiB`,
   );
-  assert.ok(!timedOut, "the daemon ended the stalled stream");
+  assert.ok(ended, "the daemon ended the stalled stream");
   assert.ok(received > 0 && received < produced / 2, `stalled reader got ${received} of ${produced} bytes`);
   await reader.close();
   await agent.close();

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { startDaemon, waitFor } from "./_daemon.ts";
 import { type AgentClient, connectAgent, userEnd } from "./_agent_client.ts";
-import { openSse, type SseClient } from "./_sse.ts";
+import { drain, openSse, type SseClient, stalledReader } from "./_sse.ts";
 import { cookieValue } from "../lib/auth.ts";
 import { daemonPid, rssMiB } from "../bench/_proc.ts";
 
@@ -174,39 +174,6 @@ async function rssGrowth(pid: number, fn: () => Promise<void>): Promise<number> 
     clearInterval(sampler);
   }
   return Math.max(peak, rssMiB(pid) || 0) - before;
-}
-
-/** A raw socket that sends the request and then reads nothing: the kernel buffers fill, then the daemon's. */
-async function stalledReader(port: number, token: string, path: string, lastEventId?: number) {
-  const conn = await Deno.connect({ hostname: "127.0.0.1", port });
-  const resume = lastEventId === undefined ? "" : `last-event-id: ${lastEventId}\r\n`;
-  await conn.write(new TextEncoder().encode(
-    `GET ${path} HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer ${token}\r\n${resume}\r\n`,
-  ));
-  return conn;
-}
-
-/** Read `conn` until the daemon ends it (or `timeoutMs` passes: then it was not cut off); the bytes read. */
-async function drain(conn: Deno.TcpConn, timeoutMs: number): Promise<{ received: number; ended: boolean }> {
-  let received = 0;
-  let timedOut = false;
-  const buf = new Uint8Array(1 << 16);
-  const deadline = setTimeout(() => {
-    timedOut = true;
-    conn.close();
-  }, timeoutMs);
-  try {
-    while (true) {
-      const n = await conn.read(buf);
-      if (n === null) break;
-      received += n;
-    }
-  } catch { /* reset by the daemon (a cut-off too), or closed by the deadline */ }
-  clearTimeout(deadline);
-  try {
-    conn.close();
-  } catch { /* closed already */ }
-  return { received, ended: !timedOut };
 }
 
 Deno.test("session stream: a reader that stops reading is cut off with memory bounded; a reading one gets everything", async () => {
