@@ -335,3 +335,23 @@ export async function sessions(
   if (res.status !== 200) throw new Error(`sessions: HTTP ${res.status}`);
   return await res.json();
 }
+
+/** A session's persisted events once they include an `agent_settled` (the run is over), within `timeoutMs`. */
+export function settledEvents(
+  d: { api(path: string, init?: RequestInit): Promise<Response> },
+  sessionId: string,
+  what: string,
+  timeoutMs?: number,
+): Promise<(Record<string, unknown> & { seq: number; type: string })[]> {
+  return waitFor(
+    async () => {
+      const evs = await allEvents(
+        d,
+        sessionId,
+      ) as (Record<string, unknown> & { seq: number; type: string })[];
+      return evs.some((e) => e.type === "agent_settled") ? evs : null;
+    },
+    what,
+    timeoutMs,
+  );
+}

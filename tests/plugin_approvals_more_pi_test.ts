@@ -6,7 +6,16 @@
  */
 import assert from "node:assert/strict";
 import { startDaemon, waitFor } from "./_daemon.ts";
-import { allEvents, assertInstalled, makePiHome, PI_VERSIONS, piPrint, piRpc, sessions } from "./_pi.ts";
+import {
+  allEvents,
+  assertInstalled,
+  makePiHome,
+  PI_VERSIONS,
+  piPrint,
+  piRpc,
+  sessions,
+  settledEvents,
+} from "./_pi.ts";
 import { startFakeLlm } from "./fixtures/fake_llm.mjs";
 
 type Ev = Record<string, unknown> & { seq: number; type: string };
@@ -180,14 +189,7 @@ for (const v of PI_VERSIONS) {
       }
       const out = await run;
       assert.equal(out.code, 0, out.stderr);
-      const events = await waitFor(
-        async () => {
-          const evs = await allEvents(d, id) as Ev[];
-          return evs.some((e) => e.type === "agent_settled") ? evs : null;
-        },
-        "run settled",
-        20_000,
-      );
+      const events = await settledEvents(d, id, "run settled", 20_000);
       const requests = events.filter((e) => e.type === "approval_request");
       assert.deepEqual(requests.map((e) => (e.args as { command: string }).command), COMMANDS);
       const resolved = events.filter((e) => e.type === "approval_resolved");
@@ -243,14 +245,7 @@ for (const v of PI_VERSIONS) {
         "nothing ran while the plugin was away",
       );
       link.restore();
-      const events = await waitFor(
-        async () => {
-          const evs = await allEvents(d, id) as Ev[];
-          return evs.some((e) => e.type === "agent_settled") ? evs : null;
-        },
-        "the run ends after the reconnect",
-        30_000,
-      );
+      const events = await settledEvents(d, id, "the run ends after the reconnect", 30_000);
       const ends = events.filter((e) => e.type === "tool_execution_end");
       assert.equal(ends.length, 1, "ran exactly once");
       assert.match(String(ends[0].resultPreview), /hi/);

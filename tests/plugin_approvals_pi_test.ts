@@ -8,7 +8,16 @@ import assert from "node:assert/strict";
 import { freePort, startDaemon, waitFor } from "./_daemon.ts";
 import { connectBrowser, type Frame } from "./_agent_client.ts";
 import { startFakeLlm } from "./fixtures/fake_llm.mjs";
-import { allEvents, assertInstalled, makePiHome, PI_VERSIONS, piPrint, piRpc, sessions } from "./_pi.ts";
+import {
+  allEvents,
+  assertInstalled,
+  makePiHome,
+  PI_VERSIONS,
+  piPrint,
+  piRpc,
+  sessions,
+  settledEvents,
+} from "./_pi.ts";
 
 type Ev = Record<string, unknown> & { seq: number; type: string };
 
@@ -61,10 +70,7 @@ for (const v of PI_VERSIONS) {
       assert.equal(typeof (await late.json()).error, "string");
       const out = await run;
       assert.equal(out.code, 0, out.stderr);
-      const events = await waitFor(async () => {
-        const evs = await allEvents(d, id) as Ev[];
-        return evs.some((e) => e.type === "agent_settled") ? evs : null;
-      }, "run settled");
+      const events = await settledEvents(d, id, "run settled");
       const ends = events.filter((e) => e.type === "tool_execution_end");
       assert.equal(ends.length, 1, "the command ran once");
       assert.match(String(ends[0].resultPreview), /hi/);
@@ -105,14 +111,7 @@ for (const v of PI_VERSIONS) {
       assert.equal(res.status, 200);
       await res.body?.cancel();
       // A handler that ignored pi's signal would hang the abort for ever: the run must end.
-      const events = await waitFor(
-        async () => {
-          const evs = await allEvents(d, id) as Ev[];
-          return evs.some((e) => e.type === "agent_settled") ? evs : null;
-        },
-        "the run ends",
-        20_000,
-      );
+      const events = await settledEvents(d, id, "the run ends", 20_000);
       const resolved = events.find((e) => e.type === "approval_resolved");
       assert.deepEqual([resolved?.approvalId, resolved?.decision, resolved?.source], [
         pending.id,
@@ -159,10 +158,7 @@ for (const v of PI_VERSIONS) {
       const out = await run;
       assert.equal(out.code, 0, out.stderr);
       const id = pending.sessionId as string;
-      const events = await waitFor(async () => {
-        const evs = await allEvents(d, id) as Ev[];
-        return evs.some((e) => e.type === "agent_settled") ? evs : null;
-      }, "run settled");
+      const events = await settledEvents(d, id, "run settled");
       const result = events.find((e) =>
         e.type === "message_end" && (e.message as { role: string }).role === "toolResult"
       );
@@ -207,14 +203,7 @@ for (const v of PI_VERSIONS) {
         body: JSON.stringify({ decision: "approve" }),
       });
       assert.equal(res.status, 200, await res.clone().text());
-      const events = await waitFor(
-        async () => {
-          const evs = await allEvents(d, id) as Ev[];
-          return evs.some((e) => e.type === "agent_settled") ? evs : null;
-        },
-        "the run ends",
-        20_000,
-      );
+      const events = await settledEvents(d, id, "the run ends", 20_000);
       assert.equal(events.filter((e) => e.type === "tool_execution_end").length, 1, "ran exactly once");
       assert.equal(events.filter((e) => e.type === "approval_request").length, 1, "the log holds it once");
       assert.equal(events.find((e) => e.type === "approval_resolved")?.approvalId, before.id);

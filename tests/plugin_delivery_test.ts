@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { waitFor } from "./_daemon.ts";
 import { startInProcess } from "./_inproc.ts";
-import { allEvents, sessions } from "./_pi.ts";
+import { allEvents, sessions, settledEvents } from "./_pi.ts";
 import { fakePi } from "./_fake_pi.ts";
 import { createLvmhAgent } from "../plugin/lvmh-agent.mjs";
 import { type Ev, opts, pluginOnline, tempHome } from "./_plugin_host.ts";
@@ -100,10 +100,7 @@ Deno.test(
       await fake.fire("turn_end", {});
       if (native) await fake.fire("agent_settled", { aborted: false });
       else fake.idle = true;
-      const events = await waitFor(async () => {
-        const evs = await allEvents(d, id) as Ev[];
-        return evs.some((e) => e.type === "agent_settled") ? evs : null;
-      }, `settled (${native ? "native" : "polled"})`);
+      const events = await settledEvents(d, id, `settled (${native ? "native" : "polled"})`);
       assert.deepEqual(events.map((e) => e.type), [
         "agent_start",
         "agent_end",

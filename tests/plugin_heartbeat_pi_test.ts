@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { type Daemon, startDaemon, waitFor } from "./_daemon.ts";
 import { startFakeLlm } from "./fixtures/fake_llm.mjs";
-import { allEvents, assertInstalled, makePiHome, PI_VERSIONS, piRpc, sessions } from "./_pi.ts";
+import { assertInstalled, makePiHome, PI_VERSIONS, piRpc, sessions, settledEvents } from "./_pi.ts";
 
 type Ev = Record<string, unknown> & { seq: number; type: string };
 const role = (e: Ev) => (e.message as { role?: string } | undefined)?.role;
@@ -60,14 +60,7 @@ for (const v of PI_VERSIONS) {
       );
       Deno.kill(pid, "SIGCONT");
       pid = 0;
-      const events = await waitFor(
-        async () => {
-          const evs = await allEvents(d, id) as Ev[];
-          return evs.some((e) => e.type === "agent_settled") ? evs : null;
-        },
-        "the events of the paused time",
-        20_000,
-      );
+      const events = await settledEvents(d, id, "the events of the paused time", 20_000);
       assert.ok(events.some((e) => text(e) === "You said: TEXTONLY while the daemon is paused"));
       assertNoLossNoRepeat(events);
       await waitFor(async () => (await sessions(d)).find((s) => s.id === id)?.online, "online again");
