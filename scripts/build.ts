@@ -12,7 +12,15 @@ const ROOT = fileURLToPath(new URL("../", import.meta.url));
 /** The bundle the pages load. */
 export const BUNDLE_PATH = join(ROOT, "static", "client.js");
 /** Everything the bundle is built from; a change to any of it makes the bundle stale. */
-const SOURCES = ["islands", "components", "lib/ui", "client.tsx", "lib/protocol.ts", "deno.json"];
+const SOURCES = [
+  "islands",
+  "components",
+  "lib/ui",
+  "client.tsx",
+  "lib/protocol.ts",
+  "lib/protocol",
+  "deno.json",
+];
 
 /** Names of the islands: PascalCase `.tsx` files directly in `islands/`. */
 export async function islandNames(): Promise<string[]> {

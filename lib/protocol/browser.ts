@@ -1,0 +1,38 @@
+/** Transport 3 of the protocol: the browser socket `/ws`, both ways. */
+import { z } from "zod";
+import { SessionId } from "./shapes.ts";
+import { type Approval, seqParam, type SessionSummary, type SpawnJob, type StoredEvent } from "./rest.ts";
+
+// ---------------------------------------------------------------------------------------------
+// Browser socket (Transport 3)
+
+export const SubscribeFrame = z.object({
+  type: z.literal("subscribe"),
+  sessionId: SessionId,
+  /** Optional catch-up: persisted events with seq > after are sent before live ones. */
+  after: seqParam.optional(),
+});
+export const UnsubscribeFrame = z.object({ type: z.literal("unsubscribe"), sessionId: SessionId });
+/** Ask for the whole session list again (answered by `session_list`). */
+export const ListFrame = z.object({ type: z.literal("list") });
+/** Application heartbeat, answered by `pong`. */
+export const BrowserPingFrame = z.object({ type: z.literal("ping") });
+export const BrowserFrame = z.discriminatedUnion("type", [
+  SubscribeFrame,
+  UnsubscribeFrame,
+  ListFrame,
+  BrowserPingFrame,
+]);
+export type BrowserFrame = z.infer<typeof BrowserFrame>;
+
+/** Frames the daemon sends to browsers; plain types, since the daemon only writes them. */
+export type ServerFrame =
+  | { type: "session_list"; sessions: SessionSummary[] }
+  /** Rows that changed since the last list or update (coalesced per tick), and ids that were deleted. */
+  | { type: "session_update"; sessions: SessionSummary[]; removed: string[] }
+  | { type: "approvals"; pending: Approval[] }
+  | { type: "pong" }
+  | { type: "events"; sessionId: string; after: number; events: StoredEvent[] }
+  | { type: "spawn_status"; jobs: SpawnJob[] }
+  | { type: "error"; message: string };
+export type ServerFrameType = ServerFrame["type"];

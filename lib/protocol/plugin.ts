@@ -1,0 +1,226 @@
+/** Transport 1 of the protocol: what a plugin sends on `/agent/ws`, and what the daemon sends back. */
+import { z } from "zod";
+import { FieldMax, MAX_BATCH_EVENTS, PROTOCOL_VERSION } from "../wire.ts";
+import { AskSet, Message, MessageFrom, SessionId, SessionInfo, ThinkingLevel, Usage } from "./shapes.ts";
+
+// ---------------------------------------------------------------------------------------------
+// Plugin → daemon (Transport 1)
+
+const envelope = {
+  v: z.literal(PROTOCOL_VERSION),
+  sessionId: SessionId,
+  seq: z.number().int().nonnegative(),
+  ts: z.number(),
+};
+const event = <T extends string, S extends z.ZodRawShape>(type: T, shape: S) =>
+  z.looseObject({ ...envelope, type: z.literal(type), ...shape });
+
+export const HelloFrame = event("hello", {
+  seq: z.literal(0),
+  session: SessionInfo,
+  /** The approval ids this pi process still waits for (newer plugins); the session's others are orphans. */
+  waiting: z.array(z.string().max(FieldMax.approvalId)).max(FieldMax.waiting).optional(),
+});
+export const MessageStartEvent = event("message_start", {
+  message: z.looseObject({ role: z.string().max(FieldMax.role), id: z.string().max(FieldMax.messageId) }),
+  from: MessageFrom.optional(),
+});
+/** `kind` (added by lvmh-agent; absent means text) tells reasoning deltas from answer text while streaming. */
+export const MessageUpdateEvent = event("message_update", {
+  delta: z.string(),
+  kind: z.enum(["text", "thinking"]).optional(),
+});
+export const MessageEndEvent = event("message_end", { message: Message, from: MessageFrom.optional() });
+export const ToolStartEvent = event("tool_execution_start", {
+  toolCallId: z.string(),
+  toolName: z.string(),
+  args: z.unknown(),
+});
+export const ToolUpdateEvent = event("tool_execution_update", {
+  toolCallId: z.string(),
+  toolName: z.string(),
+  partial: z.string(),
+});
+export const ToolEndEvent = event("tool_execution_end", {
+  toolCallId: z.string(),
+  toolName: z.string(),
+  isError: z.boolean(),
+  resultPreview: z.string().default(""),
+});
+export const AgentStartEvent = event("agent_start", {});
+export const AgentEndEvent = event("agent_end", { usage: Usage.default({}) });
+export const AgentSettledEvent = event("agent_settled", {});
+export const SessionInfoEvent = event("session_info", { session: SessionInfo });
+export const ByeEvent = event("bye", { reason: z.string().max(FieldMax.byeReason).default("shutdown") });
+/** Sent by the plugin after a reconnect when its buffer had to drop events it could not deliver. */
+export const BufferOverflowEvent = event("buffer_overflow", {
+  dropped: z.number().int().nonnegative(),
+  firstDroppedSeq: z.number().int().nonnegative().optional(),
+  lastDroppedSeq: z.number().int().nonnegative().optional(),
+});
+
+/** The plugin waits for a person before running a tool call in the session's ask set. */
+export const ApprovalRequestEvent = event("approval_request", {
+  approvalId: z.string().min(1).max(FieldMax.approvalId),
+  toolCallId: z.string().max(FieldMax.toolCallId),
+  toolName: z.string().max(FieldMax.toolName),
+  args: z.unknown(),
+});
+export const ApprovalDecision = z.enum(["approve", "reject"]);
+export type ApprovalDecision = z.infer<typeof ApprovalDecision>;
+/** Where the answer the plugin applied came from. */
+export const ApprovalSource = z.enum(["web", "terminal", "abort", "timeout"]);
+export type ApprovalSource = z.infer<typeof ApprovalSource>;
+/** The plugin applied an answer (or gave up waiting): the tool ran or was blocked. */
+export const ApprovalResolvedEvent = event("approval_resolved", {
+  approvalId: z.string().min(1).max(FieldMax.approvalId),
+  decision: ApprovalDecision,
+  by: z.string().max(FieldMax.by),
+  source: ApprovalSource,
+});
+/** The plugin's answer to a daemon command that carried a `commandId`. */
+export const CommandResultEvent = event("command_result", {
+  commandId: z.string().min(1).max(FieldMax.commandId),
+  ok: z.boolean(),
+  error: z.string().max(FieldMax.commandError).optional(),
+});
+
+/** Every event a plugin may send after `hello`. */
+export const AgentEvent = z.discriminatedUnion("type", [
+  MessageStartEvent,
+  MessageUpdateEvent,
+  MessageEndEvent,
+  ToolStartEvent,
+  ToolUpdateEvent,
+  ToolEndEvent,
+  AgentStartEvent,
+  AgentEndEvent,
+  AgentSettledEvent,
+  SessionInfoEvent,
+  ByeEvent,
+  BufferOverflowEvent,
+  ApprovalRequestEvent,
+  ApprovalResolvedEvent,
+  CommandResultEvent,
+]);
+export type AgentEvent = z.infer<typeof AgentEvent>;
+export type AgentEventType = AgentEvent["type"];
+
+/** Application heartbeat: the daemon answers `pong` (WebSocket pings are the daemon's own dead-peer check). */
+export const PingFrame = event("ping", { seq: z.literal(0) });
+/** Optional feature `batch`: many events in one frame, each validated on its own, answered by one ack. */
+export const BatchFrame = event("batch", {
+  seq: z.literal(0),
+  events: z.array(z.unknown()).min(1).max(MAX_BATCH_EVENTS),
+});
+export type BatchFrame = z.infer<typeof BatchFrame>;
+
+export const PluginFrame = z.discriminatedUnion("type", [
+  HelloFrame,
+  PingFrame,
+  BatchFrame,
+  ...AgentEvent.options,
+]);
+export type PluginFrame = z.infer<typeof PluginFrame>;
+export type HelloFrame = z.infer<typeof HelloFrame>;
+
+/** Events that are fanned out live but never persisted. */
+export function isEphemeral(type: AgentEventType): boolean {
+  return type === "message_update";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Daemon → plugin
+
+const daemonEnvelope = {
+  v: z.literal(PROTOCOL_VERSION),
+  sessionId: z.string(),
+  seq: z.literal(0),
+  ts: z.number(),
+};
+export const WelcomeFrame = z.object({
+  ...daemonEnvelope,
+  type: z.literal("welcome"),
+  lastSeq: z.number().int().nonnegative(),
+  /** The daemon's ask set for this session; absent from older daemons (no asking). */
+  policy: z.object({ ask: AskSet }).optional(),
+  /** Optional features of version 1 this daemon supports (`batch`). */
+  features: z.array(z.string()).optional(),
+});
+export const AckFrame = z.object({ ...daemonEnvelope, type: z.literal("ack"), lastSeq: z.number().int() });
+export const DeliverAs = z.enum(["steer", "followUp"]);
+export type DeliverAs = z.infer<typeof DeliverAs>;
+/** An image of a prompt, as pi takes it (`{type: "image", data, mimeType}`); checked by `lib/images.ts`. */
+export const PromptImage = z.object({
+  mimeType: z.string().max(FieldMax.mimeType),
+  data: z.string(),
+});
+export type PromptImage = z.infer<typeof PromptImage>;
+export const PromptFrame = z.object({
+  ...daemonEnvelope,
+  type: z.literal("prompt"),
+  promptId: z.string(),
+  message: z.string(),
+  deliverAs: DeliverAs,
+  /** Images sent with the text; such a frame may be as large as `MAX_PROMPT_BODY_BYTES`. */
+  images: z.array(PromptImage).optional(),
+  /** Answered by a `command_result` event (plugins that predate it never answer). */
+  commandId: z.string().optional(),
+  /** Who sent it: a token's name, `bootstrap`, or `hook:NAME`; the plugin puts it on the user message. */
+  by: z.string().optional(),
+});
+export const AbortFrame = z.object({
+  ...daemonEnvelope,
+  type: z.literal("abort"),
+  commandId: z.string().optional(),
+});
+/** Switch the session's model (and thinking level), answered by `command_result`. */
+export const SetModelFrame = z.object({
+  ...daemonEnvelope,
+  type: z.literal("set_model"),
+  commandId: z.string(),
+  provider: z.string(),
+  model: z.string(),
+  thinking: ThinkingLevel.optional(),
+});
+/** Rename the session through pi's session name, answered by `command_result`. */
+export const SetNameFrame = z.object({
+  ...daemonEnvelope,
+  type: z.literal("set_name"),
+  commandId: z.string(),
+  name: z.string(),
+});
+/** The session's ask set changed; replaces the one from `welcome`. */
+export const PolicyFrame = z.object({ ...daemonEnvelope, type: z.literal("policy"), ask: AskSet });
+/** A person answered an `approval_request`; sent again whenever the plugin re-sends the request. */
+export const ApprovalDecisionFrame = z.object({
+  ...daemonEnvelope,
+  type: z.literal("approval_decision"),
+  approvalId: z.string(),
+  decision: ApprovalDecision,
+  reason: z.string().optional(),
+  by: z.string(),
+});
+export const PongFrame = z.object({ ...daemonEnvelope, type: z.literal("pong") });
+export const ErrorCode = z.enum(["bad_json", "bad_version", "bad_frame", "hello_required", "wrong_session"]);
+export type ErrorCode = z.infer<typeof ErrorCode>;
+export const ErrorFrame = z.object({
+  v: z.literal(PROTOCOL_VERSION),
+  type: z.literal("error"),
+  code: ErrorCode,
+  message: z.string(),
+  seq: z.number().optional(),
+});
+export const DaemonFrame = z.discriminatedUnion("type", [
+  WelcomeFrame,
+  AckFrame,
+  PromptFrame,
+  AbortFrame,
+  SetModelFrame,
+  SetNameFrame,
+  PolicyFrame,
+  ApprovalDecisionFrame,
+  PongFrame,
+  ErrorFrame,
+]);
+export type DaemonFrame = z.infer<typeof DaemonFrame>;

@@ -1,0 +1,221 @@
+/** Transport 2 of the protocol: REST bodies, queries and answers, spawn jobs and the GitLab shapes. */
+import { z } from "zod";
+import { FieldMax, MAX_PROMPT_CHARS, type Role } from "../wire.ts";
+import type { NotifyKind } from "../notify/kinds.ts";
+import { AskSet, EVENTS_PAGE_DEFAULT, EVENTS_PAGE_MAX, SessionInfo, ThinkingLevel } from "./shapes.ts";
+import { ApprovalDecision, DeliverAs, PromptImage } from "./plugin.ts";
+
+// ---------------------------------------------------------------------------------------------
+// REST (Transport 2)
+
+export const PromptBody = z.object({
+  message: z.string().trim().min(1, "message must not be empty").max(MAX_PROMPT_CHARS),
+  deliverAs: DeliverAs.default("steer"),
+  /** Checked further (count, type, base64, magic bytes, sizes) by `checkImages` in `lib/images.ts`. */
+  images: z.array(PromptImage).max(FieldMax.images).optional(),
+});
+export type PromptBody = z.infer<typeof PromptBody>;
+/** Any JSON body: read first, checked against its schema after a size rule that depends on the content. */
+export const JsonBody = z.unknown();
+
+/** `PUT /api/sessions/:id/model`: one of the models the session reported. */
+export const ModelBody = z.object({
+  provider: z.string().trim().min(1, "provider is required").max(FieldMax.model),
+  model: z.string().trim().min(1, "model is required").max(FieldMax.model),
+  thinking: ThinkingLevel.optional(),
+});
+export type ModelBody = z.infer<typeof ModelBody>;
+/** `PUT /api/sessions/:id/name`: the session's new name (pi's session name). */
+export const NameBody = z.object({
+  name: z.string().trim().min(1, "name must not be empty").max(FieldMax.newName).refine(
+    (s) => [...s].every((c) => c >= " " && c !== "\x7f"),
+    { message: "name must not contain control characters" },
+  ),
+});
+
+export const seqParam = z.coerce.number().int().nonnegative();
+export const EventsQuery = z.object({
+  after: seqParam.default(0),
+  before: seqParam.optional(),
+  limit: z.coerce.number().int().min(1).max(EVENTS_PAGE_MAX).default(EVENTS_PAGE_DEFAULT),
+});
+export type EventsQuery = z.infer<typeof EventsQuery>;
+
+/** A session as the store keeps it: the last snapshot plus what the event log says. */
+export interface SessionRecord extends SessionInfo {
+  /** "running" between agent_start and agent_end; "idle" otherwise. */
+  state: "running" | "idle";
+  lastSeq: number;
+  lastEventAt: number | null;
+}
+
+/** A session as `GET /api/sessions`, `session_list` and `session_update` report it. */
+export interface SessionSummary extends SessionRecord {
+  online: boolean;
+  /** The tools whose calls wait for a person in this session. */
+  ask: AskSet;
+  /** How many approvals of this session are pending. */
+  waiting: number;
+  /** pi's name, else the first prompt's first line (about 60 characters), else the cwd's last folder. */
+  title: string;
+  /** What the session does now, for the list (kept by `lib/session_glance.ts`, exact over the whole log). */
+  activity: SessionActivity;
+  /** Cost so far: the sum of every run's `usage.totalCost`. */
+  cost: number;
+  /** The latest event of any kind, streamed deltas included (ms); null before any. */
+  lastActivityAt: number | null;
+}
+
+/**
+ * A session's state for the list: waiting (approvals pending), running, idle or offline; the tool that runs
+ * (or waits for a person) and the last line of text (streamed now while running, else the last answer's).
+ */
+export interface SessionActivity {
+  state: "waiting" | "running" | "idle" | "offline";
+  tool?: string;
+  line?: string;
+}
+
+export const PolicyBody = z.object({ ask: AskSet });
+export const DecisionBody = z.object({
+  decision: ApprovalDecision,
+  reason: z.string().trim().max(2000).optional(),
+});
+export type DecisionBody = z.infer<typeof DecisionBody>;
+export const ApprovalState = z.enum(["pending", "approved", "rejected", "cancelled", "expired"]);
+export type ApprovalState = z.infer<typeof ApprovalState>;
+export const ApprovalsQuery = z.object({ state: ApprovalState.optional() });
+
+/** One tool call waiting for (or answered by) a person, as the REST API and `approvals` frames report it. */
+export interface Approval {
+  id: string;
+  sessionId: string;
+  toolCallId: string;
+  toolName: string;
+  args: unknown;
+  state: ApprovalState;
+  createdAt: number;
+  decidedBy: string | null;
+  decidedAt: number | null;
+  reason: string | null;
+  /** When the plugin reported the answer applied (`approval_resolved`): "delivered to the agent". */
+  appliedAt: number | null;
+}
+
+/** A persisted (or live) event as the REST API and `/ws` deliver it: envelope plus payload. */
+export type StoredEvent =
+  & { sessionId: string; seq: number; ts: number; type: string }
+  & Record<string, unknown>;
+
+// ---------------------------------------------------------------------------------------------
+// Spawn and GitLab (Transport 2)
+
+const segment = "[A-Za-z0-9_][A-Za-z0-9_.-]*";
+/** A GitLab project path: `group/project` or `group/sub/project`; nothing a shell or URL could misread. */
+export const RepoPath = z.string()
+  .max(255, "repo path is too long")
+  .regex(new RegExp(`^${segment}(?:/${segment}){1,19}$`), "repo must look like group/subgroup/project")
+  .refine((s) => !s.split("/").some((part) => part.includes("..") || part.endsWith(".")), {
+    message: "repo path segments must not contain '..' or end with '.'",
+  });
+/** A git branch name, restricted to the characters git allows without quoting. */
+export const BranchName = z.string()
+  .max(200, "branch name is too long")
+  .regex(/^[A-Za-z0-9_][A-Za-z0-9_./-]*$/, "branch may hold letters, digits, '_', '.', '/', '-'")
+  .refine((s) => !s.includes("..") && !s.includes("//") && !s.endsWith("/") && !s.endsWith(".lock"), {
+    message: "branch is not a valid git ref name",
+  });
+export const SpawnBody = z.object({ repo: RepoPath, branch: BranchName.optional(), ask: AskSet.optional() });
+export type SpawnBody = z.infer<typeof SpawnBody>;
+/** A project as `GET /api/gitlab/repos` returns it. */
+export interface GitlabRepo {
+  path: string;
+  name: string;
+  namespace: string;
+  lastActivityAt: string | null;
+  webUrl: string;
+  defaultBranch: string | null;
+}
+
+/** What `GET /api/gitlab/status` returns; never the token. */
+export interface GitlabStatus {
+  connected: boolean;
+  baseUrl: string;
+  username?: string;
+}
+
+/** `POST /api/spawn`'s 201 answer. */
+export interface SpawnResult {
+  sessionId: string;
+  jobId: string;
+  containerId: string;
+}
+
+/** A named token as `GET /api/tokens` lists it: never its value, never its hash. */
+export interface TokenInfo {
+  name: string;
+  role: Role;
+  createdAt: number;
+  lastUsedAt: number | null;
+  revokedAt: number | null;
+}
+
+/** One audit row, as `GET /api/audit` pages them. */
+export interface AuditEntry {
+  id: number;
+  at: number;
+  actor: string;
+  role: Role | null;
+  action: string;
+  sessionId: string | null;
+  detail: unknown;
+}
+
+/** A registered webhook endpoint; its `secret` is returned once, by `POST /api/webhooks`. */
+export interface EndpointRecord {
+  id: string;
+  url: string;
+  events: NotifyKind[];
+  secret: string;
+  createdAt: number;
+}
+
+/** One delivery attempt, as `GET /api/webhooks/:id/deliveries` reports it. */
+export interface AttemptRow {
+  deliveryId: string;
+  type: string;
+  at: number;
+  /** HTTP status, or null when no response came (timeout, refused). */
+  status: number | null;
+  latencyMs: number;
+  error: string | null;
+  /** The delivery's state now: pending (will retry), delivered or failed. */
+  state: string;
+}
+
+/** An endpoint as `GET /api/webhooks` lists it: no secret, and its latest attempt (null before any). */
+export type Endpoint = Omit<EndpointRecord, "secret"> & { last: AttemptRow | null };
+
+export const GitlabConnectBody = z.object({
+  token: z.string().trim().min(8, "token is too short").max(512).regex(
+    /^[\x21-\x7e]+$/,
+    "token has invalid characters",
+  ),
+});
+
+/** `POST /login`: the daemon token, exchanged for the HttpOnly page cookie (web UI). */
+export const LoginBody = z.object({ token: z.string().min(1, "token is required").max(1024) });
+
+export type SpawnState = "queued" | "cloning" | "building" | "starting" | "running" | "failed" | "stopped";
+/** One spawn job as `GET /api/spawn/status` and `spawn_status` frames report it. */
+export interface SpawnJob {
+  id: string;
+  repo: string;
+  branch: string | null;
+  state: SpawnState;
+  sessionId: string;
+  containerId: string | null;
+  error: string | null;
+  createdAt: number;
+  updatedAt: number;
+}
