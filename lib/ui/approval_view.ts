@@ -6,18 +6,8 @@
 import type { Approval, ApprovalState } from "../protocol.ts";
 import type { ApprovalEvent } from "./conversation.ts";
 
-/** One approval as its card shows it. */
-export interface ApprovalView {
-  id: string;
-  sessionId: string;
-  toolCallId: string;
-  toolName: string;
-  args: unknown;
-  state: ApprovalState;
-  decidedBy: string | null;
-  decidedAt: number | null;
-  reason: string | null;
-  appliedAt: number | null;
+/** One approval as its card shows it: the daemon's record (less its creation time), and where it was answered. */
+export interface ApprovalView extends Omit<Approval, "createdAt"> {
   /** Where the applied answer came from (`web`, `terminal`, `abort`, `timeout`), once the plugin said. */
   source: string | null;
 }
