@@ -9,17 +9,9 @@ import { BUSY_TIMEOUT_MS, Store, WriteRefused } from "./store.ts";
 import { GlanceStore } from "./glance_store.ts";
 import { EMPTY_RECORD } from "./session_glance.ts";
 import type { AgentEvent, SessionInfo } from "./protocol.ts";
+import { sessionInfo } from "../tests/_agent_client.ts";
 
-const info = (id: string, name: string | null = null): SessionInfo => ({
-  id,
-  name,
-  cwd: "/w",
-  model: null,
-  provider: null,
-  agent: false,
-  repo: null,
-  startedAt: 1,
-});
+const info = (id: string, name: string | null = null) => sessionInfo(id, { name }) as SessionInfo;
 const ev = (sessionId: string, seq: number) =>
   ({ v: 1, sessionId, seq, ts: 1000 + seq, type: "agent_start" }) as AgentEvent;
 

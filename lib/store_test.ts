@@ -1,17 +1,9 @@
 import assert from "node:assert/strict";
 import { Store } from "./store.ts";
 import type { AgentEvent, SessionInfo } from "./protocol.ts";
+import { sessionInfo } from "../tests/_agent_client.ts";
 
-const info = (id: string): SessionInfo => ({
-  id,
-  name: null,
-  cwd: "/w",
-  model: null,
-  provider: null,
-  agent: false,
-  repo: null,
-  startedAt: 1,
-});
+const info = (id: string) => sessionInfo(id, { name: null }) as SessionInfo;
 const ev = (sessionId: string, seq: number, type = "agent_start", extra = {}) =>
   ({ v: 1, sessionId, seq, ts: 1000 + seq, type, ...extra }) as AgentEvent;
 
