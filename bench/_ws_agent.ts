@@ -47,6 +47,9 @@ export async function nodelayAgent(
     socket: ws,
     send: (type, payload) =>
       ws.send(JSON.stringify({ v: 1, sessionId, seq: seq++, ts: Date.now(), type, ...payload })),
-    close: () => new Promise((resolve) => (ws.once("close", resolve), ws.close())),
+    close: () =>
+      ws.readyState === WebSocket.CLOSED
+        ? Promise.resolve()
+        : new Promise((resolve) => (ws.once("close", resolve), ws.close())),
   };
 }

@@ -6,31 +6,12 @@
  * Args: agentUrl browserUrl token sessionId deltaBytes intervalMs
  */
 import WebSocket from "ws";
+import { nodelayAgent } from "../../bench/_ws_agent.ts";
 
 const [agentUrl, browserUrl, token, sessionId, bytesArg, intervalArg] = Deno.args;
 const delta = "d".repeat(Number(bytesArg));
-const ws = new WebSocket(agentUrl, { headers: { authorization: `Bearer ${token}` } });
-ws.on("error", () => {});
-await new Promise((r) => ws.once("open", r));
-const welcomed = new Promise((r) => ws.once("message", r));
-ws.send(JSON.stringify({
-  v: 1,
-  type: "hello",
-  sessionId,
-  seq: 0,
-  ts: Date.now(),
-  session: {
-    id: sessionId,
-    name: "flood",
-    cwd: "/",
-    model: "m",
-    provider: "p",
-    agent: false,
-    repo: null,
-    startedAt: 1,
-  },
-}));
-await welcomed;
+const agent = await nodelayAgent(agentUrl, token, sessionId, "flood");
+agent.socket.on("error", () => {});
 
 const reader = new WebSocket(browserUrl);
 let received = 0, readerClosed = false;
@@ -40,10 +21,10 @@ reader.on("close", () => readerClosed = true);
 await new Promise((r) => reader.once("open", r));
 reader.send(JSON.stringify({ type: "subscribe", sessionId }));
 
-let sent = 0, seq = 1;
+let sent = 0;
 const timer = setInterval(() => {
-  if (ws.bufferedAmount > 4 << 20) return; // the flood is the daemon's to absorb, not this process's memory
-  ws.send(JSON.stringify({ v: 1, sessionId, seq: seq++, ts: Date.now(), type: "message_update", delta }));
+  if (agent.socket.bufferedAmount > 4 << 20) return; // the flood is the daemon's to absorb, not this process's
+  agent.send("message_update", { delta });
   sent += delta.length;
 }, Number(intervalArg));
 console.log("ready");

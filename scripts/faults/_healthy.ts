@@ -3,33 +3,13 @@
  * socket, followed by one browser that records each delta's delay (sender clock to receipt, both on this
  * machine). The yardstick for "other sessions' latency unaffected" in the rows that attack the daemon.
  */
-import WebSocket from "ws";
 import { connectBrowser } from "../../tests/_agent_client.ts";
 import { nowMs } from "../../bench/_proc.ts";
+import { nodelayAgent } from "../../bench/_ws_agent.ts";
 
 /** Stream deltas on a TCP_NODELAY socket and collect their delay at one browser until `stop()`. */
 export async function healthy(agentUrl: string, browserUrl: string, token: string) {
-  const ws = new WebSocket(agentUrl, { headers: { authorization: `Bearer ${token}` } });
-  await new Promise((r) => ws.once("open", r));
-  const welcomed = new Promise((r) => ws.once("message", r));
-  ws.send(JSON.stringify({
-    v: 1,
-    type: "hello",
-    sessionId: "healthy",
-    seq: 0,
-    ts: Date.now(),
-    session: {
-      id: "healthy",
-      name: "h",
-      cwd: "/",
-      model: "m",
-      provider: "p",
-      agent: false,
-      repo: null,
-      startedAt: 1,
-    },
-  }));
-  await welcomed;
+  const agent = await nodelayAgent(agentUrl, token, "healthy", "h");
   const b = await connectBrowser(browserUrl);
   let delays: number[] = [];
   b.socket.onmessage = (e) => {
@@ -40,20 +20,7 @@ export async function healthy(agentUrl: string, browserUrl: string, token: strin
     }
   };
   b.send({ type: "subscribe", sessionId: "healthy" });
-  let seq = 1;
-  const timer = setInterval(() => {
-    ws.send(
-      JSON.stringify({
-        v: 1,
-        sessionId: "healthy",
-        seq: seq++,
-        ts: Date.now(),
-        type: "message_update",
-        delta: "t",
-        sentAt: nowMs(),
-      }),
-    );
-  }, 3);
+  const timer = setInterval(() => agent.send("message_update", { delta: "t", sentAt: nowMs() }), 3);
   return {
     take() {
       const out = delays.sort((a, b) => a - b);
@@ -62,7 +29,7 @@ export async function healthy(agentUrl: string, browserUrl: string, token: strin
     },
     async stop() {
       clearInterval(timer);
-      ws.close();
+      await agent.close();
       await b.close();
     },
   };
