@@ -38,7 +38,8 @@ UNIT=(
 # run in the full suite's parallel phase beside the unit set, whose in-process tests cover the same routes
 # (tests/rest_test.ts and tests/roles_test.ts: both streams; lib/store_locked_test.ts: the write gate).
 PROCESS=(
-  tests/cli_test.ts tests/faults_db_locked_test.ts tests/sse_daemon_test.ts tests/sse_session_test.ts
+  tests/cli_test.ts tests/cli_tail_test.ts tests/faults_db_locked_test.ts tests/sse_daemon_test.ts
+  tests/sse_session_test.ts
 )
 
 # Test-only npm packages (playwright-core) must stay out of deno.lock, because Deno installs everything a
