@@ -23,7 +23,7 @@ export interface EventRow {
 }
 
 /** Encode an event as browsers and the REST API see it: the whole envelope plus payload. */
-export function encodeEvent(event: AgentEvent): string {
+function encodeEvent(event: AgentEvent): string {
   const ts = Math.trunc(event.ts);
   return eventJson({
     sessionId: event.sessionId,
