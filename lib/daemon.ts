@@ -24,6 +24,7 @@ import { startNotify } from "./notify/start.ts";
 import { Hooks } from "./hooks/hooks.ts";
 import { Push } from "./notify/push.ts";
 import { startIdleCollector } from "./memory.ts";
+import { WalCheckpointer } from "./wal_checkpointer.ts";
 
 /** How often sessions past the retention period are looked for (also once at start). */
 const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
@@ -47,6 +48,7 @@ export interface DaemonParts {
  */
 export function createDaemon(config: Config, routes: RouteDef[], parts: DaemonParts): Daemon {
   const store = new Store(config.dbPath);
+  const checkpointer = new WalCheckpointer(store.db, config.dbPath);
   const hub = new Hub();
   // Ingest tells the registry which sessions a commit changed; the registry reads committed seqs from ingest.
   const ingest = new Ingest(store, hub, (commits) => {
@@ -119,6 +121,7 @@ export function createDaemon(config: Config, routes: RouteDef[], parts: DaemonPa
       await app.spawner.shutdown();
       app.sessions.closeAll(CloseCode.goingAway, "daemon shutting down");
       hub.closeAll(CloseCode.goingAway, "daemon shutting down");
+      await checkpointer.close();
       store.close();
     },
   };
