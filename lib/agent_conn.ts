@@ -39,6 +39,9 @@ export function tooBig(text: string, limit = MAX_FRAME_BYTES): boolean {
   return read < text.length || written > limit;
 }
 
+/** Why a frame or an event was refused: the code and message of its `error` frame. */
+type Refusal = [ErrorCode, string];
+
 /** Wire a freshly upgraded plugin socket to the daemon. */
 export function acceptAgentSocket(app: App, socket: WebSocket, principal: Principal | null): void {
   // A session-scoped token may only ever speak for its own session.
@@ -50,17 +53,29 @@ export function acceptAgentSocket(app: App, socket: WebSocket, principal: Princi
     if (socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(frame));
   };
   const errors = errorBudget();
-  const reject = (code: ErrorCode, message: string, seq?: number) => {
-    if (errors()) {
-      send({ v: PROTOCOL_VERSION, type: "error", code, message, ...(seq === undefined ? {} : { seq }) });
-    }
-  };
   const close = (code: number, reason: string) => {
     if (closed) return;
     closed = true;
     try {
       socket.close(code, reason);
     } catch { /* already closing */ }
+  };
+  /** Answer a refused event of a batch, within the socket's budget of error frames; the socket carries on. */
+  const reject = (code: ErrorCode, message: string, seq?: number) => {
+    if (errors()) {
+      send({ v: PROTOCOL_VERSION, type: "error", code, message, ...(seq === undefined ? {} : { seq }) });
+    }
+  };
+  /**
+   * Answer a refused frame. A plugin of any version sends only frames it built from the protocol, so one past
+   * the budget (lib/error_budget.ts) comes from a broken or hostile peer: its socket is closed, and Deno then
+   * drops what the peer still had in flight. Read to the end, a flood of small bad frames held the event loop
+   * (every session's) up to 57 ms per 64 KB read, for frames that each cost microseconds.
+   */
+  const refuse = (code: ErrorCode, message: string, seq?: number) => {
+    if (errors()) {
+      send({ v: PROTOCOL_VERSION, type: "error", code, message, ...(seq === undefined ? {} : { seq }) });
+    } else close(CloseCode.policy, "too many refused frames");
   };
 
   // Acks only let the plugin trim its buffer: one per ACK_INTERVAL_MS is plenty, and under load that is far
@@ -90,12 +105,12 @@ export function acceptAgentSocket(app: App, socket: WebSocket, principal: Princi
     if (sessionId) app.sessions.disconnect(sessionId, link);
   };
 
-  /** One event after hello (alone or out of a batch): checked, then stored. */
-  const accept = (event: AgentEvent) => {
+  /** One event after hello (alone or out of a batch): checked, then stored; or why it was not. */
+  const accept = (event: AgentEvent): Refusal | null => {
     if (event.sessionId !== sessionId) {
-      return reject("wrong_session", `this socket belongs to session "${sessionId}"`, event.seq);
+      return ["wrong_session", `this socket belongs to session "${sessionId}"`];
     }
-    if (event.seq === 0) return reject("bad_frame", "events need a seq of 1 or more", event.seq);
+    if (event.seq === 0) return ["bad_frame", "events need a seq of 1 or more"];
     if (event.type === "approval_request") app.approvals.requested(event);
     else if (event.type === "approval_resolved") app.approvals.resolved(event);
     app.ingest.push(event, link);
@@ -103,6 +118,7 @@ export function acceptAgentSocket(app: App, socket: WebSocket, principal: Princi
       app.approvals.sessionEnded(event.sessionId);
       goOffline();
     }
+    return null;
   };
 
   socket.onmessage = (e: MessageEvent) => {
@@ -120,22 +136,22 @@ export function acceptAgentSocket(app: App, socket: WebSocket, principal: Princi
   };
   const onFrame = (e: MessageEvent) => {
     if (closed) return;
-    if (typeof e.data !== "string") return reject("bad_frame", "frames must be JSON text");
+    if (typeof e.data !== "string") return refuse("bad_frame", "frames must be JSON text");
     if (tooBig(e.data)) return close(CloseCode.tooBig, `frame larger than ${MAX_FRAME_BYTES} bytes`);
     const parsed = parsePluginFrame(e.data);
-    if (!parsed.ok) return reject(parsed.code, parsed.message);
+    if (!parsed.ok) return refuse(parsed.code, parsed.message);
     const frame = parsed.value;
 
     if (frame.type === "hello") {
       if (sessionId !== null && sessionId !== frame.sessionId) {
-        return reject("wrong_session", `this socket belongs to session "${sessionId}"`);
+        return refuse("wrong_session", `this socket belongs to session "${sessionId}"`);
       }
       if (onlySession !== null && frame.sessionId !== onlySession) {
-        reject("wrong_session", `this token belongs to session "${onlySession}"`);
+        refuse("wrong_session", `this token belongs to session "${onlySession}"`);
         return close(CloseCode.policy, "token is for another session");
       }
       if (frame.session.id !== frame.sessionId) {
-        return reject("bad_frame", "session.id must equal sessionId");
+        return refuse("bad_frame", "session.id must equal sessionId");
       }
       sessionId = frame.sessionId;
       const { lastSeq, ask } = app.sessions.connect(frame.session, link);
@@ -155,16 +171,22 @@ export function acceptAgentSocket(app: App, socket: WebSocket, principal: Princi
     if (frame.type === "ping") {
       return send({ v: PROTOCOL_VERSION, type: "pong", sessionId: frame.sessionId, seq: 0, ts: Date.now() });
     }
-    if (sessionId === null) return reject("hello_required", "send hello before any event", frame.seq);
-    if (frame.type !== "batch") return accept(frame);
-    if (frame.sessionId !== sessionId) {
-      return reject("wrong_session", `this socket belongs to session "${sessionId}"`);
+    if (sessionId === null) return refuse("hello_required", "send hello before any event", frame.seq);
+    if (frame.type !== "batch") {
+      const refused = accept(frame);
+      return refused && refuse(...refused, frame.seq);
     }
-    // Each event of a batch is validated on its own, as if it came alone: one bad event costs only itself.
+    if (frame.sessionId !== sessionId) {
+      return refuse("wrong_session", `this socket belongs to session "${sessionId}"`);
+    }
+    // Each event of a batch is validated on its own, as if it came alone: one bad event costs only itself (a
+    // plugin replays its batches after a reconnect, so refusing them would only bring them back).
     for (const raw of frame.events) {
       const event = parseAgentEvent(raw);
-      if (event.ok) accept(event.value);
-      else reject("bad_frame", `batch: ${event.message}`, seqOf(raw));
+      const refused: Refusal | null = event.ok
+        ? accept(event.value)
+        : ["bad_frame", `batch: ${event.message}`];
+      if (refused) reject(...refused, seqOf(raw));
       if (closed) return;
     }
   };

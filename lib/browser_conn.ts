@@ -37,7 +37,11 @@ export function acceptBrowserSocket(app: App, socket: WebSocket, principal: Prin
       return socket.close(CloseCode.tooBig, "frame too large or not text");
     }
     const parsed = parseBrowserFrame(e.data);
-    if (!parsed.ok) return errors() && sendFrame({ type: "error", message: parsed.message });
+    if (!parsed.ok) {
+      // As on plugin sockets (lib/agent_conn.ts): past the budget, the page is not ours or not well.
+      if (errors()) return sendFrame({ type: "error", message: parsed.message });
+      return socket.close(CloseCode.policy, "too many refused frames");
+    }
     const frame = parsed.value;
     if (frame.type === "unsubscribe") return app.hub.unsubscribe(sub, frame.sessionId);
     if (frame.type === "list") return sendFrame({ type: "session_list", sessions: app.sessions.list() });

@@ -24,7 +24,7 @@ UNIT=(
   tests/approvals_daemon_test.ts
   tests/plugin_mapping_test.ts tests/plugin_buffer_test.ts tests/plugin_delivery_test.ts tests/plugin_build_test.ts
   tests/plugin_wire_test.ts tests/plugin_approvals_test.ts tests/plugin_approvals_turns_test.ts
-  tests/plugin_bounds_test.ts
+  tests/plugin_bounds_test.ts tests/refused_frames_test.ts
   tests/roles_test.ts tests/architecture_test.ts
   tests/prompt_images_test.ts tests/prompt_images_store_test.ts
   tests/faults_kill_restart_test.ts tests/faults_sockets_test.ts tests/faults_malformed_test.ts
