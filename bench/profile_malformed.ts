@@ -8,12 +8,15 @@
 import { type CpuProfile, instrumentDaemon, selfTimes, startInspectedDaemon } from "./_inspect.ts";
 import { healthy } from "../scripts/faults/_healthy.ts";
 import { cpuMs, pct } from "./_proc.ts";
+import { startAttacker } from "../scripts/faults/malformed.ts";
 
 const FRAMES = Number(Deno.args[0] ?? 10_000);
 const OUT = Deno.args[1] ?? "/tmp/lvmh-malformed.cpuprofile";
 await using d = await startInspectedDaemon();
 await instrumentDaemon(d.cdp);
 const h = await healthy(d.agentUrl, d.browserUrl, d.token);
+const attack = await startAttacker(d.agentUrl, d.browserUrl, d.token, FRAMES);
+h.take(); // the attacker's start is in neither window
 await new Promise((r) => setTimeout(r, 2000));
 const baseline = h.take();
 await d.cdp.eval("globalThis.__on = true");
@@ -23,19 +26,7 @@ await d.cdp.send("Profiler.setSamplingInterval", { interval: 200 });
 const PROFILE = !Deno.env.get("NOPROF");
 if (PROFILE) await d.cdp.send("Profiler.start");
 const cpu0 = cpuMs(d.pid), t0 = performance.now();
-const attacker = await new Deno.Command(Deno.execPath(), {
-  args: [
-    "run",
-    "-A",
-    new URL("../scripts/faults/_attacker.ts", import.meta.url).pathname,
-    d.agentUrl,
-    d.browserUrl,
-    d.token,
-    String(FRAMES),
-  ],
-  stdout: "piped",
-  stderr: "inherit",
-}).output();
+const attacker = await attack.go();
 const wall = performance.now() - t0, cpu = cpuMs(d.pid) - cpu0;
 const during = h.take();
 const probe = async (name: string) =>
@@ -48,7 +39,7 @@ const { profile } = PROFILE
   : { profile: { nodes: [], samples: [], timeDeltas: [], startTime: 0, endTime: 0 } as CpuProfile };
 await h.stop();
 await Deno.writeTextFile(OUT, JSON.stringify(profile));
-console.log(`attacker: ${new TextDecoder().decode(attacker.stdout).trim()} in ${wall.toFixed(0)} ms`);
+console.log(`attacker: ${JSON.stringify(attacker)} in ${wall.toFixed(0)} ms`);
 console.log(
   `healthy delta p99: ${pct(baseline, 0.99).toFixed(2)} ms before, ${
     pct(during, 0.99).toFixed(2)

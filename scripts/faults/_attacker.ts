@@ -1,7 +1,8 @@
 /**
  * Client process of the malformed-frames row: sends `n` bad frames, half on `/agent/ws` and half on `/ws`,
  * cycling through the kinds below, redialling whenever the daemon closes a socket (which it may, for the
- * frames that break the transport's own rules). Prints one JSON line {sent, closes} at the end.
+ * frames that break the transport's own rules). Prints "ready", attacks when a line "go" comes on stdin, and
+ * prints one JSON line {sent, closes} at the end.
  * Args: agentUrl browserUrl token n
  */
 import WebSocket from "ws";
@@ -77,6 +78,12 @@ async function attack(url: string, kinds: typeof agentKinds, count: number, agen
   ws?.close();
 }
 
+// Ready (modules loaded, the 10 MB string built): the harness starts the clock, then says go on stdin, so the
+// window it measures holds the attack and not this process's start.
+console.log("ready");
+for await (const chunk of Deno.stdin.readable.pipeThrough(new TextDecoderStream())) {
+  if (chunk.includes("go")) break;
+}
 await Promise.all([
   attack(agentUrl, agentKinds, Math.ceil(N / 2), true),
   attack(browserUrl, browserKinds, Math.floor(N / 2), false),
