@@ -9,12 +9,14 @@ import type { ApprovalView } from "../lib/ui/approval_view.ts";
 import type { Item, ToolCall, UserImage } from "../lib/ui/conversation.ts";
 import { imageLabel } from "../lib/ui/format.ts";
 import { formatCost, formatTokens } from "../lib/ui/format.ts";
-import { renderMarkdown } from "../lib/ui/markdown.ts";
+import { renderMarkdown, renderMarkdownFinished } from "../lib/ui/markdown.ts";
 import { ApprovalCard } from "./ApprovalCard.tsx";
 import { ToolCard } from "./ToolCard.tsx";
 
-export function Markdown({ text }: { text: string }) {
-  return <div class="md" dangerouslySetInnerHTML={{ __html: renderMarkdown(text) }} />;
+/** @param finished the text no longer changes (its HTML is remembered); false while it streams */
+export function Markdown({ text, finished = true }: { text: string; finished?: boolean }) {
+  const html = finished ? renderMarkdownFinished(text) : renderMarkdown(text);
+  return <div class="md" dangerouslySetInnerHTML={{ __html: html }} />;
 }
 
 function Thinking({ text }: { text: string }) {
@@ -173,7 +175,9 @@ export function StreamingMessage({ text, thinking = "" }: { text: string; thinki
   return (
     <article class="msg assistant streaming" aria-busy="true">
       {thinking && <Thinking text={thinking} />}
-      {text ? <Markdown text={text} /> : <div class="typing" aria-label="the agent is writing">…</div>}
+      {text
+        ? <Markdown text={text} finished={false} />
+        : <div class="typing" aria-label="the agent is writing">…</div>}
     </article>
   );
 }

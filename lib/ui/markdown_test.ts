@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { renderMarkdown } from "./markdown.ts";
+import { HtmlCache, renderMarkdown, renderMarkdownFinished } from "./markdown.ts";
 
 Deno.test("renderMarkdown() renders common Markdown", () => {
   const html = renderMarkdown(
@@ -61,4 +61,24 @@ Deno.test("renderMarkdown() shows images as text, never as <img>", () => {
 Deno.test("renderMarkdown() autolinks only http(s) URLs", () => {
   assert.match(renderMarkdown("see https://example.com"), /<a href="https:\/\/example.com"/);
   assert.ok(!renderMarkdown("see javascript:alert(1)").includes("<a"));
+});
+
+Deno.test("HtmlCache renders a text once, and forgets the least recently used past its bound", () => {
+  const rendered: string[] = [];
+  const cache = new HtmlCache((t) => (rendered.push(t), `<p>${t}</p>`), 2);
+  assert.equal(cache.html("a"), "<p>a</p>");
+  assert.equal(cache.html("b"), "<p>b</p>");
+  assert.equal(cache.html("a"), "<p>a</p>");
+  assert.deepEqual(rendered, ["a", "b"]);
+  cache.html("c"); // b is the least recently used
+  assert.equal(cache.size, 2);
+  cache.html("a");
+  cache.html("b");
+  assert.deepEqual(rendered, ["a", "b", "c", "b"]);
+});
+
+Deno.test("renderMarkdownFinished() gives what renderMarkdown() gives", () => {
+  const text = "# t\n\n```ts\nconst x = 1;\n```\n<script>x</script>";
+  assert.equal(renderMarkdownFinished(text), renderMarkdown(text));
+  assert.equal(renderMarkdownFinished(text), renderMarkdown(text));
 });
