@@ -60,22 +60,22 @@ export function acceptAgentSocket(app: App, socket: WebSocket, principal: Princi
       socket.close(code, reason);
     } catch { /* already closing */ }
   };
+  const sendError = (code: ErrorCode, message: string, seq?: number) =>
+    send({ v: PROTOCOL_VERSION, type: "error", code, message, ...(seq === undefined ? {} : { seq }) });
   /** Answer a refused event of a batch, within the socket's budget of error frames; the socket carries on. */
   const reject = (code: ErrorCode, message: string, seq?: number) => {
-    if (errors()) {
-      send({ v: PROTOCOL_VERSION, type: "error", code, message, ...(seq === undefined ? {} : { seq }) });
-    }
+    if (errors()) sendError(code, message, seq);
   };
   /**
    * Answer a refused frame. A plugin of any version sends only frames it built from the protocol, so one past
    * the budget (lib/error_budget.ts) comes from a broken or hostile peer: its socket is closed, and Deno then
    * drops what the peer still had in flight. Read to the end, a flood of small bad frames held the event loop
-   * (every session's) up to 57 ms per 64 KB read, for frames that each cost microseconds.
+   * (every session's) up to 212 ms, for frames that each cost microseconds: Deno hands over every frame of
+   * a 64 KB read before it reads another socket.
    */
   const refuse = (code: ErrorCode, message: string, seq?: number) => {
-    if (errors()) {
-      send({ v: PROTOCOL_VERSION, type: "error", code, message, ...(seq === undefined ? {} : { seq }) });
-    } else close(CloseCode.policy, "too many refused frames");
+    if (errors()) sendError(code, message, seq);
+    else close(CloseCode.policy, "too many refused frames");
   };
 
   // Acks only let the plugin trim its buffer: one per ACK_INTERVAL_MS is plenty, and under load that is far
