@@ -50,10 +50,12 @@ self.onmessage = (e: MessageEvent<CheckpointerStart | "close">) => {
       failing = "";
       if (log >= maxFrames) post({ type: "over", log });
     } catch (error) {
+      seen = -1; // try again next tick, commits or not
       const message = (error as Error).message;
+      // Another checkpoint running (the daemon finishing one, a sqlite3 shell) is not a failure.
+      if (/database is locked|database is busy/.test(message)) return;
       if (message !== failing) post({ type: "error", message });
       failing = message;
-      seen = -1; // try again next tick, commits or not
     }
   }, intervalMs);
 };
