@@ -16,68 +16,10 @@ import {
   sessions,
   settledEvents,
 } from "./_pi.ts";
-import { startFakeLlm } from "./fixtures/fake_llm.mjs";
+import { MULTITOOL_COMMANDS as COMMANDS, startFakeLlm } from "./fixtures/fake_llm.mjs";
 
 type Ev = Record<string, unknown> & { seq: number; type: string };
 type Approval = Record<string, unknown> & { id: string; state: string };
-
-const COMMANDS = ["echo one-ran", "echo two-ran", "echo three-ran"];
-
-/**
- * An OpenAI-compatible chat-completions server on loopback whose every answer to a user message is ONE
- * assistant message with three `bash` calls (COMMANDS), and whose answer to tool results is text. The shared
- * fake LLM (tests/fixtures/fake_llm.mjs) only ever asks for one call per message.
- */
-function startThreeCallLlm() {
-  let n = 0;
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
-    if (req.method === "GET") return Response.json({ object: "list", data: [{ id: "fake-model" }] });
-    const body = await req.json();
-    const last = body.messages?.at(-1);
-    const id = `chatcmpl-three-${++n}`;
-    const chunk = (delta: unknown, finish: string | null = null) =>
-      `data: ${
-        JSON.stringify({
-          id,
-          object: "chat.completion.chunk",
-          created: Math.floor(Date.now() / 1000),
-          model: body.model,
-          choices: [{ index: 0, delta, finish_reason: finish }],
-        })
-      }\n\n`;
-    const out = [chunk({ role: "assistant", content: "" })];
-    if (last?.role === "tool") {
-      out.push(chunk({ content: "Done." }), chunk({}, "stop"));
-    } else {
-      COMMANDS.forEach((command, index) =>
-        out.push(chunk({
-          tool_calls: [{
-            index,
-            id: `call_three_${n}_${index}`,
-            type: "function",
-            function: { name: "bash", arguments: JSON.stringify({ command }) },
-          }],
-        }))
-      );
-      out.push(chunk({}, "tool_calls"));
-    }
-    out.push(
-      `data: ${
-        JSON.stringify({
-          id,
-          object: "chat.completion.chunk",
-          created: Math.floor(Date.now() / 1000),
-          model: body.model,
-          choices: [],
-          usage: { prompt_tokens: 10, completion_tokens: 10, total_tokens: 20 },
-        })
-      }\n\n`,
-      "data: [DONE]\n\n",
-    );
-    return new Response(out.join(""), { headers: { "content-type": "text/event-stream" } });
-  });
-  return { url: `http://127.0.0.1:${server.addr.port}/v1`, close: () => server.shutdown() };
-}
 
 /**
  * A TCP relay on loopback to `port`. While `cut`, every connection through it is dropped and new ones are
@@ -153,11 +95,12 @@ const decide = async (
 for (const v of PI_VERSIONS) {
   Deno.test(`plugin on pi ${v.name}: three gated calls of one message are asked and answered in turn`, async () => {
     assertInstalled(v);
-    const llm = startThreeCallLlm();
+    // The fake LLM answers MULTITOOL with one assistant message holding three bash calls (COMMANDS).
+    const llm = await startFakeLlm();
     await using d = await startDaemon({ env: { LVMH_ASK: "bash" } });
     await using home = await makePiHome(llm.url);
     try {
-      const run = piPrint(v, home, home.env(d), "run the three commands");
+      const run = piPrint(v, home, home.env(d), "MULTITOOL: run the three commands");
       const id = (await waitFor(
         async () => (await sessions(d)).find((s) => s.cwd === home.workspace),
         "session",
