@@ -72,8 +72,13 @@ export const CloseCode = {
   slowConsumer: 4001,
 } as const;
 
-/** Optional features of version 1 a daemon may list in `welcome.features`. */
+/** Optional features of version 1: a daemon lists its own in `welcome.features`, a plugin in `hello.features`. */
 export const Feature = {
   /** The plugin may send `batch` frames carrying many events, answered by one `ack`. */
   batch: "batch",
+  /**
+   * Listed by a plugin in `hello`: it answers every `prompt` with `command_result` and takes a promptId once
+   * (a repeat is answered, not run), so the daemon may keep a prompt until answered and send it again.
+   */
+  promptOnce: "prompt_once",
 } as const;
