@@ -5,6 +5,7 @@
  */
 import { fileURLToPath } from "node:url";
 import { waitFor } from "./_daemon.ts";
+import { pidsUsing, waitUnused } from "./_home_procs.ts";
 
 export const ROOT = fileURLToPath(new URL("../", import.meta.url));
 export const PLUGIN = `${ROOT}plugin/lvmh-agent.mjs`;
@@ -117,7 +118,7 @@ export async function useVisionModel(home: PiHome, llmUrl: string): Promise<void
   );
 }
 
-/** Create a throwaway HOME (removed by `remove()` / `await using`). */
+/** Create a throwaway HOME (removed by `remove()` / `await using`, once no process uses it any more). */
 export async function makePiHome(llmUrl: string): Promise<PiHome> {
   const dir = await Deno.makeTempDir({ prefix: "lvmh-pi-" });
   const home = `${dir}/home`;
@@ -130,7 +131,18 @@ export async function makePiHome(llmUrl: string): Promise<PiHome> {
     `${agentDir}/settings.json`,
     JSON.stringify({ defaultProvider: "fake", defaultModel: "fake-model" }),
   );
-  const remove = () => Deno.remove(dir, { recursive: true }).catch(() => {});
+  // A pi the test stopped may still be exiting (under `script`, SIGHUP reaches it after the wrapper died) and
+  // its plugin writes the seq file on the way out: removed before it is gone, the HOME comes back holding
+  // just that file. So wait for every process using this HOME, then remove; and remove again if a process
+  // we could not see (one that started meanwhile) recreated it.
+  const remove = async () => {
+    for (let round = 0; round < 3; round++) {
+      await waitUnused(dir, home);
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+      const back = await Deno.stat(dir).then(() => true, () => false);
+      if (!back && (await pidsUsing(dir, home)).length === 0) break;
+    }
+  };
   return {
     dir,
     home,
