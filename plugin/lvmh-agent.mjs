@@ -3751,7 +3751,12 @@ var CloseCode = {
 };
 var Feature = {
   /** The plugin may send `batch` frames carrying many events, answered by one `ack`. */
-  batch: "batch"
+  batch: "batch",
+  /**
+   * Listed by a plugin in `hello`: it answers every `prompt` with `command_result` and takes a promptId once
+   * (a repeat is answered, not run), so the daemon may keep a prompt until answered and send it again.
+   */
+  promptOnce: "prompt_once"
 };
 
 // plugin/src/constants.ts
@@ -4022,7 +4027,7 @@ var Approvals = class {
     }, 300 + size);
     const title = `lvmh: allow ${toolName} ${clip(JSON.stringify(args) ?? "", TITLE_ARGS_CHARS)}?`;
     return this.#wait(frame, ctx, title).then((o) => {
-      (this.#link() ?? link).emit("approval_resolved", {
+      (this.#link() ?? link).emitNow("approval_resolved", {
         approvalId,
         decision: o.decision,
         by: o.by.slice(0, FieldMax.by),
@@ -4529,6 +4534,50 @@ var SeqFile = class {
   }
 };
 
+// plugin/src/prompt_once.ts
+var PROMPTS_REMEMBERED = 1e3;
+var TakenPrompts = class {
+  /** promptId → answered (true once pi took it). Insertion order is age order. */
+  #taken = /* @__PURE__ */ new Map();
+  #max;
+  constructor(max = PROMPTS_REMEMBERED) {
+    this.#max = max;
+  }
+  /** Decide on a frame's promptId; the first sight of an id takes it. A frame without an id always runs. */
+  take(promptId) {
+    if (typeof promptId !== "string" || !promptId) return {
+      run: true
+    };
+    const answered = this.#taken.get(promptId);
+    if (answered === void 0) {
+      this.#taken.set(promptId, false);
+      while (this.#taken.size > this.#max) {
+        this.#taken.delete(this.#taken.keys().next().value);
+      }
+      return {
+        run: true
+      };
+    }
+    return answered ? {
+      run: false,
+      answered: true
+    } : {
+      run: false,
+      answered: false
+    };
+  }
+  /** The prompt's answer went out: ok (pi took it, a repeat gets ok again) or refused (forgotten). */
+  answered(promptId, ok) {
+    if (typeof promptId !== "string" || !this.#taken.has(promptId)) return;
+    if (ok) this.#taken.set(promptId, true);
+    else this.#taken.delete(promptId);
+  }
+  /** How many ids are remembered. */
+  get size() {
+    return this.#taken.size;
+  }
+};
+
 // plugin/src/websocket.ts
 function webSocketClass() {
   const g = globalState();
@@ -4584,6 +4633,8 @@ var Link = class {
   #heartbeat = null;
   /** Daemon errors already logged on this socket: an older daemon answers every ping with the same one. */
   #errorsSeen = /* @__PURE__ */ new Set();
+  /** promptIds already taken: the daemon may send a kept prompt again (feature `prompt_once`). */
+  #prompts = new TakenPrompts();
   constructor(cfg, sessionId, info, log) {
     this.#cfg = cfg;
     this.#log = log;
@@ -4622,6 +4673,16 @@ var Link = class {
       return this.#nextSeq++;
     }
     return this.emitFrame(type, payload, size).seq;
+  }
+  /**
+   * `emit`, sent at once on a ready socket instead of on the next `later` turn, with everything queued before
+   * it (in seq order). For an event whose arrival time the daemon shows, emitted as pi is released: pi goes
+   * on in the same turn (an approved tool starts), and the deferred flush waited behind that work, 6-15 ms.
+   */
+  emitNow(type, payload, size = 200) {
+    const seq = this.emit(type, payload, size);
+    if (this.#state === "ready") this.#flush();
+    return seq;
   }
   /** `emit`, returning the frame itself (to send it again later with the same seq). */
   emitFrame(type, payload, size = 200) {
@@ -4702,14 +4763,26 @@ var Link = class {
     else if (f?.type === "ack") this.#buf.trim(Number(f.lastSeq) || 0);
     else if (f?.type === "pong") return;
     else if (f?.type === "error") this.#onError(f);
+    else if (f?.type === "prompt" && !this.#firstTime(f)) return;
     else if (this.binding) this.binding.command(f);
     else {
-      if (f?.type === "prompt") this.#log(`prompt ${f.promptId} dropped: no live pi session`);
+      if (f?.type === "prompt") {
+        this.#log(`prompt ${f.promptId} dropped: no live pi session`);
+      }
       this.commandResult(f, "no live pi session");
     }
   }
+  /** A prompt seen before is not run again: answered again once the first was answered, else ignored. */
+  #firstTime(f) {
+    const verdict = this.#prompts.take(f.promptId);
+    if (verdict.run) return true;
+    this.#log(`prompt ${f.promptId} came again: not run twice`);
+    if (verdict.answered) this.commandResult(f);
+    return false;
+  }
   /** Answer a daemon command that carried a `commandId` (older daemons send none: then nothing). */
   commandResult(f, error) {
+    if (f?.type === "prompt") this.#prompts.answered(f.promptId, !error);
     if (typeof f?.commandId !== "string" || !f.commandId) return;
     const cut = error ? {
       error: error.slice(0, FieldMax.commandError)
@@ -4754,6 +4827,9 @@ var Link = class {
           seq: 0,
           ts: Date.now(),
           session: this.info,
+          features: [
+            Feature.promptOnce
+          ],
           // Without a run attached the plugin cannot say what waits, so it says nothing (the daemon keeps all).
           ...this.binding?.waiting ? {
             waiting: this.binding.waiting().slice(0, FieldMax.waiting)

@@ -120,6 +120,7 @@ Deno.test("approval and command frames the plugin sends are cut at the daemon's 
       return { ...envelope(type), ...payload };
     },
     emit: (type: string, payload: Record<string, unknown>) => sent.push({ type, payload }),
+    emitNow: (type: string, payload: Record<string, unknown>) => sent.push({ type, payload }),
   } as unknown as Link;
   const approvals = new Approvals({ link: () => link, localAsk: [], timeoutMs: 0, log: quiet });
   const done = approvals.toolCall({ toolName: long(), toolCallId: long(), input: {} }, {} as PiContext);

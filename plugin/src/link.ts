@@ -2,7 +2,12 @@
  * One session's link to the daemon: its seq counter, its buffer and its socket. It outlives factory runs
  * (pi re-runs the factory on /new, /resume, /reload) and reconnects forever; emitting never does I/O.
  */
-import { CloseCode, Feature, FieldMax, PROTOCOL_VERSION } from "../../lib/wire.ts";
+import {
+  CloseCode,
+  Feature,
+  FieldMax,
+  PROTOCOL_VERSION,
+} from "../../lib/wire.ts";
 import { Backoff } from "./backoff.ts";
 import { EventBuffer, type EventFrame } from "./buffer.ts";
 import type { Config } from "./config.ts";
@@ -20,6 +25,7 @@ import { Heartbeat } from "./heartbeat.ts";
 import type { Logger } from "./log.ts";
 import { later, unref, type WebSocketLike } from "./runtime.ts";
 import { SeqFile } from "./seq_file.ts";
+import { TakenPrompts } from "./prompt_once.ts";
 import type { SessionInfo } from "./snapshot.ts";
 import { webSocketClass } from "./websocket.ts";
 
@@ -43,7 +49,9 @@ export type AskSet = string[] | "all";
 /** `ask` if it is an ask set, else none (an older daemon, or a malformed field). */
 function askSet(ask: unknown): AskSet {
   if (ask === "all") return "all";
-  return Array.isArray(ask) ? ask.filter((t): t is string => typeof t === "string") : [];
+  return Array.isArray(ask)
+    ? ask.filter((t): t is string => typeof t === "string")
+    : [];
 }
 
 type State = "down" | "connecting" | "open" | "ready" | "closed";
@@ -84,6 +92,8 @@ export class Link {
   #heartbeat: Heartbeat | null = null;
   /** Daemon errors already logged on this socket: an older daemon answers every ping with the same one. */
   #errorsSeen = new Set<string>();
+  /** promptIds already taken: the daemon may send a kept prompt again (feature `prompt_once`). */
+  #prompts = new TakenPrompts();
 
   constructor(cfg: Config, sessionId: string, info: SessionInfo, log: Logger) {
     this.#cfg = cfg;
@@ -132,6 +142,17 @@ export class Link {
       return this.#nextSeq++;
     }
     return this.emitFrame(type, payload, size).seq;
+  }
+
+  /**
+   * `emit`, sent at once on a ready socket instead of on the next `later` turn, with everything queued before
+   * it (in seq order). For an event whose arrival time the daemon shows, emitted as pi is released: pi goes
+   * on in the same turn (an approved tool starts), and the deferred flush waited behind that work, 6-15 ms.
+   */
+  emitNow(type: string, payload: Record<string, unknown>, size = 200): number {
+    const seq = this.emit(type, payload, size);
+    if (this.#state === "ready") this.#flush();
+    return seq;
   }
 
   /** `emit`, returning the frame itself (to send it again later with the same seq). */
@@ -222,15 +243,28 @@ export class Link {
     else if (f?.type === "ack") this.#buf.trim(Number(f.lastSeq) || 0);
     else if (f?.type === "pong") return;
     else if (f?.type === "error") this.#onError(f);
+    else if (f?.type === "prompt" && !this.#firstTime(f)) return;
     else if (this.binding) this.binding.command(f);
     else {
-      if (f?.type === "prompt") this.#log(`prompt ${f.promptId} dropped: no live pi session`);
+      if (f?.type === "prompt") {
+        this.#log(`prompt ${f.promptId} dropped: no live pi session`);
+      }
       this.commandResult(f, "no live pi session");
     }
   }
 
+  /** A prompt seen before is not run again: answered again once the first was answered, else ignored. */
+  #firstTime(f: DaemonFrame): boolean {
+    const verdict = this.#prompts.take(f.promptId);
+    if (verdict.run) return true;
+    this.#log(`prompt ${f.promptId} came again: not run twice`);
+    if (verdict.answered) this.commandResult(f);
+    return false;
+  }
+
   /** Answer a daemon command that carried a `commandId` (older daemons send none: then nothing). */
   commandResult(f: DaemonFrame, error?: string): void {
+    if (f?.type === "prompt") this.#prompts.answered(f.promptId, !error);
     if (typeof f?.commandId !== "string" || !f.commandId) return;
     const cut = error ? { error: error.slice(0, FieldMax.commandError) } : {};
     this.emit("command_result", { commandId: f.commandId, ok: !error, ...cut });
@@ -258,7 +292,11 @@ export class Link {
         this.#state = "open";
         this.#errorsSeen.clear();
         this.#heartbeat?.stop();
-        this.#heartbeat = new Heartbeat(() => this.#ping(ws), () => this.#dead(ws), this.#cfg.heartbeat);
+        this.#heartbeat = new Heartbeat(
+          () => this.#ping(ws),
+          () => this.#dead(ws),
+          this.#cfg.heartbeat,
+        );
         this.#heartbeat.start();
         ws.send(JSON.stringify({
           v: PROTOCOL_VERSION,
@@ -267,8 +305,11 @@ export class Link {
           seq: 0,
           ts: Date.now(),
           session: this.info,
+          features: [Feature.promptOnce],
           // Without a run attached the plugin cannot say what waits, so it says nothing (the daemon keeps all).
-          ...(this.binding?.waiting ? { waiting: this.binding.waiting().slice(0, FieldMax.waiting) } : {}),
+          ...(this.binding?.waiting
+            ? { waiting: this.binding.waiting().slice(0, FieldMax.waiting) }
+            : {}),
         }));
         this.#welcomeTimer = unref(
           setTimeout(() => ws.close(CloseCode.normal), WELCOME_TIMEOUT_MS),
@@ -284,7 +325,9 @@ export class Link {
           | { message?: string; error?: { message?: string } }
           | undefined;
         this.#noteError(
-          `socket error: ${err?.message ?? err?.error?.message ?? "connection failed"}`,
+          `socket error: ${
+            err?.message ?? err?.error?.message ?? "connection failed"
+          }`,
         );
       };
       ws.onclose = (e) => {
@@ -300,7 +343,15 @@ export class Link {
 
   #ping(ws: WebSocketLike) {
     const ts = Date.now();
-    ws.send(JSON.stringify({ v: PROTOCOL_VERSION, type: "ping", sessionId: this.sessionId, seq: 0, ts }));
+    ws.send(
+      JSON.stringify({
+        v: PROTOCOL_VERSION,
+        type: "ping",
+        sessionId: this.sessionId,
+        seq: 0,
+        ts,
+      }),
+    );
   }
 
   /** The daemon went silent: drop this socket without waiting for a close handshake it cannot answer. */
@@ -390,7 +441,11 @@ export class Link {
           return;
         }
         if (batching && this.#buf.unsent > 1) {
-          const { text, count } = encodeBatch(this.sessionId, (i) => this.#buf.unsentAt(i), BATCH_MAX_EVENTS);
+          const { text, count } = encodeBatch(
+            this.sessionId,
+            (i) => this.#buf.unsentAt(i),
+            BATCH_MAX_EVENTS,
+          );
           ws.send(text);
           this.#buf.markSent(count);
           // Bound the work of one turn by events, not frames, so a long replay still yields to pi.
