@@ -166,6 +166,8 @@ export function acceptAgentSocket(app: App, socket: WebSocket, principal: Princi
         policy: { ask },
         features: [Feature.batch],
       });
+      // What the plugin supports (`hello.features`); a kept hook prompt unanswered on an older socket goes again.
+      app.hooks.pluginHello(sessionId, frame.features);
       return;
     }
     if (frame.type === "ping") {

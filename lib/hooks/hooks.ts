@@ -2,8 +2,10 @@
  * Inbound hooks, the one owner of hook delivery keys and the GitLab hook secret. Routes answer 202 at once and
  * hand the work here: a prompt into the session working on a repository and branch, or a spawn there (with the
  * daemon's default ask set: a run a webhook started never gets "approve all") followed by the prompt once the
- * new session is online. Such a prompt is kept in SQLite from before the 202 until it is sent, so a daemon
- * restart in between neither loses nor repeats it. Every action is audited with the hook as the actor.
+ * new session is online. Such a prompt is kept in SQLite from before the 202 until the plugin answers it with
+ * `command_result` (a plugin with feature `prompt_once`; older ones: until it is sent), and sent again after a
+ * restart or a reconnect, so a daemon restart in between neither loses nor repeats it (such a plugin takes a
+ * promptId once). Every action is audited with the hook as the actor.
  */
 import { z } from "zod";
 import type { Store } from "../store.ts";
@@ -14,8 +16,8 @@ import type { Spawner } from "../spawner.ts";
 import type { Audit } from "../audit.ts";
 import { safeEqual } from "../auth.ts";
 import { UnavailableError } from "../errors.ts";
-import { BranchName, RepoPath, type ServerFrame } from "../protocol.ts";
-import type { Hub, Subscriber } from "../hub.ts";
+import { BranchName, Feature, RepoPath, type ServerFrame } from "../protocol.ts";
+import { eventObject, type Hub, type Subscriber } from "../hub.ts";
 import { HookStore, type PendingPrompt } from "./hook_store.ts";
 import { type GitlabAction, promptFor } from "./gitlab_events.ts";
 
@@ -53,9 +55,16 @@ export interface HookDeps {
   audit: Audit;
 }
 
+/** How a sent kept prompt's wait ended: the plugin's answer, a new socket (send again), or shutdown. */
+type Answer = { ok: boolean; error?: string } | "again" | "stopped";
+
 /** Inbound hook state and work. */
 export class Hooks {
   #store: HookStore;
+  /** The optional features each session's plugin listed in its latest `hello`. */
+  #features = new Map<string, ReadonlySet<string>>();
+  /** Told when a session's plugin says hello (a new socket: a prompt sent to the old one may be lost). */
+  #hellos = new Map<string, Set<() => void>>();
   #pending = new Set<Promise<void>>();
   #stop = new AbortController();
   /** How long a hook's spawn waits before it tries an unreachable engine again (tests shorten it). */
@@ -66,6 +75,16 @@ export class Hooks {
     // Read now, while the store is surely open; the work waits for the spawner's recovery.
     const kept = this.#store.prompts();
     if (kept.length) this.later("resuming hook prompts", () => this.#resume(kept));
+  }
+
+  /**
+   * A plugin said hello (its welcome is sent): what it supports, and a kept prompt sent to an earlier socket of
+   * the session, still unanswered, goes again (the plugin takes a promptId once).
+   */
+  pluginHello(sessionId: string, features: unknown): void {
+    const listed = Array.isArray(features) ? features.filter((f): f is string => typeof f === "string") : [];
+    this.#features.set(sessionId, new Set(listed));
+    for (const again of [...this.#hellos.get(sessionId) ?? []]) again();
   }
 
   /** The GitLab hook secret: `LVMH_GITLAB_HOOK_SECRET` wins over one set through the API; null when none. */
@@ -254,26 +273,87 @@ export class Hooks {
         this.#store.takePrompt(p.id);
         throw error;
       }
-      if (this.#deliver(p)) return;
+      if (await this.#deliver(p)) return;
     }
   }
 
   /**
-   * Send a kept prompt if its session is online. The row is deleted and the frame sent in one synchronous
-   * step, so a kill either leaves the row (sent after the restart) or finds it gone with the frame queued.
-   * @returns false when the session went offline again before this ran (the prompt is still kept).
+   * Send a kept prompt if its session is online. To a plugin with feature `prompt_once` the row stays until
+   * its `command_result` for the promptId is stored, so a kill before that leaves it for the next start, and a
+   * new socket before that gets it again (the plugin takes it once). To an older plugin, which never answers,
+   * the row is deleted and the frame sent in one synchronous step: a kill either leaves the row (sent after
+   * the restart) or finds it gone with the frame queued (lost if the kill came before it left).
+   * @returns false when the prompt must go again once the session is online (it is still kept).
    * @throws what `sessions.send` threw; the prompt is kept for the next start.
    */
-  #deliver(p: PendingPrompt): boolean {
+  async #deliver(p: PendingPrompt): Promise<boolean> {
     if (!this.app.sessions.get(p.sessionId)?.online) return false;
-    if (!this.#store.takePrompt(p.id)) return true;
+    const followUp = p.deliverAs === "followUp";
+    if (!this.#features.get(p.sessionId)?.has(Feature.promptOnce)) {
+      if (!this.#store.takePrompt(p.id)) return true;
+      try {
+        this.#send(p.sessionId, p.id, p.message, followUp, p.actor, p.detail);
+        return true;
+      } catch (error) {
+        this.#store.addPrompt(p);
+        throw error;
+      }
+    }
+    const answer = this.#answer(p);
     try {
-      this.#send(p.sessionId, p.id, p.message, p.deliverAs === "followUp", p.actor, p.detail);
-      return true;
+      this.#send(p.sessionId, p.id, p.message, followUp, p.actor, p.detail);
     } catch (error) {
-      this.#store.addPrompt(p);
+      answer.cancel();
       throw error;
     }
+    const a = await answer.promise;
+    if (a === "again") return false;
+    if (a === "stopped") return true; // shutdown: the row stays for the next start
+    this.#store.takePrompt(p.id);
+    if (!a.ok) console.warn(`lvmh: session ${p.sessionId} refused a hook prompt: ${a.error ?? "no reason"}`);
+    return true;
+  }
+
+  /**
+   * Wait for the session's `command_result` for `p` (followed in-process from before the frame is sent, as
+   * stored events), a new hello of the session, or shutdown. No deadline: a follow-up is taken only once pi's
+   * run ends, however long that is.
+   */
+  #answer(p: PendingPrompt): { promise: Promise<Answer>; cancel(): void } {
+    const hub = this.app.hub;
+    let settle!: (a: Answer) => void;
+    const promise = new Promise<Answer>((resolve) => settle = resolve);
+    let hellos = this.#hellos.get(p.sessionId);
+    if (!hellos) this.#hellos.set(p.sessionId, hellos = new Set());
+    const again = () => done("again");
+    const stopped = () => done("stopped");
+    const done = (a: Answer) => {
+      hub.leave(sub);
+      hellos.delete(again);
+      if (!hellos.size && this.#hellos.get(p.sessionId) === hellos) this.#hellos.delete(p.sessionId);
+      this.#stop.signal.removeEventListener("abort", stopped);
+      settle(a);
+    };
+    const sub: Subscriber = {
+      send() {}, // never called: the hub hands an in-process follower the events themselves
+      bufferedAmount: () => 0,
+      close() {},
+      events(_sessionId, _after, events) {
+        for (const e of events) {
+          // Only a command_result is parsed (the others go by unread).
+          if (!e.json.includes('"command_result"')) continue;
+          const ev = eventObject(e) as { type: string; commandId?: unknown; ok?: unknown; error?: unknown };
+          if (ev.type !== "command_result" || ev.commandId !== p.id) continue;
+          return done({ ok: ev.ok === true, error: typeof ev.error === "string" ? ev.error : undefined });
+        }
+      },
+    };
+    hub.join(sub, { broadcasts: false });
+    hub.subscribe(sub, p.sessionId);
+    hellos.add(again);
+    this.#stop.signal.addEventListener("abort", stopped);
+    if (this.#stop.signal.aborted) stopped();
+    return { promise, cancel: stopped };
   }
 
   /** Prompt a live session now, as the generic hook does. @throws what `sessions.send` throws. */
