@@ -1,0 +1,120 @@
+/**
+ * Test helpers for kept hook prompts (`hook_prompts`): write one into a stopped daemon's database (the row a
+ * spawn hook's 202 leaves once its worker started, without needing an engine), read what is kept, and a
+ * loopback relay between a plugin and the daemon that catches the moment a kept prompt's frame leaves the
+ * daemon, so a test can SIGKILL the daemon in that window.
+ */
+import { DatabaseSync } from "node:sqlite";
+
+/** Keep a prompt for `sessionId` in the database under `dataDir` (its daemon stopped, its schema made). */
+export function keepPrompt(dataDir: string, sessionId: string, message: string): string {
+  const id = crypto.randomUUID();
+  const db = new DatabaseSync(`${dataDir}/lvmh.db`);
+  try {
+    db.prepare(
+      `INSERT INTO hook_prompts(id, session_id, message, deliver_as, actor, detail, spawn, created_at)
+       VALUES (?, ?, ?, 'steer', 'hook:generic', '{}', NULL, ?)`,
+    ).run(id, sessionId, message, Date.now());
+  } finally {
+    db.close();
+  }
+  return id;
+}
+
+/** The ids of the prompts kept in the database under `dataDir` (read while the daemon runs). */
+export function keptIds(dataDir: string): string[] {
+  const db = new DatabaseSync(`${dataDir}/lvmh.db`, { readOnly: true });
+  try {
+    return (db.prepare("SELECT id FROM hook_prompts").all() as { id: string }[]).map((r) => r.id);
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * A TCP relay on loopback to the daemon's `port` (kept across restarts). Armed with a marker (a promptId),
+ * it watches the daemon → plugin bytes (server frames are not masked, so the JSON is readable) for it; when it
+ * passes, the plugin → daemon direction stops at once (nothing the plugin answers reaches this daemon), the
+ * chunk holding it is dropped (`drop`: the frame never reaches the plugin) or delivered (`deliver`), and
+ * `onCaught` runs (the test kills the daemon there). Connections made after that pass through untouched.
+ */
+export function promptRelay(port: number) {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const open = new Set<Deno.Conn>();
+  let armed: { marker: string; mode: "drop" | "deliver"; caught: () => void } | null = null;
+  const closeAll = (conns: Iterable<Deno.Conn>) => {
+    for (const c of conns) {
+      try {
+        c.close();
+      } catch { /* closed */ }
+      open.delete(c);
+    }
+  };
+  const serve = async (plugin: Deno.Conn, daemon: Deno.Conn) => {
+    let upstreamCut = false;
+    const up = (async () => {
+      const buf = new Uint8Array(64 * 1024);
+      for (;;) {
+        const n = await plugin.read(buf).catch(() => null);
+        if (n === null || upstreamCut) break;
+        await daemon.write(buf.subarray(0, n)).catch(() => {});
+      }
+    })();
+    const down = (async () => {
+      const dec = new TextDecoder();
+      const buf = new Uint8Array(64 * 1024);
+      let tail = "";
+      for (;;) {
+        const n = await daemon.read(buf).catch(() => null);
+        if (n === null) break;
+        const chunk = buf.slice(0, n);
+        const text = tail + dec.decode(chunk, { stream: true });
+        tail = text.slice(-200);
+        const a = armed;
+        if (a && text.includes(a.marker)) {
+          armed = null;
+          upstreamCut = true;
+          if (a.mode === "deliver") await plugin.write(chunk).catch(() => {});
+          a.caught();
+          break;
+        }
+        await plugin.write(chunk).catch(() => {});
+      }
+    })();
+    await Promise.race([up, down]);
+    closeAll([plugin, daemon]);
+    await Promise.allSettled([up, down]);
+  };
+  const accepting = (async () => {
+    for await (const conn of listener) {
+      try {
+        const daemon = await Deno.connect({ hostname: "127.0.0.1", port });
+        open.add(conn).add(daemon);
+        void serve(conn, daemon);
+      } catch {
+        conn.close(); // the daemon is down: the plugin retries
+      }
+    }
+  })().catch(() => {});
+  return {
+    agentUrl: `ws://127.0.0.1:${(listener.addr as Deno.NetAddr).port}/agent/ws`,
+    /** Resolves once the frame holding `marker` passed (dropped or delivered) and every link was cut. */
+    arm(marker: string, mode: "drop" | "deliver"): Promise<void> {
+      return new Promise((resolve) => {
+        armed = {
+          marker,
+          mode,
+          caught: () => {
+            closeAll([...open]);
+            resolve();
+          },
+        };
+      });
+    },
+    async close() {
+      listener.close();
+      closeAll([...open]);
+      await accepting;
+    },
+  };
+}
