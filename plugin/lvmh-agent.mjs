@@ -4572,6 +4572,14 @@ var TakenPrompts = class {
     if (ok) this.#taken.set(promptId, true);
     else this.#taken.delete(promptId);
   }
+  /** The run that queued the unanswered ones ended with its queue: a repeat may run in the next one. */
+  forgetUnanswered() {
+    for (const [id, answered] of [
+      ...this.#taken
+    ]) {
+      if (!answered) this.#taken.delete(id);
+    }
+  }
   /** How many ids are remembered. */
   get size() {
     return this.#taken.size;
@@ -4771,6 +4779,10 @@ var Link = class {
       }
       this.commandResult(f, "no live pi session");
     }
+  }
+  /** The attached run ended with prompts still queued for pi (never taken): a repeat of one may run. */
+  forgetQueuedPrompts() {
+    this.#prompts.forgetUnanswered();
   }
   /** A prompt seen before is not run again: answered again once the first was answered, else ignored. */
   #firstTime(f) {
@@ -5503,6 +5515,7 @@ function bind(pi, cfg, log) {
     renameTimer = null;
     if (!current) return;
     if (current.binding === binding) current.binding = null;
+    current.forgetQueuedPrompts();
     approvals.cancelAll();
     if (settle.shutdown()) current.emit("agent_settled", {});
     if (e.reason === "reload") return;

@@ -16,7 +16,12 @@ import type { Spawner } from "../spawner.ts";
 import type { Audit } from "../audit.ts";
 import { safeEqual } from "../auth.ts";
 import { UnavailableError } from "../errors.ts";
-import { BranchName, Feature, RepoPath, type ServerFrame } from "../protocol.ts";
+import {
+  BranchName,
+  Feature,
+  RepoPath,
+  type ServerFrame,
+} from "../protocol.ts";
 import { eventObject, type Hub, type Subscriber } from "../hub.ts";
 import { HookStore, type PendingPrompt } from "./hook_store.ts";
 import { type GitlabAction, promptFor } from "./gitlab_events.ts";
@@ -33,7 +38,9 @@ export const GenericHookBody = z.object({
 export type GenericHookBody = z.infer<typeof GenericHookBody>;
 
 /** `PUT /api/hooks/gitlab`. */
-export const GitlabSecretBody = z.object({ secret: z.string().min(16, "secret is too short").max(256) });
+export const GitlabSecretBody = z.object({
+  secret: z.string().min(16, "secret is too short").max(256),
+});
 
 /** How long a spawned session has to come online (from each daemon start) before its prompt is dropped. */
 export const ONLINE_WAIT_MS = 15 * 60_000;
@@ -70,11 +77,16 @@ export class Hooks {
   /** How long a hook's spawn waits before it tries an unreachable engine again (tests shorten it). */
   spawnRetryMs = 5000;
 
-  constructor(private readonly app: HookDeps, private readonly envSecret: string | null) {
+  constructor(
+    private readonly app: HookDeps,
+    private readonly envSecret: string | null,
+  ) {
     this.#store = new HookStore(app.store.db);
     // Read now, while the store is surely open; the work waits for the spawner's recovery.
     const kept = this.#store.prompts();
-    if (kept.length) this.later("resuming hook prompts", () => this.#resume(kept));
+    if (kept.length) {
+      this.later("resuming hook prompts", () => this.#resume(kept));
+    }
   }
 
   /**
@@ -82,7 +94,9 @@ export class Hooks {
    * the session, still unanswered, goes again (the plugin takes a promptId once).
    */
   pluginHello(sessionId: string, features: unknown): void {
-    const listed = Array.isArray(features) ? features.filter((f): f is string => typeof f === "string") : [];
+    const listed = Array.isArray(features)
+      ? features.filter((f): f is string => typeof f === "string")
+      : [];
     this.#features.set(sessionId, new Set(listed));
     for (const again of [...this.#hellos.get(sessionId) ?? []]) again();
   }
@@ -106,7 +120,11 @@ export class Hooks {
 
   /** Where the GitLab hook secret comes from: the environment wins over the API. */
   gitlabSecretSource(): "env" | "api" | null {
-    return this.envSecret !== null ? "env" : this.#store.get(SECRET_KEY) !== null ? "api" : null;
+    return this.envSecret !== null
+      ? "env"
+      : this.#store.get(SECRET_KEY) !== null
+      ? "api"
+      : null;
   }
 
   /** True when `token` is the GitLab hook secret (constant-time). */
@@ -122,9 +140,10 @@ export class Hooks {
 
   /** Run `work` after the response went out; errors are logged, never thrown at the caller. */
   later(what: string, work: () => Promise<void>): void {
-    const p = new Promise<void>((resolve) => setTimeout(resolve, 0)).then(work).catch((error) => {
-      console.error(`lvmh: ${what}: ${(error as Error).message}`);
-    }).finally(() => this.#pending.delete(p));
+    const p = new Promise<void>((resolve) => setTimeout(resolve, 0)).then(work)
+      .catch((error) => {
+        console.error(`lvmh: ${what}: ${(error as Error).message}`);
+      }).finally(() => this.#pending.delete(p));
     this.#pending.add(p);
   }
 
@@ -138,7 +157,9 @@ export class Hooks {
     this.#stop.abort();
     const kept = this.#store.prompts().length;
     if (kept) {
-      console.log(`lvmh: ${kept} hook prompt(s) wait for their sessions; they go out after the next start`);
+      console.log(
+        `lvmh: ${kept} hook prompt(s) wait for their sessions; they go out after the next start`,
+      );
     }
   }
 
@@ -148,16 +169,24 @@ export class Hooks {
    */
   gitlab(action: GitlabAction): void {
     const actor = "hook:gitlab";
-    if (action.kind === "note" && action.author === this.app.gitlab.status().username) return;
+    if (
+      action.kind === "note" &&
+      action.author === this.app.gitlab.status().username
+    ) return;
     const message = promptFor(action);
     const sessionId = this.findSession(action.repo, action.branch);
     if (sessionId) {
-      this.#prompt(sessionId, message, true, actor, { gitlab: action.kind, repo: action.repo });
+      this.#prompt(sessionId, message, true, actor, {
+        gitlab: action.kind,
+        repo: action.repo,
+      });
       return;
     }
     // A failed pipeline on a branch no session works on is not lvmh's business.
     if (action.kind !== "note") return;
-    this.queueSpawn(action.repo, action.branch ?? undefined, message, actor, { gitlab: action.kind });
+    this.queueSpawn(action.repo, action.branch ?? undefined, message, actor, {
+      gitlab: action.kind,
+    });
   }
 
   /**
@@ -173,9 +202,10 @@ export class Hooks {
     detail: Record<string, unknown> = {},
     dedupe?: { source: string; key: string },
   ): { sessionId: string; duplicate: boolean } {
-    const ask = this.app.config.spawnAsk === "all" || this.app.config.spawnAsk.length
-      ? this.app.config.spawnAsk
-      : FALLBACK_ASK;
+    const ask =
+      this.app.config.spawnAsk === "all" || this.app.config.spawnAsk.length
+        ? this.app.config.spawnAsk
+        : FALLBACK_ASK;
     const pending: PendingPrompt = {
       id: crypto.randomUUID(),
       sessionId: crypto.randomUUID(),
@@ -188,7 +218,11 @@ export class Hooks {
     };
     // With a delivery key, the key and the prompt are written together: a replay names the first spawn.
     if (dedupe) {
-      const claimed = this.#store.claimSpawn(dedupe.source, dedupe.key, pending);
+      const claimed = this.#store.claimSpawn(
+        dedupe.source,
+        dedupe.key,
+        pending,
+      );
       if (claimed.duplicate) return claimed;
     } else {
       this.#store.addPrompt(pending);
@@ -210,15 +244,23 @@ export class Hooks {
     for (const p of kept) {
       if (Date.now() - p.createdAt > PROMPT_KEEP_MS) {
         this.#store.takePrompt(p.id);
-        console.warn(`lvmh: dropped a hook prompt for session ${p.sessionId}: older than 24 h`);
+        console.warn(
+          `lvmh: dropped a hook prompt for session ${p.sessionId}: older than 24 h`,
+        );
         continue;
       }
       // Still marked to spawn: the daemon died mid-spawn. A worker it left may never have had its ready
       // signal (it would wait for ever), so it goes, and the spawn runs again under the same session id.
-      if (p.spawn && this.app.spawner.jobs().some((j) => j.sessionId === p.sessionId)) {
+      if (
+        p.spawn &&
+        this.app.spawner.jobs().some((j) => j.sessionId === p.sessionId)
+      ) {
         await this.app.spawner.stopSession(p.sessionId).catch(() => {});
       }
-      this.later(`hook prompt for session ${p.sessionId}`, () => this.#carry(p));
+      this.later(
+        `hook prompt for session ${p.sessionId}`,
+        () => this.#carry(p),
+      );
     }
   }
 
@@ -236,9 +278,14 @@ export class Hooks {
           // Shutdown cut the spawn short: the row stays and the next start spawns again.
           if (this.#stop.signal.aborted) return;
           // No engine (yet: a daemon that starts before Docker does): try again while the prompt is wanted.
-          if (error instanceof UnavailableError && Date.now() + this.spawnRetryMs < engineDeadline) {
+          if (
+            error instanceof UnavailableError &&
+            Date.now() + this.spawnRetryMs < engineDeadline
+          ) {
             if (tries === 1) {
-              console.warn(`lvmh: hook spawn on ${repo} waits for the engine: ${error.message}`);
+              console.warn(
+                `lvmh: hook spawn on ${repo} waits for the engine: ${error.message}`,
+              );
             }
             await this.#pause(this.spawnRetryMs);
             if (this.#stop.signal.aborted) return;
@@ -259,12 +306,16 @@ export class Hooks {
       p.spawn = null;
     }
     // Each start gives the session the full wait: a daemon that was down for a while still delivers.
-    const deadline = Date.now() + ONLINE_WAIT_MS;
+    let deadline = Date.now() + ONLINE_WAIT_MS;
     for (;;) {
       const left = deadline - Date.now();
       try {
         if (left <= 0) {
-          throw new Error(`session "${p.sessionId}" did not come online in ${ONLINE_WAIT_MS / 60_000} min`);
+          throw new Error(
+            `session "${p.sessionId}" did not come online in ${
+              ONLINE_WAIT_MS / 60_000
+            } min`,
+          );
         }
         await this.#whenOnline(p.sessionId, left);
       } catch (error) {
@@ -273,7 +324,10 @@ export class Hooks {
         this.#store.takePrompt(p.id);
         throw error;
       }
-      if (await this.#deliver(p)) return;
+      const delivered = await this.#deliver(p);
+      if (delivered === true) return;
+      // Sent, then a new socket came before the answer: a full wait again (the send may have been long ago).
+      if (delivered === "again") deadline = Date.now() + ONLINE_WAIT_MS;
     }
   }
 
@@ -283,10 +337,11 @@ export class Hooks {
    * new socket before that gets it again (the plugin takes it once). To an older plugin, which never answers,
    * the row is deleted and the frame sent in one synchronous step: a kill either leaves the row (sent after
    * the restart) or finds it gone with the frame queued (lost if the kill came before it left).
-   * @returns false when the prompt must go again once the session is online (it is still kept).
+   * @returns true once handed over; false when the session is offline (still kept, not sent); "again" when
+   * it was sent but a new socket of the session came before its answer (still kept, to be sent again).
    * @throws what `sessions.send` threw; the prompt is kept for the next start.
    */
-  async #deliver(p: PendingPrompt): Promise<boolean> {
+  async #deliver(p: PendingPrompt): Promise<boolean | "again"> {
     if (!this.app.sessions.get(p.sessionId)?.online) return false;
     const followUp = p.deliverAs === "followUp";
     if (!this.#features.get(p.sessionId)?.has(Feature.promptOnce)) {
@@ -307,10 +362,16 @@ export class Hooks {
       throw error;
     }
     const a = await answer.promise;
-    if (a === "again") return false;
+    if (a === "again") return "again";
     if (a === "stopped") return true; // shutdown: the row stays for the next start
     this.#store.takePrompt(p.id);
-    if (!a.ok) console.warn(`lvmh: session ${p.sessionId} refused a hook prompt: ${a.error ?? "no reason"}`);
+    if (!a.ok) {
+      console.warn(
+        `lvmh: session ${p.sessionId} refused a hook prompt: ${
+          a.error ?? "no reason"
+        }`,
+      );
+    }
     return true;
   }
 
@@ -330,7 +391,9 @@ export class Hooks {
     const done = (a: Answer) => {
       hub.leave(sub);
       hellos.delete(again);
-      if (!hellos.size && this.#hellos.get(p.sessionId) === hellos) this.#hellos.delete(p.sessionId);
+      if (!hellos.size && this.#hellos.get(p.sessionId) === hellos) {
+        this.#hellos.delete(p.sessionId);
+      }
       this.#stop.signal.removeEventListener("abort", stopped);
       settle(a);
     };
@@ -342,9 +405,17 @@ export class Hooks {
         for (const e of events) {
           // Only a command_result is parsed (the others go by unread).
           if (!e.json.includes('"command_result"')) continue;
-          const ev = eventObject(e) as { type: string; commandId?: unknown; ok?: unknown; error?: unknown };
+          const ev = eventObject(e) as {
+            type: string;
+            commandId?: unknown;
+            ok?: unknown;
+            error?: unknown;
+          };
           if (ev.type !== "command_result" || ev.commandId !== p.id) continue;
-          return done({ ok: ev.ok === true, error: typeof ev.error === "string" ? ev.error : undefined });
+          return done({
+            ok: ev.ok === true,
+            error: typeof ev.error === "string" ? ev.error : undefined,
+          });
         }
       },
     };
@@ -357,7 +428,12 @@ export class Hooks {
   }
 
   /** Prompt a live session now, as the generic hook does. @throws what `sessions.send` throws. */
-  prompt(sessionId: string, message: string, followUp: boolean, actor: string): void {
+  prompt(
+    sessionId: string,
+    message: string,
+    followUp: boolean,
+    actor: string,
+  ): void {
     this.#prompt(sessionId, message, followUp, actor, {});
   }
 
@@ -369,19 +445,36 @@ export class Hooks {
     const online = (id: string) => this.app.sessions.get(id)?.online === true;
     for (const job of this.app.spawner.jobs()) {
       if (job.repo !== repo || job.state !== "running") continue;
-      if (branch !== null && job.branch !== null && job.branch !== branch) continue;
+      if (branch !== null && job.branch !== null && job.branch !== branch) {
+        continue;
+      }
       if (online(job.sessionId)) return job.sessionId;
     }
     for (const s of this.app.sessions.list()) {
       if (!s.online || !s.repo) continue;
       const r = s.repo.replace(/\.git$/, "");
-      if (r === repo || r.endsWith(`/${repo}`) || r.endsWith(`:${repo}`)) return s.id;
+      if (r === repo || r.endsWith(`/${repo}`) || r.endsWith(`:${repo}`)) {
+        return s.id;
+      }
     }
     return null;
   }
 
-  #prompt(sessionId: string, message: string, followUp: boolean, actor: string, detail: object): void {
-    this.#send(sessionId, crypto.randomUUID(), message, followUp, actor, detail);
+  #prompt(
+    sessionId: string,
+    message: string,
+    followUp: boolean,
+    actor: string,
+    detail: object,
+  ): void {
+    this.#send(
+      sessionId,
+      crypto.randomUUID(),
+      message,
+      followUp,
+      actor,
+      detail,
+    );
   }
 
   #send(
@@ -429,7 +522,11 @@ export class Hooks {
   #whenOnline(sessionId: string, timeoutMs: number): Promise<void> {
     if (this.app.sessions.get(sessionId)?.online) return Promise.resolve();
     if (this.#stop.signal.aborted) {
-      return Promise.reject(new Error(`the daemon stopped before session "${sessionId}" came online`));
+      return Promise.reject(
+        new Error(
+          `the daemon stopped before session "${sessionId}" came online`,
+        ),
+      );
     }
     return new Promise((resolve, reject) => {
       const hub = this.app.hub;
@@ -440,13 +537,20 @@ export class Hooks {
       };
       const stopped = () => {
         done();
-        reject(new Error(`the daemon stopped before session "${sessionId}" came online`));
+        reject(
+          new Error(
+            `the daemon stopped before session "${sessionId}" came online`,
+          ),
+        );
       };
       this.#stop.signal.addEventListener("abort", stopped);
       const sub: Subscriber = {
         send(data) {
           if (!data.startsWith('{"type":"session_update"')) return;
-          const frame = JSON.parse(data) as Extract<ServerFrame, { type: "session_update" }>;
+          const frame = JSON.parse(data) as Extract<
+            ServerFrame,
+            { type: "session_update" }
+          >;
           if (frame.sessions.some((s) => s.id === sessionId && s.online)) {
             done();
             resolve();
@@ -457,7 +561,13 @@ export class Hooks {
       };
       const timer = setTimeout(() => {
         done();
-        reject(new Error(`session "${sessionId}" did not come online within ${timeoutMs / 1000} s`));
+        reject(
+          new Error(
+            `session "${sessionId}" did not come online within ${
+              timeoutMs / 1000
+            } s`,
+          ),
+        );
       }, timeoutMs);
       hub.join(sub);
     });

@@ -9,7 +9,13 @@ import { PREVIEW_CHARS, RENAME_POLL_MS, TOOL_UPDATE_MS } from "./constants.ts";
 import { Delivery } from "./delivery.ts";
 import { type DaemonFrame, Link } from "./link.ts";
 import type { Logger } from "./log.ts";
-import { mapRole, messageId, resultText, safeArgs, toMessage } from "./mapping.ts";
+import {
+  mapRole,
+  messageId,
+  resultText,
+  safeArgs,
+  toMessage,
+} from "./mapping.ts";
 import { fromOf, Origins, type WebPrompt } from "./origins.ts";
 import type { PiApi, PiContext, PiEvent } from "./pi_types.ts";
 import { globalState, unref } from "./runtime.ts";
@@ -37,7 +43,8 @@ export function bind(pi: PiApi, cfg: Config, log: Logger): void {
   const toolUpdates = new Map<string, ToolUpdate>();
 
   const guard =
-    (name: string, fn: (e: PiEvent, ctx: PiContext) => unknown) => (e: PiEvent, ctx: PiContext) => {
+    (name: string, fn: (e: PiEvent, ctx: PiContext) => unknown) =>
+    (e: PiEvent, ctx: PiContext) => {
       try {
         if (ctx) ctxRef = ctx;
         return fn(e ?? {}, ctx);
@@ -45,7 +52,8 @@ export function bind(pi: PiApi, cfg: Config, log: Logger): void {
         log(`handler ${name} failed`, err);
       }
     };
-  const on = (name: string, fn: (e: PiEvent, ctx: PiContext) => unknown) => pi.on(name, guard(name, fn));
+  const on = (name: string, fn: (e: PiEvent, ctx: PiContext) => unknown) =>
+    pi.on(name, guard(name, fn));
 
   const emitSettled = () => link?.emit("agent_settled", {});
   // pi 1.6.0's `on` returns an unsubscribe function; 0.73.1 has no agent_settled and returns nothing.
@@ -79,10 +87,14 @@ export function bind(pi: PiApi, cfg: Config, log: Logger): void {
   };
   function checkInfo(ctx: PiContext | null, model?: PiContext["model"]) {
     if (!link || !ctx) return;
-    const name = field(ctx.sessionManager?.getSessionName?.(), FieldMax.sessionName);
+    const name = field(
+      ctx.sessionManager?.getSessionName?.(),
+      FieldMax.sessionName,
+    );
     const m = model ?? ctx.model;
     const info = link.info;
-    const id = field(m?.id, FieldMax.model), provider = field(m?.provider, FieldMax.model);
+    const id = field(m?.id, FieldMax.model),
+      provider = field(m?.provider, FieldMax.model);
     const thinking = thinkingLevel();
     if (
       name === info.name && id === info.model && provider === info.provider &&
@@ -109,7 +121,9 @@ export function bind(pi: PiApi, cfg: Config, log: Logger): void {
   }
 
   // pi 0.73.1's setModel rewrites the global default model: one guard per process undoes that.
-  const settingsGuard = native ? null : (g.settingsGuard ??= new SettingsGuard(cfg.settingsFile, log));
+  const settingsGuard = native
+    ? null
+    : (g.settingsGuard ??= new SettingsGuard(cfg.settingsFile, log));
   const switchState: SwitchState = { switching: false };
   const steerDeps = {
     pi,
@@ -194,6 +208,7 @@ export function bind(pi: PiApi, cfg: Config, log: Logger): void {
     renameTimer = null;
     if (!current) return;
     if (current.binding === binding) current.binding = null;
+    current.forgetQueuedPrompts(); // delivery.stop() dropped them unanswered
     approvals.cancelAll();
     if (settle.shutdown()) current.emit("agent_settled", {}); // pi is idle by now: print mode ends here
     if (e.reason === "reload") return; // the same session comes back in the next factory run
@@ -228,7 +243,9 @@ export function bind(pi: PiApi, cfg: Config, log: Logger): void {
     const key = `${m.role}:${m.timestamp}`;
     ids.set(key, id);
     // A user message pi emits for a delivered prompt says so, and who sent it.
-    const web = m.role === "user" && origins.size ? origins.take(m.content) : null;
+    const web = m.role === "user" && origins.size
+      ? origins.take(m.content)
+      : null;
     if (m.role === "user") matched.set(key, web);
     const message = { role: mapRole(m.role), id };
     link.emit(
@@ -254,7 +271,11 @@ export function bind(pi: PiApi, cfg: Config, log: Logger): void {
     // Matched at message_start, or now when its start was not seen (a link opened in between).
     let web: WebPrompt | null = null;
     if (m.role === "user") {
-      web = matched.has(key) ? matched.get(key)! : origins.size ? origins.take(m.content) : null;
+      web = matched.has(key)
+        ? matched.get(key)!
+        : origins.size
+        ? origins.take(m.content)
+        : null;
       matched.delete(key);
     }
     const message = toMessage(m, id, web);

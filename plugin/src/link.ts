@@ -253,6 +253,11 @@ export class Link {
     }
   }
 
+  /** The attached run ended with prompts still queued for pi (never taken): a repeat of one may run. */
+  forgetQueuedPrompts(): void {
+    this.#prompts.forgetUnanswered();
+  }
+
   /** A prompt seen before is not run again: answered again once the first was answered, else ignored. */
   #firstTime(f: DaemonFrame): boolean {
     const verdict = this.#prompts.take(f.promptId);

@@ -48,6 +48,13 @@ export class TakenPrompts {
     else this.#taken.delete(promptId);
   }
 
+  /** The run that queued the unanswered ones ended with its queue: a repeat may run in the next one. */
+  forgetUnanswered(): void {
+    for (const [id, answered] of [...this.#taken]) {
+      if (!answered) this.#taken.delete(id);
+    }
+  }
+
   /** How many ids are remembered. */
   get size(): number {
     return this.#taken.size;

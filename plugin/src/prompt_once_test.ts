@@ -34,4 +34,8 @@ Deno.test("TakenPrompts: a refused prompt is forgotten (a repeat may try again);
   assert.deepEqual(t.take("c"), { run: false, answered: false });
   t.answered("unknown", true);
   assert.equal(t.size, 3);
+  t.answered("b", true);
+  t.forgetUnanswered(); // the run that queued them ended: only the answered one is still known
+  assert.deepEqual(t.take("b"), { run: false, answered: true });
+  assert.deepEqual(t.take("c"), { run: true });
 });
