@@ -16,12 +16,7 @@ import type { Spawner } from "../spawner.ts";
 import type { Audit } from "../audit.ts";
 import { safeEqual } from "../auth.ts";
 import { UnavailableError } from "../errors.ts";
-import {
-  BranchName,
-  Feature,
-  RepoPath,
-  type ServerFrame,
-} from "../protocol.ts";
+import { BranchName, Feature, RepoPath, type ServerFrame } from "../protocol.ts";
 import { eventObject, type Hub, type Subscriber } from "../hub.ts";
 import { HookStore, type PendingPrompt } from "./hook_store.ts";
 import { type GitlabAction, promptFor } from "./gitlab_events.ts";
@@ -94,8 +89,9 @@ export class Hooks {
    * the session, still unanswered, goes again (the plugin takes a promptId once).
    */
   pluginHello(sessionId: string, features: unknown): void {
+    // Bounded: a plugin lists a few short names, and only known ones are ever asked about.
     const listed = Array.isArray(features)
-      ? features.filter((f): f is string => typeof f === "string")
+      ? features.slice(0, 32).filter((f): f is string => typeof f === "string" && f.length <= 64)
       : [];
     this.#features.set(sessionId, new Set(listed));
     for (const again of [...this.#hellos.get(sessionId) ?? []]) again();
@@ -120,11 +116,7 @@ export class Hooks {
 
   /** Where the GitLab hook secret comes from: the environment wins over the API. */
   gitlabSecretSource(): "env" | "api" | null {
-    return this.envSecret !== null
-      ? "env"
-      : this.#store.get(SECRET_KEY) !== null
-      ? "api"
-      : null;
+    return this.envSecret !== null ? "env" : this.#store.get(SECRET_KEY) !== null ? "api" : null;
   }
 
   /** True when `token` is the GitLab hook secret (constant-time). */
@@ -202,10 +194,9 @@ export class Hooks {
     detail: Record<string, unknown> = {},
     dedupe?: { source: string; key: string },
   ): { sessionId: string; duplicate: boolean } {
-    const ask =
-      this.app.config.spawnAsk === "all" || this.app.config.spawnAsk.length
-        ? this.app.config.spawnAsk
-        : FALLBACK_ASK;
+    const ask = this.app.config.spawnAsk === "all" || this.app.config.spawnAsk.length
+      ? this.app.config.spawnAsk
+      : FALLBACK_ASK;
     const pending: PendingPrompt = {
       id: crypto.randomUUID(),
       sessionId: crypto.randomUUID(),
@@ -312,9 +303,7 @@ export class Hooks {
       try {
         if (left <= 0) {
           throw new Error(
-            `session "${p.sessionId}" did not come online in ${
-              ONLINE_WAIT_MS / 60_000
-            } min`,
+            `session "${p.sessionId}" did not come online in ${ONLINE_WAIT_MS / 60_000} min`,
           );
         }
         await this.#whenOnline(p.sessionId, left);
@@ -367,9 +356,7 @@ export class Hooks {
     this.#store.takePrompt(p.id);
     if (!a.ok) {
       console.warn(
-        `lvmh: session ${p.sessionId} refused a hook prompt: ${
-          a.error ?? "no reason"
-        }`,
+        `lvmh: session ${p.sessionId} refused a hook prompt: ${a.error ?? "no reason"}`,
       );
     }
     return true;
@@ -563,9 +550,7 @@ export class Hooks {
         done();
         reject(
           new Error(
-            `session "${sessionId}" did not come online within ${
-              timeoutMs / 1000
-            } s`,
+            `session "${sessionId}" did not come online within ${timeoutMs / 1000} s`,
           ),
         );
       }, timeoutMs);

@@ -107,9 +107,7 @@ export class Approvals {
       toolName,
       args,
     }, 300 + size);
-    const title = `lvmh: allow ${toolName} ${
-      clip(JSON.stringify(args) ?? "", TITLE_ARGS_CHARS)
-    }?`;
+    const title = `lvmh: allow ${toolName} ${clip(JSON.stringify(args) ?? "", TITLE_ARGS_CHARS)}?`;
     return this.#wait(frame, ctx, title).then((o) => {
       // Sent now, not on the next turn: pi runs the tool as soon as this returns (the UI's "delivered").
       (this.#link() ?? link).emitNow("approval_resolved", {
@@ -161,8 +159,7 @@ export class Approvals {
       // Every other timer of the plugin is unref'd; this one keeps Node (pi's print mode) alive while a
       // person is asked, since nothing else may be left to hold the event loop.
       const keepAlive = setInterval(() => {}, 1 << 30);
-      const onAbort = () =>
-        finish({ decision: "reject", by: "abort", source: "abort" });
+      const onAbort = () => finish({ decision: "reject", by: "abort", source: "abort" });
       const finish = (o: Outcome) => {
         if (this.#pending.get(approvalId)?.frame !== frame) return; // first answer wins
         this.#pending.delete(approvalId);
@@ -177,8 +174,7 @@ export class Approvals {
       signal?.addEventListener("abort", onAbort, { once: true });
       if (this.#timeoutMs > 0) {
         timer = setTimeout(
-          () =>
-            finish({ decision: "reject", by: "timeout", source: "timeout" }),
+          () => finish({ decision: "reject", by: "timeout", source: "timeout" }),
           this.#timeoutMs,
         );
       }

@@ -9,13 +9,7 @@ import { PREVIEW_CHARS, RENAME_POLL_MS, TOOL_UPDATE_MS } from "./constants.ts";
 import { Delivery } from "./delivery.ts";
 import { type DaemonFrame, Link } from "./link.ts";
 import type { Logger } from "./log.ts";
-import {
-  mapRole,
-  messageId,
-  resultText,
-  safeArgs,
-  toMessage,
-} from "./mapping.ts";
+import { mapRole, messageId, resultText, safeArgs, toMessage } from "./mapping.ts";
 import { fromOf, Origins, type WebPrompt } from "./origins.ts";
 import type { PiApi, PiContext, PiEvent } from "./pi_types.ts";
 import { globalState, unref } from "./runtime.ts";
@@ -43,8 +37,7 @@ export function bind(pi: PiApi, cfg: Config, log: Logger): void {
   const toolUpdates = new Map<string, ToolUpdate>();
 
   const guard =
-    (name: string, fn: (e: PiEvent, ctx: PiContext) => unknown) =>
-    (e: PiEvent, ctx: PiContext) => {
+    (name: string, fn: (e: PiEvent, ctx: PiContext) => unknown) => (e: PiEvent, ctx: PiContext) => {
       try {
         if (ctx) ctxRef = ctx;
         return fn(e ?? {}, ctx);
@@ -52,8 +45,7 @@ export function bind(pi: PiApi, cfg: Config, log: Logger): void {
         log(`handler ${name} failed`, err);
       }
     };
-  const on = (name: string, fn: (e: PiEvent, ctx: PiContext) => unknown) =>
-    pi.on(name, guard(name, fn));
+  const on = (name: string, fn: (e: PiEvent, ctx: PiContext) => unknown) => pi.on(name, guard(name, fn));
 
   const emitSettled = () => link?.emit("agent_settled", {});
   // pi 1.6.0's `on` returns an unsubscribe function; 0.73.1 has no agent_settled and returns nothing.
@@ -121,9 +113,7 @@ export function bind(pi: PiApi, cfg: Config, log: Logger): void {
   }
 
   // pi 0.73.1's setModel rewrites the global default model: one guard per process undoes that.
-  const settingsGuard = native
-    ? null
-    : (g.settingsGuard ??= new SettingsGuard(cfg.settingsFile, log));
+  const settingsGuard = native ? null : (g.settingsGuard ??= new SettingsGuard(cfg.settingsFile, log));
   const switchState: SwitchState = { switching: false };
   const steerDeps = {
     pi,
@@ -243,9 +233,7 @@ export function bind(pi: PiApi, cfg: Config, log: Logger): void {
     const key = `${m.role}:${m.timestamp}`;
     ids.set(key, id);
     // A user message pi emits for a delivered prompt says so, and who sent it.
-    const web = m.role === "user" && origins.size
-      ? origins.take(m.content)
-      : null;
+    const web = m.role === "user" && origins.size ? origins.take(m.content) : null;
     if (m.role === "user") matched.set(key, web);
     const message = { role: mapRole(m.role), id };
     link.emit(
@@ -271,11 +259,7 @@ export function bind(pi: PiApi, cfg: Config, log: Logger): void {
     // Matched at message_start, or now when its start was not seen (a link opened in between).
     let web: WebPrompt | null = null;
     if (m.role === "user") {
-      web = matched.has(key)
-        ? matched.get(key)!
-        : origins.size
-        ? origins.take(m.content)
-        : null;
+      web = matched.has(key) ? matched.get(key)! : origins.size ? origins.take(m.content) : null;
       matched.delete(key);
     }
     const message = toMessage(m, id, web);

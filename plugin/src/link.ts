@@ -1,13 +1,9 @@
 /**
  * One session's link to the daemon: its seq counter, its buffer and its socket. It outlives factory runs
- * (pi re-runs the factory on /new, /resume, /reload) and reconnects forever; emitting never does I/O.
+ * (pi re-runs the factory on /new, /resume, /reload) and reconnects forever; emitting never does I/O (but
+ * `emitNow`, for the one event whose arrival time the daemon shows).
  */
-import {
-  CloseCode,
-  Feature,
-  FieldMax,
-  PROTOCOL_VERSION,
-} from "../../lib/wire.ts";
+import { CloseCode, Feature, FieldMax, PROTOCOL_VERSION } from "../../lib/wire.ts";
 import { Backoff } from "./backoff.ts";
 import { EventBuffer, type EventFrame } from "./buffer.ts";
 import type { Config } from "./config.ts";
@@ -49,9 +45,7 @@ export type AskSet = string[] | "all";
 /** `ask` if it is an ask set, else none (an older daemon, or a malformed field). */
 function askSet(ask: unknown): AskSet {
   if (ask === "all") return "all";
-  return Array.isArray(ask)
-    ? ask.filter((t): t is string => typeof t === "string")
-    : [];
+  return Array.isArray(ask) ? ask.filter((t): t is string => typeof t === "string") : [];
 }
 
 type State = "down" | "connecting" | "open" | "ready" | "closed";
@@ -312,9 +306,7 @@ export class Link {
           session: this.info,
           features: [Feature.promptOnce],
           // Without a run attached the plugin cannot say what waits, so it says nothing (the daemon keeps all).
-          ...(this.binding?.waiting
-            ? { waiting: this.binding.waiting().slice(0, FieldMax.waiting) }
-            : {}),
+          ...(this.binding?.waiting ? { waiting: this.binding.waiting().slice(0, FieldMax.waiting) } : {}),
         }));
         this.#welcomeTimer = unref(
           setTimeout(() => ws.close(CloseCode.normal), WELCOME_TIMEOUT_MS),
@@ -330,9 +322,7 @@ export class Link {
           | { message?: string; error?: { message?: string } }
           | undefined;
         this.#noteError(
-          `socket error: ${
-            err?.message ?? err?.error?.message ?? "connection failed"
-          }`,
+          `socket error: ${err?.message ?? err?.error?.message ?? "connection failed"}`,
         );
       };
       ws.onclose = (e) => {

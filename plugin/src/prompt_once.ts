@@ -36,9 +36,7 @@ export class TakenPrompts {
       }
       return { run: true };
     }
-    return answered
-      ? { run: false, answered: true }
-      : { run: false, answered: false };
+    return answered ? { run: false, answered: true } : { run: false, answered: false };
   }
 
   /** The prompt's answer went out: ok (pi took it, a repeat gets ok again) or refused (forgotten). */
