@@ -9,8 +9,11 @@ import type { ApprovalView } from "../lib/ui/approval_view.ts";
 import type { Item, ToolCall, UserImage } from "../lib/ui/conversation.ts";
 import { imageLabel } from "../lib/ui/format.ts";
 import { formatCost, formatTokens } from "../lib/ui/format.ts";
+import type { SinceSummary } from "../lib/ui/last_seen.ts";
 import { renderMarkdown, renderMarkdownFinished } from "../lib/ui/markdown.ts";
+import { type MessageRow, sameRows } from "../lib/ui/message_blocks.ts";
 import { ApprovalCard } from "./ApprovalCard.tsx";
+import { SinceCard } from "./SinceCard.tsx";
 import { ToolCard } from "./ToolCard.tsx";
 
 /** @param finished the text no longer changes (its HTML is remembered); false while it streams */
@@ -167,6 +170,38 @@ export class MessageItem extends Component<ItemProps> {
   }
   override render() {
     return <ItemView {...this.props} />;
+  }
+}
+
+interface BlockProps {
+  rows: MessageRow[];
+  /** The "since you last looked" divider, when it goes before one of these rows (by item key). */
+  divider: { before: string; since: SinceSummary } | null;
+  onDecide?(id: string, decision: ApprovalDecision, reason?: string): Promise<string | null>;
+}
+
+/**
+ * A block of consecutive messages (lib/ui/message_blocks.ts), rendered as siblings of the others (a fragment:
+ * the conversation's CSS sees every message as its own child); skipped as a whole while its rows are the same.
+ */
+export class MessageBlockView extends Component<BlockProps> {
+  override shouldComponentUpdate(next: BlockProps): boolean {
+    const { rows, divider, onDecide } = this.props;
+    return !sameRows(next.rows, rows) || next.onDecide !== onDecide ||
+      next.divider?.before !== divider?.before || next.divider?.since !== divider?.since;
+  }
+  override render() {
+    const { rows, divider, onDecide } = this.props;
+    return (
+      <>
+        {rows.map((r) => (
+          <Fragment key={r.item.key}>
+            {divider?.before === r.item.key && <SinceCard since={divider.since} />}
+            <MessageItem item={r.item} calls={r.calls} approvals={r.approvals} onDecide={onDecide} />
+          </Fragment>
+        ))}
+      </>
+    );
   }
 }
 

@@ -3,17 +3,17 @@
  * deltas, older history on scroll, the side panels, and the composer. Each concern is a hook in `lib/ui/`:
  * the summary row, the conversation, the scroll pin, notifications, and the actions.
  */
-import { Fragment } from "preact";
-import { useEffect, useMemo, useRef, useState } from "preact/hooks";
-import type { SessionSummary } from "../lib/protocol.ts";
+import { useCallback, useEffect, useMemo, useRef, useState } from "preact/hooks";
+import type { ApprovalDecision, SessionSummary } from "../lib/protocol.ts";
 import { ApprovalCard } from "../components/ApprovalCard.tsx";
 import { AskSetControl } from "../components/AskSetControl.tsx";
 import { Composer } from "../components/Composer.tsx";
-import { MessageItem, StreamingMessage } from "../components/Messages.tsx";
+import { MessageBlockView, StreamingMessage } from "../components/Messages.tsx";
 import { SinceCard } from "../components/SinceCard.tsx";
 import { SessionFacts, SubagentPanel, TodoPanel, UsagePanel } from "../components/SidePanels.tsx";
 import { streamingText, streamingThinking } from "../lib/ui/conversation.ts";
 import { deriveSubagents, deriveTodos } from "../lib/ui/derive.ts";
+import { messageBlocks } from "../lib/ui/message_blocks.ts";
 import type { UiEvent } from "../lib/ui/wire.ts";
 import { useApprovals } from "../lib/ui/use_approvals.ts";
 import { useApprovalKeys } from "../lib/ui/use_approval_keys.ts";
@@ -91,6 +91,25 @@ export default function SessionView(props: Props) {
         !conv.tools[a.toolCallId]?.inMessage && (a.state === "pending" || conv.approvals[a.id])
       ),
     [views, conv.tools],
+  );
+
+  // Messages in blocks of seqs, each skipped while its messages are the same objects (message_blocks.ts).
+  const blocks = useMemo(() =>
+    messageBlocks(conv.items.map((item) => {
+      const ids = item.kind === "assistant" ? item.toolCalls : [];
+      return {
+        item,
+        calls: ids.map((t) => conv.tools[t]).filter(Boolean),
+        approvals: ids.map((t) => views.get(conv.tools[t]?.approvalId ?? "") ?? byCall.get(t) ?? null),
+      };
+    })), [conv.items, conv.tools, views, byCall]);
+  const divider = since && dividerAt >= 0 ? { before: conv.items[dividerAt].key, since } : null;
+  // The same function across renders (blocks compare it); it calls the latest `decide`.
+  const decideRef = useRef(decide);
+  decideRef.current = decide;
+  const onDecide = useCallback(
+    (id: string, d: ApprovalDecision, reason?: string) => decideRef.current(id, d, reason),
+    [],
   );
 
   const calls = useMemo(() => conv.toolOrder.map((t) => conv.tools[t]), [conv.tools, conv.toolOrder]);
@@ -178,22 +197,13 @@ export default function SessionView(props: Props) {
               : <span class="muted small">Beginning of the session</span>}
           </div>
           {since && dividerAt === -1 && since.events > 0 && <SinceCard since={since} />}
-          {conv.items.map((item, i) => (
-            <Fragment key={item.key}>
-              {since && i === dividerAt && <SinceCard since={since} />}
-              <MessageItem
-                item={item}
-                calls={item.kind === "assistant"
-                  ? item.toolCalls.map((t) => conv.tools[t]).filter(Boolean)
-                  : []}
-                approvals={item.kind === "assistant"
-                  ? item.toolCalls.map((t) =>
-                    views.get(conv.tools[t]?.approvalId ?? "") ?? byCall.get(t) ?? null
-                  )
-                  : []}
-                onDecide={decide}
-              />
-            </Fragment>
+          {blocks.map((b) => (
+            <MessageBlockView
+              key={b.key}
+              rows={b.rows}
+              divider={divider && b.rows.some((r) => r.item.key === divider.before) ? divider : null}
+              onDecide={onDecide}
+            />
           ))}
           {loose.map((a) => <ApprovalCard key={a.id} approval={a} onDecide={decide} />)}
           {streaming !== null && <StreamingMessage text={streaming} thinking={thinking} />}

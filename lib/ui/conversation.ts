@@ -6,6 +6,7 @@
 import type { Message, Usage } from "../protocol.ts";
 import type { UiEvent } from "./wire.ts";
 import { type Conversation, emptyConversation, type ToolCall } from "./conversation_state.ts";
+import { keepUnchanged } from "./conversation_keep.ts";
 
 export * from "./conversation_state.ts";
 
@@ -54,7 +55,8 @@ export function applyEvents(conv: Conversation, batch: readonly UiEvent[]): Conv
 }
 
 /**
- * Add an older page of persisted events (seq below `firstSeq`) and rebuild; live streaming state is kept.
+ * Add an older page of persisted events (seq below `firstSeq`) and rebuild; live streaming state is kept, and
+ * so are the items and tool calls the page does not change (the same objects: see conversation_keep.ts).
  * @param conv current state (not mutated)
  * @param older events from `GET …/events?before=firstSeq`
  */
@@ -63,12 +65,13 @@ export function prependEvents(conv: Conversation, older: readonly UiEvent[]): Co
   const fresh = older.filter((e) => e.seq < first && e.type !== "message_update");
   if (fresh.length === 0) return conv;
   const rebuilt = buildConversation([...fresh, ...conv.events]);
-  return { ...rebuilt, streaming: conv.streaming };
+  return keepUnchanged(conv, { ...rebuilt, streaming: conv.streaming });
 }
 
 /**
  * Merge persisted events that may fall anywhere (e.g. a gap refetched after newer events arrived): appends
- * when all are newer, otherwise rebuilds from the union. Events already held are ignored.
+ * when all are newer, otherwise rebuilds from the union (unchanged items and calls kept). Events already held are
+ * ignored.
  * @param conv current state (not mutated)
  * @param events persisted events of this session, any order
  */
@@ -78,7 +81,7 @@ export function mergeEvents(conv: Conversation, events: readonly UiEvent[]): Con
   if (fresh.length === 0) return conv;
   if (fresh.every((e) => e.seq > conv.lastSeq)) return applyEvents(conv, fresh);
   const rebuilt = buildConversation([...conv.events, ...fresh]);
-  return { ...rebuilt, streaming: conv.streaming };
+  return keepUnchanged(conv, { ...rebuilt, streaming: conv.streaming });
 }
 
 function applyDelta(conv: Conversation, ev: Ev<"message_update">): void {
