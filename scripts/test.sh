@@ -24,13 +24,14 @@ UNIT=(
   tests/approvals_daemon_test.ts
   tests/plugin_mapping_test.ts tests/plugin_buffer_test.ts tests/plugin_delivery_test.ts tests/plugin_build_test.ts
   tests/plugin_wire_test.ts tests/plugin_approvals_test.ts tests/plugin_approvals_turns_test.ts
-  tests/plugin_bounds_test.ts tests/refused_frames_test.ts
+  tests/plugin_bounds_test.ts tests/refused_frames_test.ts tests/plugin_prompt_once_test.ts
   tests/roles_test.ts tests/architecture_test.ts
   tests/prompt_images_test.ts tests/prompt_images_store_test.ts
   tests/faults_kill_restart_test.ts tests/faults_sockets_test.ts tests/faults_malformed_test.ts
   tests/faults_read_only_test.ts
   tests/webhook_signing_test.ts tests/webhook_delivery_test.ts tests/webhook_restart_test.ts
   tests/hooks_inbound_test.ts tests/hooks_spawn_test.ts tests/hooks_restart_test.ts tests/hooks_spawn_restart_test.ts
+  tests/hooks_prompt_kill_test.ts
   tests/notify_push_test.ts tests/notify_restart_test.ts
 )
 # Root-free too, but slow or load-sensitive for what they add to `deno task ok`, and each needs the daemon as a
