@@ -181,8 +181,9 @@ interface BlockProps {
 }
 
 /**
- * A block of consecutive messages (lib/ui/message_blocks.ts), rendered as siblings of the others (a fragment:
- * the conversation's CSS sees every message as its own child); skipped as a whole while its rows are the same.
+ * A block of consecutive messages (lib/ui/message_blocks.ts): skipped by Preact as a whole while its rows are
+ * the same, and one box for the browser while off screen (`.msg-block` has content-visibility, as do the
+ * messages in it), so neither a render nor a layout walks every message held.
  */
 export class MessageBlockView extends Component<BlockProps> {
   override shouldComponentUpdate(next: BlockProps): boolean {
@@ -193,14 +194,14 @@ export class MessageBlockView extends Component<BlockProps> {
   override render() {
     const { rows, divider, onDecide } = this.props;
     return (
-      <>
+      <div class="msg-block">
         {rows.map((r) => (
           <Fragment key={r.item.key}>
             {divider?.before === r.item.key && <SinceCard since={divider.since} />}
             <MessageItem item={r.item} calls={r.calls} approvals={r.approvals} onDecide={onDecide} />
           </Fragment>
         ))}
-      </>
+      </div>
     );
   }
 }

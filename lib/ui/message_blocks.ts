@@ -1,7 +1,8 @@
 /**
  * The session page renders its messages in blocks of consecutive seqs, each skipped as a whole while none of
- * its messages changed: adding a slice of older history (or a live message) then costs the blocks it touches,
- * not a diff of every message held, which grew with the history scrolled back through.
+ * its messages changed, and laid out as one box while off screen: adding a slice of older history (or a live
+ * message) then costs the blocks it touches, not a diff and a layout of every message held, which grew with
+ * the history scrolled back through.
  */
 import type { ApprovalView } from "./approval_view.ts";
 import type { Item, ToolCall } from "./conversation_state.ts";

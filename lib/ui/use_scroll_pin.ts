@@ -34,7 +34,17 @@ export function useScrollPin(content: unknown): ScrollPin {
     addEventListener("scroll", onScroll, { passive: true });
     // Start at the newest message.
     scrollTo(0, document.documentElement.scrollHeight);
-    return () => removeEventListener("scroll", onScroll);
+    // Following, stay at the bottom when what is shown grows by itself: messages off screen are placeholders
+    // (content-visibility) that take their real height once near the view, after the page was scrolled down.
+    // Runs after layout and before paint, so it reads no stale height and forces no layout.
+    const grown = new ResizeObserver(() => {
+      if (stick.current) scrollTo(0, document.documentElement.scrollHeight);
+    });
+    grown.observe(document.body);
+    return () => {
+      removeEventListener("scroll", onScroll);
+      grown.disconnect();
+    };
   }, []);
 
   useLayoutEffect(() => {
