@@ -16,6 +16,10 @@ import type { DatabaseSync } from "node:sqlite";
 export interface CheckpointPolicy {
   /** How often the worker looks for new commits. */
   intervalMs: number;
+  /** While the log stays short, checkpoints are at least this far apart (each one fsyncs both files). */
+  quietMs: number;
+  /** A log this long at the last checkpoint (a burst) is checkpointed on every look instead. */
+  busyFrames: number;
   /** Frames of log (pages of ~4 KB) past which the main connection finishes the checkpoint itself. */
   maxFrames: number;
   /** The size the log file is cut back to when it starts over (SQLite keeps it at its largest otherwise). */
@@ -24,6 +28,8 @@ export interface CheckpointPolicy {
 
 export const DEFAULT_CHECKPOINT_POLICY: CheckpointPolicy = {
   intervalMs: 100,
+  quietMs: 1000,
+  busyFrames: 1000,
   maxFrames: 16_384,
   keepBytes: 16 * 1024 * 1024,
 };
@@ -31,11 +37,7 @@ export const DEFAULT_CHECKPOINT_POLICY: CheckpointPolicy = {
 const AUTO_CHECKPOINT_PAGES = 1000;
 
 /** What the daemon tells the worker first. */
-export interface CheckpointerStart {
-  path: string;
-  intervalMs: number;
-  maxFrames: number;
-}
+export type CheckpointerStart = Omit<CheckpointPolicy, "keepBytes"> & { path: string };
 
 /** What the worker tells the daemon. */
 export type CheckpointerFrame =
@@ -85,9 +87,8 @@ export class WalCheckpointer {
       e.preventDefault();
       stopped(e.message);
     };
-    this.#worker.postMessage(
-      { path, intervalMs: policy.intervalMs, maxFrames: policy.maxFrames } satisfies CheckpointerStart,
-    );
+    const { keepBytes: _, ...start } = policy;
+    this.#worker.postMessage({ ...start, path } satisfies CheckpointerStart);
   }
 
   /** Copy the rest of the log on this connection, with no write beside it, so the next write starts it over. */

@@ -14,6 +14,8 @@ async function walFile(policy?: Partial<CheckpointPolicy>) {
   const insert = db.prepare("INSERT INTO t VALUES (?)");
   const checkpointer = new WalCheckpointer(db, path, {
     intervalMs: 10,
+    quietMs: 50,
+    busyFrames: 1000,
     maxFrames: 1_000_000,
     keepBytes: 1024 * 1024,
     ...policy,
@@ -51,6 +53,20 @@ Deno.test("WalCheckpointer: commits never checkpoint on the daemon's connection;
   // Only the worker's connection checkpoints: the database file grows by what the log held.
   await waitFor(() => f.dbBytes() >= before + 2500 * 4096, "the worker to copy the log into the file");
   assert.equal((f.db.prepare("SELECT count(*) AS n FROM t").get() as { n: number }).n, 2500);
+});
+
+Deno.test("WalCheckpointer: a trickle of commits is copied once per quiet interval, not on every look", async () => {
+  await using f = await walFile({ quietMs: 250 });
+  const copies = new Set<number>(); // the database file changes only when a checkpoint copies into it
+  const end = performance.now() + 1000;
+  while (performance.now() < end) {
+    f.write(1);
+    copies.add(Deno.statSync(f.path).mtime!.getTime());
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  // The worker looks every 10 ms and finds a new commit each time: ~100 checkpoints without the spacing.
+  assert.ok(copies.size <= 7, `${copies.size} checkpoints in 1 s`);
+  await waitFor(() => copies.add(Deno.statSync(f.path).mtime!.getTime()).size > 1, "a checkpoint at all");
 });
 
 Deno.test("WalCheckpointer: under writes that never pause, the log stays bounded", async () => {
