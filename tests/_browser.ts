@@ -8,7 +8,7 @@
 import { type Browser, type BrowserContext, chromium, type Page } from "npm:playwright-core@1.65.1";
 import { fileURLToPath } from "node:url";
 import { ensureBundle } from "../scripts/build.ts";
-import type { Daemon } from "./_daemon.ts";
+import { type Daemon, waitFor } from "./_daemon.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const CHROMIUM = "/usr/bin/chromium";
@@ -97,4 +97,22 @@ export async function gotoHydrated(ui: UiPage, daemon: Daemon, path: string): Pr
 /** Save a full-page screenshot under test-artifacts/. */
 export async function screenshot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: `${ARTIFACTS}/${name}.png`, fullPage: false });
+}
+
+/**
+ * Scroll a session page to the top until its loader says nothing older is left.
+ * @returns the seqs of the conversation's items, in page order
+ */
+export async function loadAllOlder(page: Page, timeoutMs = 20_000): Promise<number[]> {
+  await waitFor(
+    async () => {
+      await page.evaluate(() => scrollTo(0, 0));
+      return await page.locator(".history-top button").count() === 0;
+    },
+    "all older pages",
+    timeoutMs,
+  );
+  return await page.locator(".conversation [data-seq]").evaluateAll((els) =>
+    els.map((e) => Number(e.getAttribute("data-seq")))
+  );
 }

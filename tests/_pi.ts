@@ -61,6 +61,27 @@ export interface PiHome extends AsyncDisposable {
   remove(): Promise<void>;
 }
 
+/**
+ * pi's interactive TUI with the plugin, under a pty from `script` (the command is one string, built from fixed
+ * paths only). Its HOME's `remove()` waits for pi itself, which outlives `script` a little.
+ */
+export function piTui(
+  v: PiVersion,
+  home: PiHome,
+  daemon: { agentUrl: string; token: string },
+  stdout: "piped" | "null" = "piped",
+): Deno.ChildProcess {
+  return new Deno.Command("script", {
+    args: ["-qfc", `${v.node} ${v.cli} -e ${PLUGIN}`, "/dev/null"],
+    cwd: home.workspace,
+    env: { ...home.env(daemon), TERM: "xterm-256color", COLUMNS: "120", LINES: "40" },
+    clearEnv: true,
+    stdin: "piped",
+    stdout,
+    stderr: "null",
+  }).spawn();
+}
+
 /** The models.json pi needs to use the fake LLM at `llmUrl` (literal key: both versions accept it). */
 export function modelsJson(llmUrl: string): string {
   return JSON.stringify(

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { startDaemon, waitFor } from "./_daemon.ts";
 import { startFakeLlm } from "./fixtures/fake_llm.mjs";
 import { pidsUsing } from "./_home_procs.ts";
-import { assertInstalled, makePiHome, PI_VERSIONS, PLUGIN, sessions } from "./_pi.ts";
+import { assertInstalled, makePiHome, PI_VERSIONS, piTui, sessions } from "./_pi.ts";
 
 const exists = (path: string) => Deno.stat(path).then(() => true, () => false);
 const alive = (pid: number) => exists(`/proc/${pid}/cwd`);
@@ -21,15 +21,7 @@ for (const v of PI_VERSIONS) {
     const home = await makePiHome(llm.url);
     let pids: number[] = [];
     try {
-      const child = new Deno.Command("script", {
-        args: ["-qfc", `${v.node} ${v.cli} -e ${PLUGIN}`, "/dev/null"],
-        cwd: home.workspace,
-        env: { ...home.env(d), TERM: "xterm-256color", COLUMNS: "120", LINES: "40" },
-        clearEnv: true,
-        stdin: "piped",
-        stdout: "null",
-        stderr: "null",
-      }).spawn();
+      const child = piTui(v, home, d, "null");
       await waitFor(async () => (await sessions(d)).find((s) => s.online), "TUI session online", 30_000);
       pids = await pidsUsing(home.dir, home.home);
       assert.ok(pids.length >= 2, `script and pi use the HOME: ${pids}`);

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { startDaemon, waitFor } from "./_daemon.ts";
 import { startFakeLlm } from "./fixtures/fake_llm.mjs";
-import { allEvents, assertInstalled, makePiHome, PI_VERSIONS, PLUGIN, sessions } from "./_pi.ts";
+import { allEvents, assertInstalled, makePiHome, PI_VERSIONS, piTui, sessions } from "./_pi.ts";
 
 type Ev = Record<string, unknown> & { seq: number; type: string };
 
@@ -17,16 +17,7 @@ for (const v of PI_VERSIONS) {
     const llm = await startFakeLlm();
     await using home = await makePiHome(llm.url);
     await using d = await startDaemon({ env: { LVMH_ASK: "bash" } });
-    // `script` gives pi a pty; the command is one string, built from fixed paths only.
-    const child = new Deno.Command("script", {
-      args: ["-qfc", `${v.node} ${v.cli} -e ${PLUGIN}`, "/dev/null"],
-      cwd: home.workspace,
-      env: { ...home.env(d), TERM: "xterm-256color", COLUMNS: "120", LINES: "40" },
-      clearEnv: true,
-      stdin: "piped",
-      stdout: "piped",
-      stderr: "null",
-    }).spawn();
+    const child = piTui(v, home, d);
     const stdin = child.stdin.getWriter();
     let screen = "";
     const pump = (async () => {

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { startDaemon, waitFor } from "./_daemon.ts";
 import { connectAgent, sessionInfo } from "./_agent_client.ts";
-import { gotoHydrated, launchBrowser, openPage } from "./_browser.ts";
+import { gotoHydrated, launchBrowser, loadAllOlder, openPage } from "./_browser.ts";
 
 const ID = "history-anchor";
 const RUNS = 100;
@@ -125,17 +125,7 @@ Deno.test("UI: scrolling back keeps the reader's message in place", async (t) =>
       await t.step(
         "every call shows inside its message after all pages, none cut off by a slice",
         async () => {
-          await waitFor(
-            async () => {
-              await p.evaluate(() => scrollTo(0, 0));
-              return await p.locator(".history-top button").count() === 0;
-            },
-            "all older pages",
-            20_000,
-          );
-          const seqs = await p.locator(".conversation [data-seq]").evaluateAll((els) =>
-            els.map((e) => Number(e.getAttribute("data-seq")))
-          );
+          const seqs = await loadAllOlder(p);
           assert.deepEqual(seqs, [...seqs].sort((a, b) => a - b));
           assert.equal(new Set(seqs).size, seqs.length);
           // Per run: prompt, answer with its card, closing answer, run end.

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { freePort, startDaemon, waitFor } from "./_daemon.ts";
 import { type AgentClient, connectAgent, sessionInfo } from "./_agent_client.ts";
-import { gotoHydrated, launchBrowser, openPage, screenshot } from "./_browser.ts";
+import { gotoHydrated, launchBrowser, loadAllOlder, openPage, screenshot } from "./_browser.ts";
 
 const ID = "work-1";
 
@@ -229,18 +229,7 @@ Deno.test("UI: session page", async (t) => {
         // The message that was on top stays in view while older ones are added above it.
         const box = await p.locator(`.conversation [data-seq='${firstShown}']`).boundingBox();
         assert.ok(box && box.y > -50 && box.y < 860, `anchor in view at ${box?.y}`);
-        // Keep scrolling to the top until the loader says there is nothing older.
-        await waitFor(
-          async () => {
-            await p.evaluate(() => scrollTo(0, 0));
-            return await p.locator(".history-top button").count() === 0;
-          },
-          "all older pages",
-          20_000,
-        );
-        const seqs = await p.locator(".conversation [data-seq]").evaluateAll((els) =>
-          els.map((e) => Number(e.getAttribute("data-seq")))
-        );
+        const seqs = await loadAllOlder(p);
         assert.equal(seqs.length, 1000);
         assert.deepEqual(seqs, [...seqs].sort((a, b) => a - b));
         assert.equal(new Set(seqs).size, 1000);
