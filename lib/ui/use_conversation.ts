@@ -18,14 +18,6 @@ import { notifySettled } from "./notify.ts";
 import { sessionEvents } from "./rest.ts";
 import { asUiEvents, type UiEvent } from "./wire.ts";
 
-/** Older events prepended per frame when a page of history arrives. */
-export const PREPEND_SLICE = 60;
-
-/** Resolves at the next animation frame (none come in a hidden tab: the rest of a page waits to be seen). */
-function nextFrame(): Promise<void> {
-  return new Promise((done) => requestAnimationFrame(() => done()));
-}
-
 export interface ConversationState {
   conv: Conversation;
   hasOlder: boolean;
@@ -90,17 +82,10 @@ export function useConversation(
     try {
       const before = convRef.current.firstSeq || convRef.current.lastSeq + 1;
       const older = await sessionEvents(id, { before, limit: HISTORY_PAGE });
-      // A whole page rendered at once (~120 messages) took 2 frames over 33 ms while scrolling back; a slice
-      // per frame, the newest first (next to what the reader sees), keeps every frame under one. Each slice
-      // waits for its own frame, the first too: the task that parsed the page would otherwise render one
-      // slice and the frame's callbacks the next, both before the same frame is drawn.
-      const sorted = [...older].sort((a, b) => a.seq - b.seq);
-      for (let end = sorted.length; end > 0; end -= PREPEND_SLICE) {
-        const slice = sorted.slice(Math.max(0, end - PREPEND_SLICE), end);
-        await nextFrame();
-        beforePrepend?.();
-        setConv((c) => prependEvents(c, slice));
-      }
+      // The page goes in at once, anchored once. Added a slice per frame, the reader's message was sometimes
+      // left a page's height away under load (the anchor taken before a slice whose render came late).
+      beforePrepend?.();
+      setConv((c) => prependEvents(c, older));
       if (older.length < HISTORY_PAGE) setHasOlder(false);
     } catch (e) {
       signInIfRefused(e);
