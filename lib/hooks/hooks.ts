@@ -16,8 +16,9 @@ import type { Spawner } from "../spawner.ts";
 import type { Audit } from "../audit.ts";
 import { safeEqual } from "../auth.ts";
 import { UnavailableError } from "../errors.ts";
-import { BranchName, Feature, RepoPath, type ServerFrame } from "../protocol.ts";
-import { eventObject, type Hub, type Subscriber } from "../hub.ts";
+import { BranchName, Feature, RepoPath } from "../protocol.ts";
+import type { Hub } from "../hub.ts";
+import { commandAnswer, whenOnline } from "./session_waits.ts";
 import { HookStore, type PendingPrompt } from "./hook_store.ts";
 import { type GitlabAction, promptFor } from "./gitlab_events.ts";
 
@@ -33,9 +34,7 @@ export const GenericHookBody = z.object({
 export type GenericHookBody = z.infer<typeof GenericHookBody>;
 
 /** `PUT /api/hooks/gitlab`. */
-export const GitlabSecretBody = z.object({
-  secret: z.string().min(16, "secret is too short").max(256),
-});
+export const GitlabSecretBody = z.object({ secret: z.string().min(16, "secret is too short").max(256) });
 
 /** How long a spawned session has to come online (from each daemon start) before its prompt is dropped. */
 export const ONLINE_WAIT_MS = 15 * 60_000;
@@ -57,9 +56,6 @@ export interface HookDeps {
   audit: Audit;
 }
 
-/** How a sent kept prompt's wait ended: the plugin's answer, a new socket (send again), or shutdown. */
-type Answer = { ok: boolean; error?: string } | "again" | "stopped";
-
 /** Inbound hook state and work. */
 export class Hooks {
   #store: HookStore;
@@ -72,16 +68,11 @@ export class Hooks {
   /** How long a hook's spawn waits before it tries an unreachable engine again (tests shorten it). */
   spawnRetryMs = 5000;
 
-  constructor(
-    private readonly app: HookDeps,
-    private readonly envSecret: string | null,
-  ) {
+  constructor(private readonly app: HookDeps, private readonly envSecret: string | null) {
     this.#store = new HookStore(app.store.db);
     // Read now, while the store is surely open; the work waits for the spawner's recovery.
     const kept = this.#store.prompts();
-    if (kept.length) {
-      this.later("resuming hook prompts", () => this.#resume(kept));
-    }
+    if (kept.length) this.later("resuming hook prompts", () => this.#resume(kept));
   }
 
   /**
@@ -132,10 +123,9 @@ export class Hooks {
 
   /** Run `work` after the response went out; errors are logged, never thrown at the caller. */
   later(what: string, work: () => Promise<void>): void {
-    const p = new Promise<void>((resolve) => setTimeout(resolve, 0)).then(work)
-      .catch((error) => {
-        console.error(`lvmh: ${what}: ${(error as Error).message}`);
-      }).finally(() => this.#pending.delete(p));
+    const p = new Promise<void>((resolve) => setTimeout(resolve, 0)).then(work).catch((error) => {
+      console.error(`lvmh: ${what}: ${(error as Error).message}`);
+    }).finally(() => this.#pending.delete(p));
     this.#pending.add(p);
   }
 
@@ -149,9 +139,7 @@ export class Hooks {
     this.#stop.abort();
     const kept = this.#store.prompts().length;
     if (kept) {
-      console.log(
-        `lvmh: ${kept} hook prompt(s) wait for their sessions; they go out after the next start`,
-      );
+      console.log(`lvmh: ${kept} hook prompt(s) wait for their sessions; they go out after the next start`);
     }
   }
 
@@ -161,24 +149,16 @@ export class Hooks {
    */
   gitlab(action: GitlabAction): void {
     const actor = "hook:gitlab";
-    if (
-      action.kind === "note" &&
-      action.author === this.app.gitlab.status().username
-    ) return;
+    if (action.kind === "note" && action.author === this.app.gitlab.status().username) return;
     const message = promptFor(action);
     const sessionId = this.findSession(action.repo, action.branch);
     if (sessionId) {
-      this.#prompt(sessionId, message, true, actor, {
-        gitlab: action.kind,
-        repo: action.repo,
-      });
+      this.#prompt(sessionId, message, true, actor, { gitlab: action.kind, repo: action.repo });
       return;
     }
     // A failed pipeline on a branch no session works on is not lvmh's business.
     if (action.kind !== "note") return;
-    this.queueSpawn(action.repo, action.branch ?? undefined, message, actor, {
-      gitlab: action.kind,
-    });
+    this.queueSpawn(action.repo, action.branch ?? undefined, message, actor, { gitlab: action.kind });
   }
 
   /**
@@ -209,11 +189,7 @@ export class Hooks {
     };
     // With a delivery key, the key and the prompt are written together: a replay names the first spawn.
     if (dedupe) {
-      const claimed = this.#store.claimSpawn(
-        dedupe.source,
-        dedupe.key,
-        pending,
-      );
+      const claimed = this.#store.claimSpawn(dedupe.source, dedupe.key, pending);
       if (claimed.duplicate) return claimed;
     } else {
       this.#store.addPrompt(pending);
@@ -235,23 +211,15 @@ export class Hooks {
     for (const p of kept) {
       if (Date.now() - p.createdAt > PROMPT_KEEP_MS) {
         this.#store.takePrompt(p.id);
-        console.warn(
-          `lvmh: dropped a hook prompt for session ${p.sessionId}: older than 24 h`,
-        );
+        console.warn(`lvmh: dropped a hook prompt for session ${p.sessionId}: older than 24 h`);
         continue;
       }
       // Still marked to spawn: the daemon died mid-spawn. A worker it left may never have had its ready
       // signal (it would wait for ever), so it goes, and the spawn runs again under the same session id.
-      if (
-        p.spawn &&
-        this.app.spawner.jobs().some((j) => j.sessionId === p.sessionId)
-      ) {
+      if (p.spawn && this.app.spawner.jobs().some((j) => j.sessionId === p.sessionId)) {
         await this.app.spawner.stopSession(p.sessionId).catch(() => {});
       }
-      this.later(
-        `hook prompt for session ${p.sessionId}`,
-        () => this.#carry(p),
-      );
+      this.later(`hook prompt for session ${p.sessionId}`, () => this.#carry(p));
     }
   }
 
@@ -269,14 +237,9 @@ export class Hooks {
           // Shutdown cut the spawn short: the row stays and the next start spawns again.
           if (this.#stop.signal.aborted) return;
           // No engine (yet: a daemon that starts before Docker does): try again while the prompt is wanted.
-          if (
-            error instanceof UnavailableError &&
-            Date.now() + this.spawnRetryMs < engineDeadline
-          ) {
+          if (error instanceof UnavailableError && Date.now() + this.spawnRetryMs < engineDeadline) {
             if (tries === 1) {
-              console.warn(
-                `lvmh: hook spawn on ${repo} waits for the engine: ${error.message}`,
-              );
+              console.warn(`lvmh: hook spawn on ${repo} waits for the engine: ${error.message}`);
             }
             await this.#pause(this.spawnRetryMs);
             if (this.#stop.signal.aborted) return;
@@ -302,11 +265,15 @@ export class Hooks {
       const left = deadline - Date.now();
       try {
         if (left <= 0) {
-          throw new Error(
-            `session "${p.sessionId}" did not come online in ${ONLINE_WAIT_MS / 60_000} min`,
-          );
+          throw new Error(`session "${p.sessionId}" did not come online in ${ONLINE_WAIT_MS / 60_000} min`);
         }
-        await this.#whenOnline(p.sessionId, left);
+        await whenOnline(
+          this.app.hub,
+          () => this.app.sessions.get(p.sessionId)?.online === true,
+          p.sessionId,
+          left,
+          this.#stop.signal,
+        );
       } catch (error) {
         // Shutdown: the row stays for the next start (`close` says how many).
         if (this.#stop.signal.aborted) return;
@@ -343,7 +310,13 @@ export class Hooks {
         throw error;
       }
     }
-    const answer = this.#answer(p);
+    const answer = commandAnswer(
+      this.app.hub,
+      p.sessionId,
+      p.id,
+      this.#stop.signal,
+      (again) => this.#onHello(p.sessionId, again),
+    );
     try {
       this.#send(p.sessionId, p.id, p.message, followUp, p.actor, p.detail);
     } catch (error) {
@@ -355,72 +328,24 @@ export class Hooks {
     if (a === "stopped") return true; // shutdown: the row stays for the next start
     this.#store.takePrompt(p.id);
     if (!a.ok) {
-      console.warn(
-        `lvmh: session ${p.sessionId} refused a hook prompt: ${a.error ?? "no reason"}`,
-      );
+      console.warn(`lvmh: session ${p.sessionId} refused a hook prompt: ${a.error ?? "no reason"}`);
     }
     return true;
   }
 
-  /**
-   * Wait for the session's `command_result` for `p` (followed in-process from before the frame is sent, as
-   * stored events), a new hello of the session, or shutdown. No deadline: a follow-up is taken only once pi's
-   * run ends, however long that is.
-   */
-  #answer(p: PendingPrompt): { promise: Promise<Answer>; cancel(): void } {
-    const hub = this.app.hub;
-    let settle!: (a: Answer) => void;
-    const promise = new Promise<Answer>((resolve) => settle = resolve);
-    let hellos = this.#hellos.get(p.sessionId);
-    if (!hellos) this.#hellos.set(p.sessionId, hellos = new Set());
-    const again = () => done("again");
-    const stopped = () => done("stopped");
-    const done = (a: Answer) => {
-      hub.leave(sub);
-      hellos.delete(again);
-      if (!hellos.size && this.#hellos.get(p.sessionId) === hellos) {
-        this.#hellos.delete(p.sessionId);
-      }
-      this.#stop.signal.removeEventListener("abort", stopped);
-      settle(a);
+  /** Call `again` at the session's next hello. @returns its removal */
+  #onHello(sessionId: string, again: () => void): () => void {
+    let calls = this.#hellos.get(sessionId);
+    if (!calls) this.#hellos.set(sessionId, calls = new Set());
+    calls.add(again);
+    return () => {
+      calls.delete(again);
+      if (!calls.size && this.#hellos.get(sessionId) === calls) this.#hellos.delete(sessionId);
     };
-    const sub: Subscriber = {
-      send() {}, // never called: the hub hands an in-process follower the events themselves
-      bufferedAmount: () => 0,
-      close() {},
-      events(_sessionId, _after, events) {
-        for (const e of events) {
-          // Only a command_result is parsed (the others go by unread).
-          if (!e.json.includes('"command_result"')) continue;
-          const ev = eventObject(e) as {
-            type: string;
-            commandId?: unknown;
-            ok?: unknown;
-            error?: unknown;
-          };
-          if (ev.type !== "command_result" || ev.commandId !== p.id) continue;
-          return done({
-            ok: ev.ok === true,
-            error: typeof ev.error === "string" ? ev.error : undefined,
-          });
-        }
-      },
-    };
-    hub.join(sub, { broadcasts: false });
-    hub.subscribe(sub, p.sessionId);
-    hellos.add(again);
-    this.#stop.signal.addEventListener("abort", stopped);
-    if (this.#stop.signal.aborted) stopped();
-    return { promise, cancel: stopped };
   }
 
   /** Prompt a live session now, as the generic hook does. @throws what `sessions.send` throws. */
-  prompt(
-    sessionId: string,
-    message: string,
-    followUp: boolean,
-    actor: string,
-  ): void {
+  prompt(sessionId: string, message: string, followUp: boolean, actor: string): void {
     this.#prompt(sessionId, message, followUp, actor, {});
   }
 
@@ -432,36 +357,19 @@ export class Hooks {
     const online = (id: string) => this.app.sessions.get(id)?.online === true;
     for (const job of this.app.spawner.jobs()) {
       if (job.repo !== repo || job.state !== "running") continue;
-      if (branch !== null && job.branch !== null && job.branch !== branch) {
-        continue;
-      }
+      if (branch !== null && job.branch !== null && job.branch !== branch) continue;
       if (online(job.sessionId)) return job.sessionId;
     }
     for (const s of this.app.sessions.list()) {
       if (!s.online || !s.repo) continue;
       const r = s.repo.replace(/\.git$/, "");
-      if (r === repo || r.endsWith(`/${repo}`) || r.endsWith(`:${repo}`)) {
-        return s.id;
-      }
+      if (r === repo || r.endsWith(`/${repo}`) || r.endsWith(`:${repo}`)) return s.id;
     }
     return null;
   }
 
-  #prompt(
-    sessionId: string,
-    message: string,
-    followUp: boolean,
-    actor: string,
-    detail: object,
-  ): void {
-    this.#send(
-      sessionId,
-      crypto.randomUUID(),
-      message,
-      followUp,
-      actor,
-      detail,
-    );
+  #prompt(sessionId: string, message: string, followUp: boolean, actor: string, detail: object): void {
+    this.#send(sessionId, crypto.randomUUID(), message, followUp, actor, detail);
   }
 
   #send(
@@ -471,17 +379,10 @@ export class Hooks {
     followUp: boolean,
     actor: string,
     detail: object,
-  ): void {
+  ) {
     const deliverAs = followUp ? "followUp" : "steer";
     // `by` (lib/protocol.ts's prompt frame) names the hook on the user message pi shows; send passes it on.
-    const prompt = {
-      type: "prompt" as const,
-      promptId,
-      commandId: promptId,
-      message,
-      deliverAs,
-      by: actor,
-    } as const;
+    const prompt = { type: "prompt", promptId, commandId: promptId, message, deliverAs, by: actor } as const;
     this.app.sessions.send(sessionId, prompt);
     this.app.audit.append({
       actor,
@@ -502,59 +403,6 @@ export class Hooks {
       };
       const timer = setTimeout(done, ms);
       this.#stop.signal.addEventListener("abort", done);
-    });
-  }
-
-  /** Resolve once the session is online. @throws {Error} after `timeoutMs`. */
-  #whenOnline(sessionId: string, timeoutMs: number): Promise<void> {
-    if (this.app.sessions.get(sessionId)?.online) return Promise.resolve();
-    if (this.#stop.signal.aborted) {
-      return Promise.reject(
-        new Error(
-          `the daemon stopped before session "${sessionId}" came online`,
-        ),
-      );
-    }
-    return new Promise((resolve, reject) => {
-      const hub = this.app.hub;
-      const done = () => {
-        clearTimeout(timer);
-        hub.leave(sub);
-        this.#stop.signal.removeEventListener("abort", stopped);
-      };
-      const stopped = () => {
-        done();
-        reject(
-          new Error(
-            `the daemon stopped before session "${sessionId}" came online`,
-          ),
-        );
-      };
-      this.#stop.signal.addEventListener("abort", stopped);
-      const sub: Subscriber = {
-        send(data) {
-          if (!data.startsWith('{"type":"session_update"')) return;
-          const frame = JSON.parse(data) as Extract<
-            ServerFrame,
-            { type: "session_update" }
-          >;
-          if (frame.sessions.some((s) => s.id === sessionId && s.online)) {
-            done();
-            resolve();
-          }
-        },
-        bufferedAmount: () => 0,
-        close() {},
-      };
-      const timer = setTimeout(() => {
-        done();
-        reject(
-          new Error(
-            `session "${sessionId}" did not come online within ${timeoutMs / 1000} s`,
-          ),
-        );
-      }, timeoutMs);
-      hub.join(sub);
     });
   }
 }
