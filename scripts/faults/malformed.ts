@@ -4,7 +4,7 @@
  * session's `message_update` delay p99 during the attack must stay under 2× the baseline measured just before.
  */
 import { startDaemon } from "../../tests/_daemon.ts";
-import { daemonPid, pct, rssMiB } from "../../bench/_proc.ts";
+import { daemonPid, lineReader, pct, rssMiB } from "../../bench/_proc.ts";
 import { healthy } from "./_healthy.ts";
 
 /** The RSS bound stated for this row: the daemon's own baseline plus room for a few 10 MB frames in flight. */
@@ -90,20 +90,15 @@ async function startSink(): Promise<{ url: string; stop(): Promise<void> }> {
     stdout: "piped",
     stderr: "inherit",
   }).spawn();
-  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let out = "";
-  while (!out.includes("\n")) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error("the sink process ended before it listened");
-    out += value;
-  }
-  reader.releaseLock();
+  const line = lineReader(child.stdout);
+  const url = await line();
+  if (url === null) throw new Error("the sink process ended before it listened");
   return {
-    url: out.split("\n")[0].trim(),
+    url: url.trim(),
     async stop() {
       child.kill("SIGKILL");
       await child.status;
-      await child.stdout.cancel().catch(() => {});
+      while (await line() !== null) { /* to the end of its output */ }
     },
   };
 }
@@ -129,11 +124,11 @@ export async function startAttacker(
     stdout: "piped",
     stderr: "inherit",
   }).spawn();
-  const lines = child.stdout.pipeThrough(new TextDecoderStream()).pipeThrough(splitLines()).getReader();
+  const line = lineReader(child.stdout);
   const next = async () => {
-    const { value, done } = await lines.read();
-    if (done) throw new Error("the attacker process ended early");
-    return value;
+    const text = await line();
+    if (text === null) throw new Error("the attacker process ended early");
+    return text;
   };
   if ((await next()) !== "ready") throw new Error("the attacker process did not get ready");
   return {
@@ -142,22 +137,9 @@ export async function startAttacker(
       await writer.write(new TextEncoder().encode("go\n"));
       await writer.close();
       const result = JSON.parse(await next());
-      lines.releaseLock();
-      await child.stdout.cancel().catch(() => {});
+      while (await line() !== null) { /* to the end of its output */ }
       if (!(await child.status).success) throw new Error("the attacker process failed");
       return result;
     },
   };
-}
-
-/** A stream of text chunks as lines. */
-function splitLines(): TransformStream<string, string> {
-  let rest = "";
-  return new TransformStream({
-    transform(chunk, out) {
-      const parts = (rest + chunk).split("\n");
-      rest = parts.pop()!;
-      for (const line of parts) out.enqueue(line);
-    },
-  });
 }
