@@ -4774,9 +4774,7 @@ var Link = class {
     else if (f?.type === "prompt" && !this.#firstTime(f)) return;
     else if (this.binding) this.binding.command(f);
     else {
-      if (f?.type === "prompt") {
-        this.#log(`prompt ${f.promptId} dropped: no live pi session`);
-      }
+      if (f?.type === "prompt") this.#log(`prompt ${f.promptId} dropped: no live pi session`);
       this.commandResult(f, "no live pi session");
     }
   }

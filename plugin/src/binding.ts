@@ -79,14 +79,10 @@ export function bind(pi: PiApi, cfg: Config, log: Logger): void {
   };
   function checkInfo(ctx: PiContext | null, model?: PiContext["model"]) {
     if (!link || !ctx) return;
-    const name = field(
-      ctx.sessionManager?.getSessionName?.(),
-      FieldMax.sessionName,
-    );
+    const name = field(ctx.sessionManager?.getSessionName?.(), FieldMax.sessionName);
     const m = model ?? ctx.model;
     const info = link.info;
-    const id = field(m?.id, FieldMax.model),
-      provider = field(m?.provider, FieldMax.model);
+    const id = field(m?.id, FieldMax.model), provider = field(m?.provider, FieldMax.model);
     const thinking = thinkingLevel();
     if (
       name === info.name && id === info.model && provider === info.provider &&

@@ -240,9 +240,7 @@ export class Link {
     else if (f?.type === "prompt" && !this.#firstTime(f)) return;
     else if (this.binding) this.binding.command(f);
     else {
-      if (f?.type === "prompt") {
-        this.#log(`prompt ${f.promptId} dropped: no live pi session`);
-      }
+      if (f?.type === "prompt") this.#log(`prompt ${f.promptId} dropped: no live pi session`);
       this.commandResult(f, "no live pi session");
     }
   }
@@ -291,11 +289,7 @@ export class Link {
         this.#state = "open";
         this.#errorsSeen.clear();
         this.#heartbeat?.stop();
-        this.#heartbeat = new Heartbeat(
-          () => this.#ping(ws),
-          () => this.#dead(ws),
-          this.#cfg.heartbeat,
-        );
+        this.#heartbeat = new Heartbeat(() => this.#ping(ws), () => this.#dead(ws), this.#cfg.heartbeat);
         this.#heartbeat.start();
         ws.send(JSON.stringify({
           v: PROTOCOL_VERSION,
@@ -338,15 +332,7 @@ export class Link {
 
   #ping(ws: WebSocketLike) {
     const ts = Date.now();
-    ws.send(
-      JSON.stringify({
-        v: PROTOCOL_VERSION,
-        type: "ping",
-        sessionId: this.sessionId,
-        seq: 0,
-        ts,
-      }),
-    );
+    ws.send(JSON.stringify({ v: PROTOCOL_VERSION, type: "ping", sessionId: this.sessionId, seq: 0, ts }));
   }
 
   /** The daemon went silent: drop this socket without waiting for a close handshake it cannot answer. */
@@ -436,11 +422,7 @@ export class Link {
           return;
         }
         if (batching && this.#buf.unsent > 1) {
-          const { text, count } = encodeBatch(
-            this.sessionId,
-            (i) => this.#buf.unsentAt(i),
-            BATCH_MAX_EVENTS,
-          );
+          const { text, count } = encodeBatch(this.sessionId, (i) => this.#buf.unsentAt(i), BATCH_MAX_EVENTS);
           ws.send(text);
           this.#buf.markSent(count);
           // Bound the work of one turn by events, not frames, so a long replay still yields to pi.
