@@ -34,9 +34,9 @@ export function useScrollPin(content: unknown): ScrollPin {
     addEventListener("scroll", onScroll, { passive: true });
     // Start at the newest message.
     scrollTo(0, document.documentElement.scrollHeight);
-    // Following, stay at the bottom when what is shown grows by itself: messages off screen are placeholders
-    // (content-visibility) that take their real height once near the view, after the page was scrolled down.
-    // Runs after layout and before paint, so it reads no stale height and forces no layout.
+    // Following, stay at the bottom when what is shown grows by itself after it was scrolled down (an image
+    // that loads, a block of messages laid out late). Runs after layout and before paint, so it reads no stale
+    // height and forces no layout.
     const grown = new ResizeObserver(() => {
       if (stick.current) scrollTo(0, document.documentElement.scrollHeight);
     });
