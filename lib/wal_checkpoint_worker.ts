@@ -42,6 +42,9 @@ self.onmessage = (e: MessageEvent<CheckpointerStart | "close">) => {
   timer = setInterval(() => {
     try {
       const wal = shm.read();
+      // Past its bound the log starts over only once the daemon has copied the rest: asked at every look, not
+      // only after a checkpoint of this worker, which the spacing below may put off.
+      if (wal && wal.frames >= maxFrames) post({ type: "over", log: wal.frames });
       const pending = wal ? wal.frames - wal.copied : Infinity;
       // Nothing new costs this one read a tick. A trickle of commits (a session streaming) is copied once per
       // `quietMs`, not on every tick, since each checkpoint fsyncs both files; a burst, on every tick.
@@ -52,7 +55,7 @@ self.onmessage = (e: MessageEvent<CheckpointerStart | "close">) => {
       lastAt = performance.now();
       if (failing) post({ type: "recovered" });
       failing = "";
-      if (log >= maxFrames) post({ type: "over", log });
+      if (!wal && log >= maxFrames) post({ type: "over", log });
     } catch (error) {
       const message = (error as Error).message;
       // Another checkpoint running (the daemon finishing one, a sqlite3 shell) is not a failure.
