@@ -1,6 +1,6 @@
 /** What a signed-in person below admin sees on an admin page: no data, a 403 and a way back. */
 import { renderPage } from "../lib/render.tsx";
-import type { Me } from "../lib/ui/roles.ts";
+import type { Me } from "../ui/roles.ts";
 import { TopBar } from "./TopBar.tsx";
 
 /** The 403 page of the admin pages (audit, tokens). */

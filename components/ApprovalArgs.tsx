@@ -1,5 +1,5 @@
 /** A waiting call's arguments, readable: a command, a file's content with its path, or an edit's diff. */
-import { prettyArgs } from "../lib/ui/approval_view.ts";
+import { prettyArgs } from "../ui/approval_view.ts";
 
 export function ApprovalArgs({ toolName, args }: { toolName: string; args: unknown }) {
   const p = prettyArgs(toolName, args);

@@ -5,8 +5,8 @@
  */
 import { useState } from "preact/hooks";
 import type { ApprovalDecision, ApprovalState } from "../lib/protocol.ts";
-import type { ApprovalView } from "../lib/ui/approval_view.ts";
-import { useCan } from "../lib/ui/roles.ts";
+import type { ApprovalView } from "../ui/approval_view.ts";
+import { useCan } from "../ui/roles.ts";
 import { ApprovalArgs } from "./ApprovalArgs.tsx";
 
 interface Props {

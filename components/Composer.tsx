@@ -4,10 +4,10 @@
  * With the session given, it also takes images (pasted, dropped or picked; thumbnails with a remove button; a
  * warning when the model takes no images), and carries the model picker and a rename button.
  */
-import type { CommandOutcome } from "../lib/ui/conversation.ts";
+import type { CommandOutcome } from "../ui/conversation.ts";
 import { useMemo, useRef, useState } from "preact/hooks";
 import type { DeliverAs, SessionSummary } from "../lib/protocol.ts";
-import { type ComposerImage, steerActions, takesImages } from "../lib/ui/steer.ts";
+import { type ComposerImage, steerActions, takesImages } from "../ui/steer.ts";
 import { ModelPicker } from "./ModelPicker.tsx";
 
 interface ComposerProps {

@@ -8,9 +8,9 @@ import {
   type GitlabHookStatus,
   gitlabHookStatus,
   setGitlabHookSecret,
-} from "../lib/ui/rest.ts";
-import { useAdminAction } from "../lib/ui/use_admin_action.ts";
-import { randomSecret } from "../lib/ui/webhook_view.ts";
+} from "../ui/rest.ts";
+import { useAdminAction } from "../ui/use_admin_action.ts";
+import { randomSecret } from "../ui/webhook_view.ts";
 import { ShownOnce } from "./ShownOnce.tsx";
 
 /** The inbound GitLab hook: its URL to paste into GitLab, and its secret (set or cleared, never shown back). */

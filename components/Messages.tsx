@@ -1,17 +1,17 @@
 /**
- * The conversation's items. Assistant text is Markdown rendered by `lib/ui/markdown.ts` (raw HTML escaped,
+ * The conversation's items. Assistant text is Markdown rendered by `ui/markdown.ts` (raw HTML escaped,
  * unsafe links dropped), the only place this UI sets HTML; everything else is text Preact escapes.
  */
 import { Component, Fragment } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import type { ApprovalDecision } from "../lib/protocol.ts";
-import type { ApprovalView } from "../lib/ui/approval_view.ts";
-import type { Item, ToolCall, UserImage } from "../lib/ui/conversation.ts";
-import { imageLabel } from "../lib/ui/format.ts";
-import { formatCost, formatTokens } from "../lib/ui/format.ts";
-import type { SinceSummary } from "../lib/ui/last_seen.ts";
-import { renderMarkdown, renderMarkdownFinished } from "../lib/ui/markdown.ts";
-import { type MessageRow, sameRows } from "../lib/ui/message_blocks.ts";
+import type { ApprovalView } from "../ui/approval_view.ts";
+import type { Item, ToolCall, UserImage } from "../ui/conversation.ts";
+import { imageLabel } from "../ui/format.ts";
+import { formatCost, formatTokens } from "../ui/format.ts";
+import type { SinceSummary } from "../ui/last_seen.ts";
+import { renderMarkdown, renderMarkdownFinished } from "../ui/markdown.ts";
+import { type MessageRow, sameRows } from "../ui/message_blocks.ts";
 import { ApprovalCard } from "./ApprovalCard.tsx";
 import { SinceCard } from "./SinceCard.tsx";
 import { ToolCard } from "./ToolCard.tsx";
@@ -181,7 +181,7 @@ interface BlockProps {
 }
 
 /**
- * A block of consecutive messages (lib/ui/message_blocks.ts): skipped by Preact as a whole while its rows are
+ * A block of consecutive messages (ui/message_blocks.ts): skipped by Preact as a whole while its rows are
  * the same, and one box for the browser while off screen (`.msg-block` has content-visibility, as do the
  * messages in it), so neither a render nor a layout walks every message held.
  */

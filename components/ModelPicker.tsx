@@ -6,8 +6,8 @@
  */
 import { useState } from "preact/hooks";
 import type { ModelEntry } from "../lib/protocol.ts";
-import type { CommandOutcome } from "../lib/ui/conversation.ts";
-import type { CommandSent } from "../lib/ui/steer.ts";
+import type { CommandOutcome } from "../ui/conversation.ts";
+import type { CommandSent } from "../ui/steer.ts";
 
 interface ModelPickerProps {
   models: ModelEntry[];

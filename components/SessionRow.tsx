@@ -4,8 +4,8 @@
  * activity — all as the daemon reports them in the summary (`lib/session_glance.ts`).
  */
 import type { SessionSummary } from "../lib/protocol.ts";
-import { formatCost, relativeTime, shortPath } from "../lib/ui/format.ts";
-import { activeAt, activityText, groupOf } from "../lib/ui/glance.ts";
+import { formatCost, relativeTime, shortPath } from "../ui/format.ts";
+import { activeAt, activityText, groupOf } from "../ui/glance.ts";
 
 export function SessionRow({ s, now }: { s: SessionSummary; now: number }) {
   const where = s.repo ?? shortPath(s.cwd || "?");

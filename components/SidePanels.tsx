@@ -1,8 +1,8 @@
 /** The session page's side column: session facts, usage, todos and subagent runs derived from tool calls. */
 import type { SessionSummary } from "../lib/protocol.ts";
-import type { Conversation } from "../lib/ui/conversation.ts";
-import type { SubagentRun, TodoState } from "../lib/ui/derive.ts";
-import { formatCost, formatTokens, relativeTime } from "../lib/ui/format.ts";
+import type { Conversation } from "../ui/conversation.ts";
+import type { SubagentRun, TodoState } from "../ui/derive.ts";
+import { formatCost, formatTokens, relativeTime } from "../ui/format.ts";
 
 export function SessionFacts({ s, now }: { s: SessionSummary; now: number }) {
   return (

@@ -1,6 +1,6 @@
 /** The token form: posts to `/login` (works before hydration too), and from the island stores the token. */
 import { useState } from "preact/hooks";
-import { signIn } from "../lib/ui/api.ts";
+import { signIn } from "../ui/api.ts";
 
 export function SignInForm({ message }: { message?: string }) {
   const [token, setToken] = useState("");

@@ -1,6 +1,6 @@
 /** The divider where this browser last stopped reading a session, with what happened since. */
-import type { SinceSummary } from "../lib/ui/last_seen.ts";
-import { formatCost } from "../lib/ui/format.ts";
+import type { SinceSummary } from "../ui/last_seen.ts";
+import { formatCost } from "../ui/format.ts";
 
 function plural(n: number, one: string, many = `${one}s`): string {
   return `${n} ${n === 1 ? one : many}`;

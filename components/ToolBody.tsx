@@ -1,12 +1,12 @@
 /**
- * The unfolded body of a tool card, by tool (`lib/ui/tool_view.ts`): an edit's unified diff, a written file
+ * The unfolded body of a tool card, by tool (`ui/tool_view.ts`): an edit's unified diff, a written file
  * with its path, a command with its output, a read with its path and lines; code highlighted by its file's
- * language. Highlighted HTML comes only from `lib/ui/highlight.ts`, which escapes the text it wraps.
+ * language. Highlighted HTML comes only from `ui/highlight.ts`, which escapes the text it wraps.
  */
-import type { ToolCall } from "../lib/ui/conversation.ts";
-import { prettyJson } from "../lib/ui/format.ts";
-import { highlight, languageOfPath } from "../lib/ui/highlight.ts";
-import { outputOf, toolView } from "../lib/ui/tool_view.ts";
+import type { ToolCall } from "../ui/conversation.ts";
+import { prettyJson } from "../ui/format.ts";
+import { highlight, languageOfPath } from "../ui/highlight.ts";
+import { outputOf, toolView } from "../ui/tool_view.ts";
 
 function Code({ text, lang, cls }: { text: string; lang: string | null; cls: string }) {
   return (

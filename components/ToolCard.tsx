@@ -1,5 +1,5 @@
 /** A tool call as a card: name, a one-line summary of its arguments, status, and (unfolded) args and result. */
-import type { ToolCall } from "../lib/ui/conversation.ts";
+import type { ToolCall } from "../ui/conversation.ts";
 import { ToolBody } from "./ToolBody.tsx";
 
 /** The argument a person looks for first, per well-known tool; the first short string for any other tool. */

@@ -5,7 +5,7 @@
  */
 import type { ComponentChildren } from "preact";
 import { Island } from "../lib/render.tsx";
-import { can, type Me } from "../lib/ui/roles.ts";
+import { can, type Me } from "../ui/roles.ts";
 import TopBarControls from "../islands/TopBarControls.tsx";
 
 export function TopBar({ children, me }: { children?: ComponentChildren; me?: Me | null }) {

@@ -4,9 +4,9 @@
  * appear at the end without a reload.
  */
 import { useState } from "preact/hooks";
-import { ApiError, SignInRequired } from "../lib/ui/api.ts";
-import { auditPage } from "../lib/ui/rest.ts";
-import type { AuditRow } from "../lib/ui/wire.ts";
+import { ApiError, SignInRequired } from "../ui/api.ts";
+import { auditPage } from "../ui/rest.ts";
+import type { AuditRow } from "../ui/types.ts";
 
 interface Props {
   rows: AuditRow[];

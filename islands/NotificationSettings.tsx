@@ -4,8 +4,8 @@
  * the panel says so (only the in-page notifications of an open session page work there).
  */
 import { useEffect, useState } from "preact/hooks";
-import { ApiError, SignInRequired } from "../lib/ui/api.ts";
-import { pushKey, pushKinds, removePushSubscription, savePushSubscription } from "../lib/ui/rest.ts";
+import { ApiError, SignInRequired } from "../ui/api.ts";
+import { pushKey, pushKinds, removePushSubscription, savePushSubscription } from "../ui/rest.ts";
 
 interface Props {
   /** Every kind, in display order, with its label. */

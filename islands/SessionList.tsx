@@ -8,12 +8,12 @@
 import { useEffect, useMemo, useState } from "preact/hooks";
 import type { SessionSummary } from "../lib/protocol.ts";
 import { SessionRow } from "../components/SessionRow.tsx";
-import { pageLive } from "../lib/ui/live.ts";
-import { notifySettled } from "../lib/ui/notify.ts";
-import { useClock } from "../lib/ui/use_clock.ts";
-import { EMPTY_DIRECTORY } from "../lib/ui/session_directory.ts";
-import { useLive } from "../lib/ui/use_live.ts";
-import { GROUP_LABEL, groupOf, sortByGroup } from "../lib/ui/glance.ts";
+import { pageLive } from "../ui/live.ts";
+import { notifySettled } from "../ui/watch.ts";
+import { useClock } from "../ui/use_clock.ts";
+import { EMPTY_DIRECTORY } from "../ui/session_directory.ts";
+import { useLive } from "../ui/use_live.ts";
+import { GROUP_LABEL, groupOf, sortByGroup } from "../ui/glance.ts";
 
 interface Props {
   /** The rows the server rendered: the first page, in the order shown. */

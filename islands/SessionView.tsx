@@ -1,6 +1,6 @@
 /**
  * The session page: the conversation (server-rendered from the latest page of events, then live), streaming
- * deltas, older history on scroll, the side panels, and the composer. Each concern is a hook in `lib/ui/`:
+ * deltas, older history on scroll, the side panels, and the composer. Each concern is a hook in `ui/`:
  * the summary row, the conversation, the scroll pin, notifications, and the actions.
  */
 import { useCallback, useEffect, useMemo, useRef, useState } from "preact/hooks";
@@ -11,21 +11,21 @@ import { Composer } from "../components/Composer.tsx";
 import { MessageBlockView, StreamingMessage } from "../components/Messages.tsx";
 import { SinceCard } from "../components/SinceCard.tsx";
 import { SessionFacts, SubagentPanel, TodoPanel, UsagePanel } from "../components/SidePanels.tsx";
-import { streamingText, streamingThinking } from "../lib/ui/conversation.ts";
-import { deriveSubagents, deriveTodos } from "../lib/ui/derive.ts";
-import { messageBlocks } from "../lib/ui/message_blocks.ts";
-import type { UiEvent } from "../lib/ui/wire.ts";
-import { useApprovals } from "../lib/ui/use_approvals.ts";
-import { useApprovalKeys } from "../lib/ui/use_approval_keys.ts";
-import { useClock } from "../lib/ui/use_clock.ts";
-import { useConversation } from "../lib/ui/use_conversation.ts";
-import { useScrollPin, useWhenVisible } from "../lib/ui/use_scroll_pin.ts";
-import { sessionActions } from "../lib/ui/use_session_actions.ts";
-import { useSessionSummary } from "../lib/ui/use_session_summary.ts";
-import { useWatch } from "../lib/ui/use_watch.ts";
-import { sessionTitle } from "../lib/ui/glance.ts";
-import { readLastSeen, summariseSince, writeLastSeen } from "../lib/ui/last_seen.ts";
-import { can, type Me, MeContext } from "../lib/ui/roles.ts";
+import { streamingText, streamingThinking } from "../ui/conversation.ts";
+import { deriveSubagents, deriveTodos } from "../ui/derive.ts";
+import { messageBlocks } from "../ui/message_blocks.ts";
+import type { UiEvent } from "../ui/types.ts";
+import { useApprovals } from "../ui/use_approvals.ts";
+import { useApprovalKeys } from "../ui/use_approval_keys.ts";
+import { useClock } from "../ui/use_clock.ts";
+import { useConversation } from "../ui/use_conversation.ts";
+import { useScrollPin, useWhenVisible } from "../ui/use_scroll_pin.ts";
+import { sessionActions } from "../ui/session_actions.ts";
+import { useSessionSummary } from "../ui/use_session_summary.ts";
+import { useWatch } from "../ui/use_watch.ts";
+import { sessionTitle } from "../ui/glance.ts";
+import { readLastSeen, summariseSince, writeLastSeen } from "../ui/last_seen.ts";
+import { can, type Me, MeContext } from "../ui/roles.ts";
 
 interface Props {
   session: SessionSummary;

@@ -4,7 +4,7 @@
  */
 import { useEffect, useState } from "preact/hooks";
 import { SignInForm } from "../components/SignInForm.tsx";
-import { clearToken, getToken, signIn } from "../lib/ui/api.ts";
+import { clearToken, getToken, signIn } from "../ui/api.ts";
 
 const RETRY_KEY = "lvmh.autoSignInAt";
 

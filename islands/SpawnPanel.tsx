@@ -3,14 +3,14 @@
  * active first), optionally a branch, and start a pi session in a container; jobs update live from
  * `spawn_status` frames on `/ws`, and a running one can be stopped. The token is sent once and never shown.
  */
-import { can, type Me } from "../lib/ui/roles.ts";
+import { can, type Me } from "../ui/roles.ts";
 import { useEffect, useMemo, useState } from "preact/hooks";
 import type { SpawnJob } from "../lib/protocol.ts";
-import type { GitlabRepo, GitlabStatus } from "../lib/ui/wire.ts";
-import { ApiError, SignInRequired } from "../lib/ui/api.ts";
-import { pageLive } from "../lib/ui/live.ts";
-import * as rest from "../lib/ui/rest.ts";
-import { relativeTime } from "../lib/ui/format.ts";
+import type { GitlabRepo, GitlabStatus } from "../ui/types.ts";
+import { ApiError, SignInRequired } from "../ui/api.ts";
+import { pageLive } from "../ui/live.ts";
+import * as rest from "../ui/rest.ts";
+import { relativeTime } from "../ui/format.ts";
 
 /** How many matching repositories the picker lists at once; typing narrows the rest. */
 const SHOWN = 50;

@@ -4,9 +4,9 @@
  * sockets and streams the token opened).
  */
 import { useState } from "preact/hooks";
-import { addToken, listTokens, revokeToken } from "../lib/ui/rest.ts";
-import { useAdminAction } from "../lib/ui/use_admin_action.ts";
-import type { TokenRow } from "../lib/ui/wire.ts";
+import { addToken, listTokens, revokeToken } from "../ui/rest.ts";
+import { useAdminAction } from "../ui/use_admin_action.ts";
+import type { TokenRow } from "../ui/types.ts";
 import { ShownOnce } from "../components/ShownOnce.tsx";
 
 const ROLES = ["viewer", "operator", "admin", "agent"] as const;

@@ -1,14 +1,14 @@
 /**
  * The live part of the top bar, on every signed-in page: the connection indicator, "N waiting" approvals,
  * sign-out, and the sign-in prompt when the daemon stops accepting this browser's token. It reads the page's
- * one connection (`lib/ui/live.ts`), which it is the first to open.
+ * one connection (`ui/live.ts`), which it is the first to open.
  */
 import { useEffect, useState } from "preact/hooks";
-import { signOut } from "../lib/ui/api.ts";
-import type { SocketStatus } from "../lib/ui/live_socket.ts";
-import { pageLive } from "../lib/ui/live.ts";
-import { EMPTY_DIRECTORY } from "../lib/ui/session_directory.ts";
-import { useLive } from "../lib/ui/use_live.ts";
+import { signOut } from "../ui/api.ts";
+import type { SocketStatus } from "../ui/live_socket.ts";
+import { pageLive } from "../ui/live.ts";
+import { EMPTY_DIRECTORY } from "../ui/session_directory.ts";
+import { useLive } from "../ui/use_live.ts";
 import { SignInForm } from "../components/SignInForm.tsx";
 import { WaitingBadge } from "../components/WaitingBadge.tsx";
 

@@ -4,7 +4,7 @@
  * the delivery log, delete; and the inbound GitLab hook's secret (set, generate, clear; never shown back).
  */
 import { useState } from "preact/hooks";
-import { errorText } from "../lib/ui/api.ts";
+import { errorText } from "../ui/api.ts";
 import {
   addWebhook,
   type GitlabHookStatus,
@@ -12,10 +12,10 @@ import {
   removeWebhook,
   testWebhook,
   webhookDeliveries,
-} from "../lib/ui/rest.ts";
-import { useAdminAction } from "../lib/ui/use_admin_action.ts";
-import { attemptClass, attemptText, shownUrl, when } from "../lib/ui/webhook_view.ts";
-import type { AttemptRow, Endpoint } from "../lib/ui/wire.ts";
+} from "../ui/rest.ts";
+import { useAdminAction } from "../ui/use_admin_action.ts";
+import { attemptClass, attemptText, shownUrl, when } from "../ui/webhook_view.ts";
+import type { AttemptRow, Endpoint } from "../ui/types.ts";
 import type { NotifyKind } from "../lib/notify/kinds.ts";
 import { GitlabHookForm } from "../components/GitlabHookForm.tsx";
 import { ShownOnce } from "../components/ShownOnce.tsx";

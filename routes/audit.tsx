@@ -5,7 +5,7 @@ import { signInPage } from "../components/SignInPage.tsx";
 import { adminOnlyPage } from "../components/AdminOnly.tsx";
 import { TopBar } from "../components/TopBar.tsx";
 import AuditLog from "../islands/AuditLog.tsx";
-import { can, type Me } from "../lib/ui/roles.ts";
+import { can, type Me } from "../ui/roles.ts";
 
 /** Rows per page of the audit page. */
 const PAGE = 200;

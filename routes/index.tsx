@@ -5,8 +5,8 @@ import { signInPage } from "../components/SignInPage.tsx";
 import { TopBar } from "../components/TopBar.tsx";
 import SessionList, { PAGE_ROWS } from "../islands/SessionList.tsx";
 import SpawnPanel from "../islands/SpawnPanel.tsx";
-import { sortByGroup } from "../lib/ui/glance.ts";
-import { can, type Me } from "../lib/ui/roles.ts";
+import { sortByGroup } from "../ui/glance.ts";
+import { can, type Me } from "../ui/roles.ts";
 
 export const handler = {
   GET(ctx: Ctx): Response {

@@ -5,7 +5,7 @@ import { signInPage } from "../components/SignInPage.tsx";
 import { TopBar } from "../components/TopBar.tsx";
 import NotificationSettings from "../islands/NotificationSettings.tsx";
 import { KIND_LABELS, NOTIFY_KINDS } from "../lib/notify/kinds.ts";
-import type { Me } from "../lib/ui/roles.ts";
+import type { Me } from "../ui/roles.ts";
 
 export const handler = {
   GET(ctx: Ctx): Response {

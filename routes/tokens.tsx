@@ -5,7 +5,7 @@ import { signInPage } from "../components/SignInPage.tsx";
 import { adminOnlyPage } from "../components/AdminOnly.tsx";
 import { TopBar } from "../components/TopBar.tsx";
 import TokenAdmin from "../islands/TokenAdmin.tsx";
-import { can, type Me } from "../lib/ui/roles.ts";
+import { can, type Me } from "../ui/roles.ts";
 
 export const handler = {
   GET(ctx: Ctx): Response {

@@ -9,7 +9,7 @@ import { KIND_LABELS, NOTIFY_KINDS, type NotifyKind } from "../lib/notify/kinds.
 
 /** What a new endpoint is sent unless the admin picks otherwise: what needs a person. */
 const DEFAULT_EVENTS: NotifyKind[] = ["approval.requested", "run.failed", "spawn.failed"];
-import { can, type Me } from "../lib/ui/roles.ts";
+import { can, type Me } from "../ui/roles.ts";
 
 export const handler = {
   GET(ctx: Ctx): Response {

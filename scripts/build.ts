@@ -15,7 +15,7 @@ export const BUNDLE_PATH = join(ROOT, "static", "client.js");
 const SOURCES = [
   "islands",
   "components",
-  "lib/ui",
+  "ui",
   "client.tsx",
   "lib/protocol.ts",
   "lib/protocol",

@@ -1,6 +1,6 @@
 /**
  * Scrolling back through a long session in real Chromium against the real daemon: an older page is added above
- * (lib/ui/use_conversation.ts) into blocks of messages (.msg-block), and the message the reader is looking at
+ * (ui/use_conversation.ts) into blocks of messages (.msg-block), and the message the reader is looking at
  * must not move in any frame while that happens. Also: the newest message is in view on arrival, and tool
  * calls whose call and result fall on two pages still show inside their message.
  */

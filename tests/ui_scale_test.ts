@@ -12,7 +12,7 @@ import { freePort, startDaemon, waitFor } from "./_daemon.ts";
 import { gotoHydrated, launchBrowser, openPage } from "./_browser.ts";
 import { connectAgent, userEnd } from "./_agent_client.ts";
 import { Store } from "../lib/store.ts";
-import { formatCost } from "../lib/ui/format.ts";
+import { formatCost } from "../ui/format.ts";
 import { benchInfo, fillSessions } from "../bench/_ui_fill.ts";
 
 const COUNT = 3000;

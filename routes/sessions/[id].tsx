@@ -5,10 +5,10 @@ import { signInPage } from "../../components/SignInPage.tsx";
 import { TopBar } from "../../components/TopBar.tsx";
 import SessionView from "../../islands/SessionView.tsx";
 import { SESSION_ID_RE } from "../../lib/protocol.ts";
-import { HISTORY_PAGE } from "../../lib/ui/conversation.ts";
-import { asUiEvents } from "../../lib/ui/wire.ts";
-import { firstPrompt as firstPromptOf } from "../../lib/ui/glance.ts";
-import type { Me } from "../../lib/ui/roles.ts";
+import { HISTORY_PAGE } from "../../ui/conversation.ts";
+import { asUiEvents } from "../../ui/types.ts";
+import { firstPrompt as firstPromptOf } from "../../ui/glance.ts";
+import type { Me } from "../../ui/roles.ts";
 
 function notFound(id: string, me: Me): Response {
   return renderPage(

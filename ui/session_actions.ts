@@ -1,5 +1,5 @@
 /** What a person can do to a session from its page: prompt, abort, delete; errors become messages. */
-import type { AskSet, DeliverAs, SessionSummary } from "../protocol.ts";
+import type { AskSet, DeliverAs, SessionSummary } from "../lib/protocol.ts";
 import { ApiError, SignInRequired } from "./api.ts";
 import { pageLive } from "./live.ts";
 import { abortSession, deleteSession, sendPrompt, setPolicy } from "./rest.ts";

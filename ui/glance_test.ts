@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { activityText, firstLine, firstPrompt, groupOf, sessionTitle, sortByGroup } from "./glance.ts";
-import type { SessionSummary } from "../protocol.ts";
-import type { UiEvent } from "./wire.ts";
+import type { SessionSummary } from "../lib/protocol.ts";
+import type { UiEvent } from "./types.ts";
 
 const ev = (seq: number, type: string, payload: Record<string, unknown> = {}) =>
   ({ v: 1, sessionId: "s", seq, ts: seq, type, ...payload }) as unknown as UiEvent;

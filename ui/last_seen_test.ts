@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { readLastSeen, summariseSince, writeLastSeen } from "./last_seen.ts";
-import type { UiEvent } from "./wire.ts";
+import type { UiEvent } from "./types.ts";
 
 const ev = (seq: number, type: string, payload: Record<string, unknown> = {}) =>
   ({ v: 1, sessionId: "s", seq, ts: seq, type, ...payload }) as unknown as UiEvent;

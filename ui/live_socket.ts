@@ -4,7 +4,7 @@
  * It pings the daemon every 5 s (`{"type":"ping"}`, answered by `pong`) and treats 15 s without any frame as a
  * dead daemon (a paused or unplugged one never closes the socket): it drops the socket and reconnects.
  */
-import type { BrowserFrame, ServerFrame } from "../protocol.ts";
+import type { BrowserFrame, ServerFrame } from "../lib/protocol.ts";
 
 export type SocketState = "connecting" | "open" | "retrying" | "closed";
 

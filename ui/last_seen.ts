@@ -2,7 +2,7 @@
  * "Since you last looked": each browser remembers, per session, the last seq it showed (localStorage), and a
  * returning visit summarises what happened after it: runs finished, tools run, files touched, cost.
  */
-import type { UiEvent } from "./wire.ts";
+import type { UiEvent } from "./types.ts";
 
 const PREFIX = "lvmh.seen.";
 

@@ -5,7 +5,7 @@
  */
 import { createContext } from "preact";
 import { useContext } from "preact/hooks";
-import type { Role } from "../wire.ts";
+import type { Role } from "../lib/wire.ts";
 
 /** The roles a person can sign in with (an `agent` token opens no page). */
 export type UiRole = Role;

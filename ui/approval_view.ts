@@ -3,7 +3,7 @@
  * conversation's events say, and the call's arguments made readable per tool — `bash` its command, `write` its
  * path and content, `edit` a line diff old → new, anything else pretty JSON.
  */
-import type { Approval, ApprovalState } from "../protocol.ts";
+import type { Approval, ApprovalState } from "../lib/protocol.ts";
 import type { ApprovalEvent } from "./conversation.ts";
 
 /** One approval as its card shows it: the daemon's record (less its creation time), and where it was answered. */

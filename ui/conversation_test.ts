@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { UiEvent } from "./wire.ts";
+import type { UiEvent } from "./types.ts";
 import {
   applyEvents,
   buildConversation,

@@ -1,6 +1,6 @@
 /** The session page's row of the live session directory: its online/running state and whether it was deleted. */
 import { useEffect, useState } from "preact/hooks";
-import type { SessionSummary } from "../protocol.ts";
+import type { SessionSummary } from "../lib/protocol.ts";
 import { pageLive } from "./live.ts";
 
 export interface SessionSummaryState {

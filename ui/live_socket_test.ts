@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { backoffDelay, connectLive, type SocketStatus } from "./live_socket.ts";
-import type { ServerFrame } from "../protocol.ts";
+import type { ServerFrame } from "../lib/protocol.ts";
 
 Deno.test("backoffDelay() doubles, caps and jitters", () => {
   const mid = () => 0.5;

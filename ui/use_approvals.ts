@@ -4,7 +4,7 @@
  * approval event, merged with those events into one view per approval; and answering one.
  */
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
-import type { Approval, ApprovalDecision } from "../protocol.ts";
+import type { Approval, ApprovalDecision } from "../lib/protocol.ts";
 import { ApiError, SignInRequired } from "./api.ts";
 import { type ApprovalView, approvalView, sameView } from "./approval_view.ts";
 import type { Conversation } from "./conversation.ts";

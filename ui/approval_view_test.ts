@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { Approval } from "../protocol.ts";
+import type { Approval } from "../lib/protocol.ts";
 import { approvalView, lineDiff, prettyArgs, sameView } from "./approval_view.ts";
 
 Deno.test("lineDiff() keeps common lines and marks removed and added ones in order", () => {

@@ -5,7 +5,7 @@
  * daemon stopped accepting this browser's token. Islands reach it through `pageLive()`, in effects only (the
  * server render never opens a socket).
  */
-import type { Approval, ServerFrame, SpawnJob } from "../protocol.ts";
+import type { Approval, ServerFrame, SpawnJob } from "../lib/protocol.ts";
 import { credentialsAccepted as restCredentialsAccepted, socketUrl } from "./api.ts";
 import { connectLive, type LiveSocket, type SocketStatus } from "./live_socket.ts";
 import { applySessionFrame, EMPTY_DIRECTORY, type SessionDirectory } from "./session_directory.ts";

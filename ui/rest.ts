@@ -14,7 +14,7 @@ import type {
   SessionSummary,
   SpawnBody,
   SpawnJob,
-} from "../protocol.ts";
+} from "../lib/protocol.ts";
 import { api } from "./api.ts";
 import type {
   AttemptRow,
@@ -26,9 +26,9 @@ import type {
   SpawnResult,
   TokenRow,
   UiEvent,
-} from "./wire.ts";
+} from "./types.ts";
 import type { Me } from "./roles.ts";
-import type { NotifyKind } from "../notify/kinds.ts";
+import type { NotifyKind } from "../lib/notify/kinds.ts";
 
 /** `GET /api/hooks/gitlab`: `source` is `env` while `LVMH_GITLAB_HOOK_SECRET` decides. */
 export interface GitlabHookStatus {

@@ -3,7 +3,7 @@
  * and several pending ones need the card focused, so one key never answers the wrong call).
  */
 import { useEffect, useRef } from "preact/hooks";
-import type { ApprovalDecision } from "../protocol.ts";
+import type { ApprovalDecision } from "../lib/protocol.ts";
 import type { ApprovalView } from "./approval_view.ts";
 
 /**

@@ -3,8 +3,8 @@
  * session island. Persisted events are applied once each (by seq); live `message_update` deltas only feed the
  * message being streamed, since the persisted `message_end` that follows carries the whole text.
  */
-import type { Message, Usage } from "../protocol.ts";
-import type { UiEvent } from "./wire.ts";
+import type { Message, Usage } from "../lib/protocol.ts";
+import type { UiEvent } from "./types.ts";
 import { type Conversation, emptyConversation, type ToolCall } from "./conversation_state.ts";
 import { keepUnchanged } from "./conversation_keep.ts";
 

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import type { TokenStore } from "./api.ts";
-import { notifySettled, setWatched, watchedSessions } from "./notify.ts";
+import { notifySettled, setWatched, watchedSessions } from "./watch.ts";
 
 function memory(): TokenStore {
   const m = new Map<string, string>();

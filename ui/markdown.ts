@@ -10,7 +10,7 @@ import { highlight } from "./highlight.ts";
 
 const SAFE_SCHEMES = /^(?:https?:|mailto:|#|\/(?!\/)|\.{0,2}\/)/i;
 
-// Fenced code is highlighted (`lib/ui/highlight.ts` escapes it); markdown-it wraps the result in
+// Fenced code is highlighted (`ui/highlight.ts` escapes it); markdown-it wraps the result in
 // <pre><code class="language-x">, and the `hljs` class on that code element is added below.
 const md = new MarkdownIt({
   html: false,

@@ -1,6 +1,6 @@
 /** "Notify when done" for one session: remembered per browser, asks for notification permission on first use. */
 import { useEffect, useState } from "preact/hooks";
-import { askPermission, setWatched, watchedSessions } from "./notify.ts";
+import { askPermission, setWatched, watchedSessions } from "./watch.ts";
 
 /**
  * Whether this browser notifies when the session settles, and a toggle.

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { SessionSummary } from "../protocol.ts";
+import type { SessionSummary } from "../lib/protocol.ts";
 import { applySessionFrame, EMPTY_DIRECTORY } from "./session_directory.ts";
 
 function row(id: string, extra: Partial<SessionSummary> = {}): SessionSummary {

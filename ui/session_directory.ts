@@ -3,7 +3,7 @@
  * `session_update` frame (changed rows, removed ids) patches, so a page with 3,000 sessions handles a change
  * in proportion to what changed, not to the whole list.
  */
-import type { ServerFrame, SessionSummary } from "../protocol.ts";
+import type { ServerFrame, SessionSummary } from "../lib/protocol.ts";
 
 /** The frames that change the directory. */
 export type SessionFrame = Extract<ServerFrame, { type: "session_list" | "session_update" }>;

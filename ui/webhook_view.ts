@@ -1,5 +1,5 @@
 /** What the webhooks page shows of endpoints and attempts, in words. */
-import type { AttemptRow } from "./wire.ts";
+import type { AttemptRow } from "./types.ts";
 
 /** A time as `2026-12-01 13:45:07` (UTC). */
 export function when(ms: number): string {

@@ -1,9 +1,9 @@
 /**
  * What a session's conversation holds (messages, tool calls, approvals asked, the stream, totals), as the
- * reducer in `lib/ui/conversation.ts` builds it from events and the session page renders it.
+ * reducer in `ui/conversation.ts` builds it from events and the session page renders it.
  */
-import type { ModelEntry, Usage } from "../protocol.ts";
-import type { UiEvent } from "./wire.ts";
+import type { ModelEntry, Usage } from "../lib/protocol.ts";
+import type { UiEvent } from "./types.ts";
 
 /** What the conversation knows of an approval from the events it holds (the daemon's record adds who and when). */
 export interface ApprovalEvent {

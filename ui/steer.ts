@@ -4,7 +4,7 @@
  * model switch and a rename to what the daemon said: an error, or the commandId the plugin's `command_result`
  * will answer (the page shows that answer: "switched", "refused: no API key").
  */
-import type { DeliverAs, ModelEntry, ThinkingLevel } from "../protocol.ts";
+import type { DeliverAs, ModelEntry, ThinkingLevel } from "../lib/protocol.ts";
 import { SignInRequired } from "./api.ts";
 import { pageLive } from "./live.ts";
 import { renameSession, sendPrompt, setModel } from "./rest.ts";

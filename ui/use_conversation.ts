@@ -14,9 +14,9 @@ import {
 } from "./conversation.ts";
 import { SignInRequired } from "./api.ts";
 import { pageLive } from "./live.ts";
-import { notifySettled } from "./notify.ts";
+import { notifySettled } from "./watch.ts";
 import { sessionEvents } from "./rest.ts";
-import { asUiEvents, type UiEvent } from "./wire.ts";
+import { asUiEvents, type UiEvent } from "./types.ts";
 
 export interface ConversationState {
   conv: Conversation;

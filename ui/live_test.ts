@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { ServerFrame } from "../protocol.ts";
+import type { ServerFrame } from "../lib/protocol.ts";
 import { createPageLive, type EventsFrame } from "./live.ts";
 
 /** A real WebSocket server on loopback playing the daemon's `/ws`: records what browsers send. */

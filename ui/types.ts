@@ -2,7 +2,7 @@
  * Wire types the browser works with: those of `lib/protocol.ts` it re-exports, the few answers only the UI
  * reads, and the event type inferred from the protocol's schemas so nothing is written twice.
  */
-import type { AgentEvent, StoredEvent } from "../protocol.ts";
+import type { AgentEvent, StoredEvent } from "../lib/protocol.ts";
 
 export type {
   AttemptRow,
@@ -11,7 +11,7 @@ export type {
   GitlabRepo,
   GitlabStatus,
   SpawnResult,
-} from "../protocol.ts";
+} from "../lib/protocol.ts";
 
 /**
  * An event as REST and `/ws` deliver it: the plugin's event after the daemon parsed it with `AgentEvent`
@@ -30,4 +30,4 @@ export function asUiEvents(events: readonly StoredEvent[]): UiEvent[] {
 }
 
 /** One row of `GET /api/audit`, and one named token of `GET /api/tokens` (never its value or hash). */
-export type { AuditEntry as AuditRow, TokenInfo as TokenRow } from "../protocol.ts";
+export type { AuditEntry as AuditRow, TokenInfo as TokenRow } from "../lib/protocol.ts";

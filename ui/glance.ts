@@ -3,11 +3,11 @@
  * (`lib/session_glance.ts`, carried in `SessionSummary`); here are the row's wording, its group and the order.
  * The session page makes its title the same way from the events it holds (`firstPrompt`, `sessionTitle`).
  */
-import type { SessionSummary } from "../protocol.ts";
-import type { UiEvent } from "./wire.ts";
-import { firstLine, titleOf } from "../glance_text.ts";
+import type { SessionSummary } from "../lib/protocol.ts";
+import type { UiEvent } from "./types.ts";
+import { firstLine, titleOf } from "../lib/glance_text.ts";
 
-export { firstLine, TITLE_CHARS } from "../glance_text.ts";
+export { firstLine, TITLE_CHARS } from "../lib/glance_text.ts";
 
 /** The first line of the first user prompt among `events`; null when they hold none. */
 export function firstPrompt(events: readonly UiEvent[]): string | null {
