@@ -4,10 +4,9 @@
  * socket is the container's stdin. Used to hand the clone helper its GitLab token without an env var, a
  * command-line argument or a file in an image layer.
  */
-import { API_VERSION } from "./engine.ts";
-import { DockerUnreachableError, errorFor } from "./errors.ts";
+import { API_VERSION, checkName } from "./engine.ts";
+import { errorFor, unreachable } from "./errors.ts";
 
-const ID_RE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,254}$/;
 const MAX_HEADER = 16 * 1024;
 
 /** A container's stdin; `close()` half-closes so the process sees end-of-file. */
@@ -23,18 +22,13 @@ export interface StdinStream {
  * refuses the upgrade; {TypeError} on an invalid id.
  */
 export async function attachStdin(socketPath: string, id: string): Promise<StdinStream> {
-  if (!ID_RE.test(id)) throw new TypeError(`invalid container id: ${JSON.stringify(id)}`);
+  checkName(id, "container");
   const action = `Cannot attach to container "${id}"`;
   let conn: Deno.UnixConn;
   try {
     conn = await Deno.connect({ transport: "unix", path: socketPath });
   } catch (error) {
-    const why = (error as Error).message;
-    throw new DockerUnreachableError(
-      `${action}: cannot reach the Docker engine at unix://${socketPath}: ${why}`,
-      0,
-      why,
-    );
+    throw unreachable(action, socketPath, error);
   }
   try {
     const request =

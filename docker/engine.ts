@@ -3,7 +3,7 @@
  * function per endpoint, names and ids checked before any request, the API version pinned in the path,
  * errors by kind (`docker/errors.ts`), and an injectable transport so unit tests need no engine.
  */
-import { DockerBuildError, DockerNotFoundError, DockerUnreachableError, errorFor } from "./errors.ts";
+import { DockerBuildError, DockerNotFoundError, errorFor, unreachable } from "./errors.ts";
 import { collectOutput, readBuildStream } from "./stream.ts";
 
 /** The engine API version used in every path; 1.41 is what Debian 12's docker.io (20.10) serves. */
@@ -93,12 +93,7 @@ export function createEngine(options: { socketPath: string; transport?: Transpor
     try {
       res = await transport(req);
     } catch (error) {
-      const why = error instanceof Error ? error.message : String(error);
-      throw new DockerUnreachableError(
-        `${action}: cannot reach the Docker engine at unix://${socketPath}: ${why}`,
-        0,
-        why,
-      );
+      throw unreachable(action, socketPath, error);
     }
     if ((res.status >= 200 && res.status < 300) || init.ok?.includes(res.status)) return res;
     throw errorFor(action, res.status, await res.text().catch(() => ""));
@@ -299,7 +294,11 @@ export function createEngine(options: { socketPath: string; transport?: Transpor
 /** The client `createEngine` returns. */
 export type Engine = ReturnType<typeof createEngine>;
 
-function checkName(name: string, what: string): void {
+/**
+ * Refuse a container, volume or network name the engine's path could misread.
+ * @throws {TypeError} naming `what` when `name` is not one.
+ */
+export function checkName(name: string, what: string): void {
   if (!NAME_RE.test(name)) throw new TypeError(`invalid ${what} name or id: ${JSON.stringify(name)}`);
 }
 

@@ -32,6 +32,19 @@ export class DockerUnreachableError extends DockerError {
   override name = "DockerUnreachableError";
 }
 
+/**
+ * The one wording for an engine that did not answer at all (socket missing or refusing, call timed out).
+ * @param action what was attempted, e.g. `Cannot attach to container "abc"`.
+ */
+export function unreachable(action: string, socketPath: string, error: unknown): DockerUnreachableError {
+  const why = error instanceof Error ? error.message : String(error);
+  return new DockerUnreachableError(
+    `${action}: cannot reach the Docker engine at unix://${socketPath}: ${why}`,
+    0,
+    why,
+  );
+}
+
 /** An image build failed; the engine still answered 200, the error came inside the build stream. */
 export class DockerBuildError extends DockerError {
   override name = "DockerBuildError";
