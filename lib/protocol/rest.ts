@@ -15,6 +15,12 @@ export const PromptBody = z.object({
   images: z.array(PromptImage).max(FieldMax.images).optional(),
 });
 export type PromptBody = z.infer<typeof PromptBody>;
+/** `POST /api/sessions/:id/prompt`'s answer: the prompt's id, which its `command_result` names too. */
+export interface PromptResult {
+  ok: true;
+  promptId: string;
+  commandId: string;
+}
 /** Any JSON body: read first, checked against its schema after a size rule that depends on the content. */
 export const JsonBody = z.unknown();
 
