@@ -105,6 +105,8 @@ export const AgentEvent = z.discriminatedUnion("type", [
 ]);
 export type AgentEvent = z.infer<typeof AgentEvent>;
 export type AgentEventType = AgentEvent["type"];
+/** An event as a plugin writes it: the schema's input, before the daemon's parse applies the defaults. */
+export type AgentEventInput = z.input<typeof AgentEvent>;
 
 /** Application heartbeat: the daemon answers `pong` (WebSocket pings are the daemon's own dead-peer check). */
 export const PingFrame = event("ping", { seq: z.literal(0) });
@@ -123,6 +125,10 @@ export const PluginFrame = z.discriminatedUnion("type", [
 ]);
 export type PluginFrame = z.infer<typeof PluginFrame>;
 export type HelloFrame = z.infer<typeof HelloFrame>;
+/** A `hello` as a plugin writes it (the schema's input). */
+export type HelloFrameInput = z.input<typeof HelloFrame>;
+/** A `ping` as a plugin writes it. */
+export type PingFrameInput = z.input<typeof PingFrame>;
 
 /** Events that are fanned out live but never persisted. */
 export function isEphemeral(type: AgentEventType): boolean {
