@@ -9,10 +9,10 @@
  * Both sides stamp times with `performance.timeOrigin + performance.now()` (nowMs), wall-clock based in both
  * processes on the one machine, so a span may start in Deno and end in the page.
  */
-import { startDaemon } from "../tests/_daemon.ts";
-import { connectAgent } from "../tests/_agent_client.ts";
-import { gotoHydrated, launchBrowser, openPage } from "../tests/_browser.ts";
-import { nowMs as now, pct } from "./_proc.ts";
+import { startDaemon } from "../testing/daemon.ts";
+import { connectAgent } from "../testing/agent.ts";
+import { gotoHydrated, launchBrowser, openPage } from "../testing/chromium.ts";
+import { nowMs as now, pct } from "../testing/proc.ts";
 
 const ROUNDS = Number(Deno.args[0] ?? 100);
 const ID = "bench-approvals-ui";

@@ -1,12 +1,12 @@
 /**
  * Plugin process of bench/fanout.ts: one session on an npm `ws` socket (TCP_NODELAY, as the plugin's), stamping
- * each `message_update` with this process's wall clock (bench/_proc.ts `wallClock`). Prints `ready` once
+ * each `message_update` with this process's wall clock (testing/proc.ts `wallClock`). Prints `ready` once
  * welcomed, then obeys stdin lines: `probe` sends one delta marked "probe" (the watchers' sign that they are
  * subscribed), `go` streams `deltas` deltas 1 ms apart and prints `sent <its CPU ms meanwhile>`. Exits when stdin closes.
  * Args: agentUrl token sessionId deltas
  */
-import { cpuMs, wallClock } from "./_proc.ts";
-import { nodelayAgent } from "./_ws_agent.ts";
+import { cpuMs, wallClock } from "../testing/proc.ts";
+import { nodelayAgent } from "../testing/ws_agent.ts";
 
 const [url, token, sessionId, deltasArg] = Deno.args;
 const DELTAS = Number(deltasArg);

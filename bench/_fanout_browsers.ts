@@ -1,13 +1,13 @@
 /**
  * Watcher process of bench/fanout.ts: `count` browser sockets on `/ws`, each subscribed to one session. Prints
  * `ready` once every socket has received a "probe" delta (so each is subscribed), then records the delay of
- * every "tok " delta (this process's wall clock − the plugin's `sentAt`, both from bench/_proc.ts `wallClock`)
+ * every "tok " delta (this process's wall clock − the plugin's `sentAt`, both from testing/proc.ts `wallClock`)
  * until each socket has `deltas` of them or `timeoutMs` passed, and prints one JSON line
  * {delays, missing, offsetMs, stalls, cpuMs} (stalls: this process's own event-loop gaps over 5 ms meanwhile;
  * cpuMs: its own CPU over the recording).
  * Args: browserUrl sessionId count deltas timeoutMs
  */
-import { cpuMs, lagMonitor, wallClock } from "./_proc.ts";
+import { cpuMs, lagMonitor, wallClock } from "../testing/proc.ts";
 
 const [url, sessionId, countArg, deltasArg, timeoutArg] = Deno.args;
 const COUNT = Number(countArg), DELTAS = Number(deltasArg), TIMEOUT = Number(timeoutArg);

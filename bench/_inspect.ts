@@ -1,10 +1,10 @@
 /**
  * Bench helper for finding where the daemon's time and memory go: run `main.ts` under the V8 inspector (as
- * `tests/_daemon.ts` runs it, plus `--inspect`) and speak the DevTools protocol to it — CPU profiles with
+ * `testing/daemon.ts` runs it, plus `--inspect`) and speak the DevTools protocol to it — CPU profiles with
  * sample timestamps, heap snapshots, and expressions evaluated inside the daemon.
  */
 import { fileURLToPath } from "node:url";
-import { freePort, TEST_TOKEN } from "../tests/_daemon.ts";
+import { freePort, TEST_TOKEN } from "../testing/daemon.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 

@@ -6,12 +6,12 @@
  * frame with the filtered rows.
  * Args: dataDir
  */
-import { startDaemon } from "../tests/_daemon.ts";
-import { connectAgent } from "../tests/_agent_client.ts";
-import { launchBrowser, openPage } from "../tests/_browser.ts";
-import { benchInfo } from "./_ui_fill.ts";
+import { startDaemon } from "../testing/daemon.ts";
+import { connectAgent } from "../testing/agent.ts";
+import { launchBrowser, openPage } from "../testing/chromium.ts";
+import { benchInfo } from "../testing/ui_fill.ts";
 import { installTiming, readTiming } from "./_ui_timing.ts";
-import { pct } from "./_proc.ts";
+import { pct } from "../testing/proc.ts";
 
 const TTI_GOAL_MS = 1000;
 const KEY_GOAL_MS = 100;

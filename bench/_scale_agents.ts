@@ -8,7 +8,7 @@
  * leaves Nagle on, which holds each small delta until the previous one is acknowledged (~40 ms on loopback).
  */
 import WebSocket from "ws";
-import { lagMonitor, nowMs } from "./_proc.ts";
+import { lagMonitor, nowMs } from "../testing/proc.ts";
 
 const [url, token, nArg, workingArg, intervalArg] = Deno.args;
 const N = Number(nArg), WORKING = Number(workingArg), INTERVAL = Number(intervalArg);

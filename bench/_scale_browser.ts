@@ -4,7 +4,7 @@
  * `windowMs`, then prints one JSON line {bytesPerSec, delays, frames} and exits.
  * Args: browserUrl sessionId warmupMs windowMs
  */
-import { lagMonitor, nowMs } from "./_proc.ts";
+import { lagMonitor, nowMs } from "../testing/proc.ts";
 
 const [url, sessionId, warmupArg, windowArg] = Deno.args;
 const WARMUP = Number(warmupArg), WINDOW = Number(windowArg);

@@ -8,10 +8,10 @@
  * Args: dataDir sessionId
  */
 import type { Page } from "npm:playwright-core@1.65.1";
-import { startDaemon } from "../tests/_daemon.ts";
-import { launchBrowser, openPage } from "../tests/_browser.ts";
+import { startDaemon } from "../testing/daemon.ts";
+import { launchBrowser, openPage } from "../testing/chromium.ts";
 import { installTiming, readTiming } from "./_ui_timing.ts";
-import { pct } from "./_proc.ts";
+import { pct } from "../testing/proc.ts";
 
 const TTI_GOAL_MS = 1000;
 const FPS_GOAL = 60;

@@ -7,7 +7,7 @@
  * Args: dataDir sessionId (a filled data dir, as bench/ui_history.ts makes; run with a throwaway --lock).
  */
 import { chromium } from "npm:playwright-core@1.65.1";
-import { startDaemon } from "../tests/_daemon.ts";
+import { startDaemon } from "../testing/daemon.ts";
 
 const [dataDir, id] = Deno.args;
 const daemon = await startDaemon({ dataDir });

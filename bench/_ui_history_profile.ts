@@ -10,7 +10,7 @@
 import { chromium } from "npm:playwright-core@1.65.1";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { join } from "node:path";
-import { startDaemon } from "../tests/_daemon.ts";
+import { startDaemon } from "../testing/daemon.ts";
 import { islandNames } from "../scripts/build.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));

@@ -13,9 +13,9 @@
  * page, and from the click on Approve to the decision at the plugin; and bench/approvals_pi.ts from the approve
  * POST to the tool released and run by the real pi (0.73.1 and 1.6.0).
  */
-import { startDaemon } from "../tests/_daemon.ts";
-import { connectAgent, connectBrowser, type Frame } from "../tests/_agent_client.ts";
-import { runWithThrowawayLock } from "./_ui_fill.ts";
+import { startDaemon } from "../testing/daemon.ts";
+import { connectAgent, connectBrowser, type Frame } from "../testing/agent.ts";
+import { runWithThrowawayLock } from "../testing/ui_fill.ts";
 
 const ROUNDS = 300;
 

@@ -7,8 +7,8 @@
  *
  * Usage: deno run -A bench/approvals_applied_pi.ts REFERENCE.mjs [runs per bundle per version, default 40]
  */
-import { startDaemon, waitFor } from "../tests/_daemon.ts";
-import { startFakeLlm } from "../tests/fixtures/fake_llm.mjs";
+import { startDaemon, waitFor } from "../testing/daemon.ts";
+import { startFakeLlm } from "../testing/fixtures/fake_llm.mjs";
 import {
   allEvents,
   assertInstalled,
@@ -17,7 +17,7 @@ import {
   type PiVersion,
   PLUGIN,
   sessions,
-} from "../tests/_pi.ts";
+} from "../testing/pi.ts";
 
 const REFERENCE = Deno.args[0];
 const RUNS = Number(Deno.args[1] ?? 40);

@@ -18,10 +18,10 @@
  *
  * Usage: deno run -A bench/approvals_pi.ts [runs of each kind per version, default 100; about 40 s]
  */
-import { startDaemon, waitFor } from "../tests/_daemon.ts";
-import { connectAgent, connectBrowser, type Frame } from "../tests/_agent_client.ts";
-import { startFakeLlm } from "../tests/fixtures/fake_llm.mjs";
-import { assertInstalled, makePiHome, PI_VERSIONS, piRpc, type PiVersion, sessions } from "../tests/_pi.ts";
+import { startDaemon, waitFor } from "../testing/daemon.ts";
+import { connectAgent, connectBrowser, type Frame } from "../testing/agent.ts";
+import { startFakeLlm } from "../testing/fixtures/fake_llm.mjs";
+import { assertInstalled, makePiHome, PI_VERSIONS, piRpc, type PiVersion, sessions } from "../testing/pi.ts";
 
 const RUNS = Number(Deno.args[0] ?? 100);
 

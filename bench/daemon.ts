@@ -6,10 +6,10 @@
  * Run: `deno task bench` (all benches) or `deno run -A bench/daemon.ts`.
  */
 import { DatabaseSync } from "node:sqlite";
-import { startDaemon } from "../tests/_daemon.ts";
-import { connectAgent, connectBrowser } from "../tests/_agent_client.ts";
-import { cpuMs, daemonPid, rssMiB } from "./_proc.ts";
-import { nodelayAgent } from "./_ws_agent.ts";
+import { startDaemon } from "../testing/daemon.ts";
+import { connectAgent, connectBrowser } from "../testing/agent.ts";
+import { cpuMs, daemonPid, rssMiB } from "../testing/proc.ts";
+import { nodelayAgent } from "../testing/ws_agent.ts";
 import { ROWS_PER_INSERT } from "../lib/row_buffer.ts";
 
 const SOCKETS = 50;

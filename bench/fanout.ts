@@ -7,9 +7,9 @@
  * in its own process. Rounds of the three alternate, each on a fresh daemon, since the two cores' other work
  * moves all of them. Run: `deno run -A bench/fanout.ts` (ROUNDS=n, default 3).
  */
-import { startDaemon } from "../tests/_daemon.ts";
+import { startDaemon } from "../testing/daemon.ts";
 import { fanOutLoad } from "./daemon.ts";
-import { cpuMs, daemonPid, lineReader, machineBusyMs, pct } from "./_proc.ts";
+import { cpuMs, daemonPid, lineReader, machineBusyMs, pct } from "../testing/proc.ts";
 
 const DELTAS = 1000;
 export const WATCHERS = 20;
@@ -28,7 +28,7 @@ export interface Load {
   machineCpu: number;
   /** The part of it that was not this load (daemon, plugin, watchers, this process): other work, % of 200. */
   otherCpu: number;
-  /** Largest correction any watcher process applied to its clock (bench/_proc.ts `wallClock`), ms. */
+  /** Largest correction any watcher process applied to its clock (testing/proc.ts `wallClock`), ms. */
   offsetMs: number;
 }
 

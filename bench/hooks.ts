@@ -4,10 +4,10 @@
  * note; beside an authenticated `GET /api/me` in the same run, the daemon's floor for any request.
  * Run: `deno task bench` (all benches) or `deno run -A bench/hooks.ts`.
  */
-import { startDaemon } from "../tests/_daemon.ts";
-import { connectAgent, sessionInfo } from "../tests/_agent_client.ts";
-import { noteOnMergeRequest } from "../tests/fixtures/gitlab_hooks/payloads.ts";
-import { pct } from "./_proc.ts";
+import { startDaemon } from "../testing/daemon.ts";
+import { connectAgent, sessionInfo } from "../testing/agent.ts";
+import { noteOnMergeRequest } from "../testing/fixtures/gitlab_hooks/payloads.ts";
+import { pct } from "../testing/proc.ts";
 
 const ROUNDS = 500;
 const SECRET = "bench-gitlab-hook-secret-0123456789";

@@ -1,14 +1,14 @@
 /**
  * The lvmh-agent plugin's cost on pi's event loop: time spent inside its handlers per event (goal: under
  * 50 µs mean), with the real daemon up and with it down. The factory is driven in-process by the fake pi
- * host from tests/_pi.ts with a realistic run (prompt, streamed answer, tool call with output, answer);
+ * host from testing/pi.ts with a realistic run (prompt, streamed answer, tool call with output, answer);
  * between runs the loop is yielded so the plugin's queued sends happen as they would inside pi.
  * Also printed: this process's CPU time per event over the whole loop, which adds the queued sends
  * (serialisation, socket writes, acks) and the bench's own overhead to the handler time.
  */
 import process from "node:process";
-import { freePort, startDaemon, waitFor } from "../tests/_daemon.ts";
-import { fakePi } from "../tests/_fake_pi.ts";
+import { freePort, startDaemon, waitFor } from "../testing/daemon.ts";
+import { fakePi } from "../testing/fake_pi.ts";
 import { createLvmhAgent } from "../plugin/lvmh-agent.mjs";
 
 const GOAL_US = 50;

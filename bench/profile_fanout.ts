@@ -9,7 +9,7 @@
 import { instrumentDaemon, startInspectedDaemon } from "./_inspect.ts";
 import { fanOutLoad } from "./daemon.ts";
 import { independentLoad, PROCESSES, WATCHERS } from "./fanout.ts";
-import { pct } from "./_proc.ts";
+import { pct } from "../testing/proc.ts";
 
 const f = (xs: number[]) => `p50 ${pct(xs, 0.5).toFixed(2)} ms, p99 ${pct(xs, 0.99).toFixed(2)} ms`;
 for (const where of ["one process", "independent processes"]) {

@@ -6,8 +6,8 @@
  */
 import { type CpuProfile, selfTimes, startInspectedDaemon } from "./_inspect.ts";
 import { ingestLoad } from "./daemon.ts";
-import { bearerFetch } from "../tests/_daemon.ts";
-import { cpuMs } from "./_proc.ts";
+import { bearerFetch } from "../testing/daemon.ts";
+import { cpuMs } from "../testing/proc.ts";
 
 const OUT = Deno.args[0] ?? "/tmp/lvmh-ingest.cpuprofile";
 await using d = await startInspectedDaemon();

@@ -6,8 +6,8 @@
  * Run: `deno run -A bench/profile_malformed.ts [frames=10000] [out.cpuprofile]`.
  */
 import { type CpuProfile, instrumentDaemon, selfTimes, startInspectedDaemon } from "./_inspect.ts";
-import { healthy } from "../scripts/faults/_healthy.ts";
-import { cpuMs, pct } from "./_proc.ts";
+import { healthy } from "../testing/healthy.ts";
+import { cpuMs, pct } from "../testing/proc.ts";
 import { startAttacker } from "../scripts/faults/malformed.ts";
 
 const FRAMES = Number(Deno.args[0] ?? 10_000);

@@ -6,8 +6,8 @@
  */
 import { startInspectedDaemon } from "./_inspect.ts";
 import { ingestLoad } from "./daemon.ts";
-import { bearerFetch } from "../tests/_daemon.ts";
-import { rssMiB } from "./_proc.ts";
+import { bearerFetch } from "../testing/daemon.ts";
+import { rssMiB } from "../testing/proc.ts";
 
 const OUT = Deno.args[0] ?? "/tmp/lvmh-ingest.heapsnapshot";
 await using d = await startInspectedDaemon({

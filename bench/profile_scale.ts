@@ -12,7 +12,7 @@ import {
   selfTimes,
   startInspectedDaemon,
 } from "./_inspect.ts";
-import { cpuMs, machineBusyMs, pct } from "./_proc.ts";
+import { cpuMs, machineBusyMs, pct } from "../testing/proc.ts";
 
 const N = Number(Deno.args[0] ?? 3000);
 const OUT = Deno.args[1] ?? `/tmp/lvmh-scale-${N}.cpuprofile`;

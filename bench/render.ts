@@ -8,7 +8,7 @@ import { Hub } from "../lib/hub.ts";
 import { Ingest } from "../lib/ingest.ts";
 import { Sessions } from "../lib/sessions.ts";
 import type { AgentEvent } from "../lib/protocol.ts";
-import { runEvents } from "./_ui_fill.ts";
+import { runEvents } from "../testing/ui_fill.ts";
 import type { App } from "../lib/app.ts";
 import type { Ctx } from "../lib/router.ts";
 import { handler } from "../routes/sessions/[id].tsx";

@@ -11,8 +11,8 @@ import { Sessions } from "../lib/sessions.ts";
 import type { App } from "../lib/app.ts";
 import type { Ctx } from "../lib/router.ts";
 import { handler } from "../routes/index.tsx";
-import { benchInfo, fillSessions, runWithThrowawayLock } from "./_ui_fill.ts";
-import { pct } from "./_proc.ts";
+import { benchInfo, fillSessions, runWithThrowawayLock } from "../testing/ui_fill.ts";
+import { pct } from "../testing/proc.ts";
 
 const COUNT = 3000;
 const RUNS_PER_SESSION = 2;

@@ -5,8 +5,8 @@
  * traffic and the `message_update` delay p99, at 100, 1,000 and 3,000 sessions, in one run.
  * Run: `deno run -A bench/scale.ts [n…]`.
  */
-import { startDaemon } from "../tests/_daemon.ts";
-import { cpuMs, daemonPid, machineBusyMs, pct, rssMiB } from "./_proc.ts";
+import { startDaemon } from "../testing/daemon.ts";
+import { cpuMs, daemonPid, machineBusyMs, pct, rssMiB } from "../testing/proc.ts";
 
 const WORKING = Number(Deno.env.get("WORKING") ?? 10);
 const INTERVAL_MS = 200;

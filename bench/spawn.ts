@@ -22,11 +22,11 @@ if (!Deno.env.get("LVMH_TEST_DOCKER_SOCK")) {
   Deno.env.set("LVMH_TEST_DOCKER_SOCK", await sh(["scripts/dockerd.sh", "start"]));
   ownEngine = true;
 }
-const { startSpawnEnv, post } = await import("../tests/_spawn_env.ts");
-const { waitFor } = await import("../tests/_daemon.ts");
+const { startSpawnEnv, post } = await import("../testing/spawn_env.ts");
+const { waitFor } = await import("../testing/daemon.ts");
 
-const { modelsJson } = await import("../tests/_pi.ts");
-const { startFakeLlm } = await import("../tests/fixtures/fake_llm.mjs");
+const { modelsJson } = await import("../testing/pi.ts");
+const { startFakeLlm } = await import("../testing/fixtures/fake_llm.mjs");
 
 const realBridge = await Deno.stat(`${ROOT}docker/bridge/index.mjs`).then(() => true, () => false);
 const workerImage = realBridge ? `lvmh-bench-worker-${crypto.randomUUID().slice(0, 8)}:latest` : undefined;

@@ -5,7 +5,7 @@
  * its own process (bench/_ui_history_browser.ts) because playwright-core must stay out of deno.lock.
  */
 import { Store } from "../lib/store.ts";
-import { benchInfo, fillHistory, runWithThrowawayLock } from "./_ui_fill.ts";
+import { benchInfo, fillHistory, runWithThrowawayLock } from "../testing/ui_fill.ts";
 
 const EVENTS = 100_000;
 const ID = "bench-history";

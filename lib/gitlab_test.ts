@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { createGitlab } from "./gitlab.ts";
 import { ConflictError, InvalidError, UnavailableError } from "./errors.ts";
 import type { AppCore } from "./app.ts";
-import { startGitlabFixture } from "../tests/fixtures/gitlab_fixture.ts";
+import { startGitlabFixture } from "../testing/fixtures/gitlab_fixture.ts";
 
 /** The two parts createGitlab uses: a config with the URL and a settings map standing in for the store. */
 function core(gitlabUrl: string, settings = new Map<string, string>()) {

@@ -5,7 +5,7 @@ import { Ingest } from "./ingest.ts";
 import { type PluginLink, Sessions } from "./sessions.ts";
 import type { AgentEvent, ServerFrame, SessionInfo } from "./protocol.ts";
 import { applyEvent, LINE_INTERVAL_MS, liveGlance } from "./session_glance.ts";
-import { sessionInfo } from "../tests/_agent_client.ts";
+import { sessionInfo } from "../testing/agent.ts";
 
 const T0 = Date.UTC(2026, 11, 1);
 const link: PluginLink = { send() {}, close() {} };

@@ -8,7 +8,7 @@ import { ApprovalStore } from "./approval_store.ts";
 import type { AgentEvent, DaemonFrame, ServerFrame, SessionInfo, SessionSummary } from "./protocol.ts";
 import { ConflictError, NotFoundError } from "./errors.ts";
 import { deleteSession, pruneSessions } from "./session_removal.ts";
-import { sessionInfo } from "../tests/_agent_client.ts";
+import { sessionInfo } from "../testing/agent.ts";
 
 const DAY = 24 * 60 * 60 * 1000;
 const NOW = Date.UTC(2026, 10, 30);

@@ -9,7 +9,7 @@ import { Hub, type Subscriber } from "./hub.ts";
 import { Ingest } from "./ingest.ts";
 import { SESSION_UPDATE_INTERVAL_MS, Sessions } from "./sessions.ts";
 import type { ServerFrame, SessionInfo } from "./protocol.ts";
-import { sessionInfo } from "../tests/_agent_client.ts";
+import { sessionInfo } from "../testing/agent.ts";
 
 type Update = Extract<ServerFrame, { type: "session_update" }> & { at: number };
 

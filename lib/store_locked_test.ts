@@ -9,7 +9,7 @@ import { BUSY_TIMEOUT_MS, Store, WriteRefused } from "./store.ts";
 import { GlanceStore } from "./glance_store.ts";
 import { EMPTY_RECORD } from "./session_glance.ts";
 import type { AgentEvent, SessionInfo } from "./protocol.ts";
-import { sessionInfo } from "../tests/_agent_client.ts";
+import { sessionInfo } from "../testing/agent.ts";
 
 const info = (id: string, name: string | null = null) => sessionInfo(id, { name }) as SessionInfo;
 const ev = (sessionId: string, seq: number) =>

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { Store } from "./store.ts";
 import type { AgentEvent, SessionInfo } from "./protocol.ts";
-import { sessionInfo } from "../tests/_agent_client.ts";
+import { sessionInfo } from "../testing/agent.ts";
 
 const info = (id: string) => sessionInfo(id, { name: null }) as SessionInfo;
 const ev = (sessionId: string, seq: number, type = "agent_start", extra = {}) =>

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import { type CheckpointPolicy, WalCheckpointer } from "./wal_checkpointer.ts";
-import { waitFor } from "../tests/_daemon.ts";
+import { waitFor } from "../testing/daemon.ts";
 
 const ROW = "x".repeat(4000);
 

@@ -1,7 +1,7 @@
 /**
  * `deno task faults`: the fault harness. Runs every row against the real daemon as a process (clients on
  * loopback, many in their own processes), prints a table and writes docs/RELIABILITY.md with the date and
- * the machine. The smaller-count versions of the rows are tests/faults_*_test.ts.
+ * the machine. The smaller-count versions of the rows are the `faults_*_test.ts` files under tests/.
  */
 import { killRestart } from "./faults/kill_restart.ts";
 import { storm } from "./faults/storm.ts";
@@ -173,7 +173,7 @@ const md = [
   "",
   `Written by \`deno task faults\` (scripts/faults.ts) on ${new Date().toISOString().slice(0, 10)}, on ` +
   `${Deno.hostname()} (${cores} cores, ${cpu}, ${Deno.osRelease()}, Deno ${Deno.version.deno}). Every row runs ` +
-  "against the real daemon process; the smaller-count versions are `tests/faults_*_test.ts`.",
+  "against the real daemon process; the smaller-count versions are the `faults_*_test.ts` files under `tests/`.",
   "",
   "| row | result | verdict |",
   "| --- | --- | --- |",

@@ -14,35 +14,25 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 export NO_COLOR=1 DENO_NO_UPDATE_CHECK=1 PATH="$ROOT/.tools/node_modules/.bin:$PATH"
 
-# The unit set: what needs nothing but Deno, the npm packages and loopback. A new test file outside it runs
-# in the serial phase of the full suite until it is added here.
-UNIT=(
-  lib docker plugin
-  tests/agent_socket_test.ts tests/auth_test.ts tests/browser_socket_test.ts tests/config_test.ts
-  tests/protocol_doc_test.ts tests/rest_test.ts tests/restart_test.ts tests/retention_test.ts
-  tests/ui_routes_test.ts
-  tests/approvals_daemon_test.ts
-  tests/plugin_mapping_test.ts tests/plugin_buffer_test.ts tests/plugin_delivery_test.ts tests/plugin_build_test.ts
-  tests/plugin_wire_test.ts tests/plugin_approvals_test.ts tests/plugin_approvals_turns_test.ts
-  tests/plugin_bounds_test.ts tests/refused_frames_test.ts tests/plugin_prompt_once_test.ts
-  tests/roles_test.ts tests/architecture_test.ts
-  tests/prompt_images_test.ts tests/prompt_images_store_test.ts
-  tests/faults_kill_restart_test.ts tests/faults_sockets_test.ts tests/faults_malformed_test.ts
-  tests/faults_read_only_test.ts
-  tests/webhook_signing_test.ts tests/webhook_delivery_test.ts tests/webhook_restart_test.ts
-  tests/hooks_inbound_test.ts tests/hooks_spawn_test.ts tests/hooks_restart_test.ts tests/hooks_spawn_restart_test.ts
-  tests/hooks_prompt_kill_test.ts
-  tests/notify_push_test.ts tests/notify_restart_test.ts
-)
-# Root-free too, but slow or load-sensitive for what they add to `deno task ok`, and each needs the daemon as a
-# process of its own: the CLI (a Node process, 10 s), the database locked (an exit code; SQLite's busy
-# timeouts, 5 s each), the event streams (SIGKILL and restart; the daemon's RSS under a stalled reader). They
-# run in the full suite's parallel phase beside the unit set, whose in-process tests cover the same routes
-# (tests/rest_test.ts and tests/roles_test.ts: both streams; lib/store_locked_test.ts: the write gate).
-PROCESS=(
-  tests/cli_test.ts tests/cli_tail_test.ts tests/faults_db_locked_test.ts tests/sse_daemon_test.ts
-  tests/sse_session_test.ts
-)
+# The tiers are folders, so a new test file runs in the right phase by where it is put:
+#   unit     the `*_test.ts` files beside the code (lib/ ui/ docker/ plugin/ cli/ testing/) and tests/*_test.ts:
+#            nothing but Deno, the npm packages and loopback; daemons in-process or as plain subprocesses
+#   process  tests/process/: root-free too, but slow or load-sensitive for what they add to `deno task ok`,
+#            and each needs the daemon as a process of its own (the CLI, a Node process, 10 s; the database
+#            locked, an exit code after SQLite's busy timeouts; the event streams under SIGKILL and a stalled
+#            reader). They run in the full suite's parallel phase beside the unit set, whose in-process tests
+#            cover the same routes (tests/rest_test.ts and tests/roles_test.ts: both streams;
+#            lib/store_locked_test.ts: the write gate)
+#   e2e      tests/e2e/: needs root, the real pi, Chromium or Docker, or a quiet machine for its bounds; one
+#            file at a time, in the full suite only
+UNIT=()
+for dir in lib ui docker plugin cli testing; do
+  [ -d "$dir" ] && UNIT+=("$dir")
+done
+shopt -s nullglob
+UNIT+=(tests/*_test.ts)
+PROCESS=(tests/process)
+shopt -u nullglob
 
 # Test-only npm packages (playwright-core) must stay out of deno.lock, because Deno installs everything a
 # lock lists, `deno task start` included: tests resolve against a throwaway copy of it, which pins the same
@@ -86,7 +76,7 @@ bash scripts/setup.sh --test || { echo "setup failed"; echo "0 passed, 1 failed"
 # What the daemon and the tests import, in place before any test runs. By entrypoint and against the test lock:
 # a plain `deno install` makes node_modules match deno.lock exactly, which removed playwright-core from under a
 # concurrent run's Chromium test or `deno task check` in the same tree.
-deno install --quiet --lock="$work/test.lock" --entrypoint main.ts tests/_browser.ts >/dev/null 2>&1 || true
+deno install --quiet --lock="$work/test.lock" --entrypoint main.ts testing/chromium.ts >/dev/null 2>&1 || true
 deno task build >&2 || { echo "bundle build failed"; echo "0 passed, 1 failed"; exit 1; }
 
 # A Docker engine of our own unless the caller gave one.
@@ -103,7 +93,8 @@ if [ $# -gt 0 ]; then
   run_deno_test "$@"
 else
   DENO_JOBS="${DENO_JOBS:-2}" run_deno_test --parallel "${UNIT[@]}" "${PROCESS[@]}"
-  # Docker, Chromium and real pi: one file at a time, so their timeouts hold on a busy machine.
+  # Docker, Chromium, root and real pi: one file at a time, so their timeouts hold on a busy machine. The
+  # whole tree less the two sets above, so a test file outside the tiers' folders still runs.
   run_deno_test --ignore="$(IFS=,; echo "${UNIT[*]} ${PROCESS[*]}" | tr ' ' ,)" .
 fi
 finish

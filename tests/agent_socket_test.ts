@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { waitFor } from "./_daemon.ts";
-import { startInProcess } from "./_inproc.ts";
-import { connectAgent, sessionInfo, userEnd } from "./_agent_client.ts";
+import { waitFor } from "../testing/daemon.ts";
+import { startInProcess } from "../testing/inproc.ts";
+import { connectAgent, sessionInfo, userEnd } from "../testing/agent.ts";
 
 const text = (n: number) => `message ${n} `.padEnd(300, "x");
 

@@ -1,14 +1,14 @@
 /**
  * Tool approvals through the real daemon with a scripted plugin: the request is listed over REST and /ws,
  * answers are first-writer-wins, and neither a pending request nor a stored decision is lost when the daemon
- * is SIGKILLed or the plugin reconnects. The daemon is built in this process (tests/_inproc.ts: REST straight
+ * is SIGKILLed or the plugin reconnects. The daemon is built in this process (testing/inproc.ts: REST straight
  * to its handler, the sockets over loopback); only the SIGKILL test starts `main.ts` as a process, because a
  * SIGKILL needs one. (The real pi on both versions: plugin_approvals tests.)
  */
 import assert from "node:assert/strict";
-import { startDaemon } from "./_daemon.ts";
-import { startInProcess } from "./_inproc.ts";
-import { connectAgent, connectBrowser, type Frame } from "./_agent_client.ts";
+import { startDaemon } from "../testing/daemon.ts";
+import { startInProcess } from "../testing/inproc.ts";
+import { connectAgent, connectBrowser, type Frame } from "../testing/agent.ts";
 import { ConfigError, loadConfig } from "../lib/config.ts";
 
 const request = (approvalId: string) => ({

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { routes } from "../routes/_table.ts";
-import { startInProcess } from "./_inproc.ts";
-import { connectAgent, sessionInfo } from "./_agent_client.ts";
+import { startInProcess } from "../testing/inproc.ts";
+import { connectAgent, sessionInfo } from "../testing/agent.ts";
 import { agentToken, cookieValue } from "../lib/auth.ts";
 
 const SECRET_NAME = "secret-session-name-7f3a";

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { waitFor } from "./_daemon.ts";
-import { startInProcess } from "./_inproc.ts";
-import { connectAgent, connectBrowser, userEnd } from "./_agent_client.ts";
+import { waitFor } from "../testing/daemon.ts";
+import { startInProcess } from "../testing/inproc.ts";
+import { connectAgent, connectBrowser, userEnd } from "../testing/agent.ts";
 
 Deno.test("daemon: browsers get the session list and live events", async (t) => {
   await using d = await startInProcess();

@@ -44,7 +44,7 @@ Deno.test("config: an invalid variable stops start-up with exit 2 and one line n
 
 Deno.test("config: without LVMH_TOKEN a token is generated once, kept and printed once", async () => {
   const dir = await Deno.makeTempDir({ prefix: "lvmh-config-" });
-  const { startDaemon } = await import("./_daemon.ts");
+  const { startDaemon } = await import("../testing/daemon.ts");
   try {
     const env = { LVMH_TOKEN: "" };
     // An empty LVMH_TOKEN counts as unset for the helper; pass the env without it.

@@ -4,10 +4,10 @@
  * repository as follow-ups, replays ignored, 413 past 1 MiB, unknown events 202; the hook named in the audit.
  */
 import assert from "node:assert/strict";
-import { startInProcess } from "./_inproc.ts";
-import { waitFor } from "./_daemon.ts";
-import { connectAgent, type Frame, sessionInfo } from "./_agent_client.ts";
-import { failedPipeline, noteOnMergeRequest } from "./fixtures/gitlab_hooks/payloads.ts";
+import { startInProcess } from "../testing/inproc.ts";
+import { waitFor } from "../testing/daemon.ts";
+import { connectAgent, type Frame, sessionInfo } from "../testing/agent.ts";
+import { failedPipeline, noteOnMergeRequest } from "../testing/fixtures/gitlab_hooks/payloads.ts";
 
 const prompts = (frames: Frame[]) => frames.filter((f) => f.type === "prompt");
 

@@ -6,9 +6,9 @@
  * behaviour: the row goes as the frame is sent, and a restart sends nothing.
  */
 import assert from "node:assert/strict";
-import { freePort, startDaemon, waitFor } from "./_daemon.ts";
-import { type AgentClient, connectAgent } from "./_agent_client.ts";
-import { keepPrompt, keptIds } from "./_kept_prompt.ts";
+import { freePort, startDaemon, waitFor } from "../testing/daemon.ts";
+import { type AgentClient, connectAgent } from "../testing/agent.ts";
+import { keepPrompt, keptIds } from "../testing/kept_prompt.ts";
 import { Feature } from "../lib/wire.ts";
 
 Deno.test("hooks: a kept prompt goes again after SIGKILL and reconnects until the plugin answers it", async () => {

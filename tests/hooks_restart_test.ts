@@ -3,8 +3,8 @@
  * recognised as a replay after the restart, and a hook secret set through the API still guards the route.
  */
 import assert from "node:assert/strict";
-import { startDaemon } from "./_daemon.ts";
-import { failedPipeline } from "./fixtures/gitlab_hooks/payloads.ts";
+import { startDaemon } from "../testing/daemon.ts";
+import { failedPipeline } from "../testing/fixtures/gitlab_hooks/payloads.ts";
 
 Deno.test("hooks: delivery keys and the API-set secret survive SIGKILL", async () => {
   const dataDir = await Deno.makeTempDir({ prefix: "lvmh-hooks-restart-" });

@@ -9,10 +9,10 @@
  */
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
-import { freePort, startDaemon, waitFor } from "./_daemon.ts";
-import { type AgentClient, connectAgent } from "./_agent_client.ts";
+import { freePort, startDaemon, waitFor } from "../testing/daemon.ts";
+import { type AgentClient, connectAgent } from "../testing/agent.ts";
 import { deferred, FakeEngine } from "../lib/spawn/_fake_engine.ts";
-import { noteOnMergeRequest } from "./fixtures/gitlab_hooks/payloads.ts";
+import { noteOnMergeRequest } from "../testing/fixtures/gitlab_hooks/payloads.ts";
 
 const IMAGE = "lvmh-worker:hooks-restart";
 const SECRET = "gitlab-hook-secret-restart-1";

@@ -2,14 +2,14 @@
  * Hooks that need a new session: a `/lvmh` comment on a merge request no session works on spawns one on the
  * MR's source branch with the daemon's default ask set (never "approve all" or nothing), and the comment
  * reaches the new session as soon as its plugin is online. The spawner is a recorder here (Docker-backed
- * spawns are covered by tests/spawn_*); the daemon, the hook route and the plugin socket are real.
+ * spawns are covered by tests/e2e/spawn_*); the daemon, the hook route and the plugin socket are real.
  */
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
-import { startInProcess } from "./_inproc.ts";
-import { waitFor } from "./_daemon.ts";
-import { connectAgent } from "./_agent_client.ts";
-import { noteOnMergeRequest } from "./fixtures/gitlab_hooks/payloads.ts";
+import { startInProcess } from "../testing/inproc.ts";
+import { waitFor } from "../testing/daemon.ts";
+import { connectAgent } from "../testing/agent.ts";
+import { noteOnMergeRequest } from "../testing/fixtures/gitlab_hooks/payloads.ts";
 import type { SpawnBody } from "../lib/protocol.ts";
 import { UnavailableError } from "../lib/errors.ts";
 

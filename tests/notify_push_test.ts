@@ -5,10 +5,10 @@
  * is visible gets no push.
  */
 import assert from "node:assert/strict";
-import { startInProcess } from "./_inproc.ts";
-import { waitFor } from "./_daemon.ts";
-import { connectAgent, connectBrowser } from "./_agent_client.ts";
-import { startPushService } from "./fixtures/push_service.ts";
+import { startInProcess } from "../testing/inproc.ts";
+import { waitFor } from "../testing/daemon.ts";
+import { connectAgent, connectBrowser } from "../testing/agent.ts";
+import { startPushService } from "../testing/fixtures/push_service.ts";
 
 Deno.test("push: VAPID, encryption, kinds, 404/410, 429, coalescing, visibility", async (t) => {
   await using d = await startInProcess({ env: { LVMH_ASK: "bash" } });

@@ -3,9 +3,9 @@
  * subscribed with it stay valid), and a subscription made before the kill gets the next event after restart.
  */
 import assert from "node:assert/strict";
-import { startDaemon, waitFor } from "./_daemon.ts";
-import { connectAgent } from "./_agent_client.ts";
-import { startPushService } from "./fixtures/push_service.ts";
+import { startDaemon, waitFor } from "../testing/daemon.ts";
+import { connectAgent } from "../testing/agent.ts";
+import { startPushService } from "../testing/fixtures/push_service.ts";
 
 Deno.test("push: VAPID keys and subscriptions survive SIGKILL", async () => {
   const dataDir = await Deno.makeTempDir({ prefix: "lvmh-push-restart-" });

@@ -3,10 +3,10 @@
  * loopback fake daemon, which plays the wire contract (welcome.policy, policy, approval_decision).
  */
 import assert from "node:assert/strict";
-import { waitFor } from "./_daemon.ts";
-import { fakeDaemon, type Frame, opts, tempHome } from "./_plugin_host.ts";
+import { waitFor } from "../testing/daemon.ts";
+import { fakeDaemon, type Frame, opts, tempHome } from "../testing/plugin_host.ts";
 
-import { call, pending, request, resolved, started } from "./_approvals_host.ts";
+import { call, pending, request, resolved, started } from "../testing/approvals_host.ts";
 
 Deno.test(
   "approvals: a gated call waits for the daemon's decision; others run at once",

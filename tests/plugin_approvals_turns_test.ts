@@ -3,11 +3,11 @@
  * message asked in turn, and a call made before the daemon's first welcome.
  */
 import assert from "node:assert/strict";
-import { waitFor } from "./_daemon.ts";
-import { fakePi } from "./_fake_pi.ts";
+import { waitFor } from "../testing/daemon.ts";
+import { fakePi } from "../testing/fake_pi.ts";
 import { createLvmhAgent } from "../plugin/lvmh-agent.mjs";
-import { fakeDaemon, opts, tempHome } from "./_plugin_host.ts";
-import { call, request, resolved, started } from "./_approvals_host.ts";
+import { fakeDaemon, opts, tempHome } from "../testing/plugin_host.ts";
+import { call, request, resolved, started } from "../testing/approvals_host.ts";
 
 Deno.test(
   "approvals: the TUI asks too; the first answer wins and the other is withdrawn",

@@ -1,15 +1,15 @@
 /**
- * The plugin in-process against the real daemon, itself in-process (tests/_inproc.ts; nothing here needs a
+ * The plugin in-process against the real daemon, itself in-process (testing/inproc.ts; nothing here needs a
  * separate process): the offline buffer (overflow past 10,000 events, memory bound, handler time), seq
  * recovery when the seq file is lost, and frames kept under the daemon's 1 MiB limit.
  */
 import assert from "node:assert/strict";
-import { freePort, waitFor } from "./_daemon.ts";
-import { startInProcess } from "./_inproc.ts";
-import { allEvents } from "./_pi.ts";
-import { type FakePi, fakePi } from "./_fake_pi.ts";
+import { freePort, waitFor } from "../testing/daemon.ts";
+import { startInProcess } from "../testing/inproc.ts";
+import { allEvents } from "../testing/pi.ts";
+import { type FakePi, fakePi } from "../testing/fake_pi.ts";
 import { createLvmhAgent } from "../plugin/lvmh-agent.mjs";
-import { type Ev, opts, overflowEvents, tempHome } from "./_plugin_host.ts";
+import { type Ev, opts, overflowEvents, tempHome } from "../testing/plugin_host.ts";
 
 /** Tool results fired while offline: 2,000 past the buffer's 10,000. */
 const N = 12_000;

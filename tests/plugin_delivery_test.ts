@@ -1,15 +1,15 @@
 /**
- * The plugin in-process against the real daemon, itself in-process (tests/_inproc.ts; nothing here needs a
+ * The plugin in-process against the real daemon, itself in-process (testing/inproc.ts; nothing here needs a
  * separate process): prompt delivery in every pi state, abort, the settle point on both pi generations,
  * renames, and close 4000.
  */
 import assert from "node:assert/strict";
-import { waitFor } from "./_daemon.ts";
-import { startInProcess } from "./_inproc.ts";
-import { allEvents, sessions, settledEvents } from "./_pi.ts";
-import { fakePi } from "./_fake_pi.ts";
+import { waitFor } from "../testing/daemon.ts";
+import { startInProcess } from "../testing/inproc.ts";
+import { allEvents, sessions, settledEvents } from "../testing/pi.ts";
+import { fakePi } from "../testing/fake_pi.ts";
 import { createLvmhAgent } from "../plugin/lvmh-agent.mjs";
-import { type Ev, opts, pluginOnline, tempHome } from "./_plugin_host.ts";
+import { type Ev, opts, pluginOnline, tempHome } from "../testing/plugin_host.ts";
 
 Deno.test(
   "lvmh-agent delivers prompts when streaming, idle and in the tail window, and aborts",

@@ -1,9 +1,9 @@
 /** The plugin in-process: message mapping, repo detection, and configurations that must stay harmless. */
 import assert from "node:assert/strict";
-import { waitFor } from "./_daemon.ts";
-import { fakePi } from "./_fake_pi.ts";
+import { waitFor } from "../testing/daemon.ts";
+import { fakePi } from "../testing/fake_pi.ts";
 import { createLvmhAgent, messageImages, Origins, repoFromRemote, toMessage } from "../plugin/lvmh-agent.mjs";
-import { opts, tempHome } from "./_plugin_host.ts";
+import { opts, tempHome } from "../testing/plugin_host.ts";
 
 Deno.test("lvmh-agent maps pi messages to the protocol's Message shape", () => {
   const a = toMessage({

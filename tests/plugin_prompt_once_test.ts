@@ -4,10 +4,10 @@
  * handed to pi once and answered each time it is answered for, on the same socket and after a reconnect.
  */
 import assert from "node:assert/strict";
-import { waitFor } from "./_daemon.ts";
-import { fakePi } from "./_fake_pi.ts";
+import { waitFor } from "../testing/daemon.ts";
+import { fakePi } from "../testing/fake_pi.ts";
 import { createLvmhAgent } from "../plugin/lvmh-agent.mjs";
-import { fakeDaemon, opts, tempHome } from "./_plugin_host.ts";
+import { fakeDaemon, opts, tempHome } from "../testing/plugin_host.ts";
 import { Feature } from "../lib/wire.ts";
 
 Deno.test(

@@ -5,10 +5,10 @@
  * `command_result` for commands that carry a commandId.
  */
 import assert from "node:assert/strict";
-import { waitFor } from "./_daemon.ts";
-import { fakePi } from "./_fake_pi.ts";
+import { waitFor } from "../testing/daemon.ts";
+import { fakePi } from "../testing/fake_pi.ts";
 import { createLvmhAgent } from "../plugin/lvmh-agent.mjs";
-import { type FakeDaemon, fakeDaemon, type Frame, opts, tempHome } from "./_plugin_host.ts";
+import { type FakeDaemon, fakeDaemon, type Frame, opts, tempHome } from "../testing/plugin_host.ts";
 import { MAX_FRAME_BYTES } from "../lib/wire.ts";
 
 const fast = { pingMs: 50, deadMs: 400 };

@@ -7,10 +7,10 @@
  * session still holds).
  */
 import assert from "node:assert/strict";
-import { connectAgent, sessionInfo } from "./_agent_client.ts";
+import { connectAgent, sessionInfo } from "../testing/agent.ts";
 import { DatabaseSync } from "node:sqlite";
-import { bearerFetch, freePort, startDaemon } from "./_daemon.ts";
-import { startInProcess } from "./_inproc.ts";
+import { bearerFetch, freePort, startDaemon } from "../testing/daemon.ts";
+import { startInProcess } from "../testing/inproc.ts";
 
 const PNG =
   "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";

@@ -6,9 +6,9 @@
  * unknown.
  */
 import assert from "node:assert/strict";
-import { connectAgent, sessionInfo } from "./_agent_client.ts";
-import { startInProcess } from "./_inproc.ts";
-import { waitFor } from "./_daemon.ts";
+import { connectAgent, sessionInfo } from "../testing/agent.ts";
+import { startInProcess } from "../testing/inproc.ts";
+import { waitFor } from "../testing/daemon.ts";
 import { MAX_BODY_BYTES } from "../lib/wire.ts";
 
 /** A valid 1×1 PNG. */

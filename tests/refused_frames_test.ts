@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { waitFor } from "./_daemon.ts";
-import { startInProcess } from "./_inproc.ts";
-import { connectAgent, connectBrowser, userEnd } from "./_agent_client.ts";
+import { waitFor } from "../testing/daemon.ts";
+import { startInProcess } from "../testing/inproc.ts";
+import { connectAgent, connectBrowser, userEnd } from "../testing/agent.ts";
 import { ERROR_FRAMES_PER_SECOND } from "../lib/error_budget.ts";
 import { CloseCode } from "../lib/wire.ts";
 

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
-import { waitFor } from "./_daemon.ts";
-import { startInProcess } from "./_inproc.ts";
-import { connectAgent, connectBrowser, userEnd } from "./_agent_client.ts";
-import { openSse } from "./_sse.ts";
+import { waitFor } from "../testing/daemon.ts";
+import { startInProcess } from "../testing/inproc.ts";
+import { connectAgent, connectBrowser, userEnd } from "../testing/agent.ts";
+import { openSse } from "../testing/sse.ts";
 import { PROTOCOL_VERSION } from "../lib/wire.ts";
 
 Deno.test("daemon: prompts and aborts reach the plugin", async (t) => {

@@ -3,8 +3,8 @@
  * on the same data dir has everything, all offline. (Retention at start is in-process: retention_test.ts.)
  */
 import assert from "node:assert/strict";
-import { startDaemon } from "./_daemon.ts";
-import { connectAgent, userEnd } from "./_agent_client.ts";
+import { startDaemon } from "../testing/daemon.ts";
+import { connectAgent, userEnd } from "../testing/agent.ts";
 
 Deno.test("daemon: restart keeps sessions and events, all offline", async () => {
   const dataDir = await Deno.makeTempDir({ prefix: "lvmh-restart-" });

@@ -3,8 +3,8 @@
  * (in-process, two daemons one after the other on the same data dir).
  */
 import assert from "node:assert/strict";
-import { startInProcess } from "./_inproc.ts";
-import { connectAgent, sessionInfo } from "./_agent_client.ts";
+import { startInProcess } from "../testing/inproc.ts";
+import { connectAgent, sessionInfo } from "../testing/agent.ts";
 
 Deno.test("daemon: with LVMH_RETENTION_DAYS, sessions idle for longer are deleted at start", async () => {
   const dataDir = await Deno.makeTempDir({ prefix: "lvmh-retention-" });

@@ -7,9 +7,9 @@
 import assert from "node:assert/strict";
 import { routes } from "../routes/_table.ts";
 import { requiredRole } from "../lib/router.ts";
-import { type InProcessDaemon, startInProcess } from "./_inproc.ts";
-import { connectAgent, connectBrowser } from "./_agent_client.ts";
-import { waitFor } from "./_daemon.ts";
+import { type InProcessDaemon, startInProcess } from "../testing/inproc.ts";
+import { connectAgent, connectBrowser } from "../testing/agent.ts";
+import { waitFor } from "../testing/daemon.ts";
 
 type Who = "none" | "wrong" | "revoked" | "viewer" | "operator" | "admin" | "agent";
 const RANK = { agent: 0, viewer: 1, operator: 2, admin: 3 } as const;

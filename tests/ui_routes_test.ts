@@ -3,9 +3,9 @@
  * cookie and its limits, static assets, page headers, and what a page shows with and without credentials.
  */
 import assert from "node:assert/strict";
-import { startInProcess } from "./_inproc.ts";
+import { startInProcess } from "../testing/inproc.ts";
 import { ensureBundle } from "../scripts/build.ts";
-import { connectAgent, sessionInfo } from "./_agent_client.ts";
+import { connectAgent, sessionInfo } from "../testing/agent.ts";
 
 Deno.test("UI routes", async (t) => {
   // main.ts builds the island bundle before it serves; the in-process daemon does not, and a fresh checkout

@@ -4,10 +4,10 @@
  * attempts sees exactly one success with the same webhook-id, and redirects are never followed.
  */
 import assert from "node:assert/strict";
-import { startInProcess } from "./_inproc.ts";
-import { waitFor } from "./_daemon.ts";
-import { connectAgent } from "./_agent_client.ts";
-import { startReceiver } from "./fixtures/webhook_receiver.ts";
+import { startInProcess } from "../testing/inproc.ts";
+import { waitFor } from "../testing/daemon.ts";
+import { connectAgent } from "../testing/agent.ts";
+import { startReceiver } from "../testing/fixtures/webhook_receiver.ts";
 import { generateSecret } from "../lib/webhooks/signing.ts";
 
 const request = (approvalId: string) => ({

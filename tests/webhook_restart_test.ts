@@ -4,9 +4,9 @@
  * receiver sees exactly one success.
  */
 import assert from "node:assert/strict";
-import { startDaemon, waitFor } from "./_daemon.ts";
-import { connectAgent } from "./_agent_client.ts";
-import { startReceiver } from "./fixtures/webhook_receiver.ts";
+import { startDaemon, waitFor } from "../testing/daemon.ts";
+import { connectAgent } from "../testing/agent.ts";
+import { startReceiver } from "../testing/fixtures/webhook_receiver.ts";
 import { generateSecret } from "../lib/webhooks/signing.ts";
 
 Deno.test("webhooks: SIGKILL between enqueue and delivery, delivered once after restart", async () => {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { parseGitlab, promptFor } from "./gitlab_events.ts";
-import { failedPipeline, noteOnMergeRequest } from "../../tests/fixtures/gitlab_hooks/payloads.ts";
+import { failedPipeline, noteOnMergeRequest } from "../../testing/fixtures/gitlab_hooks/payloads.ts";
 
 Deno.test("parseGitlab() reads /lvmh comments and failed pipelines, and ignores the rest", async (t) => {
   await t.step("a /lvmh comment on a merge request names its source branch", () => {

@@ -2,9 +2,9 @@
  * Fault harness helper: a fleet of real plugin instances (the plugin module under a host that drives it like
  * pi) that each fire numbered user messages, and the audit of what the daemon stored for them afterwards.
  */
-import { type Daemon, waitFor } from "../../tests/_daemon.ts";
-import { type FakePi, fakePi } from "../../tests/_fake_pi.ts";
-import { allEvents } from "../../tests/_pi.ts";
+import { type Daemon, waitFor } from "../../testing/daemon.ts";
+import { type FakePi, fakePi } from "../../testing/fake_pi.ts";
+import { allEvents } from "../../testing/pi.ts";
 import { createLvmhAgent } from "../../plugin/lvmh-agent.mjs";
 
 export interface Fleet {

@@ -4,7 +4,7 @@
  * the daemon may only have acked what it committed, so SQLite must hold every seq up to that ack.
  */
 import WebSocket from "ws";
-import type { Daemon } from "../../tests/_daemon.ts";
+import type { Daemon } from "../../testing/daemon.ts";
 
 export interface WitnessEnd {
   /** Close code the daemon chose. */

@@ -7,8 +7,8 @@
  * replay must leave every session's seqs complete and unique.
  */
 import { fileURLToPath } from "node:url";
-import { startDaemon, waitFor } from "../../tests/_daemon.ts";
-import { allEvents, sessions } from "../../tests/_pi.ts";
+import { startDaemon, waitFor } from "../../testing/daemon.ts";
+import { allEvents, sessions } from "../../testing/pi.ts";
 import { type Audit, refused, startFleet } from "./_fleet.ts";
 import { witness, type WitnessEnd } from "./_witness.ts";
 import { REFUSED_AT_ONCE } from "../../lib/write_gate.ts";

@@ -5,8 +5,8 @@
  * answering reads; a hand-written plugin socket records every ack, and SQLite must hold every acked seq. Then
  * the filler is deleted and the plugins' replay must leave every session's seqs complete and unique.
  */
-import { startDaemon, waitFor } from "../../tests/_daemon.ts";
-import { allEvents, sessions } from "../../tests/_pi.ts";
+import { startDaemon, waitFor } from "../../testing/daemon.ts";
+import { allEvents, sessions } from "../../testing/pi.ts";
 import { type Audit, refused, startFleet } from "./_fleet.ts";
 import { witness, type WitnessEnd } from "./_witness.ts";
 

@@ -4,11 +4,11 @@
  * session's seqs in SQLite must be complete and unique, and a browser that stayed open (redialling and
  * resubscribing with `after`) must have seen each seq exactly once.
  */
-import { startDaemon, waitFor } from "../../tests/_daemon.ts";
-import { fakePi } from "../../tests/_fake_pi.ts";
-import { allEvents } from "../../tests/_pi.ts";
+import { startDaemon, waitFor } from "../../testing/daemon.ts";
+import { fakePi } from "../../testing/fake_pi.ts";
+import { allEvents } from "../../testing/pi.ts";
 import { createLvmhAgent } from "../../plugin/lvmh-agent.mjs";
-import { followSession } from "./_browser.ts";
+import { followSession } from "../../testing/ws_follower.ts";
 
 export interface KillRestartResult {
   plugins: number;

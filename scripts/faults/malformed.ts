@@ -3,9 +3,9 @@
  * deltas to a browser. The daemon must stay up, its RSS must stay under a stated bound, and the healthy
  * session's `message_update` delay p99 during the attack must stay under 2× the baseline measured just before.
  */
-import { startDaemon } from "../../tests/_daemon.ts";
-import { daemonPid, lineReader, pct, rssMiB } from "../../bench/_proc.ts";
-import { healthy } from "./_healthy.ts";
+import { startDaemon } from "../../testing/daemon.ts";
+import { daemonPid, lineReader, pct, rssMiB } from "../../testing/proc.ts";
+import { healthy } from "../../testing/healthy.ts";
 
 /** The RSS bound stated for this row: the daemon's own baseline plus room for a few 10 MB frames in flight. */
 export const RSS_BOUND_MIB = 300;

@@ -5,9 +5,9 @@
  * keep the ordinary one, and a healthy session's delta p99 at its own browser must stay under 2× the p99
  * measured just before, under the same flood.
  */
-import { startDaemon } from "../../tests/_daemon.ts";
-import { daemonPid, pct, rssMiB } from "../../bench/_proc.ts";
-import { healthy } from "./_healthy.ts";
+import { startDaemon } from "../../testing/daemon.ts";
+import { daemonPid, pct, rssMiB } from "../../testing/proc.ts";
+import { healthy } from "../../testing/healthy.ts";
 import { stuckBrowser, type StuckEnd } from "./_stuck_browser.ts";
 
 /** The hub's bound on one browser's unsent bytes (lib/hub.ts MAX_BACKLOG_BYTES), in MiB. */

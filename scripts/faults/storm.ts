@@ -4,7 +4,7 @@
  * within a second: every one must be welcomed, with `lastSeq` equal to what it stored before the kill.
  */
 import WebSocket from "ws";
-import { type Daemon, startDaemon } from "../../tests/_daemon.ts";
+import { type Daemon, startDaemon } from "../../testing/daemon.ts";
 
 export interface StormResult {
   sockets: number;

@@ -1,0 +1,164 @@
+/**
+ * Test helper: the daemon built in this process with `createDaemon`, wired the way `main.ts` wires it, on a
+ * temporary data dir. REST requests go straight to `daemon.handler(req, info)`, with no socket in between;
+ * the same handler is also served on a free loopback port for the WebSocket routes. No subprocess, no root,
+ * no Docker (the engine socket points at a path that does not exist, so spawn routes answer 503).
+ * Every test that starts one must `await daemon.stop()` (or use `await using`).
+ */
+import { createDaemon, type Daemon as LibDaemon } from "../lib/daemon.ts";
+import { loadConfig } from "../lib/config.ts";
+import { routes } from "../routes/_table.ts";
+import { daemonSpawner } from "../main.ts";
+import { createGitlab } from "../lib/gitlab.ts";
+import { TEST_TOKEN } from "./daemon.ts";
+
+export interface InProcessOptions {
+  /** Reuse a data dir (for restart tests); a fresh temp dir otherwise, removed by `stop()`. */
+  dataDir?: string;
+  /** Extra `LVMH_*` variables, read by the real `loadConfig`. */
+  env?: Record<string, string>;
+  token?: string;
+  /** Listen on this port (a plugin started before the daemon knows where to reconnect); a free one otherwise. */
+  port?: number;
+}
+
+/** What the tests see: the same fields as the subprocess helper's `Daemon`, plus the daemon's parts. */
+export interface InProcessDaemon extends AsyncDisposable {
+  /** The assembled daemon; `daemon.app` for the few tests that need internals. */
+  daemon: LibDaemon;
+  port: number;
+  token: string;
+  dataDir: string;
+  /** http://127.0.0.1:PORT: also the origin of requests sent straight to the handler. */
+  url: string;
+  /** ws://127.0.0.1:PORT/agent/ws */
+  agentUrl: string;
+  /** ws://127.0.0.1:PORT/ws?token=… */
+  browserUrl: string;
+  /** Everything the daemon wrote to the console while it ran (the process's stdout and stderr in production). */
+  output(): string;
+  /** Send a request for `path` straight to the handler, without credentials unless `init` has them. */
+  fetch(path: string, init?: RequestInit): Promise<Response>;
+  /** As `fetch`, with the bearer token (JSON content type when there is a body). */
+  api(path: string, init?: RequestInit): Promise<Response>;
+  /** Shut the daemon down as SIGTERM would, stop serving, and remove a temp data dir this helper made. */
+  stop(): Promise<void>;
+}
+
+/** The peer a request sent straight to the handler claims to come from. */
+const LOOPBACK: Deno.ServeHandlerInfo = {
+  remoteAddr: { transport: "tcp", hostname: "127.0.0.1", port: 0 },
+  completed: Promise.resolve(),
+};
+
+/** Build a daemon in-process on a free port and a temp data dir (or `options.dataDir`). */
+export async function startInProcess(options: InProcessOptions = {}): Promise<InProcessDaemon> {
+  const ownDir = options.dataDir === undefined;
+  const dataDir = options.dataDir ?? await Deno.makeTempDir({ prefix: "lvmh-inproc-" });
+  const token = options.token ?? TEST_TOKEN;
+  const log = captureConsole();
+  let daemon: LibDaemon | null = null;
+  // Listen first, so the config carries the real port (the spawner derives the worker URL from it).
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: options.port ?? 0, onListen() {} },
+    (req, info) => daemon ? daemon.handler(req, info) : new Response("starting", { status: 503 }),
+  );
+  const port = server.addr.port;
+  try {
+    const config = loadConfig({
+      LVMH_TOKEN: token,
+      LVMH_HOST: "127.0.0.1",
+      LVMH_PORT: String(port),
+      LVMH_DATA_DIR: dataDir,
+      // Nothing listens here: recovery and spawns fail fast as "Docker unreachable", never a real engine.
+      LVMH_CONTAINER_DOCKER_SOCK: `${dataDir}/no-docker.sock`,
+      // A closed loopback port, so no test can reach gitlab.com by accident.
+      LVMH_GITLAB_URL: "http://127.0.0.1:9",
+      ...options.env,
+    });
+    daemon = createDaemon(config, routes, { spawner: daemonSpawner, gitlab: createGitlab });
+  } catch (error) {
+    await server.shutdown();
+    log.stop();
+    if (ownDir) await Deno.remove(dataDir, { recursive: true }).catch(() => {});
+    throw error;
+  }
+  const lib = daemon;
+
+  const url = `http://127.0.0.1:${port}`;
+  const send = (path: string, init: RequestInit = {}) => lib.handler(new Request(url + path, init), LOOPBACK);
+  let stopped = false;
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    try {
+      // What main.ts does on SIGTERM: sockets get 1001 first, so the server has no connection left to wait on.
+      await lib.shutdown();
+      await server.shutdown();
+    } finally {
+      log.stop();
+      if (ownDir) await Deno.remove(dataDir, { recursive: true }).catch(() => {});
+    }
+  };
+  return {
+    daemon: lib,
+    port,
+    token,
+    dataDir,
+    url,
+    agentUrl: `ws://127.0.0.1:${port}/agent/ws`,
+    browserUrl: `ws://127.0.0.1:${port}/ws?token=${encodeURIComponent(token)}`,
+    output: () => log.text(),
+    fetch: send,
+    api(path, init = {}) {
+      const headers = new Headers(init.headers);
+      headers.set("authorization", `Bearer ${token}`);
+      if (init.body && !headers.has("content-type")) headers.set("content-type", "application/json");
+      return send(path, { ...init, headers });
+    },
+    stop,
+    [Symbol.asyncDispose]: stop,
+  };
+}
+
+const METHODS = ["log", "info", "warn", "error", "debug"] as const;
+const ECHO = Deno.env.get("LVMH_TEST_ECHO") === "1";
+/** Recorders of the daemons alive in this process; the console is patched while there is at least one. */
+const recorders = new Set<string[]>();
+type Log = (...args: unknown[]) => void;
+let original: Record<(typeof METHODS)[number], Log> | null = null;
+
+/**
+ * Record console output while the daemon lives instead of printing it: in production it is the process's
+ * output, and tests assert on it (the token is never printed, the retention notice is). Like the subprocess
+ * helper's pipes, nothing is echoed (expected warnings such as "Docker unreachable" would bury the report);
+ * with LVMH_TEST_ECHO=1 every line also reaches the real console.
+ */
+function captureConsole() {
+  const lines: string[] = [];
+  if (!original) {
+    const saved = Object.fromEntries(METHODS.map((m) => [m, console[m] as Log])) as Record<
+      (typeof METHODS)[number],
+      Log
+    >;
+    original = saved;
+    for (const m of METHODS) {
+      console[m] = (...args: unknown[]) => {
+        const line = args.map((a) => typeof a === "string" ? a : Deno.inspect(a)).join(" ");
+        for (const r of recorders) r.push(line);
+        if (ECHO) saved[m](...args);
+      };
+    }
+  }
+  recorders.add(lines);
+  return {
+    text: () => lines.join("\n"),
+    stop() {
+      recorders.delete(lines);
+      if (recorders.size === 0 && original) {
+        Object.assign(console, original);
+        original = null;
+      }
+    },
+  };
+}

@@ -1,0 +1,116 @@
+/**
+ * Bench and harness helper: find the daemon process that a `testing/daemon.ts` daemon runs (by its data dir,
+ * which only that process has in its environment) and read its resident memory from /proc, from outside.
+ */
+
+/** The pid of the process whose environment holds `LVMH_DATA_DIR=<dataDir>`; throws when there is none. */
+export function daemonPid(dataDir: string): number {
+  const needle = `LVMH_DATA_DIR=${dataDir}\0`;
+  for (const entry of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    try {
+      const env = Deno.readTextFileSync(`/proc/${entry.name}/environ`);
+      if (`${env}\0`.includes(needle)) return Number(entry.name);
+    } catch { /* gone, or not ours to read */ }
+  }
+  throw new Error(`Cannot find the daemon process of data dir "${dataDir}"`);
+}
+
+/** Resident set size of `pid` in MiB (VmRSS), or NaN when the process is gone. */
+export function rssMiB(pid: number): number {
+  try {
+    const status = Deno.readTextFileSync(`/proc/${pid}/status`);
+    const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1]);
+    return kb / 1024;
+  } catch {
+    return NaN;
+  }
+}
+
+/** The value at quantile `p` (0–1) of an ascending array. */
+export function pct(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))];
+}
+
+/** Wall clock in ms with sub-ms resolution, comparable across processes on one machine. */
+export function nowMs(): number {
+  return performance.timeOrigin + performance.now();
+}
+
+/**
+ * A 1 ms timer that notes every tick later than `thresholdMs`: this process's own event-loop stalls, so a
+ * bench can tell a late delivery caused by its clients from one caused by the daemon.
+ */
+export function lagMonitor(thresholdMs = 5): { stop(): number[] } {
+  const stalls: number[] = [];
+  let last = performance.now();
+  const timer = setInterval(() => {
+    const now = performance.now();
+    if (now - last > thresholdMs) stalls.push(now - last);
+    last = now;
+  }, 1);
+  return {
+    stop() {
+      clearInterval(timer);
+      return stalls;
+    },
+  };
+}
+
+/** CPU time (user + system) a process has used so far, in ms, or NaN when it is gone. */
+export function cpuMs(pid: number): number {
+  try {
+    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    // utime and stime are fields 14 and 15 of stat(5), counted from 1; fields here start at field 3.
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // USER_HZ is 100 on Linux
+  } catch {
+    return NaN;
+  }
+}
+
+/** CPU time of every process on the machine so far, in ms (from /proc/stat), to show what else ran. */
+export function machineBusyMs(): number {
+  const cpu = Deno.readTextFileSync("/proc/stat").split("\n")[0].trim().split(/\s+/).slice(1).map(Number);
+  // user nice system idle iowait irq softirq steal: everything but idle and iowait is work.
+  return ((cpu[0] + cpu[1] + cpu[2] + cpu[5] + cpu[6] + cpu[7]) * 1000) / 100;
+}
+
+/**
+ * A clock for comparing stamps across processes on this machine: `performance.timeOrigin + performance.now()`
+ * aligned to the system wall clock (the one `Date.now()` reads, shared by every process) to within a few µs.
+ * Each process's timeOrigin is fixed at its start and may sit off the wall clock by a fraction of a ms, which
+ * matters for a 2 ms goal: the offset is taken at the instant `Date.now()` ticks to the next ms, the best of
+ * several tries (a try that was preempted only reads too early, so the largest offset is the closest).
+ */
+export function wallClock(tries = 7): { now(): number; offsetMs: number } {
+  let offset = -Infinity;
+  for (let i = 0; i < tries; i++) {
+    const start = Date.now();
+    let tick = start;
+    while (tick === start) tick = Date.now();
+    offset = Math.max(offset, tick - nowMs());
+  }
+  return { now: () => nowMs() + offset, offsetMs: offset };
+}
+
+/** The lines a child process writes to stdout, one at a time; null once it closed. */
+export function lineReader(stream: ReadableStream<BufferSource>): () => Promise<string | null> {
+  const reader = stream.pipeThrough(new TextDecoderStream()).getReader();
+  let buffered = "";
+  return async () => {
+    while (!buffered.includes("\n")) {
+      const { value, done } = await reader.read();
+      if (done) {
+        const rest = buffered;
+        buffered = "";
+        return rest || null;
+      }
+      buffered += value;
+    }
+    const at = buffered.indexOf("\n");
+    const line = buffered.slice(0, at);
+    buffered = buffered.slice(at + 1);
+    return line;
+  };
+}
