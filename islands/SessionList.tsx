@@ -13,7 +13,7 @@ import { notifySettled } from "../ui/watch.ts";
 import { useClock } from "../ui/use_clock.ts";
 import { EMPTY_DIRECTORY } from "../ui/session_directory.ts";
 import { useLive } from "../ui/use_live.ts";
-import { GROUP_LABEL, groupOf, sortByGroup } from "../ui/glance.ts";
+import { GROUP_LABEL, groupOf, PAGE_ROWS, sortByGroup } from "../ui/glance.ts";
 
 interface Props {
   /** The rows the server rendered: the first page, in the order shown. */
@@ -22,9 +22,6 @@ interface Props {
   /** Counts over every session, shown until the live list arrives (the props carry only the first page). */
   counts?: { total: number; online: number; waiting: number };
 }
-
-/** Rows rendered per page of matches. */
-export const PAGE_ROWS = 100;
 
 /**
  * Sessions matching `query` (title — pi's name or the first prompt —, id, cwd, repo, model) and the online

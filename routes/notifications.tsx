@@ -1,31 +1,25 @@
 /** `/notifications`: this browser's notification settings (any signed-in person). */
 import type { Ctx } from "../lib/router.ts";
-import { Island, renderPage } from "../lib/render.tsx";
-import { signInPage } from "../components/SignInPage.tsx";
-import { TopBar } from "../components/TopBar.tsx";
+import { Island } from "../lib/render.tsx";
+import { page } from "./_page.tsx";
 import NotificationSettings from "../islands/NotificationSettings.tsx";
 import { KIND_LABELS, NOTIFY_KINDS } from "../lib/notify/kinds.ts";
-import type { Me } from "../ui/roles.ts";
 
 export const handler = {
   GET(ctx: Ctx): Response {
-    if (!ctx.principal) return signInPage();
-    const me: Me = { name: ctx.principal.name, role: ctx.principal.role };
-    const kinds = NOTIFY_KINDS.map((kind) => ({ kind, label: KIND_LABELS[kind] }));
-    return renderPage(
-      <>
-        <TopBar me={me}>
-          <a href="/">Sessions</a>
-          <span aria-hidden="true">/</span>
-          <span aria-current="page">Notifications</span>
-        </TopBar>
+    return page(ctx, {}, () => ({
+      title: "Notifications",
+      bodyClass: "page-admin",
+      body: (
         <Island
           name="NotificationSettings"
           component={NotificationSettings}
-          props={{ kinds, defaults: ["approval.requested", "run.settled", "run.failed", "spawn.failed"] }}
+          props={{
+            kinds: NOTIFY_KINDS.map((kind) => ({ kind, label: KIND_LABELS[kind] })),
+            defaults: ["approval.requested", "run.settled", "run.failed", "spawn.failed"],
+          }}
         />
-      </>,
-      { title: "Notifications · lvmh", bodyClass: "page-admin" },
-    );
+      ),
+    }));
   },
 };

@@ -85,7 +85,7 @@ Deno.test("architecture: only the HTTP layer throws HttpError; domain code throw
 
 Deno.test("architecture: an unknown session is worded once (lib/errors.ts sessionNotFound)", async () => {
   const offenders: string[] = [];
-  for (const dir of ["lib", "routes", "islands", "components"]) {
+  for (const dir of ["lib", "routes", "islands", "components", "ui"]) {
     for await (const path of walk(`${ROOT}${dir}`)) {
       if (path.endsWith("_test.ts") || path.endsWith("/lib/errors.ts")) continue;
       const text = await Deno.readTextFile(path);
@@ -134,7 +134,7 @@ Deno.test("architecture: the docs stand alone (relative links stay in the reposi
 Deno.test("architecture: every path docs/ARCHITECTURE.md names exists", async () => {
   const text = await Deno.readTextFile(`${ROOT}docs/ARCHITECTURE.md`);
   const paths = [
-    ...text.matchAll(/`((?:lib|routes|components|islands|tests|plugin|scripts|docker|docs)\/[^`\s…]*)`/g),
+    ...text.matchAll(/`((?:lib|ui|routes|components|islands|tests|plugin|scripts|docker|docs)\/[^`\s…]*)`/g),
   ]
     .map((m) => m[1]);
   assert.ok(paths.length > 20, `found ${paths.length} paths`);

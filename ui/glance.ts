@@ -9,6 +9,9 @@ import { firstLine, titleOf } from "../lib/glance_text.ts";
 
 export { firstLine, TITLE_CHARS } from "../lib/glance_text.ts";
 
+/** Rows of the sessions list rendered per page of matches (the server renders the first page). */
+export const PAGE_ROWS = 100;
+
 /** The first line of the first user prompt among `events`; null when they hold none. */
 export function firstPrompt(events: readonly UiEvent[]): string | null {
   for (const e of events) {
