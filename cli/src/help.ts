@@ -1,0 +1,58 @@
+/** The help texts: the overview (`lvmh --help`) and one per command (`lvmh COMMAND --help`). */
+import type { CommandName } from "./commands.ts";
+import { DEFAULT_URL } from "./config.ts";
+
+export const HELP: Record<"" | CommandName, string> = {
+  "": `lvmh: watch and steer pi sessions through an lvmh daemon.
+
+Usage: lvmh [--url URL] [--token TOKEN] COMMAND [ARGS]
+
+Commands:
+  login [URL] [--token T]           check the token and save URL and token to the config file
+  sessions [--online] [--json]      list sessions
+  tail ID [-f] [--from SEQ] [--json]  show a session's conversation (-f: follow it live)
+  prompt ID TEXT [--follow-up] [--image FILE]...   send a message (TEXT "-" reads stdin)
+  abort ID                          abort the current run
+  approvals [--json]                list the tool calls waiting for a person
+  approve ID [--reason R]           let a waiting tool call run
+  reject ID [--reason R]            refuse it
+  spawn GROUP/PROJECT [--branch B] [--ask bash,edit|all|none]   start a session in a container
+  stop ID                           stop a spawned session's container
+  token add NAME --role ROLE | token list [--json] | token revoke NAME   named tokens (admin)
+
+Configuration: --url/--token, else LVMH_URL and LVMH_TOKEN, else the file written by "lvmh login"
+($XDG_CONFIG_HOME/lvmh/config.json, default ~/.config/lvmh/config.json). LVMH_URL is the daemon's
+http(s) base; the plugin's ws://HOST:PORT/agent/ws form works too. Default ${DEFAULT_URL}.
+--json prints one JSON object per line. Exit codes: 0 ok, 1 the daemon refused, 2 bad usage,
+3 cannot reach the daemon. "lvmh COMMAND --help" tells more.`,
+  login: `Usage: lvmh login [URL] [--token TOKEN]
+Checks the token against the daemon, then writes URL and token to the config file (mode 600).
+Without --token it uses LVMH_TOKEN, else reads one line from stdin.`,
+  sessions: `Usage: lvmh sessions [--online] [--json]
+Lists sessions, most recent activity first: id, state, name, repo or cwd, model, last activity and how
+many approvals wait. --online shows only sessions with a live pi; --json prints each session as JSON.`,
+  tail: `Usage: lvmh tail ID [-f|--follow] [--from SEQ] [--json]
+Prints a session's conversation: roles, tool calls with their status, run ends. Without --from, the
+latest page (1,000 events); --from SEQ starts at event SEQ (0: from the start). -f keeps following,
+streaming text as it arrives, and reconnects through daemon restarts without repeating or skipping an
+event. --json prints each event (the whole envelope) as one JSON line instead.`,
+  prompt: `Usage: lvmh prompt ID TEXT [--follow-up] [--image FILE]... [--json]
+Sends TEXT ("-": read it from stdin) to the session: as a steer by default, or as a follow-up once the
+current run ends. --image attaches a PNG, JPEG, GIF or WebP file (repeatable). Prints the prompt id.`,
+  abort: `Usage: lvmh abort ID
+Aborts the session's current run.`,
+  approvals: `Usage: lvmh approvals [--json]
+Lists the tool calls waiting for a person, oldest first.`,
+  approve: `Usage: lvmh approve APPROVAL_ID [--reason R] [--json]
+Approves a waiting tool call; the first answer wins.`,
+  reject: `Usage: lvmh reject APPROVAL_ID [--reason R] [--json]
+Rejects a waiting tool call; the agent gets the reason.`,
+  spawn: `Usage: lvmh spawn GROUP/PROJECT [--branch B] [--ask bash,edit|all|none] [--json]
+Starts a session in a container from a GitLab repository. Prints the new session's id once it runs.`,
+  stop: `Usage: lvmh stop ID
+Stops and removes a spawned session's container (its history stays).`,
+  token: `Usage: lvmh token add NAME --role admin|operator|viewer|agent
+       lvmh token list [--json]
+       lvmh token revoke NAME
+Named tokens (needs an admin token). "add" prints the new token once.`,
+};
