@@ -11,7 +11,7 @@ const DEFAULT_EVENTS: NotifyKind[] = ["approval.requested", "run.failed", "spawn
 export const handler = {
   GET(ctx: Ctx): Response {
     return page(ctx, { need: "webhooks", what: "Managing webhooks" }, () => {
-      const source = ctx.app.hooks.gitlabSecretSource();
+      const source = ctx.app.hooks.gitlabSecret.source();
       return {
         title: "Webhooks",
         bodyClass: "page-admin",

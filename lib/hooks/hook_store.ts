@@ -2,7 +2,7 @@
  * What inbound hooks keep in SQLite: delivery keys already handled (so a retried GitLab event is ignored even
  * after a restart), the GitLab hook secret set through the API, and prompts waiting for a session a hook
  * spawned (so a restart between the 202 and the session coming online neither loses nor repeats one). Only
- * `lib/hooks/hooks.ts` calls this.
+ * `lib/hooks/` calls this.
  */
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 
@@ -22,6 +22,8 @@ CREATE TABLE IF NOT EXISTS hook_prompts(
   created_at INTEGER NOT NULL
 );
 `;
+/** Columns added after the first release, with their definitions (added to older files at open). */
+const ADDED_PROMPT_COLUMNS: Record<string, string> = { sent_after: "INTEGER" };
 
 /** What a spawn needs to be run (again, after a restart). */
 export interface PendingSpawn {
@@ -43,6 +45,11 @@ export interface PendingPrompt {
   detail: Record<string, unknown>;
   spawn: PendingSpawn | null;
   createdAt: number;
+  /**
+   * The session's last stored seq before the prompt was first sent, or null while it was never sent (or was
+   * kept by a daemon that did not record it): its answer, if any, is stored above it.
+   */
+  sentAfter: number | null;
 }
 
 interface PromptRow {
@@ -54,6 +61,7 @@ interface PromptRow {
   detail: string;
   spawn: string | null;
   created_at: number;
+  sent_after: number | null;
 }
 
 /** Keys are kept this long; GitLab retries within hours, not weeks. */
@@ -73,9 +81,18 @@ export class HookStore {
   #spawned: StatementSync;
   #take: StatementSync;
   #prompts: StatementSync;
+  #sent: StatementSync;
+  #db: DatabaseSync;
 
-  constructor(private readonly db: DatabaseSync) {
+  constructor(db: DatabaseSync) {
+    this.#db = db;
     db.exec(SCHEMA);
+    const have = new Set(
+      (db.prepare("PRAGMA table_info(hook_prompts)").all() as { name: string }[]).map((c) => c.name),
+    );
+    for (const [name, type] of Object.entries(ADDED_PROMPT_COLUMNS)) {
+      if (!have.has(name)) db.exec(`ALTER TABLE hook_prompts ADD COLUMN ${name} ${type}`);
+    }
     this.#claim = db.prepare("INSERT OR IGNORE INTO hook_deliveries(key, source, at) VALUES (?, ?, ?)");
     this.#prune = db.prepare("DELETE FROM hook_deliveries WHERE at < ?");
     this.#get = db.prepare("SELECT value FROM hook_settings WHERE key = ?");
@@ -87,12 +104,14 @@ export class HookStore {
     this.#recordSpawned = db.prepare("INSERT INTO hook_spawned(key, session_id, at) VALUES (?, ?, ?)");
     this.#pruneSpawned = db.prepare("DELETE FROM hook_spawned WHERE at < ?");
     this.#addPrompt = db.prepare(
-      `INSERT OR REPLACE INTO hook_prompts(id, session_id, message, deliver_as, actor, detail, spawn, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT OR REPLACE INTO
+         hook_prompts(id, session_id, message, deliver_as, actor, detail, spawn, created_at, sent_after)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
     this.#spawned = db.prepare("UPDATE hook_prompts SET spawn = NULL WHERE id = ?");
     this.#take = db.prepare("DELETE FROM hook_prompts WHERE id = ?");
     this.#prompts = db.prepare("SELECT * FROM hook_prompts ORDER BY created_at, id");
+    this.#sent = db.prepare("UPDATE hook_prompts SET sent_after = ? WHERE id = ? AND sent_after IS NULL");
   }
 
   /** Remove a hook setting. */
@@ -107,7 +126,7 @@ export class HookStore {
    */
   claimSpawn(source: string, key: string, p: PendingPrompt): { sessionId: string; duplicate: boolean } {
     const full = `${source}:${key}`;
-    this.db.exec("BEGIN IMMEDIATE");
+    this.#db.exec("BEGIN IMMEDIATE");
     try {
       this.#pruneSpawned.run(p.createdAt - DEDUPE_KEEP_MS);
       let result: { sessionId: string; duplicate: boolean };
@@ -119,10 +138,10 @@ export class HookStore {
         const earlier = this.#spawnedFor.get(full) as { session_id: string } | undefined;
         result = { sessionId: earlier?.session_id ?? "", duplicate: true };
       }
-      this.db.exec("COMMIT");
+      this.#db.exec("COMMIT");
       return result;
     } catch (error) {
-      if (this.db.isTransaction) this.db.exec("ROLLBACK");
+      if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
       throw error;
     }
   }
@@ -138,12 +157,18 @@ export class HookStore {
       JSON.stringify(p.detail),
       p.spawn ? JSON.stringify(p.spawn) : null,
       p.createdAt,
+      p.sentAfter,
     );
   }
 
   /** The prompt's worker is started: a restart now waits for the session instead of spawning again. */
   markSpawned(id: string): void {
     this.#spawned.run(id);
+  }
+
+  /** The prompt is about to be sent for the first time, after the session's event `seq`. */
+  markSent(id: string, seq: number): void {
+    this.#sent.run(seq, id);
   }
 
   /** Remove a prompt; true when this call removed it (so exactly one caller sends it). */
@@ -162,6 +187,7 @@ export class HookStore {
       detail: JSON.parse(r.detail),
       spawn: r.spawn ? JSON.parse(r.spawn) : null,
       createdAt: r.created_at,
+      sentAfter: r.sent_after,
     }));
   }
 

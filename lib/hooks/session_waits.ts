@@ -1,9 +1,11 @@
 /**
  * The two waits of a hook prompt kept for a session, each an in-process follower of the hub: until the session
  * is online, and until its plugin answers the prompt with a `command_result` (or a new socket of the session
- * means it must go again). Both end at once on shutdown.
+ * means it must go again). Both end at once on shutdown. And the look back for an answer stored before (by a
+ * daemon killed before it could drop the prompt).
  */
 import type { ServerFrame } from "../protocol.ts";
+import type { Store } from "../store.ts";
 import { eventObject, type Hub, type Subscriber } from "../hub.ts";
 
 /** How a sent prompt's wait ended: the plugin's answer, a new socket (send again), or shutdown. */
@@ -96,4 +98,30 @@ export function commandAnswer(
   signal.addEventListener("abort", stopped);
   if (signal.aborted) stopped();
   return { promise, cancel: stopped };
+}
+
+/** Rows read per page when looking back for a stored answer. */
+const LOOK_BACK_PAGE = 500;
+
+/**
+ * True when the session's event log holds an `ok` `command_result` for `commandId` above seq `after`: the
+ * plugin took the prompt (a refusal does not count: it may be sent again).
+ */
+export function answeredInLog(
+  store: Pick<Store, "eventRows">,
+  sessionId: string,
+  commandId: string,
+  after: number,
+): boolean {
+  for (let seq = after;;) {
+    const rows = store.eventRows(sessionId, { after: seq, limit: LOOK_BACK_PAGE });
+    for (const r of rows) {
+      // Only a command_result naming this command is parsed.
+      if (r.type !== "command_result" || !r.payload.includes(commandId)) continue;
+      const ev = JSON.parse(r.payload) as { commandId?: unknown; ok?: unknown };
+      if (ev.commandId === commandId && ev.ok === true) return true;
+    }
+    if (rows.length < LOOK_BACK_PAGE) return false;
+    seq = rows[rows.length - 1].seq;
+  }
 }

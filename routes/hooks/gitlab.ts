@@ -11,8 +11,8 @@ import type { Handlers } from "../../lib/router.ts";
 export const handler: Handlers = {
   async POST(ctx) {
     const hooks = ctx.app.hooks;
-    if (hooks.gitlabSecret() === null) throw new HttpError(404, "the GitLab hook is not enabled");
-    if (!await hooks.checkGitlabToken(ctx.req.headers.get("x-gitlab-token"))) {
+    if (hooks.gitlabSecret.value() === null) throw new HttpError(404, "the GitLab hook is not enabled");
+    if (!await hooks.gitlabSecret.check(ctx.req.headers.get("x-gitlab-token"))) {
       await ctx.req.body?.cancel();
       throw new HttpError(401, "wrong X-Gitlab-Token");
     }

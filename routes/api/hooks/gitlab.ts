@@ -1,5 +1,5 @@
 import { json, readJson } from "../../../lib/http.ts";
-import { GitlabSecretBody } from "../../../lib/hooks/hooks.ts";
+import { GitlabSecretBody } from "../../../lib/hooks/gitlab_secret.ts";
 import type { Handlers } from "../../../lib/router.ts";
 
 /**
@@ -8,17 +8,17 @@ import type { Handlers } from "../../../lib/router.ts";
  */
 export const handler: Handlers = {
   GET: (ctx) => {
-    const source = ctx.app.hooks.gitlabSecretSource();
+    const source = ctx.app.hooks.gitlabSecret.source();
     return json({ enabled: source !== null, source, path: "/hooks/gitlab" });
   },
   async PUT(ctx) {
     const { secret } = await readJson(ctx.req, GitlabSecretBody);
-    const { fromEnv } = ctx.app.hooks.setGitlabSecret(secret);
+    const { fromEnv } = ctx.app.hooks.gitlabSecret.set(secret);
     ctx.audit("hook.gitlab.secret", { detail: { fromEnv } });
     return json({ ok: true, enabled: true, overriddenByEnv: fromEnv });
   },
   DELETE(ctx) {
-    const { fromEnv } = ctx.app.hooks.clearGitlabSecret();
+    const { fromEnv } = ctx.app.hooks.gitlabSecret.clear();
     ctx.audit("hook.gitlab.secret.clear", { detail: { fromEnv } });
     return json({ ok: true, enabled: fromEnv, overriddenByEnv: fromEnv });
   },

@@ -1,0 +1,365 @@
+/**
+ * Hook prompts kept in SQLite until their session's plugin took them: a spawn hook's prompt from before its
+ * 202 (the spawn first, then the prompt once the new session is online). A plugin with feature `prompt_once`
+ * answers each prompt with `command_result`; the row stays until an `ok` one is stored, and the prompt goes
+ * again after a restart or on a new socket (the plugin takes a promptId once). An older plugin never answers:
+ * its row goes as the frame is sent.
+ *
+ * Two ends are looked after:
+ * - an answer stored by a daemon killed before it dropped the row: the event log is read before every send
+ *   (so also at start), and a prompt already taken is dropped, not sent again;
+ * - a refusal (`ok: false`, e.g. "no live pi session" while pi reloads): the prompt goes again with backoff,
+ *   for at most `RefusalRetry.forMs` after its first refusal in this daemon run; then it is dropped and
+ *   recorded as `hook.prompt.failed` in the audit log (with the session, so a person finds it there).
+ */
+import type { Audit } from "../audit.ts";
+import type { Config } from "../config.ts";
+import type { Hub } from "../hub.ts";
+import type { Sessions } from "../sessions.ts";
+import type { Spawner } from "../spawner.ts";
+import type { Store } from "../store.ts";
+import { UnavailableError } from "../errors.ts";
+import { Feature } from "../protocol.ts";
+import type { HookStore, PendingPrompt } from "./hook_store.ts";
+import { answeredInLog, commandAnswer, whenOnline } from "./session_waits.ts";
+import { sendHookPrompt } from "./send.ts";
+
+/** How long a spawned session has to come online (from each daemon start) before its prompt is dropped. */
+export const ONLINE_WAIT_MS = 15 * 60_000;
+/** A kept prompt older than this is dropped at start: whatever asked for it has moved on. */
+export const PROMPT_KEEP_MS = 24 * 3600_000;
+/** The ask set of a webhook-started run when the daemon's is empty: a hook never starts an unguarded run. */
+const FALLBACK_ASK = ["bash", "edit", "write"];
+
+/** How a refused prompt is tried again: after `firstMs`, doubling up to `maxMs`, for `forMs` in all. */
+export interface RefusalRetry {
+  firstMs: number;
+  maxMs: number;
+  forMs: number;
+}
+
+/**
+ * Two minutes covers a `/reload` (seconds) or a pi restarting in place, with about a dozen tries; a refusal
+ * that outlasts it is not passing.
+ */
+export const REFUSAL_RETRY: RefusalRetry = { firstMs: 500, maxMs: 15_000, forMs: 2 * 60_000 };
+
+/** The daemon parts kept prompts use (read at each use, so later swaps count). */
+export interface KeptPromptDeps {
+  store: Store;
+  config: Config;
+  sessions: Sessions;
+  spawner: Spawner;
+  hub: Hub;
+  audit: Audit;
+}
+
+/** How one delivery attempt ended. */
+type Delivered =
+  | "done" // taken (or shutdown: the row stays for the next start)
+  | "offline" // not sent: wait for the session again
+  | "again" // sent, then a new socket came before its answer: send again
+  | { refused: string };
+
+/** The kept prompts of one daemon run. */
+export class KeptPrompts {
+  #deps: KeptPromptDeps;
+  #store: HookStore;
+  #later: (what: string, work: () => Promise<void>) => void;
+  /** The optional features each session's plugin listed in its latest `hello`. */
+  #features = new Map<string, ReadonlySet<string>>();
+  /** Told when a session's plugin says hello (a new socket: a prompt sent to the old one may be lost). */
+  #hellos = new Map<string, Set<() => void>>();
+  #stop = new AbortController();
+  /** How long a hook's spawn waits before it tries an unreachable engine again (tests shorten it). */
+  spawnRetryMs = 5000;
+  /** How a refused prompt is tried again (tests shorten it). */
+  retry: RefusalRetry = REFUSAL_RETRY;
+
+  /** @param later runs work after the caller's response went out, logging what it throws */
+  constructor(
+    deps: KeptPromptDeps,
+    store: HookStore,
+    later: (what: string, work: () => Promise<void>) => void,
+  ) {
+    this.#deps = deps;
+    this.#store = store;
+    this.#later = later;
+    // Read now, while the store is surely open; the work waits for the spawner's recovery.
+    const kept = this.#store.prompts();
+    if (kept.length) later("resuming hook prompts", () => this.#resume(kept));
+  }
+
+  /**
+   * A plugin said hello (its welcome is sent): what it supports, and a kept prompt sent to an earlier socket of
+   * the session, still unanswered, goes again (the plugin takes a promptId once).
+   */
+  pluginHello(sessionId: string, features: unknown): void {
+    // Bounded: a plugin lists a few short names, and only known ones are ever asked about.
+    const listed = Array.isArray(features)
+      ? features.slice(0, 32).filter((f): f is string => typeof f === "string" && f.length <= 64)
+      : [];
+    this.#features.set(sessionId, new Set(listed));
+    for (const again of [...this.#hellos.get(sessionId) ?? []]) again();
+  }
+
+  /**
+   * Spawn a session on `repo`/`branch` and prompt it once it is online. The new session's id is allocated
+   * here and returned at once. The prompt is written to SQLite before this returns, so a restart before it
+   * reached the session runs the spawn again under the same id (see `#resume`) and still delivers it once.
+   * With `dedupe`, the delivery key and the prompt are written together: a replay names the first spawn.
+   */
+  queueSpawn(
+    repo: string,
+    branch: string | undefined,
+    message: string,
+    actor: string,
+    detail: Record<string, unknown> = {},
+    dedupe?: { source: string; key: string },
+  ): { sessionId: string; duplicate: boolean } {
+    const { spawnAsk } = this.#deps.config;
+    const ask = spawnAsk === "all" || spawnAsk.length ? spawnAsk : FALLBACK_ASK;
+    const pending: PendingPrompt = {
+      id: crypto.randomUUID(),
+      sessionId: crypto.randomUUID(),
+      message,
+      deliverAs: "steer",
+      actor,
+      detail: { repo, spawned: true, ...detail },
+      spawn: { repo, branch: branch ?? null, ask },
+      createdAt: Date.now(),
+      sentAfter: null,
+    };
+    if (dedupe) {
+      const claimed = this.#store.claimSpawn(dedupe.source, dedupe.key, pending);
+      if (claimed.duplicate) return claimed;
+    } else {
+      this.#store.addPrompt(pending);
+    }
+    this.#deps.audit.append({
+      actor,
+      role: null,
+      action: "hook.spawn",
+      sessionId: pending.sessionId,
+      detail: { repo, branch: branch ?? null },
+    });
+    this.#later(`hook spawn on ${repo}`, () => this.#carry(pending));
+    return { sessionId: pending.sessionId, duplicate: false };
+  }
+
+  /** Stop waiting (shutdown): the prompts stay in SQLite for the next start. @returns how many are kept */
+  close(): number {
+    this.#stop.abort();
+    return this.#store.prompts().length;
+  }
+
+  /** Prompts still kept from before a restart: take each on from where it stopped. */
+  async #resume(kept: PendingPrompt[]): Promise<void> {
+    await this.#deps.spawner.recovered();
+    for (const p of kept) {
+      if (Date.now() - p.createdAt > PROMPT_KEEP_MS) {
+        this.#store.takePrompt(p.id);
+        console.warn(`lvmh: dropped a hook prompt for session ${p.sessionId}: older than 24 h`);
+        continue;
+      }
+      // Taken before the daemon died, which then had no time to drop it: never sent again.
+      if (!p.spawn && this.#takenBefore(p)) continue;
+      // Still marked to spawn: the daemon died mid-spawn. A worker it left may never have had its ready
+      // signal (it would wait for ever), so it goes, and the spawn runs again under the same session id.
+      if (p.spawn && this.#deps.spawner.jobs().some((j) => j.sessionId === p.sessionId)) {
+        await this.#deps.spawner.stopSession(p.sessionId).catch(() => {});
+      }
+      this.#later(`hook prompt for session ${p.sessionId}`, () => this.#carry(p));
+    }
+  }
+
+  /** Spawn when still needed, wait for the session, then hand the prompt over exactly once. */
+  async #carry(p: PendingPrompt): Promise<void> {
+    if (p.spawn && !await this.#spawn(p)) return;
+    // Each start gives the session the full wait: a daemon that was down for a while still delivers.
+    let deadline = Date.now() + ONLINE_WAIT_MS;
+    let refused: { since: number; tries: number; delayMs: number } | null = null;
+    for (;;) {
+      const left = deadline - Date.now();
+      try {
+        if (left <= 0) {
+          throw new Error(`session "${p.sessionId}" did not come online in ${ONLINE_WAIT_MS / 60_000} min`);
+        }
+        await whenOnline(
+          this.#deps.hub,
+          () => this.#deps.sessions.get(p.sessionId)?.online === true,
+          p.sessionId,
+          left,
+          this.#stop.signal,
+        );
+      } catch (error) {
+        // Shutdown: the row stays for the next start (`close` says how many).
+        if (this.#stop.signal.aborted) return;
+        return this.#fail(p, (error as Error).message, refused?.tries ?? 0);
+      }
+      const delivered = await this.#deliver(p);
+      if (delivered === "done") return;
+      // Sent, then a new socket came before the answer: a full wait again (the send may have been long ago).
+      if (delivered === "again") deadline = Date.now() + ONLINE_WAIT_MS;
+      if (typeof delivered !== "object") continue;
+      refused ??= { since: Date.now(), tries: 0, delayMs: this.retry.firstMs };
+      refused.tries++;
+      if (Date.now() + refused.delayMs - refused.since > this.retry.forMs) {
+        const error =
+          `refused ${refused.tries} time(s) in ${Math.round((Date.now() - refused.since) / 1000)} s: ` +
+          delivered.refused;
+        this.#fail(p, error, refused.tries);
+        return;
+      }
+      await this.#pause(refused.delayMs);
+      if (this.#stop.signal.aborted) return;
+      refused.delayMs = Math.min(refused.delayMs * 2, this.retry.maxMs);
+    }
+  }
+
+  /** Run the prompt's spawn (again after a restart). @returns false when the prompt goes no further now */
+  async #spawn(p: PendingPrompt): Promise<boolean> {
+    const engineDeadline = Date.now() + ONLINE_WAIT_MS;
+    const { repo, branch, ask } = p.spawn!;
+    const body = { repo, ...(branch ? { branch } : {}), ask };
+    for (let tries = 1;; tries++) {
+      try {
+        await this.#deps.spawner.spawn(body, { sessionId: p.sessionId });
+        break;
+      } catch (error) {
+        // Shutdown cut the spawn short: the row stays and the next start spawns again.
+        if (this.#stop.signal.aborted) return false;
+        // No engine (yet: a daemon that starts before Docker does): try again while the prompt is wanted.
+        if (error instanceof UnavailableError && Date.now() + this.spawnRetryMs < engineDeadline) {
+          if (tries === 1) {
+            console.warn(`lvmh: hook spawn on ${repo} waits for the engine: ${error.message}`);
+          }
+          await this.#pause(this.spawnRetryMs);
+          if (this.#stop.signal.aborted) return false;
+          continue;
+        }
+        // It failed (reported as spawn.failed), and its prompt goes with it.
+        this.#store.takePrompt(p.id);
+        throw error;
+      }
+    }
+    try {
+      this.#store.markSpawned(p.id);
+    } catch (error) {
+      // The daemon closed its store meanwhile: the next start finds this worker and spawns again.
+      if (this.#stop.signal.aborted) return false;
+      throw error;
+    }
+    p.spawn = null;
+    return true;
+  }
+
+  /**
+   * Send a kept prompt if its session is online. To a plugin with feature `prompt_once` the row stays until
+   * an `ok` `command_result` for the promptId is stored, so a kill before that leaves it for the next start,
+   * and a new socket before that gets it again (the plugin takes it once); the event log is read first, so a
+   * prompt whose answer was stored is dropped instead. To an older plugin, which never answers, the row is
+   * deleted and the frame sent in one synchronous step: a kill either leaves the row (sent after the restart)
+   * or finds it gone with the frame queued (lost if the kill came before it left).
+   * @throws what `sessions.prompt` threw; the prompt is kept for the next start.
+   */
+  async #deliver(p: PendingPrompt): Promise<Delivered> {
+    if (!this.#deps.sessions.get(p.sessionId)?.online) return "offline";
+    if (!this.#features.get(p.sessionId)?.has(Feature.promptOnce)) {
+      if (!this.#store.takePrompt(p.id)) return "done";
+      try {
+        this.#send(p);
+        return "done";
+      } catch (error) {
+        this.#store.addPrompt(p);
+        throw error;
+      }
+    }
+    if (this.#takenBefore(p)) return "done";
+    if (p.sentAfter === null) {
+      p.sentAfter = this.#deps.store.lastSeq(p.sessionId);
+      this.#store.markSent(p.id, p.sentAfter);
+    }
+    const answer = commandAnswer(
+      this.#deps.hub,
+      p.sessionId,
+      p.id,
+      this.#stop.signal,
+      (again) => this.#onHello(p.sessionId, again),
+    );
+    try {
+      this.#send(p);
+    } catch (error) {
+      answer.cancel();
+      throw error;
+    }
+    const a = await answer.promise;
+    if (a === "again") return "again";
+    if (a === "stopped") return "done"; // shutdown: the row stays for the next start
+    if (!a.ok) {
+      const reason = a.error ?? "no reason";
+      console.warn(`lvmh: session ${p.sessionId} refused a hook prompt (tried again): ${reason}`);
+      return { refused: reason };
+    }
+    this.#store.takePrompt(p.id);
+    return "done";
+  }
+
+  /** True (and the row dropped) when the session's event log holds the plugin's `ok` answer to `p`. */
+  #takenBefore(p: PendingPrompt): boolean {
+    if (!answeredInLog(this.#deps.store, p.sessionId, p.id, p.sentAfter ?? 0)) return false;
+    this.#store.takePrompt(p.id);
+    console.log(
+      `lvmh: a hook prompt for session ${p.sessionId} was taken before the restart: not sent again`,
+    );
+    return true;
+  }
+
+  /** Give a prompt up where a person sees it: the audit log, under the session. */
+  #fail(p: PendingPrompt, error: string, tries: number): void {
+    this.#store.takePrompt(p.id);
+    console.warn(`lvmh: a hook prompt for session ${p.sessionId} failed: ${error}`);
+    this.#deps.audit.append({
+      actor: p.actor,
+      role: null,
+      action: "hook.prompt.failed",
+      sessionId: p.sessionId,
+      detail: { promptId: p.id, error, tries, message: p.message, ...p.detail },
+    });
+  }
+
+  #send(p: PendingPrompt): void {
+    sendHookPrompt(this.#deps, {
+      sessionId: p.sessionId,
+      promptId: p.id,
+      message: p.message,
+      deliverAs: p.deliverAs,
+      actor: p.actor,
+      detail: p.detail,
+    });
+  }
+
+  /** Call `again` at the session's next hello. @returns its removal */
+  #onHello(sessionId: string, again: () => void): () => void {
+    let calls = this.#hellos.get(sessionId);
+    if (!calls) this.#hellos.set(sessionId, calls = new Set());
+    calls.add(again);
+    return () => {
+      calls.delete(again);
+      if (!calls.size && this.#hellos.get(sessionId) === calls) this.#hellos.delete(sessionId);
+    };
+  }
+
+  /** Resolve after `ms`, or at once on shutdown. */
+  #pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.#stop.signal.removeEventListener("abort", done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.#stop.signal.addEventListener("abort", done);
+    });
+  }
+}
