@@ -1,10 +1,12 @@
 /**
  * Development entry (`deno task dev`): build the island bundle when stale, run `main.ts`, and on every change
- * under the watched folders rebuild what is stale and restart the server. Stops the server on Ctrl+C.
+ * to what the server or the bundle is made of rebuild what is stale and restart the server. Stops the server
+ * on Ctrl+C. What is watched comes from the two import graphs (`main.ts`'s and the bundle's), by top-level
+ * folder, so a module in a new place is watched without a list to edit here.
  */
-import { ensureBundle } from "./scripts/build.ts";
+import { fileURLToPath } from "node:url";
+import { ensureBundle, moduleGraph } from "./lib/bundle.ts";
 
-const WATCH = ["main.ts", "client.tsx", "lib", "routes", "islands", "components", "static/style.css"];
 const root = new URL("./", import.meta.url);
 
 let server: Deno.ChildProcess | null = null;
@@ -37,16 +39,28 @@ async function restart(reason: string): Promise<void> {
   server = new Deno.Command(Deno.execPath(), { args: ["run", "-A", "main.ts"], cwd: root }).spawn();
 }
 
+/** The top-level files and folders holding a module of the server or of the bundle, plus the stylesheet. */
+async function watched(): Promise<string[]> {
+  const files = [
+    ...await moduleGraph(fileURLToPath(new URL("main.ts", root))),
+    ...await moduleGraph(fileURLToPath(new URL("client.tsx", root))),
+    "islands/",
+    "deno.json",
+    "static/style.css",
+  ];
+  const tops = new Set(files.map((f) => f === "static/style.css" ? f : f.split("/")[0]));
+  return [...tops].map((p) => fileURLToPath(new URL(p, root)));
+}
+
 Deno.addSignalListener("SIGINT", async () => {
   await stopServer();
   Deno.exit(0);
 });
 
 await restart("first start");
-const paths = WATCH.map((p) => new URL(p, root).pathname);
 let timer: ReturnType<typeof setTimeout> | null = null;
 let changed = "";
-for await (const event of Deno.watchFs(paths)) {
+for await (const event of Deno.watchFs(await watched())) {
   // Editors write in bursts (temp file, rename, chmod): restart once per burst.
   if (event.paths.every((p) => p.endsWith(".tmp") || p.includes("/."))) continue;
   changed = event.paths[0]?.replace(root.pathname, "") ?? "";

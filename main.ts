@@ -10,7 +10,7 @@ import { createDockerBackend } from "./lib/spawn/docker_backend.ts";
 import { agentToken } from "./lib/auth.ts";
 import { createGitlab, type Gitlab } from "./lib/gitlab.ts";
 import type { AppCore } from "./lib/app.ts";
-import { ensureBundle } from "./scripts/build.ts";
+import { ensureBundle } from "./lib/bundle.ts";
 
 /**
  * The spawner as the daemon runs it: workers on the Docker engine, jobs broadcast as `spawn_status`, spawned

@@ -11,7 +11,7 @@ import { chromium } from "npm:playwright-core@1.65.1";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { join } from "node:path";
 import { startDaemon } from "../testing/daemon.ts";
-import { islandNames } from "../scripts/build.ts";
+import { islandNames } from "../lib/bundle.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const [dataDir, id] = Deno.args;

@@ -7,7 +7,7 @@
 // it, see scripts/test.sh): Deno installs everything the lock lists, so `deno task start` would fetch it too.
 import { type Browser, type BrowserContext, chromium, type Page } from "npm:playwright-core@1.65.1";
 import { fileURLToPath } from "node:url";
-import { ensureBundle } from "../scripts/build.ts";
+import { ensureBundle } from "../lib/bundle.ts";
 import { type Daemon, waitFor } from "./daemon.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));

@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { startInProcess } from "../testing/inproc.ts";
-import { ensureBundle } from "../scripts/build.ts";
+import { ensureBundle } from "../lib/bundle.ts";
 import { connectAgent, sessionInfo } from "../testing/agent.ts";
 
 Deno.test("UI routes", async (t) => {
