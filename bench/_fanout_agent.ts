@@ -6,7 +6,7 @@
  * Args: agentUrl token sessionId deltas
  */
 import { cpuMs, wallClock } from "../testing/proc.ts";
-import { nodelayAgent } from "../testing/ws_agent.ts";
+import { nodelayAgent } from "../testing/agent.ts";
 
 const [url, token, sessionId, deltasArg] = Deno.args;
 const DELTAS = Number(deltasArg);

@@ -3,10 +3,7 @@
  * `testing/daemon.ts` runs it, plus `--inspect`) and speak the DevTools protocol to it — CPU profiles with
  * sample timestamps, heap snapshots, and expressions evaluated inside the daemon.
  */
-import { fileURLToPath } from "node:url";
-import { freePort, TEST_TOKEN } from "../testing/daemon.ts";
-
-const ROOT = fileURLToPath(new URL("../", import.meta.url));
+import { startDaemon } from "../testing/daemon.ts";
 
 /** A DevTools protocol session over the inspector's WebSocket. */
 export class Cdp {
@@ -89,60 +86,21 @@ export interface InspectedDaemon extends AsyncDisposable {
 export async function startInspectedDaemon(
   options: { env?: Record<string, string>; v8Flags?: string[] } = {},
 ): Promise<InspectedDaemon> {
-  const dataDir = await Deno.makeTempDir({ prefix: "lvmh-bench-inspect-" });
-  const port = freePort();
-  const inspectPort = freePort();
-  const args = ["run", "-A", `--inspect=127.0.0.1:${inspectPort}`];
-  if (options.v8Flags?.length) args.push(`--v8-flags=${options.v8Flags.join(",")}`);
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [...args, "main.ts"],
-    cwd: ROOT,
-    env: {
-      LVMH_TOKEN: TEST_TOKEN,
-      LVMH_HOST: "127.0.0.1",
-      LVMH_PORT: String(port),
-      LVMH_DATA_DIR: dataDir,
-      LVMH_CONTAINER_DOCKER_SOCK: `${dataDir}/no-docker.sock`,
-      LVMH_GITLAB_URL: "http://127.0.0.1:9",
-      NO_COLOR: "1",
-      ...options.env,
-    },
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  let log = "";
-  const pump = async (s: ReadableStream<Uint8Array>) => {
-    const d = new TextDecoder();
-    for await (const c of s) log += d.decode(c, { stream: true });
-  };
-  const pumps = Promise.all([pump(child.stdout), pump(child.stderr)]);
-  const end = Date.now() + 30_000;
-  while (!log.includes("lvmh listening on")) {
-    if (Date.now() > end) throw new Error(`daemon did not start:\n${log}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  const list = await (await fetch(`http://127.0.0.1:${inspectPort}/json/list`)).json();
+  const d = await startDaemon({ ...options, inspect: true });
+  const list = await (await fetch(`http://127.0.0.1:${d.inspectPort}/json/list`)).json();
   const cdp = await Cdp.connect(list[0].webSocketDebuggerUrl);
-  const url = `http://127.0.0.1:${port}`;
   return {
-    pid: child.pid,
-    dataDir,
-    token: TEST_TOKEN,
-    url,
-    agentUrl: `ws://127.0.0.1:${port}/agent/ws`,
-    browserUrl: `ws://127.0.0.1:${port}/ws?token=${encodeURIComponent(TEST_TOKEN)}`,
+    pid: d.pid,
+    dataDir: d.dataDir,
+    token: d.token,
+    url: d.url,
+    agentUrl: d.agentUrl,
+    browserUrl: d.browserUrl,
     cdp,
-    output: () => log,
+    output: d.output,
     async [Symbol.asyncDispose]() {
       cdp.close();
-      try {
-        child.kill("SIGTERM");
-      } catch { /* gone */ }
-      const t = setTimeout(() => child.kill("SIGKILL"), 5000);
-      await child.status;
-      clearTimeout(t);
-      await pumps;
-      await Deno.remove(dataDir, { recursive: true }).catch(() => {});
+      await d.stop();
     },
   };
 }

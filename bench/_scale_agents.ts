@@ -8,6 +8,7 @@
  * leaves Nagle on, which holds each small delta until the previous one is acknowledged (~40 ms on loopback).
  */
 import WebSocket from "ws";
+import { eventFrame, helloFrame, sessionInfo } from "../testing/agent.ts";
 import { lagMonitor, nowMs } from "../testing/proc.ts";
 
 const [url, token, nArg, workingArg, intervalArg] = Deno.args;
@@ -30,23 +31,7 @@ function open(i: number): Promise<Agent> {
     };
     socket.onerror = () => reject(new Error(`socket ${i} failed`));
     socket.onopen = () =>
-      socket.send(JSON.stringify({
-        v: 1,
-        type: "hello",
-        sessionId: id,
-        seq: 0,
-        ts: Date.now(),
-        session: {
-          id,
-          name: `session ${i}`,
-          cwd: "/home/dev/project",
-          model: "fake-model",
-          provider: "fake",
-          agent: false,
-          repo: null,
-          startedAt: 1_700_000_000_000,
-        },
-      }));
+      socket.send(JSON.stringify(helloFrame(id, sessionInfo(id, { name: `session ${i}` }))));
   });
 }
 
@@ -68,7 +53,7 @@ const lag = lagMonitor();
 console.log("ready");
 
 const send = (a: Agent, type: string, payload: Record<string, unknown> = {}) =>
-  a.socket.send(JSON.stringify({ v: 1, sessionId: a.id, seq: a.seq++, ts: Date.now(), type, ...payload }));
+  a.socket.send(JSON.stringify(eventFrame(a.id, a.seq++, type, payload)));
 const msg = (role: string, id: string) => ({
   message: { role, id, text: TEXT, thinking: null, toolCalls: [], toolCallId: null },
 });

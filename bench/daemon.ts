@@ -7,9 +7,9 @@
  */
 import { DatabaseSync } from "node:sqlite";
 import { startDaemon } from "../testing/daemon.ts";
-import { connectAgent, connectBrowser } from "../testing/agent.ts";
+import { connectAgent, connectBrowser, eventFrame, nodelayAgent } from "../testing/agent.ts";
+import { PROTOCOL_VERSION } from "../lib/wire.ts";
 import { cpuMs, daemonPid, rssMiB } from "../testing/proc.ts";
-import { nodelayAgent } from "../testing/ws_agent.ts";
 import { ROWS_PER_INSERT } from "../lib/row_buffer.ts";
 
 const SOCKETS = 50;
@@ -105,19 +105,14 @@ export async function ingestLoad(
   await ready();
   // Frames are encoded before the clock starts: the 50 plugins would be 50 processes, not this one.
   const frames = agents.map((a) => {
-    const events = Array.from({ length: EVENTS_PER_SOCKET }, (_, i) =>
-      JSON.stringify({
-        v: 1,
-        sessionId: a.sessionId,
-        seq: i + 1,
-        ts: Date.now(),
-        type: "message_end",
-        ...message(i),
-      }));
+    const events = Array.from(
+      { length: EVENTS_PER_SOCKET },
+      (_, i) => JSON.stringify(eventFrame(a.sessionId, i + 1, "message_end", message(i))),
+    );
     const out: string[] = [];
     for (let i = 0; i < events.length; i += BATCH) {
       out.push(
-        `{"v":1,"type":"batch","sessionId":"${a.sessionId}","seq":0,"ts":${Date.now()},"events":[${
+        `{"v":${PROTOCOL_VERSION},"type":"batch","sessionId":"${a.sessionId}","seq":0,"ts":${Date.now()},"events":[${
           events.slice(i, i + BATCH).join(",")
         }]}`,
       );

@@ -1,7 +1,11 @@
 /**
- * Test helper: a scripted plugin that speaks Transport 1 over a real WebSocket, so daemon and UI tests
- * can play the plugin's side exactly. `connectAgent` resolves after `welcome`.
+ * The plugin's and the browser's side of the sockets, scripted: the frames a plugin sends (`helloFrame`,
+ * `eventFrame`, at the protocol's version), `connectAgent` (Deno's WebSocket; resolves after `welcome`) for
+ * tests, `nodelayAgent` (npm `ws`, as the real plugin) for the benches and the fault scenarios' processes, and
+ * `connectBrowser` for `/ws`.
  */
+import NodeWebSocket from "ws";
+import { PROTOCOL_VERSION } from "../lib/wire.ts";
 import { waitFor } from "./daemon.ts";
 
 export interface AgentTarget {
@@ -52,6 +56,26 @@ export function sessionInfo(id: string, extra: Record<string, unknown> = {}) {
   };
 }
 
+/** The `hello` frame a plugin opens its socket with; `more` adds fields (e.g. `waiting`). */
+export function helloFrame(
+  sessionId: string,
+  session: Record<string, unknown> = sessionInfo(sessionId),
+  more: Record<string, unknown> = {},
+) {
+  return { v: PROTOCOL_VERSION, type: "hello", sessionId, seq: 0, ts: Date.now(), session, ...more };
+}
+
+/** One event frame of `type` at `seq` (`payload`: its other fields). */
+export function eventFrame(
+  sessionId: string,
+  seq: number,
+  type: string,
+  payload: Record<string, unknown> = {},
+  ts = Date.now(),
+) {
+  return { v: PROTOCOL_VERSION, sessionId, seq, ts, type, ...payload };
+}
+
 /** A `message_end` payload for a user message. */
 export function userEnd(id: string, text: string) {
   return { message: { role: "user", id, text, thinking: null, toolCalls: [], toolCallId: null } };
@@ -71,15 +95,7 @@ export async function connectAgent(target: AgentTarget, options: AgentOptions = 
     socket.onopen = () => resolve();
     socket.onerror = () => reject(new Error(`cannot connect to ${target.agentUrl}`));
   });
-  socket.send(JSON.stringify({
-    v: 1,
-    type: "hello",
-    sessionId,
-    seq: 0,
-    ts: Date.now(),
-    session: options.session ?? sessionInfo(sessionId),
-    ...options.hello,
-  }));
+  socket.send(JSON.stringify(helloFrame(sessionId, options.session, options.hello)));
   const waitFrame = async (pred: (f: Frame) => boolean, what = "a frame", timeoutMs = 10_000) =>
     await waitFor(() => frames.find(pred), what, timeoutMs);
   const welcome = await waitFrame((f) => f.type === "welcome", "welcome");
@@ -91,7 +107,7 @@ export async function connectAgent(target: AgentTarget, options: AgentOptions = 
     frames,
     send(type, payload = {}) {
       const s = seq++;
-      socket.send(JSON.stringify({ v: 1, sessionId, seq: s, ts: Date.now(), type, ...payload }));
+      socket.send(JSON.stringify(eventFrame(sessionId, s, type, payload)));
       return s;
     },
     sendRaw: (text) => socket.send(text),
@@ -162,5 +178,46 @@ export async function connectBrowser(url: string) {
         await closed;
       }
     },
+  };
+}
+
+export interface WsAgent {
+  socket: NodeWebSocket;
+  /** Send one event of `type` with the next seq. */
+  send(type: string, payload: Record<string, unknown>): void;
+  close(): Promise<unknown>;
+}
+
+/**
+ * A plugin-side socket from npm `ws`, as the real plugin uses (TCP_NODELAY, so no delta waits for Nagle, which
+ * Deno's own WebSocket client does not turn off): says hello, waits for the welcome, then sends events with
+ * consecutive seqs.
+ */
+export async function nodelayAgent(
+  url: string,
+  token: string,
+  sessionId: string,
+  name = "fan",
+): Promise<WsAgent> {
+  const ws = new NodeWebSocket(url, { headers: { authorization: `Bearer ${token}` } });
+  await new Promise((resolve, reject) => {
+    ws.once("open", resolve);
+    ws.once("error", reject);
+  });
+  const welcomed = new Promise((resolve) => ws.once("message", resolve));
+  ws.send(
+    JSON.stringify(
+      helloFrame(sessionId, sessionInfo(sessionId, { name, cwd: "/", model: "m", provider: "p" })),
+    ),
+  );
+  await welcomed;
+  let seq = 1;
+  return {
+    socket: ws,
+    send: (type, payload) => ws.send(JSON.stringify(eventFrame(sessionId, seq++, type, payload))),
+    close: () =>
+      ws.readyState === NodeWebSocket.CLOSED
+        ? Promise.resolve()
+        : new Promise((resolve) => (ws.once("close", resolve), ws.close())),
   };
 }

@@ -1,6 +1,8 @@
 /**
- * Test helper: run the real daemon (`main.ts`) as a subprocess on a free port with a temporary data dir.
- * Every test that starts one must `await daemon.stop()` (or use `await using`).
+ * The one way tests, benches and fault scenarios run the real daemon (`main.ts`) as a process: `startDaemon`
+ * on a free port with a temporary data dir (optionally under the V8 inspector, for the profiling benches), and
+ * `runMainOnce` for the starts that must end with an exit code. Every caller of `startDaemon` must
+ * `await daemon.stop()` (or use `await using`).
  */
 import { fileURLToPath } from "node:url";
 
@@ -14,6 +16,10 @@ export interface DaemonOptions {
   port?: number;
   env?: Record<string, string>;
   token?: string;
+  /** Run under the V8 inspector on a free loopback port (`Daemon.inspectPort`). */
+  inspect?: boolean;
+  /** `--v8-flags` for the daemon's process (e.g. `--expose-gc`). */
+  v8Flags?: string[];
 }
 
 export interface Daemon extends AsyncDisposable {
@@ -36,6 +42,13 @@ export interface Daemon extends AsyncDisposable {
   stop(): Promise<void>;
 }
 
+/** A daemon that `startDaemon` runs as a child process of this one. */
+export interface DaemonProcess extends Daemon {
+  pid: number;
+  /** The inspector's port, when started with `inspect`. */
+  inspectPort?: number;
+}
+
 /** Ask the kernel for a free TCP port on loopback. */
 export function freePort(): number {
   const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
@@ -55,13 +68,17 @@ export function bearerFetch(url: string, token: string): Daemon["api"] {
 }
 
 /** Start the daemon and resolve once it listens. */
-export async function startDaemon(options: DaemonOptions = {}): Promise<Daemon> {
+export async function startDaemon(options: DaemonOptions = {}): Promise<DaemonProcess> {
   const ownDir = options.dataDir === undefined;
   const dataDir = options.dataDir ?? await Deno.makeTempDir({ prefix: "lvmh-test-" });
   const token = options.token ?? TEST_TOKEN;
   const port = options.port ?? freePort();
+  const inspectPort = options.inspect ? freePort() : undefined;
+  const args = ["run", "-A"];
+  if (inspectPort !== undefined) args.push(`--inspect=127.0.0.1:${inspectPort}`);
+  if (options.v8Flags?.length) args.push(`--v8-flags=${options.v8Flags.join(",")}`);
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "main.ts"],
+    args: [...args, "main.ts"],
     cwd: ROOT,
     env: {
       LVMH_TOKEN: token,
@@ -125,7 +142,9 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<Daemon> 
     if (ownDir) await Deno.remove(dataDir, { recursive: true }).catch(() => {});
   };
   return {
+    pid: child.pid,
     port,
+    inspectPort,
     token,
     dataDir,
     url,
@@ -137,6 +156,29 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<Daemon> 
     stop,
     [Symbol.asyncDispose]: stop,
   };
+}
+
+/** What `runMainOnce` saw of a daemon start that ended by itself. */
+export interface MainExit {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Run `main.ts` until it exits by itself (a start refused with an exit code: bad configuration, a read-only or
+ * locked data dir). `env` comes on top of the caller's environment, port 0 and no colour.
+ */
+export async function runMainOnce(env: Record<string, string>): Promise<MainExit> {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "main.ts"],
+    cwd: ROOT,
+    env: { NO_COLOR: "1", LVMH_PORT: "0", ...env },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const text = new TextDecoder();
+  return { code: out.code, stdout: text.decode(out.stdout), stderr: text.decode(out.stderr) };
 }
 
 /** Poll `check` until it returns a truthy value or `timeoutMs` passes; no fixed sleeps. */

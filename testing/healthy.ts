@@ -3,9 +3,8 @@
  * socket, followed by one browser that records each delta's delay (sender clock to receipt, both on this
  * machine). The yardstick for "other sessions' latency unaffected" in the rows that attack the daemon.
  */
-import { connectBrowser } from "./agent.ts";
+import { connectBrowser, nodelayAgent } from "./agent.ts";
 import { nowMs } from "./proc.ts";
-import { nodelayAgent } from "./ws_agent.ts";
 
 /** Stream deltas on a TCP_NODELAY socket and collect their delay at one browser until `stop()`. */
 export async function healthy(agentUrl: string, browserUrl: string, token: string) {

@@ -6,6 +6,7 @@ import { type Daemon, waitFor } from "./daemon.ts";
 import { allEvents, sessions } from "./pi.ts";
 import { fakePi } from "./fake_pi.ts";
 import { createLvmhAgent } from "../plugin/lvmh-agent.mjs";
+import { PROTOCOL_VERSION } from "../lib/wire.ts";
 
 /** A throwaway HOME; `log()` reads the plugin's log file. */
 export async function tempHome() {
@@ -96,7 +97,7 @@ export function fakeDaemon(
   let current: WebSocket | null = null;
   let hellos = 0;
   let lastSeq = 0;
-  const envelope = (sessionId: string) => ({ v: 1, sessionId, seq: 0, ts: Date.now() });
+  const envelope = (sessionId: string) => ({ v: PROTOCOL_VERSION, sessionId, seq: 0, ts: Date.now() });
   let sessionId = "";
   const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (req) => {
     const { socket, response } = Deno.upgradeWebSocket(req);
@@ -116,7 +117,12 @@ export function fakeDaemon(
       } else if (f.type === "ping") {
         if (options.errorOnPing) {
           socket.send(
-            JSON.stringify({ v: 1, type: "error", code: "bad_frame", message: "unknown type ping" }),
+            JSON.stringify({
+              v: PROTOCOL_VERSION,
+              type: "error",
+              code: "bad_frame",
+              message: "unknown type ping",
+            }),
           );
         } else if (fake.answerPings) socket.send(JSON.stringify({ ...envelope(sessionId), type: "pong" }));
       } else {

@@ -4,12 +4,15 @@
  */
 import type { Store } from "../lib/store.ts";
 import type { AgentEvent, SessionInfo } from "../lib/protocol.ts";
+import { eventFrame } from "./agent.ts";
 
 /** Events of one run of a session, from `start`; ten events. */
 export function* runEvents(sessionId: string, start: number, t0: number): Generator<AgentEvent> {
   let seq = start;
-  const ev = (type: string, payload: Record<string, unknown>) =>
-    ({ v: 1, sessionId, seq: seq++, ts: t0 + seq * 1000, type, ...payload }) as AgentEvent;
+  const ev = (type: string, payload: Record<string, unknown>) => {
+    const s = seq++;
+    return eventFrame(sessionId, s, type, payload, t0 + seq * 1000) as AgentEvent;
+  };
   const msg = (role: string, text: string, extra: Record<string, unknown> = {}) =>
     ev("message_end", {
       message: { role, id: `m${seq}`, text, thinking: null, toolCalls: [], toolCallId: null, ...extra },

@@ -1,18 +1,5 @@
 import assert from "node:assert/strict";
-import { fileURLToPath } from "node:url";
-
-const ROOT = fileURLToPath(new URL("../", import.meta.url));
-
-async function run(env: Record<string, string>) {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "main.ts"],
-    cwd: ROOT,
-    env: { NO_COLOR: "1", LVMH_PORT: "0", ...env },
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  return { code: out.code, stderr: new TextDecoder().decode(out.stderr) };
-}
+import { runMainOnce, startDaemon } from "../testing/daemon.ts";
 
 Deno.test("config: an invalid variable stops start-up with exit 2 and one line naming it", async (t) => {
   const dir = await Deno.makeTempDir({ prefix: "lvmh-config-" });
@@ -30,7 +17,7 @@ Deno.test("config: an invalid variable stops start-up with exit 2 and one line n
     ];
     for (const [env, line] of cases) {
       await t.step(Object.keys(env)[0], async () => {
-        const { code, stderr } = await run({ LVMH_DATA_DIR: dir, ...env });
+        const { code, stderr } = await runMainOnce({ LVMH_DATA_DIR: dir, ...env });
         assert.equal(code, 2);
         assert.match(stderr.trim(), line);
         assert.equal(stderr.trim().split("\n").length, 1);
@@ -44,7 +31,6 @@ Deno.test("config: an invalid variable stops start-up with exit 2 and one line n
 
 Deno.test("config: without LVMH_TOKEN a token is generated once, kept and printed once", async () => {
   const dir = await Deno.makeTempDir({ prefix: "lvmh-config-" });
-  const { startDaemon } = await import("../testing/daemon.ts");
   try {
     const env = { LVMH_TOKEN: "" };
     // An empty LVMH_TOKEN counts as unset for the helper; pass the env without it.

@@ -6,20 +6,25 @@
  * Args: agentUrl browserUrl token n
  */
 import WebSocket from "ws";
+import { eventFrame, helloFrame, sessionInfo } from "../../testing/agent.ts";
+import { PROTOCOL_VERSION } from "../../lib/wire.ts";
 
 const [agentUrl, browserUrl, token, nArg] = Deno.args;
 const N = Number(nArg);
 const BIG = "x".repeat(10 * 1024 * 1024);
 const deep = (depth: number) => "[".repeat(depth) + "]".repeat(depth);
 const ev = (seq: number, extra: Record<string, unknown> = {}) =>
-  JSON.stringify({ v: 1, sessionId: "attacker", seq, ts: Date.now(), type: "agent_start", ...extra });
+  JSON.stringify(eventFrame("attacker", seq, "agent_start", extra));
 
 /** The kinds, each a function of the frame's index giving what to send (string: text, Uint8Array: as is). */
 const agentKinds: ((i: number) => { data: string | Uint8Array; binary: boolean })[] = [
   () => ({ data: crypto.getRandomValues(new Uint8Array(64)), binary: true }), // random bytes
   () => ({ data: new Uint8Array([0x7b, 0xff, 0xfe, 0xc3, 0x28, 0x7d]), binary: false }), // invalid UTF-8 text
   (i) => ({ data: i % 50 === 0 ? BIG : deep(10_000), binary: false }), // 10 MB string / deep nesting
-  () => ({ data: JSON.stringify({ v: 1, type: "hello", sessionId: 42, seq: "x", ts: null }), binary: false }),
+  () => ({
+    data: JSON.stringify({ v: PROTOCOL_VERSION, type: "hello", sessionId: 42, seq: "x", ts: null }),
+    binary: false,
+  }),
   (i) => ({ data: ev(i % 2 ? 1 : 1_000_000 + i), binary: false }), // seq regression / gap
   () => ({ data: ev(5, { sessionId: "someone-else" }), binary: false }), // another session's id
   () => ({ data: "not json at all", binary: false }),
@@ -41,23 +46,8 @@ async function open(url: string, hello: boolean): Promise<WebSocket> {
     ws.once("close", reject);
   });
   if (hello) {
-    ws.send(JSON.stringify({
-      v: 1,
-      type: "hello",
-      sessionId: "attacker",
-      seq: 0,
-      ts: Date.now(),
-      session: {
-        id: "attacker",
-        name: "a",
-        cwd: "/",
-        model: "m",
-        provider: "p",
-        agent: false,
-        repo: null,
-        startedAt: 1,
-      },
-    }));
+    const session = sessionInfo("attacker", { name: "a", cwd: "/", model: "m", provider: "p", startedAt: 1 });
+    ws.send(JSON.stringify(helloFrame("attacker", session)));
   }
   return ws;
 }

@@ -6,7 +6,7 @@
  * Args: agentUrl browserUrl token sessionId deltaBytes intervalMs
  */
 import WebSocket from "ws";
-import { nodelayAgent } from "../../testing/ws_agent.ts";
+import { nodelayAgent } from "../../testing/agent.ts";
 
 const [agentUrl, browserUrl, token, sessionId, bytesArg, intervalArg] = Deno.args;
 const delta = "d".repeat(Number(bytesArg));

@@ -4,6 +4,7 @@
  * the daemon may only have acked what it committed, so SQLite must hold every seq up to that ack.
  */
 import WebSocket from "ws";
+import { eventFrame, helloFrame, sessionInfo } from "../../testing/agent.ts";
 import type { Daemon } from "../../testing/daemon.ts";
 
 export interface WitnessEnd {
@@ -30,15 +31,15 @@ export function witness(d: Pick<Daemon, "agentUrl" | "token">, id: string, pad: 
   const text = "w".repeat(pad);
   let error = "";
   ws.on("error", (e: Error) => error = e.message);
-  ws.on("open", () =>
-    ws.send(JSON.stringify({
-      v: 1,
-      type: "hello",
-      sessionId: id,
-      seq: 0,
-      ts: Date.now(),
-      session: { id, name: id, cwd: "/", model: "m", provider: "p", agent: false, repo: null, startedAt: 1 },
-    })));
+  ws.on(
+    "open",
+    () =>
+      ws.send(
+        JSON.stringify(
+          helloFrame(id, sessionInfo(id, { name: id, cwd: "/", model: "m", provider: "p", startedAt: 1 })),
+        ),
+      ),
+  );
   ws.on("message", (data: unknown) => {
     const f = JSON.parse(String(data));
     if (f.type === "welcome") {
@@ -54,7 +55,7 @@ export function witness(d: Pick<Daemon, "agentUrl" | "token">, id: string, pad: 
           toolCalls: [],
           toolCallId: null,
         };
-        ws.send(JSON.stringify({ v: 1, sessionId: id, seq, ts: Date.now(), type: "message_end", message }));
+        ws.send(JSON.stringify(eventFrame(id, seq, "message_end", { message })));
       }, intervalMs);
     }
     if (f.type === "ack") maxAck = Math.max(maxAck, f.lastSeq);

@@ -6,14 +6,11 @@
  * busy-timeout stall in all, not one per writer, so reads keep answering. After the lock goes, the plugins'
  * replay must leave every session's seqs complete and unique.
  */
-import { fileURLToPath } from "node:url";
-import { startDaemon, waitFor } from "../../testing/daemon.ts";
+import { runMainOnce, startDaemon, waitFor } from "../../testing/daemon.ts";
 import { allEvents, sessions } from "../../testing/pi.ts";
 import { type Audit, refused, startFleet } from "./_fleet.ts";
 import { witness, type WitnessEnd } from "./_witness.ts";
 import { REFUSED_AT_ONCE } from "../../lib/write_gate.ts";
-
-const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
 /** The daemon's `PRAGMA busy_timeout` (lib/store.ts): how long a write, and the open, wait for another lock. */
 import { BUSY_TIMEOUT_MS } from "../../lib/store.ts";
@@ -61,17 +58,10 @@ export async function lockedStart(): Promise<LockedStartResult> {
     await (await startDaemon({ dataDir: dir })).stop(); // an existing lvmh.db, as after any earlier run
     const held = await lock(`${dir}/lvmh.db`);
     const t0 = performance.now();
-    const out = await new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", "main.ts"],
-      cwd: ROOT,
-      env: { LVMH_TOKEN: "faults-token-0123456789", LVMH_PORT: "0", LVMH_DATA_DIR: dir, NO_COLOR: "1" },
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
+    const out = await runMainOnce({ LVMH_TOKEN: "faults-token-0123456789", LVMH_DATA_DIR: dir });
     const seconds = (performance.now() - t0) / 1000;
     await held.release();
-    const text = new TextDecoder().decode(out.stderr) + new TextDecoder().decode(out.stdout);
-    return { code: out.code, line: text.trim(), seconds };
+    return { code: out.code, line: (out.stderr + out.stdout).trim(), seconds };
   } finally {
     await Deno.remove(dir, { recursive: true }).catch(() => {});
   }

@@ -3,9 +3,7 @@
  * stack trace. As root (where permission bits do not stop writes) the dir is a read-only tmpfs mount;
  * otherwise a dir without write permission.
  */
-import { fileURLToPath } from "node:url";
-
-const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+import { runMainOnce } from "../../testing/daemon.ts";
 
 export interface ReadOnlyResult {
   code: number;
@@ -23,15 +21,12 @@ export async function readOnlyStart(): Promise<ReadOnlyResult> {
       const { code } = await sh(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", dir]);
       if (code !== 0) throw new Error(`Cannot mount a read-only tmpfs on ${dir}`);
     } else await Deno.chmod(dir, 0o555);
-    const out = await new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", "main.ts"],
-      cwd: ROOT,
-      env: { LVMH_TOKEN: "faults-token-0123456789", LVMH_PORT: "0", LVMH_DATA_DIR: dir, NO_COLOR: "1" },
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    const text = new TextDecoder().decode(out.stderr) + new TextDecoder().decode(out.stdout);
-    return { code: out.code, line: text.trim(), how: root ? "read-only tmpfs" : "mode 0555" };
+    const out = await runMainOnce({ LVMH_TOKEN: "faults-token-0123456789", LVMH_DATA_DIR: dir });
+    return {
+      code: out.code,
+      line: (out.stderr + out.stdout).trim(),
+      how: root ? "read-only tmpfs" : "mode 0555",
+    };
   } finally {
     if (root) await sh(["umount", dir]);
     else await Deno.chmod(dir, 0o755).catch(() => {});

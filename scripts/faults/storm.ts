@@ -4,6 +4,7 @@
  * within a second: every one must be welcomed, with `lastSeq` equal to what it stored before the kill.
  */
 import WebSocket from "ws";
+import { eventFrame, helloFrame, sessionInfo } from "../../testing/agent.ts";
 import { type Daemon, startDaemon } from "../../testing/daemon.ts";
 
 export interface StormResult {
@@ -22,24 +23,15 @@ function hello(d: Daemon, id: string, timeoutMs: number, sendEvent: boolean): Pr
     const timer = setTimeout(() => (ws.terminate(), reject(new Error(`${id}: no welcome`))), timeoutMs);
     ws.on("error", () => {});
     ws.on("close", () => reject(new Error(`${id}: closed`)));
-    ws.on("open", () =>
-      ws.send(JSON.stringify({
-        v: 1,
-        type: "hello",
-        sessionId: id,
-        seq: 0,
-        ts: Date.now(),
-        session: {
-          id,
-          name: id,
-          cwd: "/",
-          model: "m",
-          provider: "p",
-          agent: false,
-          repo: null,
-          startedAt: 1,
-        },
-      })));
+    ws.on(
+      "open",
+      () =>
+        ws.send(
+          JSON.stringify(
+            helloFrame(id, sessionInfo(id, { name: id, cwd: "/", model: "m", provider: "p", startedAt: 1 })),
+          ),
+        ),
+    );
     ws.on("message", (data: unknown) => {
       const f = JSON.parse(String(data));
       if (f.type === "welcome") {
@@ -57,16 +49,7 @@ function hello(d: Daemon, id: string, timeoutMs: number, sendEvent: boolean): Pr
           toolCalls: [],
           toolCallId: null,
         };
-        ws.send(
-          JSON.stringify({
-            v: 1,
-            sessionId: id,
-            seq: f.lastSeq + 1,
-            ts: Date.now(),
-            type: "message_end",
-            message,
-          }),
-        );
+        ws.send(JSON.stringify(eventFrame(id, f.lastSeq + 1, "message_end", { message })));
       }
       if (f.type === "ack") {
         clearTimeout(timer);
