@@ -8,7 +8,7 @@
 import { type CpuProfile, instrumentDaemon, selfTimes, startInspectedDaemon } from "./_inspect.ts";
 import { healthy } from "../testing/healthy.ts";
 import { cpuMs, pct } from "../testing/proc.ts";
-import { startAttacker } from "../scripts/faults/malformed.ts";
+import { startAttacker } from "../testing/attacker.ts";
 
 const FRAMES = Number(Deno.args[0] ?? 10_000);
 const OUT = Deno.args[1] ?? "/tmp/lvmh-malformed.cpuprofile";

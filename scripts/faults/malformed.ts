@@ -6,6 +6,7 @@
 import { startDaemon } from "../../testing/daemon.ts";
 import { daemonPid, lineReader, pct, rssMiB } from "../../testing/proc.ts";
 import { healthy } from "../../testing/healthy.ts";
+import { startAttacker } from "../../testing/attacker.ts";
 
 /** The RSS bound stated for this row: the daemon's own baseline plus room for a few 10 MB frames in flight. */
 export const RSS_BOUND_MIB = 300;
@@ -99,47 +100,6 @@ async function startSink(): Promise<{ url: string; stop(): Promise<void> }> {
       child.kill("SIGKILL");
       await child.status;
       while (await line() !== null) { /* to the end of its output */ }
-    },
-  };
-}
-
-/** The attacker (`_attacker.ts`), started and ready; `go()` runs the attack and resolves when it is over. */
-export async function startAttacker(
-  agentUrl: string,
-  browserUrl: string,
-  token: string,
-  frames: number,
-): Promise<{ go(): Promise<{ sent: number; closes: number }> }> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "-A",
-      new URL("_attacker.ts", import.meta.url).pathname,
-      agentUrl,
-      browserUrl,
-      token,
-      String(frames),
-    ],
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "inherit",
-  }).spawn();
-  const line = lineReader(child.stdout);
-  const next = async () => {
-    const text = await line();
-    if (text === null) throw new Error("the attacker process ended early");
-    return text;
-  };
-  if ((await next()) !== "ready") throw new Error("the attacker process did not get ready");
-  return {
-    async go() {
-      const writer = child.stdin.getWriter();
-      await writer.write(new TextEncoder().encode("go\n"));
-      await writer.close();
-      const result = JSON.parse(await next());
-      while (await line() !== null) { /* to the end of its output */ }
-      if (!(await child.status).success) throw new Error("the attacker process failed");
-      return result;
     },
   };
 }
