@@ -1,14 +1,19 @@
 /**
  * Test helpers for kept hook prompts (`hook_prompts`): write one into a stopped daemon's database (the row a
- * spawn hook's 202 leaves once its worker started, without needing an engine), read what is kept, and a
- * loopback relay between a plugin and the daemon that catches the moment a kept prompt's frame leaves the
+ * spawn hook's 202 leaves once its worker started, without needing an engine), read what is kept, keep the
+ * daemon from dropping a row (so a test can kill it after a prompt's answer was stored but before its row
+ * went), and a loopback relay between a plugin and the daemon that catches the moment a kept prompt's frame leaves the
  * daemon, so a test can SIGKILL the daemon in that window.
  */
 import { DatabaseSync } from "node:sqlite";
 
 /** Keep a prompt for `sessionId` in the database under `dataDir` (its daemon stopped, its schema made). */
-export function keepPrompt(dataDir: string, sessionId: string, message: string): string {
-  const id = crypto.randomUUID();
+export function keepPrompt(
+  dataDir: string,
+  sessionId: string,
+  message: string,
+  id: string = crypto.randomUUID(),
+): string {
   const db = new DatabaseSync(`${dataDir}/lvmh.db`);
   try {
     db.prepare(
@@ -19,6 +24,25 @@ export function keepPrompt(dataDir: string, sessionId: string, message: string):
     db.close();
   }
   return id;
+}
+
+/**
+ * While on (set in a stopped daemon's database), the daemon cannot delete a kept prompt: its delete fails as a
+ * write error would, after the prompt's answer was stored, which leaves the state a kill between the two
+ * writes leaves. Off again before the daemon that should drop rows starts.
+ */
+export function holdKeptRows(dataDir: string, on: boolean): void {
+  const db = new DatabaseSync(`${dataDir}/lvmh.db`);
+  try {
+    db.exec(
+      on
+        ? `CREATE TRIGGER IF NOT EXISTS test_hold_kept BEFORE DELETE ON hook_prompts
+           BEGIN SELECT RAISE(ABORT, 'test: kept rows are held'); END`
+        : "DROP TRIGGER IF EXISTS test_hold_kept",
+    );
+  } finally {
+    db.close();
+  }
 }
 
 /** The ids of the prompts kept in the database under `dataDir` (read while the daemon runs). */
