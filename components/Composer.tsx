@@ -13,8 +13,8 @@ import { ModelPicker } from "./ModelPicker.tsx";
 interface ComposerProps {
   online: boolean;
   running: boolean;
-  /** Resolves to an error message, or null on success. */
-  onSend(message: string, deliverAs: DeliverAs): Promise<string | null>;
+  /** Resolves to an error message, or null on success; images only when the session is given. */
+  onSend(message: string, deliverAs: DeliverAs, images: ComposerImage[]): Promise<string | null>;
   onAbort(): Promise<string | null>;
   /** The session: enables images, the model picker and renaming. */
   session?: SessionSummary;
@@ -93,9 +93,7 @@ export function Composer({ online, running, onSend, onAbort, session, commands =
     const message = text.trim();
     if (!message || busy || !online) return;
     setBusy(true);
-    const error = images.length && steer
-      ? await steer.send(message, deliverAs, images)
-      : await onSend(message, deliverAs);
+    const error = await onSend(message, deliverAs, images);
     setBusy(false);
     if (error) return setNote({ kind: "error", text: error });
     setText("");

@@ -9,7 +9,7 @@ import {
   gitlabHookStatus,
   setGitlabHookSecret,
 } from "../ui/rest.ts";
-import { useAdminAction } from "../ui/use_admin_action.ts";
+import { useAction } from "../ui/use_action.ts";
 import { randomSecret } from "../ui/webhook_view.ts";
 import { ShownOnce } from "./ShownOnce.tsx";
 
@@ -19,7 +19,7 @@ export function GitlabHookForm({ initial }: { initial: GitlabHookStatus }) {
   const [secret, setSecret] = useState("");
   const [generated, setGenerated] = useState(false);
   const [saved, setSaved] = useState<string | null>(null);
-  const { busy, error, run } = useAdminAction(async () => setStatus(await gitlabHookStatus()));
+  const { busy, error, run } = useAction(async () => setStatus(await gitlabHookStatus()));
   // The page's own origin is only known in the browser; the server renders the path.
   const [origin, setOrigin] = useState("");
   useEffect(() => setOrigin(location.origin), []);

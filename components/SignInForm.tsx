@@ -1,6 +1,6 @@
 /** The token form: posts to `/login` (works before hydration too), and from the island stores the token. */
 import { useState } from "preact/hooks";
-import { signIn } from "../ui/api.ts";
+import { errorText, signIn } from "../ui/api.ts";
 
 export function SignInForm({ message }: { message?: string }) {
   const [token, setToken] = useState("");
@@ -16,7 +16,7 @@ export function SignInForm({ message }: { message?: string }) {
       if (await signIn(value)) return location.reload();
       setError("That token was not accepted.");
     } catch (err) {
-      setError(`Could not reach the daemon: ${(err as Error).message}`);
+      setError(`Could not reach the daemon: ${errorText(err)}`);
     } finally {
       setBusy(false);
     }

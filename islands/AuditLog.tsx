@@ -4,7 +4,7 @@
  * appear at the end without a reload.
  */
 import { useState } from "preact/hooks";
-import { ApiError, SignInRequired } from "../ui/api.ts";
+import { useAction } from "../ui/use_action.ts";
 import { auditPage } from "../ui/rest.ts";
 import type { AuditRow } from "../ui/types.ts";
 
@@ -30,24 +30,14 @@ function when(ms: number): string {
 export default function AuditLog(props: Props) {
   const [rows, setRows] = useState(props.rows);
   const [more, setMore] = useState(props.rows.length === props.limit);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
+  const { busy, error, run } = useAction();
 
-  async function loadMore() {
-    setBusy(true);
-    setError(null);
-    try {
+  const loadMore = () =>
+    run(async () => {
       const next = await auditPage(rows.at(-1)?.id ?? 0, props.limit);
       setRows((r) => [...r, ...next]);
       setMore(next.length === props.limit);
-    } catch (e) {
-      setError(
-        e instanceof SignInRequired ? "Sign in again." : e instanceof ApiError ? e.message : String(e),
-      );
-    } finally {
-      setBusy(false);
-    }
-  }
+    });
 
   return (
     <main class="admin-page audit-page">

@@ -4,7 +4,8 @@
  * the panel says so (only the in-page notifications of an open session page work there).
  */
 import { useEffect, useState } from "preact/hooks";
-import { ApiError, SignInRequired } from "../ui/api.ts";
+import { ApiError, errorText } from "../ui/api.ts";
+import { useAction } from "../ui/use_action.ts";
 import { pushKey, pushKinds, removePushSubscription, savePushSubscription } from "../ui/rest.ts";
 
 interface Props {
@@ -34,20 +35,18 @@ function active(reg: ServiceWorkerRegistration): Promise<ServiceWorkerRegistrati
   });
 }
 
+/** The daemon's answer as `errorText` words it; anything else here is the browser's push service failing. */
 function messageOf(e: unknown): string {
-  if (e instanceof SignInRequired) return "Sign in again.";
-  if (e instanceof ApiError) return e.message;
-  const m = (e as Error).message ?? String(e);
-  return `This browser could not subscribe to its push service (${m}). Notifications still show while a ` +
-    "session page is open.";
+  if (e instanceof ApiError) return errorText(e);
+  return `This browser could not subscribe to its push service (${errorText(e)}). Notifications still show ` +
+    "while a session page is open.";
 }
 
 export default function NotificationSettings({ kinds, defaults }: Props) {
   const [status, setStatus] = useState<Status>("checking");
   const [chosen, setChosen] = useState<string[]>(defaults);
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
   const [ready, setReady] = useState(false);
+  const { busy, error, setError, run } = useAction(undefined, messageOf);
 
   useEffect(() => {
     void (async () => {
@@ -77,18 +76,6 @@ export default function NotificationSettings({ kinds, defaults }: Props) {
   async function save(sub: PushSubscription, list: string[]) {
     const json = sub.toJSON() as { endpoint: string; keys: { p256dh: string; auth: string } };
     await savePushSubscription({ endpoint: json.endpoint, keys: json.keys }, list);
-  }
-
-  async function run(fn: () => Promise<void>) {
-    setBusy(true);
-    setError(null);
-    try {
-      await fn();
-    } catch (e) {
-      setError(messageOf(e));
-    } finally {
-      setBusy(false);
-    }
   }
 
   const enable = () =>

@@ -7,8 +7,8 @@ import { can, type Me } from "../ui/roles.ts";
 import { useEffect, useMemo, useState } from "preact/hooks";
 import type { SpawnJob } from "../lib/protocol.ts";
 import type { GitlabRepo, GitlabStatus } from "../ui/types.ts";
-import { ApiError, SignInRequired } from "../ui/api.ts";
 import { pageLive } from "../ui/live.ts";
+import { useAction } from "../ui/use_action.ts";
 import * as rest from "../ui/rest.ts";
 import { relativeTime } from "../ui/format.ts";
 
@@ -26,14 +26,6 @@ const STATE_TEXT: Record<SpawnJob["state"], string> = {
   failed: "failed",
   stopped: "stopped",
 };
-
-function messageOf(error: unknown): string {
-  if (error instanceof SignInRequired) {
-    return "Sign in again: the daemon did not accept this browser's token.";
-  }
-  if (error instanceof ApiError) return error.message;
-  return error instanceof Error ? error.message : String(error);
-}
 
 /** Repositories whose path or name contains every word of `query`. */
 function matching(repos: GitlabRepo[], query: string): GitlabRepo[] {
@@ -53,21 +45,8 @@ export default function SpawnPanel({ me = null }: { me?: Me | null }) {
   const [query, setQuery] = useState("");
   const [selected, setSelected] = useState<GitlabRepo | null>(null);
   const [branch, setBranch] = useState("");
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
   const [now, setNow] = useState(0);
-
-  async function run(fn: () => Promise<void>) {
-    setBusy(true);
-    setError(null);
-    try {
-      await fn();
-    } catch (e) {
-      setError(messageOf(e));
-    } finally {
-      setBusy(false);
-    }
-  }
+  const { busy, error, run } = useAction();
 
   async function loadRepos(refresh = false) {
     setRepos(await rest.gitlabRepos(refresh));

@@ -5,7 +5,7 @@
  */
 import { useState } from "preact/hooks";
 import { addToken, listTokens, revokeToken } from "../ui/rest.ts";
-import { useAdminAction } from "../ui/use_admin_action.ts";
+import { useAction } from "../ui/use_action.ts";
 import type { TokenRow } from "../ui/types.ts";
 import { ShownOnce } from "../components/ShownOnce.tsx";
 
@@ -20,7 +20,7 @@ export default function TokenAdmin({ tokens: initial }: { tokens: TokenRow[] }) 
   const [name, setName] = useState("");
   const [role, setRole] = useState<string>("viewer");
   const [created, setCreated] = useState<{ name: string; token: string } | null>(null);
-  const { busy, error, run } = useAdminAction(async () => setTokens(await listTokens()));
+  const { busy, error, run } = useAction(async () => setTokens(await listTokens()));
 
   const add = (e: Event) => {
     e.preventDefault();

@@ -13,7 +13,7 @@ import {
   testWebhook,
   webhookDeliveries,
 } from "../ui/rest.ts";
-import { useAdminAction } from "../ui/use_admin_action.ts";
+import { useAction } from "../ui/use_action.ts";
 import { attemptClass, attemptText, shownUrl, when } from "../ui/webhook_view.ts";
 import type { AttemptRow, Endpoint } from "../ui/types.ts";
 import type { NotifyKind } from "../lib/notify/kinds.ts";
@@ -37,7 +37,7 @@ export default function WebhookAdmin(props: WebhookAdminProps) {
   const [created, setCreated] = useState<{ id: string; url: string; secret: string } | null>(null);
   const [logs, setLogs] = useState<Record<string, AttemptRow[]>>({});
   const [testing, setTesting] = useState<Record<string, string>>({});
-  const { busy, error, setError, run } = useAdminAction(async () => setEndpoints(await listWebhooks()));
+  const { busy, error, setError, run } = useAction(async () => setEndpoints(await listWebhooks()));
 
   const add = (e: Event) => {
     e.preventDefault();

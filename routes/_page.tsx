@@ -1,5 +1,5 @@
 /**
- * The chrome of every page route, in one place (Fresh would split it into `_middleware.ts` and `_layout.tsx`):
+ * The chrome of every page route, in one place (Fresh splits it into `_middleware.ts` and `_layout.tsx`):
  * the sign-in page without credentials (no session data), a 403 below the page's role, and the top bar with
  * its breadcrumb above the page's own content. A page route says what it needs and what it shows:
  *

@@ -1,4 +1,4 @@
-/** Build the island bundle `static/client.js` (`deno task build`); the daemon rebuilds it itself when stale. */
+/** Build the island bundle `static/client.js` (`deno task build`); the daemon also rebuilds it when stale. */
 import { build } from "../lib/bundle.ts";
 
 const { bytes, ms } = await build();

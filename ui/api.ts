@@ -1,21 +1,29 @@
 /**
- * The browser's side of authentication and the REST API: the token lives in `localStorage` (the seed's
- * "ask once"); requests carry it as a bearer token, the socket as `?token=`. Without a stored token the
- * HttpOnly session cookie (same origin only) still authenticates, so a signed-in page keeps working.
+ * The browser's side of authentication and the REST API: the token is asked for once and kept in
+ * `localStorage`; requests carry it as a bearer token, the socket as `?token=`. Without a stored token the
+ * HttpOnly session cookie (same origin only) still authenticates, so a signed-in page keeps working (and so
+ * does a browser whose storage is disabled).
+ *
+ * A 401 from any call is reported to one hook (`onSignInRequired`), which the page's live connection sets to
+ * raise the sign-in prompt: no caller has to remember to.
  */
+import { type LocalStore, localStore as store } from "./local_store.ts";
 
 const TOKEN_KEY = "lvmh.token";
 
-/** A 401 from the daemon: the UI must ask for the token again. */
-export class SignInRequired extends Error {
-  override name = "SignInRequired";
-}
-
-/** A non-2xx answer other than 401, with the daemon's `{"error"}` message. */
+/** A non-2xx answer, with the daemon's `{"error"}` message. */
 export class ApiError extends Error {
   override name = "ApiError";
   constructor(readonly status: number, message: string) {
     super(message);
+  }
+}
+
+/** A 401 from the daemon: the page asks for the token again (the hook has already been told). */
+export class SignInRequired extends ApiError {
+  override name = "SignInRequired";
+  constructor(message: string) {
+    super(401, message);
   }
 }
 
@@ -25,45 +33,37 @@ export function errorText(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
 
-/** Where the token is kept; `localStorage` in the browser, injectable for tests. */
-export interface TokenStore {
-  getItem(key: string): string | null;
-  setItem(key: string, value: string): void;
-  removeItem(key: string): void;
-}
+let signInRequired: () => void = () => {};
 
-function store(): TokenStore | null {
-  try {
-    return globalThis.localStorage ?? null;
-  } catch {
-    return null; // storage disabled (privacy mode): the cookie still works
-  }
+/** Who hears of a 401 from any call (the page's live connection, which shows the sign-in prompt). */
+export function onSignInRequired(hook: () => void): void {
+  signInRequired = hook;
 }
 
 /** The stored token, or null. */
-export function getToken(s: TokenStore | null = store()): string | null {
+export function getToken(s: LocalStore | null = store()): string | null {
   return s?.getItem(TOKEN_KEY) ?? null;
 }
 
 /** Remember the token (after the daemon accepted it). */
-export function setToken(token: string, s: TokenStore | null = store()): void {
+export function setToken(token: string, s: LocalStore | null = store()): void {
   s?.setItem(TOKEN_KEY, token);
 }
 
 /** Forget the token (sign-out, or after a 401). */
-export function clearToken(s: TokenStore | null = store()): void {
+export function clearToken(s: LocalStore | null = store()): void {
   s?.removeItem(TOKEN_KEY);
 }
 
 /**
  * Call the REST API and parse its JSON answer.
- * @throws {SignInRequired} on 401 (the stored token is cleared)
+ * @throws {SignInRequired} on 401 (the stored token is cleared, the sign-in hook told)
  * @throws {ApiError} on any other non-2xx answer
  */
 export async function api<T>(
   path: string,
   init: RequestInit = {},
-  s: TokenStore | null = store(),
+  s: LocalStore | null = store(),
 ): Promise<T> {
   const headers = new Headers(init.headers);
   const token = getToken(s);
@@ -79,6 +79,7 @@ export async function api<T>(
   } catch { /* a proxy's HTML error page, say */ }
   if (res.status === 401) {
     clearToken(s);
+    signInRequired();
     throw new SignInRequired("the daemon did not accept the token");
   }
   if (!res.ok) {
@@ -92,7 +93,7 @@ export async function api<T>(
  * Ask the REST API whether this browser's credentials still work (a refused WebSocket does not say why).
  * @returns false on a 401 (the stored token is then cleared); true otherwise, including when unreachable
  */
-export async function credentialsAccepted(s: TokenStore | null = store()): Promise<boolean> {
+export async function credentialsAccepted(s: LocalStore | null = store()): Promise<boolean> {
   try {
     await api("/api/sessions", {}, s);
     return true;
@@ -106,7 +107,7 @@ export async function credentialsAccepted(s: TokenStore | null = store()): Promi
  * @returns false when the daemon rejected the token
  * @throws {ApiError} on other failures
  */
-export async function signIn(token: string, s: TokenStore | null = store()): Promise<boolean> {
+export async function signIn(token: string, s: LocalStore | null = store()): Promise<boolean> {
   const res = await fetch("/login", {
     method: "POST",
     headers: { "content-type": "application/json" },
@@ -121,7 +122,7 @@ export async function signIn(token: string, s: TokenStore | null = store()): Pro
 }
 
 /** Clear the cookie and the stored token. */
-export async function signOut(s: TokenStore | null = store()): Promise<void> {
+export async function signOut(s: LocalStore | null = store()): Promise<void> {
   clearToken(s);
   const res = await fetch("/login", { method: "DELETE", credentials: "same-origin" });
   await res.body?.cancel();
@@ -130,7 +131,7 @@ export async function signOut(s: TokenStore | null = store()): Promise<void> {
 /** The `/ws` URL for this page's origin, with the token when one is stored. */
 export function socketUrl(
   loc: { protocol: string; host: string } = location,
-  s: TokenStore | null = store(),
+  s: LocalStore | null = store(),
 ): string {
   const token = getToken(s);
   const base = `${loc.protocol === "https:" ? "wss" : "ws"}://${loc.host}/ws`;

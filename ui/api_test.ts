@@ -3,13 +3,15 @@ import {
   api,
   ApiError,
   credentialsAccepted,
+  errorText,
   getToken,
+  onSignInRequired,
   SignInRequired,
   socketUrl,
-  type TokenStore,
 } from "./api.ts";
+import type { LocalStore } from "./local_store.ts";
 
-function memory(token?: string): TokenStore {
+function memory(token?: string): LocalStore {
   const m = new Map<string, string>(token ? [["lvmh.token", token]] : []);
   return {
     getItem: (k) => m.get(k) ?? null,
@@ -40,10 +42,21 @@ Deno.test("api() sends the bearer token, parses JSON and maps errors", async (t)
       assert.equal(err.status, 409);
       assert.equal(err.message, 'Session "a" is offline');
     });
-    await t.step("401: SignInRequired and the token is forgotten", async () => {
+    await t.step("401: SignInRequired, the token is forgotten and the sign-in hook told", async () => {
       const s = memory("stale");
-      await assert.rejects(api(`${base}/nope`, {}, s), SignInRequired);
-      assert.equal(getToken(s), null);
+      let told = 0;
+      onSignInRequired(() => told++);
+      try {
+        const err = await api(`${base}/nope`, {}, s).catch((e) => e);
+        assert.ok(err instanceof SignInRequired && err instanceof ApiError && err.status === 401);
+        assert.equal(errorText(err), "Sign in again.");
+        assert.equal(getToken(s), null);
+        assert.equal(told, 1);
+        await api(`${base}/offline`, { method: "POST", body: "{}" }, s).catch(() => {});
+        assert.equal(told, 1, "only a 401 raises the sign-in prompt");
+      } finally {
+        onSignInRequired(() => {});
+      }
     });
   } finally {
     await server.shutdown();

@@ -5,6 +5,7 @@
  */
 import type { Message, Usage } from "../lib/protocol.ts";
 import type { UiEvent } from "./types.ts";
+import { imageUrl } from "./rest.ts";
 import { type Conversation, emptyConversation, type ToolCall } from "./conversation_state.ts";
 import { keepUnchanged } from "./conversation_keep.ts";
 
@@ -304,11 +305,6 @@ function applyMessage(conv: Conversation, ev: Ev<"message_end">, key: string): v
   } else {
     conv.items.push({ kind: "system", key, seq: ev.seq, text });
   }
-}
-
-/** Where the daemon serves an image a web prompt sent to a session. */
-export function imageUrl(sessionId: string, sha256: string): string {
-  return `/api/sessions/${encodeURIComponent(sessionId)}/images/${encodeURIComponent(sha256)}`;
 }
 
 /** Persisted events a session page renders first, and fetches per page when scrolling back (one number). */

@@ -1,5 +1,5 @@
 /**
- * Todos and subagent runs, derived in the browser from tool calls (the seed leaves this to the UI).
+ * Todos and subagent runs, derived in the browser from tool calls (the protocol carries no such events).
  * Shaped after pi's example extensions: `todo` (`action` list/add/toggle/clear, state in the result's
  * `details`) and `subagent` (single `{agent, task}`, parallel `{tasks}`, chain `{chain}`).
  */

@@ -3,31 +3,18 @@
  * returning visit summarises what happened after it: runs finished, tools run, files touched, cost.
  */
 import type { UiEvent } from "./types.ts";
+import { type LocalStore, localStore as store } from "./local_store.ts";
 
 const PREFIX = "lvmh.seen.";
 
-/** Where the seqs are kept; `localStorage` in the browser, injectable for tests. */
-export interface SeenStore {
-  getItem(key: string): string | null;
-  setItem(key: string, value: string): void;
-}
-
-function store(): SeenStore | null {
-  try {
-    return globalThis.localStorage ?? null;
-  } catch {
-    return null; // storage disabled: every visit is a first one
-  }
-}
-
 /** The last seq this browser showed of a session, or null when it never showed it. */
-export function readLastSeen(id: string, s: SeenStore | null = store()): number | null {
+export function readLastSeen(id: string, s: LocalStore | null = store()): number | null {
   const n = Number(s?.getItem(PREFIX + id) ?? NaN);
   return Number.isInteger(n) && n >= 0 ? n : null;
 }
 
 /** Remember that this browser showed a session up to `seq` (never moves back). */
-export function writeLastSeen(id: string, seq: number, s: SeenStore | null = store()): void {
+export function writeLastSeen(id: string, seq: number, s: LocalStore | null = store()): void {
   const before = readLastSeen(id, s);
   if (before !== null && before >= seq) return;
   try {

@@ -7,7 +7,11 @@ const ev = (seq: number, type: string, payload: Record<string, unknown> = {}) =>
 
 Deno.test("writeLastSeen() never moves back; readLastSeen() is null for a session never shown", () => {
   const m = new Map<string, string>();
-  const s = { getItem: (k: string) => m.get(k) ?? null, setItem: (k: string, v: string) => void m.set(k, v) };
+  const s = {
+    getItem: (k: string) => m.get(k) ?? null,
+    setItem: (k: string, v: string) => void m.set(k, v),
+    removeItem: (k: string) => void m.delete(k),
+  };
   assert.equal(readLastSeen("a", s), null);
   writeLastSeen("a", 7, s);
   writeLastSeen("a", 3, s);

@@ -6,7 +6,7 @@
  * server render never opens a socket).
  */
 import type { Approval, ServerFrame, SpawnJob } from "../lib/protocol.ts";
-import { credentialsAccepted as restCredentialsAccepted, socketUrl } from "./api.ts";
+import { credentialsAccepted as restCredentialsAccepted, onSignInRequired, socketUrl } from "./api.ts";
 import { connectLive, type LiveSocket, type SocketStatus } from "./live_socket.ts";
 import { applySessionFrame, EMPTY_DIRECTORY, type SessionDirectory } from "./session_directory.ts";
 import { createTopic, type Topic } from "./topic.ts";
@@ -38,7 +38,7 @@ export interface PageLive {
   follow(sessionId: string, follower: Follower): () => void;
   /** Ask for the whole session list again (answered by `session_list`). */
   requestList(): void;
-  /** Show the sign-in prompt (a REST call got a 401). */
+  /** Show the sign-in prompt (`pageLive()` has every REST call's 401 do this). */
   requireSignIn(): void;
   /** Skip the backoff and reconnect now. */
   reconnectNow(): void;
@@ -136,7 +136,10 @@ export function createPageLive(opts: PageLiveOptions = {}): PageLive {
 
 let shared: PageLive | null = null;
 
-/** The page's connection, opened on first use. */
+/** The page's connection, opened on first use; from then on any REST call's 401 shows the sign-in prompt. */
 export function pageLive(): PageLive {
-  return shared ??= createPageLive();
+  if (shared) return shared;
+  const live = shared = createPageLive();
+  onSignInRequired(() => live.requireSignIn());
+  return live;
 }

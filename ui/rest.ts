@@ -11,6 +11,7 @@ import type {
   DeliverAs,
   ModelBody,
   PromptImage,
+  PromptResult,
   SessionSummary,
   SpawnBody,
   SpawnJob,
@@ -75,9 +76,14 @@ export function sendPrompt(
   message: string,
   deliverAs: DeliverAs,
   images?: PromptImage[],
-): Promise<{ ok: true; promptId: string }> {
+): Promise<PromptResult> {
   const body = images ? { message, deliverAs, images } : { message, deliverAs };
-  return api<{ ok: true; promptId: string }>(`${session(id)}/prompt`, json("POST", body));
+  return api<PromptResult>(`${session(id)}/prompt`, json("POST", body));
+}
+
+/** `GET /api/sessions/:id/images/:sha256`: where the daemon serves an image a web prompt sent. */
+export function imageUrl(sessionId: string, sha256: string): string {
+  return `${session(sessionId)}/images/${encodeURIComponent(sha256)}`;
 }
 
 /** `PUT /api/sessions/:id/model`: taken (202); the plugin's `command_result` answers `commandId`. */

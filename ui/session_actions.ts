@@ -1,12 +1,15 @@
-/** What a person can do to a session from its page: prompt, abort, delete; errors become messages. */
+/**
+ * What a person can do to a session from its page: prompt (with images or not), abort, set the ask set,
+ * delete; errors become messages (a 401 has already raised the sign-in prompt, through ui/api.ts).
+ */
 import type { AskSet, DeliverAs, SessionSummary } from "../lib/protocol.ts";
-import { ApiError, SignInRequired } from "./api.ts";
-import { pageLive } from "./live.ts";
+import { ApiError, errorText } from "./api.ts";
 import { abortSession, deleteSession, sendPrompt, setPolicy } from "./rest.ts";
+import type { ComposerImage } from "./steer.ts";
 
 export interface SessionActions {
   /** Resolves to an error message, or null once the daemon took it. */
-  send(message: string, deliverAs: DeliverAs): Promise<string | null>;
+  send(message: string, deliverAs: DeliverAs, images?: ComposerImage[]): Promise<string | null>;
   abort(): Promise<string | null>;
   /** Replace the session's ask set (which tool calls wait for a person). */
   setAsk(ask: AskSet): Promise<string | null>;
@@ -24,17 +27,21 @@ export function sessionActions(id: string, patch: (f: Partial<SessionSummary>) =
       await call();
       return null;
     } catch (e) {
-      if (e instanceof SignInRequired) {
-        pageLive().requireSignIn();
-        return "Sign in again to send.";
-      }
       // Prompt and abort answer 409 only when the session is offline.
       if (e instanceof ApiError && e.status === 409) patch({ online: false });
-      return (e as Error).message;
+      return errorText(e);
     }
   }
   return {
-    send: (message, deliverAs) => attempt(() => sendPrompt(id, message, deliverAs)),
+    send: (message, deliverAs, images = []) =>
+      attempt(() =>
+        sendPrompt(
+          id,
+          message,
+          deliverAs,
+          images.length ? images.map(({ mimeType, data }) => ({ mimeType, data })) : undefined,
+        )
+      ),
     abort: () => attempt(() => abortSession(id)),
     setAsk: (ask) =>
       attempt(async () => {
@@ -47,9 +54,9 @@ export function sessionActions(id: string, patch: (f: Partial<SessionSummary>) =
         await deleteSession(id);
         location.assign("/");
       } catch (e) {
-        if (e instanceof SignInRequired) return pageLive().requireSignIn();
+        if (e instanceof ApiError && e.status === 401) return;
         if (e instanceof ApiError && e.status === 409) patch({ online: true });
-        alert(`Not deleted: ${(e as Error).message}`);
+        alert(`Not deleted: ${errorText(e)}`);
       }
     },
   };

@@ -5,7 +5,7 @@
  */
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import type { Approval, ApprovalDecision } from "../lib/protocol.ts";
-import { ApiError, SignInRequired } from "./api.ts";
+import { ApiError, errorText } from "./api.ts";
 import { type ApprovalView, approvalView, sameView } from "./approval_view.ts";
 import type { Conversation } from "./conversation.ts";
 import { pageLive } from "./live.ts";
@@ -30,8 +30,8 @@ export function useApprovals(sessionId: string, conv: Conversation): ApprovalsSt
     try {
       const list = await sessionApprovals(sessionId);
       setRecords(new Map(list.map((a) => [a.id, a])));
-    } catch (e) {
-      if (e instanceof SignInRequired) pageLive().requireSignIn();
+    } catch {
+      // A 401 raised the sign-in prompt (ui/api.ts); otherwise the next change of the pending set refreshes.
     }
   }
 
@@ -70,13 +70,9 @@ export function useApprovals(sessionId: string, conv: Conversation): ApprovalsSt
       setRecords((r) => new Map(r).set(id, stored));
       return null;
     } catch (e) {
-      if (e instanceof SignInRequired) {
-        pageLive().requireSignIn();
-        return "Sign in again to answer.";
-      }
       // 409: someone else answered first; show what stands.
       if (e instanceof ApiError && e.status === 409) void refresh();
-      return (e as Error).message;
+      return errorText(e);
     }
   }
 

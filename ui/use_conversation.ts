@@ -12,7 +12,6 @@ import {
   mergeEvents,
   prependEvents,
 } from "./conversation.ts";
-import { SignInRequired } from "./api.ts";
 import { pageLive } from "./live.ts";
 import { notifySettled } from "./watch.ts";
 import { sessionEvents } from "./rest.ts";
@@ -24,10 +23,6 @@ export interface ConversationState {
   loadingOlder: boolean;
   /** Fetch the page before the oldest event held; `beforePrepend` runs just before it is added. */
   loadOlder(beforePrepend?: () => void): Promise<void>;
-}
-
-function signInIfRefused(e: unknown): void {
-  if (e instanceof SignInRequired) pageLive().requireSignIn();
 }
 
 /**
@@ -55,8 +50,8 @@ export function useConversation(
     try {
       const missing = await sessionEvents(id, { after });
       setConv((c) => mergeEvents(c, missing));
-    } catch (e) {
-      signInIfRefused(e);
+    } catch {
+      // A 401 raised the sign-in prompt (ui/api.ts); otherwise the next frame past what is held tries again.
     }
   }
 
@@ -87,8 +82,8 @@ export function useConversation(
       beforePrepend?.();
       setConv((c) => prependEvents(c, older));
       if (older.length < HISTORY_PAGE) setHasOlder(false);
-    } catch (e) {
-      signInIfRefused(e);
+    } catch {
+      // A 401 raised the sign-in prompt (ui/api.ts); otherwise scrolling up again retries.
     } finally {
       setLoadingOlder(false);
     }

@@ -2,20 +2,12 @@
  * Opt-in browser notifications when a watched session settles. The watch list lives in `localStorage`, so it is
  * shared by every tab; each notification is tagged with the session id so two tabs show it once.
  */
-import type { TokenStore } from "./api.ts";
+import { type LocalStore, localStore as store } from "./local_store.ts";
 
 const KEY = "lvmh.watched";
 
-function store(): TokenStore | null {
-  try {
-    return globalThis.localStorage ?? null;
-  } catch {
-    return null;
-  }
-}
-
 /** Ids of the sessions the user asked to be notified about. */
-export function watchedSessions(s: TokenStore | null = store()): Set<string> {
+export function watchedSessions(s: LocalStore | null = store()): Set<string> {
   try {
     const v = JSON.parse(s?.getItem(KEY) ?? "[]");
     return new Set(Array.isArray(v) ? v.filter((x) => typeof x === "string") : []);
@@ -25,7 +17,7 @@ export function watchedSessions(s: TokenStore | null = store()): Set<string> {
 }
 
 /** Add or remove a session from the watch list; returns whether it is now watched. */
-export function setWatched(id: string, on: boolean, s: TokenStore | null = store()): boolean {
+export function setWatched(id: string, on: boolean, s: LocalStore | null = store()): boolean {
   const set = watchedSessions(s);
   if (on) set.add(id);
   else set.delete(id);
@@ -45,7 +37,7 @@ export async function askPermission(): Promise<boolean> {
 }
 
 /** Show "<name> is done" if the session is watched and permission was given; never throws. */
-export function notifySettled(id: string, name: string, s: TokenStore | null = store()): void {
+export function notifySettled(id: string, name: string, s: LocalStore | null = store()): void {
   if (!watchedSessions(s).has(id)) return;
   if (typeof Notification === "undefined" || Notification.permission !== "granted") return;
   try {

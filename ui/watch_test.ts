@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
-import type { TokenStore } from "./api.ts";
+import type { LocalStore } from "./local_store.ts";
 import { notifySettled, setWatched, watchedSessions } from "./watch.ts";
 
-function memory(): TokenStore {
+function memory(): LocalStore {
   const m = new Map<string, string>();
   return {
     getItem: (k) => m.get(k) ?? null,
