@@ -23,7 +23,15 @@ export class ForbiddenError extends Error {
   override name = "ForbiddenError";
 }
 
-/** A dependency the daemon needs (Docker, GitLab) cannot be reached at all. → 503 */
+/** The input is larger than the daemon takes (an image, a prompt's images together, a body). → 413 */
+export class TooLargeError extends Error {
+  override name = "TooLargeError";
+}
+
+/**
+ * A dependency the daemon needs (Docker, GitLab, the SQLite file while it refuses writes) cannot be used at
+ * all. → 503
+ */
 export class UnavailableError extends Error {
   override name = "UnavailableError";
 }
@@ -36,7 +44,8 @@ export class UpstreamError extends Error {
 /** True for any of the kinds above: an error whose message and status are already chosen. */
 export function isDomainError(error: unknown): error is Error {
   return error instanceof NotFoundError || error instanceof ConflictError || error instanceof InvalidError ||
-    error instanceof ForbiddenError || error instanceof UnavailableError || error instanceof UpstreamError;
+    error instanceof ForbiddenError || error instanceof TooLargeError || error instanceof UnavailableError ||
+    error instanceof UpstreamError;
 }
 
 /** The one wording for an unknown session id. */

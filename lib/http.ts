@@ -9,6 +9,7 @@ import {
   ForbiddenError,
   InvalidError,
   NotFoundError,
+  TooLargeError,
   UnavailableError,
   UpstreamError,
 } from "./errors.ts";
@@ -46,6 +47,7 @@ function statusOf(error: unknown): number | null {
   if (error instanceof ForbiddenError) return 403;
   if (error instanceof NotFoundError) return 404;
   if (error instanceof ConflictError) return 409;
+  if (error instanceof TooLargeError) return 413;
   if (error instanceof UpstreamError) return 502;
   if (error instanceof UnavailableError) return 503;
   return null;
@@ -56,8 +58,6 @@ function statusOf(error: unknown): number | null {
  * @throws {HttpError} 413 when too large, 415 on a wrong content type, 400 when not JSON or not valid.
  */
 export async function readJson<T>(req: Request, schema: z.ZodType<T>, maxBytes = MAX_BODY_BYTES): Promise<T> {
-  const declared = Number(req.headers.get("content-length") ?? "0");
-  if (declared > maxBytes) throw new HttpError(413, `body is larger than ${maxBytes} bytes`);
   const type = req.headers.get("content-type") ?? "";
   const text = await readText(req, maxBytes);
   if (text.length > 0 && !type.toLowerCase().startsWith("application/json")) {
@@ -76,7 +76,13 @@ export async function readJson<T>(req: Request, schema: z.ZodType<T>, maxBytes =
   return parsed.value;
 }
 
-async function readText(req: Request, maxBytes: number): Promise<string> {
+/**
+ * Read a body as UTF-8 text, refusing it as soon as it is known to be over `maxBytes` (declared or streamed).
+ * @throws {HttpError} 413 when too large.
+ */
+export async function readText(req: Request, maxBytes: number): Promise<string> {
+  const declared = Number(req.headers.get("content-length") ?? "0");
+  if (declared > maxBytes) throw new HttpError(413, `body is larger than ${maxBytes} bytes`);
   if (!req.body) return "";
   const chunks: Uint8Array[] = [];
   let size = 0;

@@ -10,6 +10,7 @@
  * `Store` owns the one instance of its file (`store.gate`); stores given only the handle use `gateOf(db)`.
  */
 import type { DatabaseSync } from "node:sqlite";
+import { UnavailableError } from "./errors.ts";
 
 /**
  * How long a write waits for another process's lock once the daemon runs (`PRAGMA busy_timeout`; the open
@@ -31,8 +32,11 @@ export const MAX_FAILURE_PAUSE_MS = 2000;
 /** In the message of a write refused without waiting (the gate was closed): what the fault harness counts. */
 export const REFUSED_AT_ONCE = "refused at once: the file refuses writes";
 
-/** A write failed without waiting because the file refused an earlier one. */
-export class WriteRefused extends Error {
+/**
+ * A write failed without waiting because the file refused an earlier one: the store is unavailable for now, so
+ * a REST write that meets it answers 503, not 500.
+ */
+export class WriteRefused extends UnavailableError {
   constructor(cause: Error) {
     super(`${cause.message} (${REFUSED_AT_ONCE})`, { cause });
     this.name = "WriteRefused";
@@ -54,19 +58,24 @@ export class WriteGate {
   #cause: Error | null = null;
   /** Writes running now: a write nested in another (a table's save inside a transaction) counts once. */
   #depth = 0;
+  #busyTimeout: (ms: number) => void;
+  #now: () => number;
 
   /**
    * @param busyTimeout sets the file's busy timeout (ms): `BUSY_TIMEOUT_MS` while open, 0 while closed
    * @param now the clock (milliseconds, monotonic); tests pass their own.
    */
   constructor(
-    private readonly busyTimeout: (ms: number) => void = () => {},
-    private readonly now: () => number = () => performance.now(),
-  ) {}
+    busyTimeout: (ms: number) => void = () => {},
+    now: () => number = () => performance.now(),
+  ) {
+    this.#busyTimeout = busyTimeout;
+    this.#now = now;
+  }
 
   /** The refusal in force (a write now fails at once), or null when the file may be tried. */
   get refusal(): Error | null {
-    return this.#cause && this.now() < this.#until ? this.#cause : null;
+    return this.#cause && this.#now() < this.#until ? this.#cause : null;
   }
 
   /** When the next write may try the file (on the `now` clock); in the past while the gate is open. */
@@ -90,7 +99,7 @@ export class WriteGate {
       if (this.#depth === 1 && closed) {
         this.#pauseMs = FAILURE_PAUSE_MS;
         this.#cause = null;
-        this.busyTimeout(BUSY_TIMEOUT_MS);
+        this.#busyTimeout(BUSY_TIMEOUT_MS);
       }
       return out;
     } catch (error) {
@@ -115,9 +124,9 @@ export class WriteGate {
   }
 
   #refuse(error: unknown): void {
-    if (this.#cause === null) this.busyTimeout(0);
+    if (this.#cause === null) this.#busyTimeout(0);
     this.#cause = error as Error;
-    this.#until = this.now() + this.#pauseMs;
+    this.#until = this.#now() + this.#pauseMs;
     this.#pauseMs = Math.min(2 * this.#pauseMs, MAX_FAILURE_PAUSE_MS);
   }
 }

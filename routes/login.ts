@@ -4,7 +4,7 @@
  * clears it. Both refuse a foreign `Origin`. Accepts JSON (the island) and a plain form post (before hydration).
  */
 import { COOKIE_NAME, cookieValue } from "../lib/auth.ts";
-import { HttpError, json, readJson } from "../lib/http.ts";
+import { HttpError, json, readJson, readText } from "../lib/http.ts";
 import { LoginBody } from "../lib/protocol.ts";
 import { type Ctx, signinFailed } from "../lib/router.ts";
 
@@ -24,19 +24,7 @@ function cookie(ctx: Ctx, value: string, maxAge: number): string {
 }
 
 async function formToken(req: Request): Promise<string> {
-  const reader = req.body?.getReader();
-  const decoder = new TextDecoder();
-  let text = "";
-  let size = 0;
-  while (reader) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > FORM_MAX_BYTES) throw new HttpError(413, `body is larger than ${FORM_MAX_BYTES} bytes`);
-    text += decoder.decode(value, { stream: true });
-  }
-  text += decoder.decode();
-  return new URLSearchParams(text).get("token")?.trim() ?? "";
+  return new URLSearchParams(await readText(req, FORM_MAX_BYTES)).get("token")?.trim() ?? "";
 }
 
 export const handler = {
