@@ -4,7 +4,14 @@
  * it is (re)connected, and the plugin's `approval_resolved` marks it applied. First answer wins; a stored answer
  * is never lost by a restart of either side, nor applied twice (the plugin resolves each approvalId once).
  */
-import type { Approval, ApprovalDecision, ApprovalState, DecisionBody, ServerFrame } from "./protocol.ts";
+import type {
+  AgentEvent,
+  Approval,
+  ApprovalDecision,
+  ApprovalState,
+  DecisionBody,
+  ServerFrame,
+} from "./protocol.ts";
 import type { ApprovalRecord, ApprovalStore } from "./approval_store.ts";
 import type { Command } from "./sessions.ts";
 import { ConflictError, NotFoundError } from "./errors.ts";
@@ -19,21 +26,16 @@ export interface ApprovalDeps {
   broadcast(frame: ServerFrame): void;
 }
 
-type RequestEvent = {
-  sessionId: string;
-  ts: number;
-  approvalId: string;
-  toolCallId: string;
-  toolName: string;
-  args: unknown;
-};
-type ResolvedEvent = {
-  sessionId: string;
-  approvalId: string;
-  decision: ApprovalDecision;
-  by: string;
-  source: "web" | "terminal" | "abort" | "timeout";
-};
+/** What an approval request carries here: the protocol's `approval_request` event, as agent_conn passes it. */
+type RequestEvent = Pick<
+  Extract<AgentEvent, { type: "approval_request" }>,
+  "sessionId" | "ts" | "approvalId" | "toolCallId" | "toolName" | "args"
+>;
+/** The protocol's `approval_resolved` event, as far as the answer goes. */
+type ResolvedEvent = Pick<
+  Extract<AgentEvent, { type: "approval_resolved" }>,
+  "sessionId" | "approvalId" | "decision" | "by" | "source"
+>;
 
 const STATE_OF: Record<ApprovalDecision, "approved" | "rejected"> = {
   approve: "approved",
@@ -45,7 +47,12 @@ export class Approvals {
   /** Pending approval ids per session, for the sessions list's `waiting` count. */
   #pending = new Map<string, Set<string>>();
 
-  constructor(private readonly store: ApprovalStore, private readonly deps: ApprovalDeps) {
+  #store: ApprovalStore;
+  #deps: ApprovalDeps;
+
+  constructor(store: ApprovalStore, deps: ApprovalDeps) {
+    this.#store = store;
+    this.#deps = deps;
     for (const a of store.pending()) this.#track(a.sessionId, a.id, true);
   }
 
@@ -54,7 +61,7 @@ export class Approvals {
    * has an answer gets that answer at once.
    */
   requested(event: RequestEvent): void {
-    const inserted = this.store.insert({
+    const inserted = this.#store.insert({
       id: event.approvalId,
       sessionId: event.sessionId,
       toolCallId: event.toolCallId,
@@ -67,13 +74,13 @@ export class Approvals {
       this.#changed(event.sessionId);
       return;
     }
-    const known = this.store.get(event.approvalId);
+    const known = this.#store.get(event.approvalId);
     if (known && known.sessionId === event.sessionId) this.#deliver(known);
   }
 
   /** The plugin applied an answer or stopped waiting (abort, timeout, an answer typed in the terminal). */
   resolved(event: ResolvedEvent): void {
-    const known = this.store.get(event.approvalId);
+    const known = this.#store.get(event.approvalId);
     if (!known || known.sessionId !== event.sessionId) return;
     if (known.state === "pending") {
       const state: Exclude<ApprovalState, "pending"> = event.source === "abort"
@@ -81,15 +88,15 @@ export class Approvals {
         : event.source === "timeout"
         ? "expired"
         : STATE_OF[event.decision];
-      this.store.decide(known.id, state, event.by, null);
+      this.#store.decide(known.id, state, event.by, null);
       this.#track(known.sessionId, known.id, false);
     } else if (
       known.appliedAt === null && event.source === "terminal" && known.state !== STATE_OF[event.decision]
     ) {
       // Both were answered at once and the terminal's answer reached pi first: the record says what ran.
-      this.store.overrule(known.id, STATE_OF[event.decision], event.by);
+      this.#store.overrule(known.id, STATE_OF[event.decision], event.by);
     }
-    this.store.applied(known.id, event.source);
+    this.#store.applied(known.id, event.source);
     this.#changed(known.sessionId);
   }
 
@@ -100,17 +107,17 @@ export class Approvals {
    * waiting.
    */
   decide(id: string, body: DecisionBody, by = "admin"): ApprovalRecord {
-    const known = this.store.get(id);
+    const known = this.#store.get(id);
     if (!known) throw new NotFoundError(`Approval "${id}" does not exist`);
     const wanted = STATE_OF[body.decision];
-    if (known.state === "pending" && this.store.decide(id, wanted, by, body.reason || null)) {
+    if (known.state === "pending" && this.#store.decide(id, wanted, by, body.reason || null)) {
       this.#track(known.sessionId, id, false);
-      const decided = this.store.get(id)!;
+      const decided = this.#store.get(id)!;
       this.#deliver(decided);
       this.#changed(known.sessionId);
       return decided;
     }
-    const now = this.store.get(id)!;
+    const now = this.#store.get(id)!;
     if (now.state === wanted) return now;
     throw new ConflictError(
       `Approval "${id}" is already ${now.state}${now.decidedBy ? ` by ${now.decidedBy}` : ""}`,
@@ -121,7 +128,7 @@ export class Approvals {
   sessionEnded(sessionId: string): void {
     const ids = [...this.#pending.get(sessionId) ?? []];
     for (const id of ids) {
-      this.store.decide(id, "cancelled", "session ended", null);
+      this.#store.decide(id, "cancelled", "session ended", null);
       this.#track(sessionId, id, false);
     }
     if (ids.length) this.#changed(sessionId);
@@ -136,7 +143,7 @@ export class Approvals {
     const alive = new Set(waiting);
     const orphans = [...this.#pending.get(sessionId) ?? []].filter((id) => !alive.has(id));
     for (const id of orphans) {
-      this.store.decide(id, "cancelled", "pi restarted", null);
+      this.#store.decide(id, "cancelled", "pi restarted", null);
       this.#track(sessionId, id, false);
     }
     if (orphans.length) this.#changed(sessionId);
@@ -145,8 +152,8 @@ export class Approvals {
   /** A session was deleted with its history. */
   sessionDeleted(sessionId: string): void {
     const had = this.#pending.delete(sessionId);
-    this.store.deleteSession(sessionId);
-    if (had) this.deps.broadcast(this.frame());
+    this.#store.deleteSession(sessionId);
+    if (had) this.#deps.broadcast(this.frame());
   }
 
   /** How many approvals of a session wait. */
@@ -157,18 +164,18 @@ export class Approvals {
   /** Approvals, oldest first, filtered by session and state. */
   list(filter: { sessionId?: string; state?: ApprovalState } = {}): Approval[] {
     return filter.state === "pending" && filter.sessionId === undefined
-      ? this.store.pending()
-      : this.store.list(filter);
+      ? this.#store.pending()
+      : this.#store.list(filter);
   }
 
   /** The `approvals` frame: every pending approval. */
   frame(): ServerFrame {
-    return { type: "approvals", pending: this.store.pending() };
+    return { type: "approvals", pending: this.#store.pending() };
   }
 
   #deliver(a: ApprovalRecord): void {
     if (a.state !== "approved" && a.state !== "rejected") return;
-    this.deps.trySend(a.sessionId, {
+    this.#deps.trySend(a.sessionId, {
       type: "approval_decision",
       approvalId: a.id,
       decision: a.state === "approved" ? "approve" : "reject",
@@ -189,7 +196,7 @@ export class Approvals {
   }
 
   #changed(sessionId: string): void {
-    this.deps.touch(sessionId);
-    this.deps.broadcast(this.frame());
+    this.#deps.touch(sessionId);
+    this.#deps.broadcast(this.frame());
   }
 }

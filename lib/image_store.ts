@@ -8,7 +8,7 @@
 import { Buffer } from "node:buffer";
 import { createHash } from "node:crypto";
 import type { DatabaseSync, StatementSync } from "node:sqlite";
-import type { PromptImage } from "./images.ts";
+import type { PromptImage } from "./protocol.ts";
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS image_blobs(sha256 TEXT PRIMARY KEY, mimeType TEXT NOT NULL,
@@ -40,8 +40,9 @@ export function sha256Hex(bytes: Uint8Array): string {
   return createHash("sha256").update(bytes).digest("hex");
 }
 
-/** SQL for prompt images; one instance per database (see `imageStore`). */
+/** The prompt images of one database: `createDaemon` builds the one instance (`app.images`). */
 export class ImageStore {
+  #db: DatabaseSync;
   #insertBlob: StatementSync;
   #insertLink: StatementSync;
   #get: StatementSync;
@@ -49,7 +50,8 @@ export class ImageStore {
   #deleteLinks: StatementSync;
   #deleteOrphan: StatementSync;
 
-  constructor(private readonly db: DatabaseSync) {
+  constructor(db: DatabaseSync) {
+    this.#db = db;
     db.exec(SCHEMA);
     this.#insertBlob = db.prepare(
       "INSERT OR IGNORE INTO image_blobs(sha256, mimeType, bytes, data, createdAt) VALUES (?, ?, ?, ?, ?)",
@@ -103,26 +105,14 @@ export class ImageStore {
 
   /** Run `fn` in a transaction of its own, or inside the caller's when one is open. */
   #transaction(fn: () => void): void {
-    if (this.db.isTransaction) return fn();
-    this.db.exec("BEGIN IMMEDIATE");
+    if (this.#db.isTransaction) return fn();
+    this.#db.exec("BEGIN IMMEDIATE");
     try {
       fn();
-      this.db.exec("COMMIT");
+      this.#db.exec("COMMIT");
     } catch (err) {
-      if (this.db.isTransaction) this.db.exec("ROLLBACK");
+      if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
       throw err;
     }
   }
-}
-
-const stores = new WeakMap<DatabaseSync, ImageStore>();
-
-/**
- * The image store of a database (the store's `db`), made on first use: the prompt route, the image route and
- * session removal share it without another part on the app.
- */
-export function imageStore(db: DatabaseSync): ImageStore {
-  let s = stores.get(db);
-  if (!s) stores.set(db, s = new ImageStore(db));
-  return s;
 }

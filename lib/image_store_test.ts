@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
-import { imageStore, sha256Hex } from "./image_store.ts";
+import { ImageStore, sha256Hex } from "./image_store.ts";
 
 /** A valid 1×1 PNG, and a JPEG start (the store trusts `checkImages`: only the bytes matter here). */
 const PNG =
@@ -24,8 +24,7 @@ const count = (db: DatabaseSync, table: string) =>
 
 Deno.test("image store: images by sha256, served only to the sessions they were sent to", () =>
   withDb((db) => {
-    const store = imageStore(db);
-    assert.equal(imageStore(db), store, "one store per database");
+    const store = new ImageStore(db);
     const refs = store.put("a", [{ mimeType: "image/png", data: PNG }, {
       mimeType: "image/jpeg",
       data: JPEG,
@@ -56,7 +55,7 @@ Deno.test("image store: images by sha256, served only to the sessions they were 
 
 Deno.test("image store: deleting a session drops its links and the images no other session holds", () =>
   withDb((db) => {
-    const store = imageStore(db);
+    const store = new ImageStore(db);
     store.put("a", [{ mimeType: "image/png", data: PNG }, { mimeType: "image/jpeg", data: JPEG }]);
     store.put("b", [{ mimeType: "image/png", data: PNG }]);
     const png = sha256Hex(bytesOf(PNG)), jpeg = sha256Hex(bytesOf(JPEG));
@@ -73,10 +72,10 @@ Deno.test("image store: deleting a session drops its links and the images no oth
 
 Deno.test("image store: what was put is there when the file is opened again", () =>
   withDb((db, path) => {
-    imageStore(db).put("a", [{ mimeType: "image/png", data: PNG }]);
+    new ImageStore(db).put("a", [{ mimeType: "image/png", data: PNG }]);
     const again = new DatabaseSync(path);
     try {
-      assert.deepEqual(imageStore(again).get("a", sha256Hex(bytesOf(PNG)))?.data, bytesOf(PNG));
+      assert.deepEqual(new ImageStore(again).get("a", sha256Hex(bytesOf(PNG)))?.data, bytesOf(PNG));
     } finally {
       again.close();
     }

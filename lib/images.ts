@@ -3,7 +3,8 @@
  * reaches pi, so a bad one answers 400 (413 for size) and no frame goes to the plugin. pi itself checks
  * nothing on 0.73.1 and replaces undecodable images with text on 1.6.0, so the magic bytes are checked too.
  */
-import { InvalidError } from "./errors.ts";
+import { InvalidError, TooLargeError } from "./errors.ts";
+import type { PromptImage } from "./protocol.ts";
 
 const MiB = 1024 * 1024;
 /** Most images one prompt may carry. */
@@ -30,30 +31,15 @@ const MAGIC: Record<string, (b: Uint8Array) => boolean> = {
 /** The MIME types a prompt image may have. */
 export const IMAGE_TYPES: readonly string[] = Object.keys(MAGIC);
 
-/** A prompt image as the REST API takes it and the plugin passes it to pi. */
-export interface PromptImage {
-  mimeType: string;
-  /** base64, standard alphabet, padded. */
-  data: string;
-}
-
-/** Thrown for images that are too large, one by one or together: the route answers 413. */
-export class ImageTooLargeError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "ImageTooLargeError";
-  }
-}
-
 /**
  * A prompt body without images keeps the ordinary limit: only images may make it larger.
- * @throws {ImageTooLargeError} when `raw` has no images and its JSON is over `maxBytes`.
+ * @throws {TooLargeError} when `raw` has no images and its JSON is over `maxBytes`.
  */
 export function checkTextOnlySize(raw: unknown, maxBytes: number): void {
   const images = (raw as { images?: unknown } | null)?.images;
   if (Array.isArray(images) && images.length > 0) return;
   const size = new TextEncoder().encode(JSON.stringify(raw) ?? "").length;
-  if (size > maxBytes) throw new ImageTooLargeError(`body is larger than ${maxBytes} bytes`);
+  if (size > maxBytes) throw new TooLargeError(`body is larger than ${maxBytes} bytes`);
 }
 
 const BASE64_RE = /^[A-Za-z0-9+/]*={0,2}$/;
@@ -62,7 +48,7 @@ const BASE64_RE = /^[A-Za-z0-9+/]*={0,2}$/;
  * Check a prompt's images: count, type, base64, magic bytes and sizes.
  * @returns the images, unchanged.
  * @throws {InvalidError} for too many images, an unknown type, bad base64 or bytes of another kind;
- *   {ImageTooLargeError} when one image or all of them together are too large.
+ *   {TooLargeError} when one image or all of them together are too large.
  */
 export function checkImages(images: readonly PromptImage[]): PromptImage[] {
   if (images.length > MAX_IMAGES) {
@@ -77,11 +63,11 @@ export function checkImages(images: readonly PromptImage[]): PromptImage[] {
     const size = decodedSize(img.data);
     if (size === null) throw new InvalidError(`images.${i}: data is not valid base64`);
     if (size > MAX_IMAGE_BYTES) {
-      throw new ImageTooLargeError(`images.${i}: larger than ${MAX_IMAGE_BYTES} bytes`);
+      throw new TooLargeError(`images.${i}: larger than ${MAX_IMAGE_BYTES} bytes`);
     }
     total += size;
     if (total > MAX_IMAGES_TOTAL_BYTES) {
-      throw new ImageTooLargeError(`images: larger than ${MAX_IMAGES_TOTAL_BYTES} bytes together`);
+      throw new TooLargeError(`images: larger than ${MAX_IMAGES_TOTAL_BYTES} bytes together`);
     }
     // 16 base64 characters are 12 bytes: enough for every signature above.
     if (!magic(bytes(img.data.slice(0, 16)))) {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { InvalidError } from "./errors.ts";
-import { checkImages, checkTextOnlySize, ImageTooLargeError, MAX_IMAGE_BYTES } from "./images.ts";
+import { InvalidError, TooLargeError } from "./errors.ts";
+import { checkImages, checkTextOnlySize, MAX_IMAGE_BYTES } from "./images.ts";
 
 const b64 = (bytes: number[], pad = 0) => btoa(String.fromCharCode(...bytes, ...new Array(pad).fill(0)));
 
@@ -30,12 +30,12 @@ Deno.test("checkImages() takes each type by its magic bytes and refuses the rest
     const exact = good[0][1].slice(0, 12) + "A".repeat(Math.ceil(MAX_IMAGE_BYTES / 3) * 4 - 12);
     const size = (exact.length / 4) * 3;
     assert.ok(size >= MAX_IMAGE_BYTES);
-    assert.throws(() => checkImages([{ mimeType: "image/png", data: exact }]), ImageTooLargeError);
+    assert.throws(() => checkImages([{ mimeType: "image/png", data: exact }]), TooLargeError);
     const fits = good[0][1].slice(0, 12) + "A".repeat((MAX_IMAGE_BYTES / 3 | 0) * 4 - 12);
     assert.equal(checkImages([{ mimeType: "image/png", data: fits }]).length, 1);
   });
   await t.step("text-only bodies keep the ordinary limit", () => {
-    assert.throws(() => checkTextOnlySize({ message: "x".repeat(300) }, 100), ImageTooLargeError);
+    assert.throws(() => checkTextOnlySize({ message: "x".repeat(300) }, 100), TooLargeError);
     checkTextOnlySize({ message: "x".repeat(300), images: [{}] }, 100);
   });
 });

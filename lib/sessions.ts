@@ -7,15 +7,18 @@ import { CloseCode, PROTOCOL_VERSION } from "./wire.ts";
 import type {
   AskSet,
   DaemonFrame,
+  DeliverAs,
+  PromptImage,
   SessionActivity,
   SessionInfo,
   SessionRecord,
   SessionSummary,
 } from "./protocol.ts";
-import type { DeliverAs, PromptImage as Image, ThinkingLevel } from "./protocol.ts";
 import type { Store } from "./store.ts";
 import type { Ingest } from "./ingest.ts";
 import type { Hub } from "./hub.ts";
+import type { ImageStore, StoredImageRef } from "./image_store.ts";
+import { checkImages } from "./images.ts";
 import { ConflictError, sessionNotFound, sessionOffline } from "./errors.ts";
 import { throttle } from "./throttle.ts";
 import { SessionGlances } from "./session_glance.ts";
@@ -27,27 +30,34 @@ export interface PluginLink {
   close(code: number, reason: string): void;
 }
 
-/** Commands a person sends to a session's plugin (the envelope is added here). */
-export type Command =
-  | {
-    type: "prompt";
-    promptId: string;
-    message: string;
-    deliverAs: DeliverAs;
-    commandId?: string;
-    images?: Image[];
-  }
-  | { type: "abort"; commandId?: string }
-  | { type: "set_model"; commandId: string; provider: string; model: string; thinking?: ThinkingLevel }
-  | { type: "set_name"; commandId: string; name: string }
-  | { type: "policy"; ask: AskSet }
-  | {
-    type: "approval_decision";
-    approvalId: string;
-    decision: "approve" | "reject";
-    reason?: string;
-    by: string;
-  };
+/** The daemon → plugin frames that carry a person's (or a hook's) command, as opposed to the transport's. */
+export type CommandType = "prompt" | "abort" | "set_model" | "set_name" | "policy" | "approval_decision";
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+/** A command to a session's plugin: its protocol frame without the envelope, which `send` adds. */
+export type Command = DistributiveOmit<
+  Extract<DaemonFrame, { type: CommandType }>,
+  "v" | "sessionId" | "seq" | "ts"
+>;
+
+/** A prompt as the REST route and the inbound hooks hand it to `Sessions.prompt`. */
+export interface PromptRequest {
+  message: string;
+  deliverAs: DeliverAs;
+  /** Checked here (`checkImages`) and kept by the image store before the frame leaves. */
+  images?: readonly PromptImage[];
+  /** Who sends it: a token's name, `bootstrap`, or `hook:NAME`; the plugin puts it on the user message. */
+  by: string;
+  /** The prompt's id, for a prompt kept across restarts (a hook's); a fresh one otherwise. */
+  promptId?: string;
+}
+
+/** What a sent prompt leaves for the audit log: what was asked, and of its images only what the store keeps. */
+export interface SentPrompt {
+  promptId: string;
+  message: string;
+  deliverAs: DeliverAs;
+  images?: StoredImageRef[];
+}
 
 /** How often, at most, browsers get a `session_update` while sessions are busy. */
 export const SESSION_UPDATE_INTERVAL_MS = 100;
@@ -59,6 +69,8 @@ export interface SessionsOptions {
   spawnAsk?: AskSet;
   /** Pending approvals of a session (the approvals owner answers). */
   waiting?: (sessionId: string) => number;
+  /** Keeps the images of prompts (`prompt`); without it a prompt with images is refused. */
+  images?: ImageStore;
 }
 
 /** Every session the daemon knows, and which of them have a live plugin socket. */
@@ -70,14 +82,17 @@ export class Sessions {
   #defaultAsk: AskSet;
   #spawnAsk: AskSet;
   #waiting: (sessionId: string) => number;
+  #images: ImageStore | null;
   #glances: SessionGlances;
+  #store: Store;
+  #ingest: Ingest;
+  #hub: Hub;
 
-  constructor(
-    private readonly store: Store,
-    private readonly ingest: Ingest,
-    private readonly hub: Hub,
-    options: SessionsOptions,
-  ) {
+  constructor(store: Store, ingest: Ingest, hub: Hub, options: SessionsOptions) {
+    this.#store = store;
+    this.#ingest = ingest;
+    this.#hub = hub;
+    this.#images = options.images ?? null;
     this.#defaultAsk = options.defaultAsk;
     this.#spawnAsk = options.spawnAsk ?? options.defaultAsk;
     this.#waiting = options.waiting ?? (() => 0);
@@ -102,8 +117,8 @@ export class Sessions {
    * and the session's ask set.
    */
   connect(info: SessionInfo, link: PluginLink): { lastSeq: number; ask: AskSet } {
-    const lastSeq = this.ingest.committedSeq(info.id);
-    this.store.upsertSession(info);
+    const lastSeq = this.#ingest.committedSeq(info.id);
+    this.#store.upsertSession(info);
     const old = this.#links.get(info.id);
     this.#links.set(info.id, link);
     if (old && old !== link) old.close(CloseCode.replaced, "replaced by a newer connection");
@@ -119,8 +134,8 @@ export class Sessions {
   disconnect(sessionId: string, link: PluginLink): boolean {
     if (this.#links.get(sessionId) !== link) return false;
     this.#links.delete(sessionId);
-    this.ingest.committedSeq(sessionId); // a `bye` still queued is stored before the list says offline
-    this.store.setIdle(sessionId);
+    this.#ingest.committedSeq(sessionId); // a `bye` still queued is stored before the list says offline
+    this.#store.setIdle(sessionId);
     this.#glances.unfollow(sessionId);
     this.touch(sessionId);
     return true;
@@ -131,7 +146,7 @@ export class Sessions {
    * default without one). The snapshot of a session that already said hello is kept.
    */
   register(info: SessionInfo, ask?: AskSet): void {
-    this.store.upsertSession(info, { keepSnapshot: true, ask: ask ?? this.#spawnAsk });
+    this.#store.upsertSession(info, { keepSnapshot: true, ask: ask ?? this.#spawnAsk });
     this.touch(info.id);
   }
 
@@ -140,9 +155,9 @@ export class Sessions {
    * @throws {NotFoundError} when the session is unknown.
    */
   setPolicy(sessionId: string, ask: AskSet): AskSet {
-    const row = this.store.getSession(sessionId);
+    const row = this.#store.getSession(sessionId);
     if (!row) throw sessionNotFound(sessionId);
-    this.store.upsertSession(row, { keepSnapshot: true, ask });
+    this.#store.upsertSession(row, { keepSnapshot: true, ask });
     this.#links.get(sessionId)?.send(this.#frame(sessionId, { type: "policy", ask }));
     this.touch(sessionId);
     return ask;
@@ -150,7 +165,7 @@ export class Sessions {
 
   /** The ask set in force for a session: its own, or the daemon's default. */
   askOf(sessionId: string): AskSet {
-    return this.store.askOf(sessionId) ?? this.#defaultAsk;
+    return this.#store.askOf(sessionId) ?? this.#defaultAsk;
   }
 
   /**
@@ -162,8 +177,8 @@ export class Sessions {
     if (this.#links.has(sessionId)) {
       throw new ConflictError(`Session "${sessionId}" is online: end it (or stop its container) first`);
     }
-    this.ingest.committedSeq(sessionId); // nothing of it may still wait for the disk
-    if (!this.store.deleteSession(sessionId)) throw sessionNotFound(sessionId);
+    this.#ingest.committedSeq(sessionId); // nothing of it may still wait for the disk
+    if (!this.#store.deleteSession(sessionId)) throw sessionNotFound(sessionId);
     this.#glances.forget(sessionId);
     this.#changed.delete(sessionId);
     this.#removed.add(sessionId);
@@ -177,13 +192,13 @@ export class Sessions {
 
   /** One session, or null. */
   get(sessionId: string): SessionSummary | null {
-    const row = this.store.getSession(sessionId);
+    const row = this.#store.getSession(sessionId);
     return row ? this.#summary(row) : null;
   }
 
   /** Every session, most recent activity first, as the list shows them (without `models`, see `listed`). */
   list(): SessionSummary[] {
-    return this.store.listSessions().map((row) => listed(this.#summary(row)));
+    return this.#store.listSessions().map((row) => listed(this.#summary(row)));
   }
 
   /**
@@ -191,12 +206,34 @@ export class Sessions {
    * @throws {NotFoundError} when the session is unknown; {ConflictError} when it has no live socket.
    */
   send(sessionId: string, command: Command): void {
-    const link = this.#links.get(sessionId);
-    if (!link) {
-      if (!this.store.getSession(sessionId)) throw sessionNotFound(sessionId);
-      throw sessionOffline(sessionId);
-    }
-    link.send(this.#frame(sessionId, command));
+    this.#linkOf(sessionId).send(this.#frame(sessionId, command));
+  }
+
+  /**
+   * Prompt a live session: check its images, keep them, send the `prompt` frame (answered by a
+   * `command_result` for its promptId). Images are kept (committed) before the frame leaves, so the
+   * conversation can always show what pi got, and only once the session is known to be live, so a refused
+   * prompt leaves nothing behind; nothing here awaits, so the session cannot go away in between.
+   * @returns what to audit.
+   * @throws {InvalidError} or {TooLargeError} for images that may not go (see `checkImages`);
+   *   {NotFoundError} when the session is unknown; {ConflictError} when it has no live socket.
+   */
+  prompt(sessionId: string, request: PromptRequest): SentPrompt {
+    const images = request.images?.length ? checkImages(request.images) : undefined;
+    const link = this.#linkOf(sessionId);
+    const { message, deliverAs, by } = request;
+    const promptId = request.promptId ?? crypto.randomUUID();
+    const stored = images ? this.#keepImages(sessionId, images) : undefined;
+    link.send(this.#frame(sessionId, {
+      type: "prompt",
+      promptId,
+      commandId: promptId,
+      message,
+      deliverAs,
+      by,
+      ...(images ? { images } : {}),
+    }));
+    return { promptId, message, deliverAs, ...(stored ? { images: stored } : {}) };
   }
 
   /** Send a command if the session is online; false when it is not (it will be sent again on reconnect). */
@@ -222,7 +259,20 @@ export class Sessions {
   }
 
   #frame(sessionId: string, command: Command): DaemonFrame {
-    return { v: PROTOCOL_VERSION, sessionId, seq: 0, ts: Date.now(), ...command } as DaemonFrame;
+    return { v: PROTOCOL_VERSION, sessionId, seq: 0, ts: Date.now(), ...command };
+  }
+
+  /** The live link of a session. @throws {NotFoundError} when unknown; {ConflictError} when offline. */
+  #linkOf(sessionId: string): PluginLink {
+    const link = this.#links.get(sessionId);
+    if (link) return link;
+    if (!this.#store.getSession(sessionId)) throw sessionNotFound(sessionId);
+    throw sessionOffline(sessionId);
+  }
+
+  #keepImages(sessionId: string, images: readonly PromptImage[]): StoredImageRef[] {
+    if (!this.#images) throw new Error("this session registry keeps no images");
+    return this.#images.put(sessionId, images);
   }
 
   #summary(row: SessionRecord): SessionSummary {
@@ -258,7 +308,7 @@ export class Sessions {
     this.#glances.save();
     this.#changed.clear();
     this.#removed.clear();
-    if (sessions.length || removed.length) this.hub.broadcast({ type: "session_update", sessions, removed });
+    if (sessions.length || removed.length) this.#hub.broadcast({ type: "session_update", sessions, removed });
   }
 }
 

@@ -5,8 +5,9 @@ import { Ingest } from "./ingest.ts";
 import { type PluginLink, Sessions } from "./sessions.ts";
 import { Approvals } from "./approvals.ts";
 import { ApprovalStore } from "./approval_store.ts";
+import { ImageStore } from "./image_store.ts";
 import type { AgentEvent, DaemonFrame, ServerFrame, SessionInfo, SessionSummary } from "./protocol.ts";
-import { ConflictError, NotFoundError } from "./errors.ts";
+import { ConflictError, InvalidError, NotFoundError } from "./errors.ts";
 import { deleteSession, pruneSessions } from "./session_removal.ts";
 import { sessionInfo } from "../testing/agent.ts";
 
@@ -43,7 +44,8 @@ async function build() {
   const browser: Subscriber = { send: (d) => seen.push(JSON.parse(d)), bufferedAmount: () => 0, close() {} };
   hub.join(browser);
   const ingest = new Ingest(store, hub, (commits) => commits.forEach((c) => sessions.touch(c.sessionId)));
-  const sessions = new Sessions(store, ingest, hub, { defaultAsk: ["bash"] });
+  const images = new ImageStore(store.db);
+  const sessions = new Sessions(store, ingest, hub, { defaultAsk: ["bash"], images });
   const approvals = new Approvals(new ApprovalStore(store.db), {
     trySend: (id, c) => sessions.trySend(id, c),
     touch: (id) => sessions.touch(id),
@@ -67,7 +69,7 @@ async function build() {
     }
     return { sessions: [...merged.sessions.values()], removed: [...merged.removed] };
   };
-  return { dir, store, hub, ingest, sessions, approvals, seen, updates };
+  return { dir, store, hub, ingest, sessions, approvals, images, seen, updates };
 }
 
 Deno.test("sessions: connect, replace and disconnect own the online flag and announce only changed rows", () =>
@@ -109,6 +111,71 @@ Deno.test("sessions: send routes to the live link; unknown is 404, offline is 40
     assert.throws(() => sessions.send("ghost", { type: "abort" }), NotFoundError);
     sessions.disconnect("a", r.link);
     assert.throws(() => sessions.send("a", { type: "abort" }), ConflictError);
+  }));
+
+Deno.test("sessions: prompt checks and keeps images only for a live session, then sends the frame with `by`", () =>
+  withRegistry(({ sessions, images, store }) => {
+    const png =
+      "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+    const image = { mimeType: "image/png", data: png };
+    const stored = () =>
+      (store.db.prepare("SELECT count(*) AS n FROM session_images").get() as { n: number }).n;
+    sessions.register(info("off"));
+    assert.throws(
+      () => sessions.prompt("ghost", { message: "hi", deliverAs: "steer", by: "x" }),
+      NotFoundError,
+    );
+    assert.throws(
+      () => sessions.prompt("off", { message: "hi", deliverAs: "steer", images: [image], by: "x" }),
+      ConflictError,
+    );
+    assert.equal(stored(), 0, "a refused prompt leaves no image behind");
+    const bad = { mimeType: "image/png", data: btoa("GIF89a......") };
+    assert.throws(
+      () => sessions.prompt("off", { message: "hi", deliverAs: "steer", images: [bad], by: "x" }),
+      InvalidError,
+      "images are checked before the session is",
+    );
+
+    const r = recorder();
+    sessions.connect(info("a"), r.link);
+    const sent = sessions.prompt("a", {
+      message: "look",
+      deliverAs: "followUp",
+      images: [image],
+      by: "alice",
+    });
+    assert.deepEqual(Object.keys(sent), ["promptId", "message", "deliverAs", "images"]);
+    assert.equal(sent.images?.[0].mimeType, "image/png");
+    assert.ok(images.get("a", sent.images![0].sha256), "kept before the frame left");
+    const frame = r.frames[0];
+    assert.equal(frame.type, "prompt");
+    if (frame.type !== "prompt") return;
+    assert.deepEqual(
+      { ...frame, ts: 0 },
+      {
+        v: 1,
+        sessionId: "a",
+        seq: 0,
+        ts: 0,
+        type: "prompt",
+        promptId: sent.promptId,
+        commandId: sent.promptId,
+        message: "look",
+        deliverAs: "followUp",
+        by: "alice",
+        images: [image],
+      },
+    );
+
+    const kept = sessions.prompt("a", {
+      message: "again",
+      deliverAs: "steer",
+      by: "hook:ci",
+      promptId: "p-1",
+    });
+    assert.deepEqual(kept, { promptId: "p-1", message: "again", deliverAs: "steer" });
+    assert.equal(r.frames[1].type === "prompt" && r.frames[1].by, "hook:ci");
   }));
 
 Deno.test("sessions: setPolicy persists and reaches an online plugin at once", () =>

@@ -1,5 +1,5 @@
 import { InvalidError, NotFoundError, sessionNotFound } from "../../../../../lib/errors.ts";
-import { imageStore, SHA256_RE } from "../../../../../lib/image_store.ts";
+import { SHA256_RE } from "../../../../../lib/image_store.ts";
 import type { Handlers } from "../../../../../lib/router.ts";
 
 /**
@@ -13,7 +13,7 @@ export const handler: Handlers = {
       throw new InvalidError("image name must be a sha256 (64 lowercase hex digits)");
     }
     if (!ctx.app.store.getSession(id)) throw sessionNotFound(id);
-    const image = imageStore(ctx.app.store.db).get(id, sha256);
+    const image = ctx.app.images.get(id, sha256);
     if (!image) throw new NotFoundError(`Session "${id}" has no image ${sha256}`);
     return new Response(image.data as Uint8Array<ArrayBuffer>, {
       headers: {
