@@ -5,27 +5,7 @@
 import { ConfigError, loadConfig } from "./lib/config.ts";
 import { createDaemon } from "./lib/daemon.ts";
 import { routes } from "./routes/_table.ts";
-import { createSpawner, type Spawner } from "./lib/spawner.ts";
-import { createDockerBackend } from "./lib/spawn/docker_backend.ts";
-import { agentToken } from "./lib/auth.ts";
-import { createGitlab, type Gitlab } from "./lib/gitlab.ts";
-import type { AppCore } from "./lib/app.ts";
 import { ensureBundle } from "./lib/bundle.ts";
-
-/**
- * The spawner as the daemon runs it: workers on the Docker engine, jobs broadcast as `spawn_status`, spawned
- * sessions listed in the registry, clones from GitLab. The one place that maps the core onto `SpawnDeps`.
- */
-export function daemonSpawner(core: AppCore, gitlab: Gitlab): Spawner {
-  return createSpawner({
-    config: core.config,
-    backend: createDockerBackend(core.config),
-    publishJobs: (jobs) => core.hub.broadcast({ type: "spawn_status", jobs }),
-    registerSession: (info, ask) => core.sessions.register(info, ask),
-    repos: gitlab,
-    agentToken: (sessionId) => agentToken(core.config.token, sessionId),
-  });
-}
 
 async function start() {
   let config;
@@ -46,7 +26,7 @@ async function start() {
   }
   let daemon;
   try {
-    daemon = createDaemon(config, routes, { spawner: daemonSpawner, gitlab: createGitlab });
+    daemon = createDaemon(config, routes);
   } catch (error) {
     // A data dir we cannot write (read-only, full, locked) is the operator's to fix: one line, exit 2.
     console.error(`lvmh: cannot open the database in ${config.dataDir}: ${(error as Error).message}`);

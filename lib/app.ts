@@ -1,5 +1,6 @@
 /**
- * The daemon's parts, built once by `lib/daemon.ts` and handed to every route as `ctx.app`.
+ * The daemon's parts: every stateful owner, built once by `createDaemon` (`lib/daemon.ts`) and handed to every
+ * route as `ctx.app`. Nothing stateful lives outside this list (no module-level registry).
  */
 import type { Config } from "./config.ts";
 import type { Store } from "./store.ts";
@@ -7,6 +8,7 @@ import type { Hub } from "./hub.ts";
 import type { Ingest } from "./ingest.ts";
 import type { Sessions } from "./sessions.ts";
 import type { Approvals } from "./approvals.ts";
+import type { ImageStore } from "./image_store.ts";
 import type { Spawner } from "./spawner.ts";
 import type { Gitlab } from "./gitlab.ts";
 import type { Tokens } from "./tokens.ts";
@@ -15,6 +17,7 @@ import type { SigninThrottle } from "./signin_throttle.ts";
 import type { Webhooks } from "./webhooks/webhooks.ts";
 import type { Hooks } from "./hooks/hooks.ts";
 import type { Push } from "./notify/push.ts";
+import type { DaemonFeed } from "./daemon_feed.ts";
 
 export interface App {
   config: Config;
@@ -22,12 +25,14 @@ export interface App {
   store: Store;
   /** Batches plugin events into one transaction per tick, then publishes them. */
   ingest: Ingest;
-  /** Fans frames out to browser subscribers. */
+  /** Fans frames out to browser subscribers and the in-process followers. */
   hub: Hub;
-  /** The session registry: rows, live plugin links, ask sets, the "sessions changed" signal. */
+  /** The session registry: rows, live plugin links, ask sets, prompts, the "sessions changed" signal. */
   sessions: Sessions;
   /** Tool calls waiting for a person, and the answers. */
   approvals: Approvals;
+  /** The images of web prompts, per session (kept by `sessions.prompt`, deleted with their session). */
+  images: ImageStore;
   /** Named tokens and their roles. */
   tokens: Tokens;
   /** The append-only audit log. */
@@ -44,7 +49,6 @@ export interface App {
   gitlab: Gitlab;
   /** Inbound hooks: the GitLab hook secret, replayed deliveries, the work a hook asks for. */
   hooks: Hooks;
+  /** The daemon-wide SSE stream (`GET /api/stream`): the hub's broadcasts, numbered for resuming. */
+  feed: DaemonFeed;
 }
-
-/** The daemon's own parts, which the spawner and GitLab connection are built on. */
-export type AppCore = Omit<App, "spawner" | "gitlab" | "hooks">;

@@ -65,7 +65,16 @@ const Env = z.object({
   LVMH_ASK: AskEnv.optional(),
   LVMH_SIGNIN_LIMIT: z.coerce.number().int().min(1).max(1_000_000).default(10),
   LVMH_SPAWN_ASK: AskEnv.default(["bash", "edit", "write"]),
+  LVMH_STALL_MINUTES: z.coerce.number().positive("must be a positive number of minutes").default(10),
+  // The same rule as `PUT /api/hooks/gitlab`'s body: a secret the API would refuse is refused here too.
+  LVMH_GITLAB_HOOK_SECRET: z.string().min(16, "must be at least 16 characters").max(
+    256,
+    "must be at most 256 characters",
+  ).optional(),
 });
+
+/** Variables whose value is a secret: a refusal names them but never echoes what they hold. */
+const SECRET_VARIABLES = new Set(["LVMH_TOKEN", "LVMH_GITLAB_HOOK_SECRET", "ZAI_RENAUD_API_KEY"]);
 
 export interface Config {
   token: string;
@@ -94,6 +103,10 @@ export interface Config {
   spawnAsk: AskSet;
   /** Failed authentications per minute and address before they are slowed (`LVMH_SIGNIN_LIMIT`). */
   signinLimit: number;
+  /** Minutes without an event before a running session counts as stalled (`LVMH_STALL_MINUTES`). */
+  stallMinutes: number;
+  /** The GitLab hook secret from the environment, which wins over one set through the API; null when unset. */
+  gitlabHookSecret: string | null;
 }
 
 /**
@@ -107,7 +120,7 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const value = set[String(issue.path[0])];
-    const shown = String(issue.path[0]) === "LVMH_TOKEN" || value === undefined
+    const shown = SECRET_VARIABLES.has(String(issue.path[0])) || value === undefined
       ? ""
       : ` (got ${JSON.stringify(value)})`;
     throw new ConfigError(`${String(issue.path[0])}: ${issue.message}${shown}`);
@@ -147,6 +160,8 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
     localAsk: e.LVMH_ASK ?? [],
     spawnAsk: e.LVMH_SPAWN_ASK,
     signinLimit: e.LVMH_SIGNIN_LIMIT,
+    stallMinutes: e.LVMH_STALL_MINUTES,
+    gitlabHookSecret: e.LVMH_GITLAB_HOOK_SECRET ?? null,
   };
 }
 

@@ -1,8 +1,8 @@
 /**
- * Assemble the daemon from its parts: store, ingest, hub, session registry, approvals, spawner, GitLab, routes.
- * `main.ts` serves what this returns; tests can build one in-process the same way.
+ * The composition root: builds every stateful part of the daemon (`App` lists them), wires them together, and
+ * shuts them down in order. `main.ts` serves what this returns; tests build one in-process the same way.
  */
-import type { App, AppCore } from "./app.ts";
+import type { App } from "./app.ts";
 import type { Config } from "./config.ts";
 import { Store } from "./store.ts";
 import { Hub } from "./hub.ts";
@@ -10,19 +10,23 @@ import { Ingest } from "./ingest.ts";
 import { Sessions } from "./sessions.ts";
 import { Approvals } from "./approvals.ts";
 import { ApprovalStore } from "./approval_store.ts";
+import { ImageStore } from "./image_store.ts";
 import { Tokens } from "./tokens.ts";
 import { TokenStore } from "./token_store.ts";
 import { Audit } from "./audit.ts";
 import { SigninThrottle } from "./signin_throttle.ts";
 import { createRouter, type RouteDef } from "./router.ts";
 import { CloseCode } from "./protocol.ts";
-import type { Spawner } from "./spawner.ts";
-import type { Gitlab } from "./gitlab.ts";
+import { createSpawner } from "./spawner.ts";
+import { createDockerBackend } from "./spawn/docker_backend.ts";
+import { agentToken } from "./auth.ts";
+import { createGitlab } from "./gitlab.ts";
 import { pruneSessions } from "./session_removal.ts";
 import { Webhooks } from "./webhooks/webhooks.ts";
 import { startNotify } from "./notify/start.ts";
 import { Hooks } from "./hooks/hooks.ts";
 import { Push } from "./notify/push.ts";
+import { DaemonFeed } from "./daemon_feed.ts";
 import { startIdleCollector } from "./memory.ts";
 import { WalCheckpointer } from "./wal_checkpointer.ts";
 
@@ -36,17 +40,11 @@ export interface Daemon {
   shutdown(): Promise<void>;
 }
 
-/** The parts built on the core: they get the core's store, hub and config, never the route table. */
-export interface DaemonParts {
-  gitlab: (core: AppCore) => Gitlab;
-  spawner: (core: AppCore, gitlab: Gitlab) => Spawner;
-}
-
 /**
  * Build a daemon for `config` with the given route table.
  * @throws {Error} when the database cannot be opened.
  */
-export function createDaemon(config: Config, routes: RouteDef[], parts: DaemonParts): Daemon {
+export function createDaemon(config: Config, routes: RouteDef[]): Daemon {
   const store = new Store(config.dbPath);
   const checkpointer = new WalCheckpointer(store.db, config.dbPath);
   const hub = new Hub();
@@ -54,9 +52,11 @@ export function createDaemon(config: Config, routes: RouteDef[], parts: DaemonPa
   const ingest = new Ingest(store, hub, (commits) => {
     for (const c of commits) sessions.touch(c.sessionId);
   });
+  const images = new ImageStore(store.db);
   const sessions = new Sessions(store, ingest, hub, {
     defaultAsk: config.localAsk,
     spawnAsk: config.spawnAsk,
+    images,
   });
   const approvals = new Approvals(new ApprovalStore(store.db), {
     trySend: (id, command) => sessions.trySend(id, command),
@@ -64,28 +64,42 @@ export function createDaemon(config: Config, routes: RouteDef[], parts: DaemonPa
     broadcast: (frame) => hub.broadcast(frame),
   });
   sessions.setWaiting((id) => approvals.waiting(id));
-  const tokens = new Tokens(new TokenStore(store.db), config.token);
-  const core: AppCore = {
+  const gitlab = createGitlab({ config, store });
+  // Workers on the Docker engine; jobs go to browsers as `spawn_status`, spawned sessions into the registry.
+  const spawner = createSpawner({
+    config,
+    backend: createDockerBackend(config),
+    publishJobs: (jobs) => hub.broadcast({ type: "spawn_status", jobs }),
+    registerSession: (info, ask) => sessions.register(info, ask),
+    repos: gitlab,
+    agentToken: (sessionId) => agentToken(config.token, sessionId),
+  });
+  const parts = {
     config,
     store,
     hub,
     ingest,
     sessions,
     approvals,
-    tokens,
+    images,
+    tokens: new Tokens(new TokenStore(store.db), config.token),
     audit: new Audit(store.db),
     signins: new SigninThrottle(config.signinLimit),
     webhooks: new Webhooks(store.db),
     push: new Push(store.db),
+    gitlab,
+    spawner,
   };
-  const gitlab = parts.gitlab(core);
-  const app = { ...core, gitlab, spawner: parts.spawner(core, gitlab) } as App;
-  app.hooks = new Hooks(app, Deno.env.get("LVMH_GITLAB_HOOK_SECRET") || null);
+  const hooks = new Hooks(parts, config.gitlabHookSecret);
+  const feed = new DaemonFeed(parts);
+  // The same object, not a copy: hooks and the feed read their parts at each use, so a part a test swaps on
+  // `app` (a recording spawner) is the one they use.
+  const app: App = Object.assign(parts, { hooks, feed });
   const notify = startNotify(app);
 
   const prune = () => {
     try {
-      const gone = pruneSessions(core, config.retentionDays!);
+      const gone = pruneSessions(app, config.retentionDays!);
       if (gone.length) {
         console.log(
           `lvmh: deleted ${gone.length} session(s) idle for more than ${config.retentionDays} days`,
@@ -115,7 +129,8 @@ export function createDaemon(config: Config, routes: RouteDef[], parts: DaemonPa
       clearInterval(pruneTimer);
       stopCollector();
       await notify.close();
-      app.hooks.close();
+      hooks.close();
+      feed.close();
       app.ingest.flush();
       app.tokens.close();
       await app.spawner.shutdown();

@@ -6,8 +6,10 @@
  * missed; one from before a restart, or further behind, gets fresh snapshots instead (these frames carry
  * state, so the current state is all it missed).
  */
-import type { App } from "./app.ts";
-import { MAX_BACKLOG_BYTES, type Subscriber } from "./hub.ts";
+import { type Hub, MAX_BACKLOG_BYTES, type Subscriber } from "./hub.ts";
+import type { Sessions } from "./sessions.ts";
+import type { Approvals } from "./approvals.ts";
+import type { Spawner } from "./spawner.ts";
 import { sseEvent, SseStream } from "./sse.ts";
 
 /** How many recent frames a resuming client can be given. */
@@ -24,30 +26,32 @@ export interface FeedStreamOptions {
   heartbeatMs?: number;
 }
 
-/** Numbers the hub's broadcasts and fans them out to SSE streams, each with its own backlog bound. */
+/** What the feed reads: the hub it follows, and the owners of the state a fresh client starts from. */
+export interface FeedParts {
+  hub: Hub;
+  sessions: Sessions;
+  approvals: Approvals;
+  spawner: Spawner;
+}
+
+/**
+ * Numbers the hub's broadcasts and fans them out to SSE streams, each with its own backlog bound. Built with
+ * the daemon (`app.feed`); it follows the hub from the first stream on, since numbering frames nobody asked
+ * for would cost every broadcast a copy.
+ */
 export class DaemonFeed {
-  #app: App;
-  #boot: number;
+  #parts: FeedParts;
   #cursor: number;
   /** Frames with ids above this one are all still in the ring. */
   #floor: number;
   #ring: Entry[] = [];
   #streams = new Set<SseStream>();
+  #sub: Subscriber | null = null;
 
-  /** Start numbering the hub's broadcasts now. */
-  constructor(app: App) {
-    this.#app = app;
-    this.#boot = this.#cursor = this.#floor = Date.now() * 1000;
-    const sub: Subscriber = {
-      send: (data) => this.#publish(data),
-      // The feed itself never queues: each stream's own backlog is checked in #publish.
-      bufferedAmount: () => 0,
-      close: () => {
-        for (const s of [...this.#streams]) s.close();
-        feeds.delete(app);
-      },
-    };
-    app.hub.join(sub);
+  /** @param parts read at each use, so a part swapped on the app (tests) counts. */
+  constructor(parts: FeedParts) {
+    this.#parts = parts;
+    this.#cursor = this.#floor = Date.now() * 1000;
   }
 
   /** The id of the latest frame. */
@@ -60,13 +64,14 @@ export class DaemonFeed {
    * @param lastId the `Last-Event-ID` it resumes after, or null for a fresh start.
    */
   open(lastId: number | null, options: FeedStreamOptions = {}): SseStream {
+    this.#follow();
     const stream = new SseStream({ end: () => this.#streams.delete(stream) }, options);
     if (lastId !== null && lastId >= this.#floor && lastId <= this.#cursor) {
       for (const e of this.#ring) {
         if (e.id > lastId) stream.write(sseEvent({ id: e.id, event: e.type, data: e.data }));
       }
     } else {
-      const frames = snapshotFrames(this.#app);
+      const frames = snapshotFrames(this.#parts);
       frames.forEach((f, i) =>
         stream.write(sseEvent({
           // Only the last snapshot carries the cursor: a client cut off halfway asks for all of them again.
@@ -78,6 +83,27 @@ export class DaemonFeed {
     }
     this.#streams.add(stream);
     return stream;
+  }
+
+  /** End every stream and stop following the hub (shutdown). */
+  close(): void {
+    if (this.#sub) this.#parts.hub.leave(this.#sub);
+    this.#sub = null;
+    for (const s of [...this.#streams]) s.close();
+  }
+
+  #follow(): void {
+    if (this.#sub) return;
+    this.#sub = {
+      send: (data) => this.#publish(data),
+      // The feed itself never queues: each stream's own backlog is checked in #publish.
+      bufferedAmount: () => 0,
+      close: () => {
+        this.#sub = null;
+        for (const s of [...this.#streams]) s.close();
+      },
+    };
+    this.#parts.hub.join(this.#sub);
   }
 
   #publish(data: string): void {
@@ -95,7 +121,7 @@ export class DaemonFeed {
 }
 
 /** The state a fresh client starts from: the session list, the waiting approvals and the spawn jobs. */
-function snapshotFrames(app: App): ({ type: string } & Record<string, unknown>)[] {
+function snapshotFrames(app: FeedParts): ({ type: string } & Record<string, unknown>)[] {
   return [
     { type: "session_list", sessions: app.sessions.list() },
     // As a browser socket gets it: a dashboard must see what waits without waiting for the next change.
@@ -108,13 +134,4 @@ function snapshotFrames(app: App): ({ type: string } & Record<string, unknown>)[
 function frameType(data: string): string {
   const m = /^\{"type":"([a-z_]+)"/.exec(data);
   return m ? m[1] : String((JSON.parse(data) as { type?: unknown }).type);
-}
-
-const feeds = new Map<App, DaemonFeed>();
-
-/** The daemon's feed, started on first use (it only needs to number frames once someone listens). */
-export function daemonFeed(app: App): DaemonFeed {
-  let feed = feeds.get(app);
-  if (!feed) feeds.set(app, feed = new DaemonFeed(app));
-  return feed;
 }

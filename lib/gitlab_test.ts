@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { createGitlab } from "./gitlab.ts";
 import { ConflictError, InvalidError, UnavailableError } from "./errors.ts";
-import type { AppCore } from "./app.ts";
+import type { App } from "./app.ts";
 import { startGitlabFixture } from "../testing/fixtures/gitlab_fixture.ts";
 
 /** The two parts createGitlab uses: a config with the URL and a settings map standing in for the store. */
@@ -11,7 +11,7 @@ function core(gitlabUrl: string, settings = new Map<string, string>()) {
     setSetting: (k: string, v: string) => void settings.set(k, v),
     deleteSetting: (k: string) => void settings.delete(k),
   };
-  return { settings, core: { config: { gitlabUrl }, store } as unknown as Pick<AppCore, "config" | "store"> };
+  return { settings, core: { config: { gitlabUrl }, store } as unknown as Pick<App, "config" | "store"> };
 }
 
 const TOKEN = "glpat-unit-test-token";

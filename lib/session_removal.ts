@@ -2,11 +2,10 @@
  * Removing sessions with their whole history: one on request (`DELETE /api/sessions/:id`), and every offline
  * session idle for longer than the retention period (`LVMH_RETENTION_DAYS`).
  */
-import type { AppCore } from "./app.ts";
-import { imageStore } from "./image_store.ts";
+import type { App } from "./app.ts";
 
 /** What removing a session touches. */
-type Parts = Pick<AppCore, "sessions" | "approvals" | "store">;
+type Parts = Pick<App, "sessions" | "approvals" | "images">;
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -17,7 +16,7 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 export function deleteSession(app: Parts, id: string): void {
   app.sessions.remove(id);
   app.approvals.sessionDeleted(id);
-  imageStore(app.store.db).sessionDeleted(id);
+  app.images.sessionDeleted(id);
 }
 
 /**

@@ -8,8 +8,6 @@
 import { createDaemon, type Daemon as LibDaemon } from "../lib/daemon.ts";
 import { loadConfig } from "../lib/config.ts";
 import { routes } from "../routes/_table.ts";
-import { daemonSpawner } from "../main.ts";
-import { createGitlab } from "../lib/gitlab.ts";
 import { TEST_TOKEN } from "./daemon.ts";
 
 export interface InProcessOptions {
@@ -76,7 +74,7 @@ export async function startInProcess(options: InProcessOptions = {}): Promise<In
       LVMH_GITLAB_URL: "http://127.0.0.1:9",
       ...options.env,
     });
-    daemon = createDaemon(config, routes, { spawner: daemonSpawner, gitlab: createGitlab });
+    daemon = createDaemon(config, routes);
   } catch (error) {
     await server.shutdown();
     log.stop();
