@@ -5,13 +5,8 @@
  * real daemon, real Chromium): time to interactive and the time of a filter keystroke.
  */
 import { Store } from "../lib/store.ts";
-import { Hub } from "../lib/hub.ts";
-import { Ingest } from "../lib/ingest.ts";
-import { Sessions } from "../lib/sessions.ts";
-import type { App } from "../lib/app.ts";
-import type { Ctx } from "../lib/router.ts";
-import { handler } from "../routes/index.tsx";
-import { benchInfo, fillSessions, runWithThrowawayLock } from "../testing/ui_fill.ts";
+import { benchInfo, fillSessions, runWithThrowawayLock, viewerPages } from "../testing/ui_fill.ts";
+import { startInProcess } from "../testing/inproc.ts";
 import { pct } from "../testing/proc.ts";
 
 const COUNT = 3000;
@@ -27,31 +22,21 @@ try {
     fillSessions(store, COUNT, RUNS_PER_SESSION, T0);
     store.close();
   }
-  const store = new Store(`${dir}/lvmh.db`);
-  const hub = new Hub();
-  // The first registry on this file builds every glance from the stored events (the one-time backfill).
+  // The first registry on this file builds every glance from the stored events (the one-time backfill), in
+  // the daemon's start.
   const t = performance.now();
-  const sessions = new Sessions(store, new Ingest(store, hub), hub, { defaultAsk: [] });
+  const d = await startInProcess({ dataDir: dir });
   const backfillMs = performance.now() - t;
+  const { sessions } = d.daemon.app;
   // A third of them online, as when many agents run at once.
   for (let i = 0; i < COUNT; i += 3) {
     sessions.connect(benchInfo(`bench-${i}`, i, T0), { send() {}, close() {} });
   }
 
-  const app = { store, sessions, config: {} } as unknown as App;
-  const url = new URL("http://127.0.0.1/");
-  const ctx = (): Ctx => ({
-    req: new Request(url),
-    url,
-    params: {},
-    app,
-    principal: { via: "cookie", name: "bench", role: "viewer" },
-    info: {} as Deno.ServeHandlerInfo,
-    audit() {},
-  });
+  const page = await viewerPages(d);
   const once = async () => {
     const t0 = performance.now();
-    const res = await handler.GET(ctx());
+    const res = await page("/");
     const html = await res.text();
     const ms = performance.now() - t0;
     if (res.status !== 200 || !html.includes('data-session="bench-')) throw new Error("bad render");
@@ -72,6 +57,8 @@ try {
     refs.push(list());
     bytes = r.bytes;
   }
+  // The in-process daemon records the console while it lives: stop it before printing the figures.
+  await d.stop();
   times.sort((a, b) => a - b);
   refs.sort((a, b) => a - b);
   const p95 = pct(times, 0.95);
@@ -86,11 +73,9 @@ try {
     } ms;` +
       ` one-time glance backfill of ${
         (COUNT * RUNS_PER_SESSION * 10).toLocaleString("en")
-      } events at start ` +
+      } events in the daemon's start ` +
       `${backfillMs.toFixed(0)} ms`,
   );
-  sessions.closeAll(1001, "bench over");
-  store.close();
 
   // The browser half runs in its own process: it loads playwright-core, which must stay out of deno.lock.
   const code = await runWithThrowawayLock(new URL("_render_list_browser.ts", import.meta.url).pathname, [

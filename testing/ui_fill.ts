@@ -5,6 +5,7 @@
 import type { Store } from "../lib/store.ts";
 import type { AgentEvent, SessionInfo } from "../lib/protocol.ts";
 import { eventFrame } from "./agent.ts";
+import type { InProcessDaemon } from "./inproc.ts";
 
 /** Events of one run of a session, from `start`; ten events. */
 export function* runEvents(sessionId: string, start: number, t0: number): Generator<AgentEvent> {
@@ -98,6 +99,20 @@ export function fillSessions(store: Store, count: number, runs: number, t0: numb
   }
   if (batch.length) store.appendBatch(batch);
   return ids;
+}
+
+/**
+ * A `GET` of a page as a viewer (a named viewer token, made through the REST route), straight to the in-process
+ * daemon's handler: the page route end to end, with the router and the credential check in front of it.
+ */
+export async function viewerPages(d: InProcessDaemon): Promise<(path: string) => Promise<Response>> {
+  const res = await d.api("/api/tokens", {
+    method: "POST",
+    body: JSON.stringify({ name: "bench-viewer", role: "viewer" }),
+  });
+  if (res.status !== 201) throw new Error(`cannot make a viewer token: ${res.status} ${await res.text()}`);
+  const { token } = await res.json() as { token: string };
+  return (path) => d.fetch(path, { headers: { authorization: `Bearer ${token}` } });
 }
 
 /** Run `path` in its own Deno with a throwaway copy of deno.lock (playwright-core must stay out of the lock). */
