@@ -1,11 +1,13 @@
 /**
  * Fault harness helper: a fleet of real plugin instances (the plugin module under a host that drives it like
- * pi) that each fire numbered user messages, and the audit of what the daemon stored for them afterwards.
+ * pi) that each fire numbered user messages, the audit of what the daemon stored for them afterwards, and the
+ * tail the disk-fault rows share (`finishScenario`).
  */
 import { type Daemon, waitFor } from "../../testing/daemon.ts";
 import { type FakePi, fakePi } from "../../testing/fake_pi.ts";
 import { allEvents } from "../../testing/pi.ts";
 import { createLvmhAgent } from "../../plugin/lvmh-agent.mjs";
+import type { Witness, WitnessEnd } from "./_witness.ts";
 
 export interface Fleet {
   ids: string[];
@@ -95,4 +97,65 @@ export function refused(output: string, cause: string): { commits: number; socke
     sockets += Number(/(\d+) plugin socket\(s\) closed/.exec(line)?.[1] ?? 0);
   }
   return { commits, sockets };
+}
+
+/** What every disk-fault row reports once the fault is over. */
+export interface ScenarioEnd {
+  /** The hand-written socket: how the daemon closed it, and the highest seq SQLite held then. */
+  witness: WitnessEnd & { storedAtClose: number; contiguous: boolean };
+  /** Log lines of commits refused for the row's cause. */
+  failedCommits: number;
+  /** Plugin sockets closed without an ack for those commits. */
+  socketsClosed: number;
+  /** The daemon's output when the refusals were counted. */
+  output: string;
+  audit: Audit;
+  /** From the repair (`repair.since`, or just before `repair.run`) until every message was stored. */
+  repairSeconds: number;
+  /** The daemon still answers REST. */
+  alive: boolean;
+}
+
+/**
+ * The tail of a disk-fault row: the witness's end (reported "still open" after 15 s), what SQLite holds of its
+ * session, the commits and sockets refused for `cause`; then the repair (`repair.run`, if the row has one
+ * left to do), the fleet's audit, and whether the daemon still answers.
+ */
+export async function finishScenario(
+  d: Pick<Daemon, "api" | "output">,
+  fleet: Fleet,
+  witness: { id: string; w: Witness },
+  cause: string,
+  repair: { since?: number; run?: () => Promise<unknown> },
+): Promise<ScenarioEnd> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const end = await Promise.race([
+    witness.w.ended,
+    new Promise<WitnessEnd>((r) =>
+      timer = setTimeout(() => r({ code: 0, reason: "still open", maxAck: 0, lastSent: 0 }), 15_000)
+    ),
+  ]);
+  clearTimeout(timer);
+  const stored = (await allEvents(d, witness.id)).map((e) => e.seq as number);
+  const output = d.output();
+  const { commits: failedCommits, sockets: socketsClosed } = refused(output, cause);
+  const since = repair.since ?? performance.now();
+  await repair.run?.();
+  const audit = await fleet.audit(d, 60_000);
+  const repairSeconds = (performance.now() - since) / 1000;
+  const res = await d.api("/api/sessions");
+  await res.body?.cancel();
+  return {
+    witness: {
+      ...end,
+      storedAtClose: stored.length ? Math.max(...stored) : 0,
+      contiguous: stored.every((s, i) => s === i + 1),
+    },
+    failedCommits,
+    socketsClosed,
+    output,
+    audit,
+    repairSeconds,
+    alive: res.status === 200,
+  };
 }

@@ -8,7 +8,7 @@
  */
 import { runMainOnce, startDaemon, waitFor } from "../../testing/daemon.ts";
 import { allEvents, sessions } from "../../testing/pi.ts";
-import { type Audit, refused, startFleet } from "./_fleet.ts";
+import { type Audit, finishScenario, refused, startFleet } from "./_fleet.ts";
 import { witness, type WitnessEnd } from "./_witness.ts";
 import { REFUSED_AT_ONCE } from "../../lib/write_gate.ts";
 
@@ -141,37 +141,23 @@ export async function lockedMidRun(
     reading = false;
     await reader;
     const waitedSeconds = await waited.catch(() => NaN);
-    const end = await Promise.race([
-      w.ended,
-      new Promise<WitnessEnd>((r) =>
-        setTimeout(() => r({ code: 0, reason: "still open", maxAck: 0, lastSent: 0 }), 15_000)
-      ),
-    ]);
-    const stored = (await allEvents(d, "locked-witness")).map((e) => e.seq as number);
-    const { commits: failedCommits, sockets: socketsClosed } = refused(d.output(), "database is locked");
-    const waits = failedCommits - refused(d.output(), REFUSED_AT_ONCE).commits;
-    const audit = await fleet.audit(d, 60_000);
-    const repairSeconds = (performance.now() - t1) / 1000;
-    const res = await d.api("/api/sessions");
-    await res.body?.cancel();
+    const end = await finishScenario(d, fleet, { id: "locked-witness", w }, "database is locked", {
+      since: t1,
+    });
     return {
       plugins: options.plugins,
       holdSeconds,
       waitedSeconds,
-      failedCommits,
-      waits,
-      socketsClosed,
-      witness: {
-        ...end,
-        storedAtClose: stored.length ? Math.max(...stored) : 0,
-        contiguous: stored.every((s, i) => s === i + 1),
-      },
+      failedCommits: end.failedCommits,
+      waits: end.failedCommits - refused(end.output, REFUSED_AT_ONCE).commits,
+      socketsClosed: end.socketsClosed,
+      witness: end.witness,
       slowestReadMs,
       readsTried,
       readsOk,
-      alive: res.status === 200,
-      audit,
-      repairSeconds,
+      alive: end.alive,
+      audit: end.audit,
+      repairSeconds: end.repairSeconds,
     };
   } finally {
     w?.stop();

@@ -7,7 +7,7 @@
  */
 import { startDaemon, waitFor } from "../../testing/daemon.ts";
 import { allEvents, sessions } from "../../testing/pi.ts";
-import { type Audit, refused, startFleet } from "./_fleet.ts";
+import { type Audit, finishScenario, startFleet } from "./_fleet.ts";
 import { witness, type WitnessEnd } from "./_witness.ts";
 
 export interface DiskFullResult {
@@ -75,39 +75,23 @@ export async function diskFull(options: { plugins: number; freeKiB: number }): P
         if (res.status === 200) readsOk++;
       }
     }
-    const end = await Promise.race([
-      w.ended,
-      new Promise<WitnessEnd>((r) =>
-        setTimeout(() => r({ code: 0, reason: "still open", maxAck: 0, lastSent: 0 }), 15_000)
-      ),
-    ]);
-    const stored = (await allEvents(d, "full-witness")).map((e) => e.seq as number);
-    const storedAtClose = stored.length ? Math.max(...stored) : 0;
-    const contiguous = stored.every((s, i) => s === i + 1);
-    const { commits: failedCommits, sockets: socketsClosed } = refused(
-      d.output(),
-      "database or disk is full",
-    );
-
-    const t0 = performance.now();
-    await Deno.remove(filler);
-    const audit = await fleet.audit(d, 60_000);
-    const repairSeconds = (performance.now() - t0) / 1000;
-    const res = await d.api("/api/sessions");
-    await res.body?.cancel();
+    // The repair: the filler goes, and the plugins' replay must store everything.
+    const end = await finishScenario(d, fleet, { id: "full-witness", w }, "database or disk is full", {
+      run: () => Deno.remove(filler),
+    });
     return {
       plugins: options.plugins,
       tmpfsMiB,
       freeKiB: options.freeKiB,
       roundsBeforeFull: rounds,
-      failedCommits,
-      socketsClosed,
-      witness: { ...end, storedAtClose, contiguous },
+      failedCommits: end.failedCommits,
+      socketsClosed: end.socketsClosed,
+      witness: end.witness,
       readsOk,
       readsTried,
-      alive: res.status === 200,
-      audit,
-      repairSeconds,
+      alive: end.alive,
+      audit: end.audit,
+      repairSeconds: end.repairSeconds,
     };
   } finally {
     w?.stop();
