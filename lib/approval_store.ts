@@ -39,7 +39,10 @@ export class ApprovalStore {
   /** The file's write gate (lib/write_gate.ts): writes fail at once while the file refuses them. */
   #gate: WriteGate;
 
-  constructor(private readonly db: DatabaseSync) {
+  #db: DatabaseSync;
+
+  constructor(db: DatabaseSync) {
+    this.#db = db;
     this.#gate = gateOf(db);
     db.exec(SCHEMA);
     this.#insert = db.prepare(
@@ -79,7 +82,7 @@ export class ApprovalStore {
   /** Correct a decided approval to what the agent really applied (the terminal answered first). */
   overrule(id: string, state: Exclude<ApprovalState, "pending">, by: string): void {
     this.#gate.run(() =>
-      this.db.prepare(
+      this.#db.prepare(
         "UPDATE approvals SET state = ?, decidedBy = ?, decidedAt = ?, reason = NULL WHERE id = ?",
       ).run(state, by, Date.now(), id)
     );
@@ -103,12 +106,12 @@ export class ApprovalStore {
     if (filter.state !== undefined) where.push("state = ?") && params.push(filter.state);
     const sql = `SELECT ${COLUMNS} FROM approvals${where.length ? " WHERE " + where.join(" AND ") : ""}` +
       " ORDER BY createdAt, id LIMIT 10000";
-    return (this.db.prepare(sql).all(...params) as unknown as Row[]).map(record);
+    return (this.#db.prepare(sql).all(...params) as unknown as Row[]).map(record);
   }
 
   /** Remove a deleted session's approvals. */
   deleteSession(sessionId: string): void {
-    this.#gate.run(() => this.db.prepare("DELETE FROM approvals WHERE sessionId = ?").run(sessionId));
+    this.#gate.run(() => this.#db.prepare("DELETE FROM approvals WHERE sessionId = ?").run(sessionId));
   }
 }
 

@@ -47,15 +47,18 @@ export class Ingest {
   #lastFlush = 0;
   /** A live delta waits in the queue: a flush is queued for right after the frame that brought it. */
   #live = false;
+  #store: Store;
+  #hub: Hub;
+  #onCommitted: (commits: SessionCommit[]) => void;
 
   /**
    * @param onCommitted called after every commit that stored something (the session list changed).
    */
-  constructor(
-    private readonly store: Store,
-    private readonly hub: Hub,
-    private readonly onCommitted: (commits: SessionCommit[]) => void = () => {},
-  ) {}
+  constructor(store: Store, hub: Hub, onCommitted: (commits: SessionCommit[]) => void = () => {}) {
+    this.#store = store;
+    this.#hub = hub;
+    this.#onCommitted = onCommitted;
+  }
 
   #pushed = 0;
 
@@ -70,7 +73,7 @@ export class Ingest {
     if (isEphemeral(event.type) && !this.#pendingSessions.has(event.sessionId)) {
       // Nothing of this session waits for the disk, so the delta can go out now, in order.
       // With its object, so in-process followers (the list's glances) do not parse it back.
-      this.hub.publishEvents(event.sessionId, this.store.lastSeq(event.sessionId), [encodedEvent(event)]);
+      this.#hub.publishEvents(event.sessionId, this.#store.lastSeq(event.sessionId), [encodedEvent(event)]);
       return;
     }
     this.#queue.push({ event, origin });
@@ -80,7 +83,7 @@ export class Ingest {
     // the frame is handled, not after the batching interval. The first delta of every answer waits behind its
     // message_start; a timer, even of 0 ms, held it ~2–7 ms (the daemon's p99 from a delta's arrival to its
     // send at 1,000 sessions: 2.7 ms, 0.5 ms this way). A small commit costs ~30 µs.
-    if (isEphemeral(event.type) && !this.#live && this.store.gate.refusal === null) {
+    if (isEphemeral(event.type) && !this.#live && this.#store.gate.refusal === null) {
       this.#live = true;
       queueMicrotask(() => this.#live && this.flush());
       return;
@@ -89,7 +92,7 @@ export class Ingest {
       () => this.flush(),
       Math.max(
         0,
-        Math.max(this.#lastFlush + MIN_COMMIT_INTERVAL_MS, this.store.gate.retryAt) - performance.now(),
+        Math.max(this.#lastFlush + MIN_COMMIT_INTERVAL_MS, this.#store.gate.retryAt) - performance.now(),
       ),
     );
   }
@@ -105,7 +108,7 @@ export class Ingest {
     this.#pendingSessions.clear();
     this.#live = false;
     const commits = this.#commit(batch);
-    if (commits.length) this.onCommitted(commits);
+    if (commits.length) this.#onCommitted(commits);
   }
 
   /**
@@ -114,13 +117,13 @@ export class Ingest {
    */
   committedSeq(sessionId: string): number {
     if (this.#pendingSessions.has(sessionId)) this.flush();
-    return this.store.lastSeq(sessionId);
+    return this.#store.lastSeq(sessionId);
   }
 
   /** Store a batch; if it fails as a whole, retry each session alone so one bad session cannot sink others. */
   #commit(batch: Pending[]): SessionCommit[] {
     try {
-      return this.#store(batch);
+      return this.#persist(batch);
     } catch (error) {
       const bySession = Map.groupBy(batch, (p) => p.event.sessionId);
       // A full disk or a lock held past the busy timeout fails every session alike (and the gate now refuses
@@ -131,7 +134,7 @@ export class Ingest {
       }
       return [...bySession.values()].flatMap((part) => {
         try {
-          return this.#store(part);
+          return this.#persist(part);
         } catch (error) {
           this.#fail(part, error);
           return [];
@@ -140,9 +143,9 @@ export class Ingest {
     }
   }
 
-  #store(batch: Pending[]): SessionCommit[] {
+  #persist(batch: Pending[]): SessionCommit[] {
     const persisted = batch.filter((p) => !isEphemeral(p.event.type)).map((p) => p.event);
-    const commits = this.store.appendBatch(persisted);
+    const commits = this.#store.appendBatch(persisted);
     const origins = new Map<string, EventOrigin>();
     const ephemeral = new Map<string, EncodedEvent[]>();
     for (const { event, origin } of batch) {
@@ -159,8 +162,8 @@ export class Ingest {
         ...commits.find((c) => c.sessionId === sessionId)?.inserted ?? [],
         ...ephemeral.get(sessionId) ?? [],
       ].sort((a, b) => a.seq - b.seq);
-      const from = after.get(sessionId) ?? this.store.lastSeq(sessionId);
-      this.hub.publishEvents(sessionId, from, events);
+      const from = after.get(sessionId) ?? this.#store.lastSeq(sessionId);
+      this.#hub.publishEvents(sessionId, from, events);
     }
     return commits.filter((c) => c.inserted.length > 0);
   }

@@ -42,12 +42,18 @@ export class IdleCollector {
   #lastHeap: number;
   #lastActivity: number;
   #count = 0;
+  #collect: () => void;
+  #read: () => MemoryReading;
+  #options: { growthBytes?: number; quietBytes?: number };
 
   constructor(
-    private readonly collect: () => void,
-    private readonly read: () => MemoryReading,
-    private readonly options: { growthBytes?: number; quietBytes?: number } = {},
+    collect: () => void,
+    read: () => MemoryReading,
+    options: { growthBytes?: number; quietBytes?: number } = {},
   ) {
+    this.#collect = collect;
+    this.#read = read;
+    this.#options = options;
     const m = read();
     this.#baseRss = m.rss;
     this.#lastHeap = m.heapUsed;
@@ -67,16 +73,16 @@ export class IdleCollector {
    * ~75 ms, which must not land in the middle of a stream.
    */
   check(): boolean {
-    const m = this.read();
+    const m = this.#read();
     const quiet = m.activity === this.#lastActivity &&
-      m.heapUsed - this.#lastHeap < (this.options.quietBytes ?? GC_QUIET_BYTES);
+      m.heapUsed - this.#lastHeap < (this.#options.quietBytes ?? GC_QUIET_BYTES);
     this.#lastHeap = m.heapUsed;
     this.#lastActivity = m.activity;
     if (m.rss < this.#baseRss) this.#baseRss = m.rss; // memory went back by itself: the new floor
-    if (!quiet || m.rss - this.#baseRss <= (this.options.growthBytes ?? GC_GROWTH_BYTES)) return false;
-    this.collect();
+    if (!quiet || m.rss - this.#baseRss <= (this.#options.growthBytes ?? GC_GROWTH_BYTES)) return false;
+    this.#collect();
     this.#count++;
-    const after = this.read();
+    const after = this.#read();
     this.#baseRss = after.rss;
     this.#lastHeap = after.heapUsed;
     this.#lastActivity = after.activity;

@@ -14,12 +14,17 @@ export class RowBuffer {
   #args: (string | number)[] = [];
   #expected = 0;
   #inserted = 0;
+  #one: StatementSync;
+  #many: StatementSync;
 
   /**
    * @param one the one-row insert, `INSERT OR IGNORE INTO events(sessionId, seq, ts, type, payload) …`.
    * @param many the same for `ROWS_PER_INSERT` rows (`manyRowInsert`).
    */
-  constructor(private readonly one: StatementSync, private readonly many: StatementSync) {}
+  constructor(one: StatementSync, many: StatementSync) {
+    this.#one = one;
+    this.#many = many;
+  }
 
   /** A row that no stored row can have the key of: inserted with others, counted when flushed. */
   add(sessionId: string, seq: number, ts: number, type: string, payload: string): void {
@@ -34,7 +39,7 @@ export class RowBuffer {
    */
   insertOne(sessionId: string, seq: number, ts: number, type: string, payload: string): number {
     this.flushRest();
-    return Number(this.one.run(sessionId, seq, ts, type, payload).changes);
+    return Number(this.#one.run(sessionId, seq, ts, type, payload).changes);
   }
 
   /** @returns false when fewer rows went in than were added: one of them was stored already. */
@@ -47,13 +52,13 @@ export class RowBuffer {
   flushRest(): void {
     const a = this.#args;
     for (let i = 0; i < a.length; i += COLUMNS) {
-      this.#inserted += Number(this.one.run(a[i], a[i + 1], a[i + 2], a[i + 3], a[i + 4]).changes);
+      this.#inserted += Number(this.#one.run(a[i], a[i + 1], a[i + 2], a[i + 3], a[i + 4]).changes);
     }
     this.#args = [];
   }
 
   #runMany(): void {
-    this.#inserted += Number(this.many.run(...this.#args).changes);
+    this.#inserted += Number(this.#many.run(...this.#args).changes);
     this.#args = [];
   }
 }

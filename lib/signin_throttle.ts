@@ -20,8 +20,12 @@ interface Record {
 export class SigninThrottle {
   #by = new Map<string, Record>();
 
+  #maxFailures: number;
+
   /** @param maxFailures failures per minute and address before slowing starts (`LVMH_SIGNIN_LIMIT`). */
-  constructor(private readonly maxFailures = 10) {}
+  constructor(maxFailures = 10) {
+    this.#maxFailures = maxFailures;
+  }
 
   /** Seconds to wait when `address` is being slowed now, else null. */
   retryAfter(address: string, now = Date.now()): number | null {
@@ -38,8 +42,8 @@ export class SigninThrottle {
     }
     r.failures = r.failures.filter((t) => now - t < WINDOW_MS);
     r.failures.push(now);
-    if (r.failures.length > this.maxFailures + 1) r.failures.shift();
-    if (r.failures.length <= this.maxFailures) {
+    if (r.failures.length > this.#maxFailures + 1) r.failures.shift();
+    if (r.failures.length <= this.#maxFailures) {
       if (r.until <= now) r.penaltyMs = 0;
       return null;
     }

@@ -21,7 +21,10 @@ export class TokenStore {
   #byHash: StatementSync;
   #touch: StatementSync;
 
-  constructor(private readonly db: DatabaseSync) {
+  #db: DatabaseSync;
+
+  constructor(db: DatabaseSync) {
+    this.#db = db;
     db.exec(SCHEMA);
     this.#byHash = db.prepare("SELECT name, role, revokedAt FROM tokens WHERE hash = ?");
     this.#touch = db.prepare("UPDATE tokens SET lastUsedAt = ? WHERE name = ?");
@@ -29,7 +32,7 @@ export class TokenStore {
 
   /** Insert a token; false when the name is taken (revoked names stay taken, so the audit log stays clear). */
   insert(name: string, role: Role, hash: string): boolean {
-    const res = this.db.prepare(
+    const res = this.#db.prepare(
       "INSERT OR IGNORE INTO tokens(name, role, hash, createdAt) VALUES (?, ?, ?, ?)",
     ).run(name, role, hash, Date.now());
     return res.changes > 0;
@@ -46,12 +49,12 @@ export class TokenStore {
    * (locked, full) the use goes unrecorded rather than failing the request or waiting the busy timeout.
    */
   touch(name: string, at: number): void {
-    gateOf(this.db).tryRun(() => this.#touch.run(at, name));
+    gateOf(this.#db).tryRun(() => this.#touch.run(at, name));
   }
 
   /** Every token, oldest first. */
   list(): TokenInfo[] {
-    return this.db.prepare(
+    return this.#db.prepare(
       "SELECT name, role, createdAt, lastUsedAt, revokedAt FROM tokens ORDER BY createdAt",
     )
       .all() as unknown as TokenInfo[];
@@ -59,13 +62,13 @@ export class TokenStore {
 
   /** Revoke a live token; false when there is none of that name. */
   revoke(name: string): boolean {
-    return this.db.prepare("UPDATE tokens SET revokedAt = ? WHERE name = ? AND revokedAt IS NULL")
+    return this.#db.prepare("UPDATE tokens SET revokedAt = ? WHERE name = ? AND revokedAt IS NULL")
       .run(Date.now(), name).changes > 0;
   }
 
   /** Names revoked at or after `since` (the daemon polls this to hear of revocations made by the command). */
   revokedSince(since: number): { name: string; revokedAt: number }[] {
-    return this.db.prepare("SELECT name, revokedAt FROM tokens WHERE revokedAt >= ?").all(
+    return this.#db.prepare("SELECT name, revokedAt FROM tokens WHERE revokedAt >= ?").all(
       since,
     ) as unknown as {
       name: string;

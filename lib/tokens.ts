@@ -69,8 +69,12 @@ export class Tokens {
   #timer: ReturnType<typeof setInterval>;
   /** The bootstrap token's hash, computed once: every cookie check compares against it. */
   #bootstrapHash: Promise<string>;
+  #store: TokenStore;
+  #bootstrap: string;
 
-  constructor(private readonly store: TokenStore, private readonly bootstrap: string) {
+  constructor(store: TokenStore, bootstrap: string) {
+    this.#store = store;
+    this.#bootstrap = bootstrap;
     this.#bootstrapHash = hashToken(bootstrap);
     this.#timer = setInterval(() => this.#poll(), REVOCATION_POLL_MS);
     Deno.unrefTimer(this.#timer);
@@ -79,7 +83,7 @@ export class Tokens {
   /** Who holds `secret`, or null for an unknown or revoked token. */
   async identify(secret: string): Promise<Identity | null> {
     if (!secret.startsWith(TOKEN_PREFIX)) {
-      return await safeEqual(secret, this.bootstrap) ? { name: BOOTSTRAP_NAME, role: "admin" } : null;
+      return await safeEqual(secret, this.#bootstrap) ? { name: BOOTSTRAP_NAME, role: "admin" } : null;
     }
     return this.identifyHash(await hashToken(secret));
   }
@@ -89,12 +93,12 @@ export class Tokens {
     if (await safeEqual(hash, await this.#bootstrapHash)) {
       return { name: BOOTSTRAP_NAME, role: "admin" };
     }
-    const found = this.store.find(hash);
+    const found = this.#store.find(hash);
     if (found) {
       const now = Date.now();
       if (now - (this.#touched.get(found.name) ?? 0) > TOUCH_INTERVAL_MS) {
         this.#touched.set(found.name, now);
-        this.store.touch(found.name, now);
+        this.#store.touch(found.name, now);
       }
     }
     return found;
@@ -102,12 +106,12 @@ export class Tokens {
 
   /** Create a token; its value is in the answer and nowhere else. */
   add(name: string, role: Role): Promise<Identity & { token: string }> {
-    return addToken(this.store, name, role);
+    return addToken(this.#store, name, role);
   }
 
   /** Every token, without values or hashes. */
   list(): TokenInfo[] {
-    return this.store.list();
+    return this.#store.list();
   }
 
   /**
@@ -115,7 +119,7 @@ export class Tokens {
    * @throws {NotFoundError} when no live token has that name.
    */
   revoke(name: string): void {
-    if (!this.store.revoke(name)) throw new NotFoundError(`No live token named "${name}"`);
+    if (!this.#store.revoke(name)) throw new NotFoundError(`No live token named "${name}"`);
     this.#fire(name);
   }
 
@@ -151,7 +155,7 @@ export class Tokens {
     try {
       const since = this.#lastPoll;
       this.#lastPoll = Date.now();
-      for (const { name } of this.store.revokedSince(since - REVOCATION_POLL_MS)) this.#fire(name);
+      for (const { name } of this.#store.revokedSince(since - REVOCATION_POLL_MS)) this.#fire(name);
     } catch {
       // The database is busy or closing: the next round looks again.
     }

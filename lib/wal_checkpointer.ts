@@ -53,12 +53,14 @@ export type CheckpointerFrame =
 export class WalCheckpointer {
   #worker: Worker;
   #closed: Promise<void>;
+  #db: DatabaseSync;
 
   constructor(
-    private readonly db: DatabaseSync,
+    db: DatabaseSync,
     path: string,
     policy: CheckpointPolicy = DEFAULT_CHECKPOINT_POLICY,
   ) {
+    this.#db = db;
     db.exec(`PRAGMA journal_size_limit=${policy.keepBytes}; PRAGMA wal_autocheckpoint=0`);
     this.#worker = new Worker(new URL("./wal_checkpoint_worker.ts", import.meta.url), { type: "module" });
     const { promise, resolve } = Promise.withResolvers<void>();
@@ -94,7 +96,7 @@ export class WalCheckpointer {
   /** Copy the rest of the log on this connection, with no write beside it, so the next write starts it over. */
   #finish(): void {
     try {
-      this.db.exec("PRAGMA wal_checkpoint(PASSIVE)");
+      this.#db.exec("PRAGMA wal_checkpoint(PASSIVE)");
     } catch {
       // The worker's own checkpoint holds the lock, or the disk is full (which the worker reports): the worker
       // asks again on its next tick while the log is over its bound.
@@ -103,7 +105,7 @@ export class WalCheckpointer {
 
   #automatic(): void {
     try {
-      if (this.db.isOpen) this.db.exec(`PRAGMA wal_autocheckpoint=${AUTO_CHECKPOINT_PAGES}`);
+      if (this.#db.isOpen) this.#db.exec(`PRAGMA wal_autocheckpoint=${AUTO_CHECKPOINT_PAGES}`);
     } catch { /* closing */ }
   }
 

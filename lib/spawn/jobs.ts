@@ -11,8 +11,12 @@ export const MAX_JOBS = 200;
 export class SpawnJobs {
   #jobs = new Map<string, SpawnJob>();
 
+  #publish: (jobs: SpawnJob[]) => void;
+
   /** @param publish called with the whole list after every change. */
-  constructor(private readonly publish: (jobs: SpawnJob[]) => void) {}
+  constructor(publish: (jobs: SpawnJob[]) => void) {
+    this.#publish = publish;
+  }
 
   /** Every job, newest first. */
   list(): SpawnJob[] {
@@ -27,13 +31,13 @@ export class SpawnJobs {
       const drop = oldest.find((j) => j.state === "failed" || j.state === "stopped") ?? oldest[0];
       this.#jobs.delete(drop.id);
     }
-    this.publish(this.list());
+    this.#publish(this.list());
   }
 
   /** Move a job to `state` (with other fields from `patch`) and publish. */
   update(job: SpawnJob, state: SpawnState, patch: Partial<SpawnJob> = {}): void {
     Object.assign(job, patch, { state, updatedAt: Date.now() });
-    this.publish(this.list());
+    this.#publish(this.list());
   }
 
   /** Jobs of one session (a session has one, but a recovered one may join a failed earlier attempt). */

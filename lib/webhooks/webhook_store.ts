@@ -43,7 +43,10 @@ export class WebhookStore {
   /** The file's write gate (lib/write_gate.ts): the outbox's writes fail at once while the file refuses them. */
   #gate: WriteGate;
 
-  constructor(private readonly db: DatabaseSync) {
+  #db: DatabaseSync;
+
+  constructor(db: DatabaseSync) {
+    this.#db = db;
     this.#gate = gateOf(db);
     db.exec(SCHEMA);
     this.#s = {
@@ -91,14 +94,14 @@ export class WebhookStore {
 
   /** Delete an endpoint and what it still had queued; false when there was none. */
   removeEndpoint(id: string): boolean {
-    this.db.exec("BEGIN IMMEDIATE");
+    this.#db.exec("BEGIN IMMEDIATE");
     try {
       const n = this.#s.delEndpoint.run(id).changes;
       this.#s.delPending.run(id);
-      this.db.exec("COMMIT");
+      this.#db.exec("COMMIT");
       return n > 0;
     } catch (error) {
-      if (this.db.isTransaction) this.db.exec("ROLLBACK");
+      if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
       throw error;
     }
   }
@@ -110,12 +113,12 @@ export class WebhookStore {
   }
 
   #enqueue(rows: Pick<OutboxRow, "id" | "endpointId" | "type" | "body" | "createdAt">[]): void {
-    this.db.exec("BEGIN IMMEDIATE");
+    this.#db.exec("BEGIN IMMEDIATE");
     try {
       for (const r of rows) this.#s.enqueue.run(r.id, r.endpointId, r.type, r.body, r.createdAt, r.createdAt);
-      this.db.exec("COMMIT");
+      this.#db.exec("COMMIT");
     } catch (error) {
-      if (this.db.isTransaction) this.db.exec("ROLLBACK");
+      if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
       throw error;
     }
   }
@@ -139,7 +142,7 @@ export class WebhookStore {
     attempt: { at: number; status: number | null; latencyMs: number; error: string | null },
     next: { state: OutboxRow["state"]; nextAt: number },
   ): void {
-    this.db.exec("BEGIN IMMEDIATE");
+    this.#db.exec("BEGIN IMMEDIATE");
     try {
       this.#s.attempt.run(
         row.id,
@@ -152,9 +155,9 @@ export class WebhookStore {
       );
       const done = next.state === "pending" ? null : attempt.at;
       this.#s.settle.run(next.state, next.nextAt, attempt.status, attempt.error, done, row.id);
-      this.db.exec("COMMIT");
+      this.#db.exec("COMMIT");
     } catch (error) {
-      if (this.db.isTransaction) this.db.exec("ROLLBACK");
+      if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
       throw error;
     }
   }
