@@ -12,8 +12,16 @@ const envelope = {
   seq: z.number().int().nonnegative(),
   ts: z.number(),
 };
+// The cast only states what the spread does (a field of `shape` replaces the envelope's, as `seq` does in
+// `hello`): TypeScript types a spread of a generic as an intersection, whose input type for hello's `seq`
+// was `undefined`, so a plugin could not type the 0 it writes.
 const event = <T extends string, S extends z.ZodRawShape>(type: T, shape: S) =>
-  z.looseObject({ ...envelope, type: z.literal(type), ...shape });
+  z.looseObject(
+    { ...envelope, type: z.literal(type), ...shape } as
+      & Omit<typeof envelope, keyof S>
+      & { type: z.ZodLiteral<T> }
+      & S,
+  );
 
 export const HelloFrame = event("hello", {
   seq: z.literal(0),
