@@ -6,16 +6,12 @@
  * `pin-end`, when put in SessionView and use_scroll_pin by hand, are turned into render and anchor times.
  * Args: dataDir sessionId (a filled data dir, as bench/ui_history.ts makes; run with a throwaway --lock).
  */
-import { chromium } from "npm:playwright-core@1.65.1";
 import { startDaemon } from "../testing/daemon.ts";
+import { launchBrowser } from "../testing/chromium.ts";
 
 const [dataDir, id] = Deno.args;
 const daemon = await startDaemon({ dataDir });
-const browser = await chromium.launch({
-  executablePath: "/usr/bin/chromium",
-  headless: true,
-  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run"],
-});
+const browser = await launchBrowser();
 try {
   for (let round = 0; round < Number(Deno.env.get("ROUNDS") ?? 1); round++) {
     const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });

@@ -7,10 +7,10 @@
  * inflates every frame), SUMMARY=1 prints only the profile's totals (by component, self, inclusive).
  * Args: dataDir sessionId (a filled data dir, as bench/ui_history.ts makes; run with a throwaway --lock).
  */
-import { chromium } from "npm:playwright-core@1.65.1";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { join } from "node:path";
 import { startDaemon } from "../testing/daemon.ts";
+import { launchBrowser } from "../testing/chromium.ts";
 import { islandNames } from "../lib/bundle.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
@@ -64,11 +64,7 @@ interface ProfileNode {
 
 const js = await unminifiedBundle();
 const daemon = await startDaemon({ dataDir });
-const browser = await chromium.launch({
-  executablePath: "/usr/bin/chromium",
-  headless: true,
-  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run"],
-});
+const browser = await launchBrowser();
 try {
   const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
   await context.request.post(`${daemon.url}/login`, {
