@@ -4125,16 +4125,7 @@ var Approvals = class {
   }
 };
 
-// plugin/src/runtime.ts
-var STATE = Symbol.for("lvmh-agent.state");
-function globalState() {
-  const g = globalThis;
-  return g[STATE] ??= {
-    links: /* @__PURE__ */ new Map(),
-    ctor: null,
-    loggers: /* @__PURE__ */ new Map()
-  };
-}
+// plugin/src/timers.ts
 function unref(timer) {
   if (typeof timer === "object" && timer !== null) {
     timer.unref?.();
@@ -4474,6 +4465,58 @@ var Heartbeat = class {
   }
 };
 
+// plugin/src/prompt_once.ts
+var PROMPTS_REMEMBERED = 1e3;
+var TakenPrompts = class {
+  /** promptId → answered (true once pi took it). Insertion order is age order. */
+  #taken = /* @__PURE__ */ new Map();
+  #max;
+  constructor(max = PROMPTS_REMEMBERED) {
+    this.#max = max;
+  }
+  /** Decide on a frame's promptId; the first sight of an id takes it. A frame without an id always runs. */
+  take(promptId) {
+    if (typeof promptId !== "string" || !promptId) return {
+      run: true
+    };
+    const answered = this.#taken.get(promptId);
+    if (answered === void 0) {
+      this.#taken.set(promptId, false);
+      while (this.#taken.size > this.#max) {
+        this.#taken.delete(this.#taken.keys().next().value);
+      }
+      return {
+        run: true
+      };
+    }
+    return answered ? {
+      run: false,
+      answered: true
+    } : {
+      run: false,
+      answered: false
+    };
+  }
+  /** The prompt's answer went out: ok (pi took it, a repeat gets ok again) or refused (forgotten). */
+  answered(promptId, ok) {
+    if (typeof promptId !== "string" || !this.#taken.has(promptId)) return;
+    if (ok) this.#taken.set(promptId, true);
+    else this.#taken.delete(promptId);
+  }
+  /** The run that queued the unanswered ones ended with its queue: a repeat may run in the next one. */
+  forgetUnanswered() {
+    for (const [id, answered] of [
+      ...this.#taken
+    ]) {
+      if (!answered) this.#taken.delete(id);
+    }
+  }
+  /** How many ids are remembered. */
+  get size() {
+    return this.#taken.size;
+  }
+};
+
 // plugin/src/seq_file.ts
 import fs from "node:fs";
 import path from "node:path";
@@ -4534,61 +4577,16 @@ var SeqFile = class {
   }
 };
 
-// plugin/src/prompt_once.ts
-var PROMPTS_REMEMBERED = 1e3;
-var TakenPrompts = class {
-  /** promptId → answered (true once pi took it). Insertion order is age order. */
-  #taken = /* @__PURE__ */ new Map();
-  #max;
-  constructor(max = PROMPTS_REMEMBERED) {
-    this.#max = max;
-  }
-  /** Decide on a frame's promptId; the first sight of an id takes it. A frame without an id always runs. */
-  take(promptId) {
-    if (typeof promptId !== "string" || !promptId) return {
-      run: true
-    };
-    const answered = this.#taken.get(promptId);
-    if (answered === void 0) {
-      this.#taken.set(promptId, false);
-      while (this.#taken.size > this.#max) {
-        this.#taken.delete(this.#taken.keys().next().value);
-      }
-      return {
-        run: true
-      };
-    }
-    return answered ? {
-      run: false,
-      answered: true
-    } : {
-      run: false,
-      answered: false
-    };
-  }
-  /** The prompt's answer went out: ok (pi took it, a repeat gets ok again) or refused (forgotten). */
-  answered(promptId, ok) {
-    if (typeof promptId !== "string" || !this.#taken.has(promptId)) return;
-    if (ok) this.#taken.set(promptId, true);
-    else this.#taken.delete(promptId);
-  }
-  /** The run that queued the unanswered ones ended with its queue: a repeat may run in the next one. */
-  forgetUnanswered() {
-    for (const [id, answered] of [
-      ...this.#taken
-    ]) {
-      if (!answered) this.#taken.delete(id);
-    }
-  }
-  /** How many ids are remembered. */
-  get size() {
-    return this.#taken.size;
-  }
-};
+// plugin/src/process_slot.ts
+var STATE = Symbol.for("lvmh-agent.state");
+function processSlot(name, make) {
+  const g = globalThis;
+  const slots = g[STATE] ??= {};
+  return slots[name] ??= make();
+}
 
 // plugin/src/websocket.ts
 function webSocketClass() {
-  const g = globalState();
   const scope = globalThis;
   if (typeof scope.WebSocket === "function") {
     return Promise.resolve(scope.WebSocket);
@@ -4597,11 +4595,11 @@ function webSocketClass() {
   if (typeof given === "function") {
     return Promise.resolve(given);
   }
-  g.ctor ??= Promise.resolve().then(() => (init_wrapper(), wrapper_exports)).then((m) => m.WebSocket ?? m.default);
-  return g.ctor;
+  return processSlot("ctor", () => Promise.resolve().then(() => (init_wrapper(), wrapper_exports)).then((m) => m.WebSocket ?? m.default));
 }
 
 // plugin/src/link.ts
+var NO_RUN = "no live pi session";
 function askSet(ask) {
   if (ask === "all") return "all";
   return Array.isArray(ask) ? ask.filter((t) => typeof t === "string") : [];
@@ -4609,7 +4607,7 @@ function askSet(ask) {
 var Link = class {
   sessionId;
   info;
-  /** The factory run currently attached: receives prompts and aborts. */
+  /** The factory run currently attached: receives the daemon's commands. */
   binding = null;
   /** The daemon's ask set for this session, from `welcome.policy` and `policy` frames (none until then). */
   policy = [];
@@ -4754,7 +4752,10 @@ var Link = class {
     });
     return this.#closing;
   }
-  /** A text frame from the daemon. */
+  /**
+   * A text frame from the daemon: every type the protocol knows is handled here, the transport's own on the
+   * link and the commands by the factory run attached (or answered at once when none is).
+   */
   onFrame(text) {
     let f;
     try {
@@ -4762,20 +4763,41 @@ var Link = class {
     } catch {
       return this.#log("daemon sent a frame that is not JSON");
     }
-    if (f?.type === "welcome") {
-      this.policy = askSet(f.policy?.ask);
-      this.features = new Set(Array.isArray(f.features) ? f.features : []);
-      this.#policyKnown();
-      this.#onWelcome(Number(f.lastSeq) || 0);
-    } else if (f?.type === "policy") this.policy = askSet(f.ask);
-    else if (f?.type === "ack") this.#buf.trim(Number(f.lastSeq) || 0);
-    else if (f?.type === "pong") return;
-    else if (f?.type === "error") this.#onError(f);
-    else if (f?.type === "prompt" && !this.#firstTime(f)) return;
-    else if (this.binding) this.binding.command(f);
-    else {
-      if (f?.type === "prompt") this.#log(`prompt ${f.promptId} dropped: no live pi session`);
-      this.commandResult(f, "no live pi session");
+    if (typeof f !== "object" || f === null) return;
+    const run = this.binding;
+    switch (f.type) {
+      case "welcome":
+        this.policy = askSet(f.policy?.ask);
+        this.features = new Set(Array.isArray(f.features) ? f.features : []);
+        this.#policyKnown();
+        return this.#onWelcome(Number(f.lastSeq) || 0);
+      case "policy":
+        this.policy = askSet(f.ask);
+        return;
+      case "ack":
+        return this.#buf.trim(Number(f.lastSeq) || 0);
+      case "pong":
+        return;
+      case "error":
+        return this.#onError(f);
+      case "prompt":
+        if (!this.#firstTime(f)) return;
+        if (run) return run.prompt(f);
+        this.#log(`prompt ${f.promptId} dropped: ${NO_RUN}`);
+        return this.commandResult(f, NO_RUN);
+      case "abort":
+        return run ? run.abort(f) : this.commandResult(f, NO_RUN);
+      case "set_model":
+        return run ? run.setModel(f) : this.commandResult(f, NO_RUN);
+      case "set_name":
+        return run ? run.setName(f) : this.commandResult(f, NO_RUN);
+      case "approval_decision":
+        return run?.approvalDecision(f);
+      default: {
+        const unknown = f;
+        const g = unknown;
+        return this.commandResult(g, run ? `unknown command ${JSON.stringify(String(g.type))}` : NO_RUN);
+      }
     }
   }
   /** The attached run ended with prompts still queued for pi (never taken): a repeat of one may run. */
@@ -4792,8 +4814,8 @@ var Link = class {
   }
   /** Answer a daemon command that carried a `commandId` (older daemons send none: then nothing). */
   commandResult(f, error) {
-    if (f?.type === "prompt") this.#prompts.answered(f.promptId, !error);
-    if (typeof f?.commandId !== "string" || !f.commandId) return;
+    if (f.type === "prompt") this.#prompts.answered(f.promptId, !error);
+    if (typeof f.commandId !== "string" || !f.commandId) return;
     const cut = error ? {
       error: error.slice(0, FieldMax.commandError)
     } : {};
@@ -4830,7 +4852,7 @@ var Link = class {
         this.#heartbeat?.stop();
         this.#heartbeat = new Heartbeat(() => this.#ping(ws), () => this.#dead(ws), this.#cfg.heartbeat);
         this.#heartbeat.start();
-        ws.send(JSON.stringify({
+        const hello = {
           v: PROTOCOL_VERSION,
           type: "hello",
           sessionId: this.sessionId,
@@ -4844,7 +4866,8 @@ var Link = class {
           ...this.binding?.waiting ? {
             waiting: this.binding.waiting().slice(0, FieldMax.waiting)
           } : {}
-        }));
+        };
+        ws.send(JSON.stringify(hello));
         this.#welcomeTimer = unref(setTimeout(() => ws.close(CloseCode.normal), WELCOME_TIMEOUT_MS));
       };
       ws.onmessage = (e) => {
@@ -4868,13 +4891,14 @@ var Link = class {
   }
   #ping(ws) {
     const ts = Date.now();
-    ws.send(JSON.stringify({
+    const ping = {
       v: PROTOCOL_VERSION,
       type: "ping",
       sessionId: this.sessionId,
       seq: 0,
       ts
-    }));
+    };
+    ws.send(JSON.stringify(ping));
   }
   /** The daemon went silent: drop this socket without waiting for a close handshake it cannot answer. */
   #dead(ws) {
@@ -5295,7 +5319,7 @@ function snapshot(ctx, cfg, extras = {}) {
   return {
     id: sm.getSessionId(),
     name: field(sm.getSessionName?.(), FieldMax.sessionName),
-    cwd: field(cwd, FieldMax.cwd),
+    cwd: field(cwd, FieldMax.cwd) ?? "",
     model: field(ctx.model?.id, FieldMax.model),
     provider: field(ctx.model?.provider, FieldMax.model),
     agent: cfg.agent,
@@ -5358,55 +5382,361 @@ function setName(f, deps, done) {
 
 // plugin/src/binding.ts
 function bind(pi, cfg, log) {
-  const g = globalState();
-  let link = null;
-  let ctxRef = null;
-  let renameTimer = null;
-  const ids = /* @__PURE__ */ new Map();
-  const origins = new Origins();
-  const matched = /* @__PURE__ */ new Map();
-  const toolUpdates = /* @__PURE__ */ new Map();
-  const guard = (name, fn) => (e, ctx) => {
-    try {
-      if (ctx) ctxRef = ctx;
-      return fn(e ?? {}, ctx);
-    } catch (err) {
-      log(`handler ${name} failed`, err);
-    }
+  return new PiBinding(pi, cfg, log);
+}
+var PiBinding = class {
+  #pi;
+  #cfg;
+  #log;
+  /** Every session's link in this process, by session id: a factory run finds its session's link here. */
+  #links;
+  #link = null;
+  #ctx = null;
+  #renameTimer = null;
+  #ids = /* @__PURE__ */ new Map();
+  // Delivered prompts waiting for their user message, and the ones matched at message_start (by message key).
+  #origins = new Origins();
+  #matched = /* @__PURE__ */ new Map();
+  #toolUpdates = /* @__PURE__ */ new Map();
+  /** pi 1.6.0 emits agent_settled itself; 0.73.1 does not, and the run polls for idle instead. */
+  #native;
+  #settle;
+  #delivery;
+  #approvals;
+  /** pi 0.73.1's setModel rewrites the global default model: one guard per process undoes that. */
+  #settingsGuard;
+  #switchState = {
+    switching: false
   };
-  const on = (name, fn) => pi.on(name, guard(name, fn));
-  const emitSettled = () => link?.emit("agent_settled", {});
-  let settle = null;
-  const native = typeof pi.on("agent_settled", guard("agent_settled", () => {
-    if (settle?.nativeSettled()) emitSettled();
-  })) === "function";
-  settle = new Settle(native);
-  const delivery = new Delivery(pi, settle, {
-    ctx: () => link ? ctxRef : null,
-    onSettled: emitSettled,
-    log,
-    origins
-  });
-  const approvals = new Approvals({
-    link: () => link,
-    localAsk: cfg.ask,
-    timeoutMs: cfg.askTimeoutMs,
-    log
-  });
-  const thinkingLevel = () => {
+  #steer;
+  /** Registers the handlers on `pi` (agent_settled first: what pi answers tells its version). */
+  constructor(pi, cfg, log) {
+    this.#pi = pi;
+    this.#cfg = cfg;
+    this.#log = log;
+    this.#links = processSlot("links", () => /* @__PURE__ */ new Map());
+    let settle = null;
+    this.#native = typeof this.#on("agent_settled", () => {
+      if (settle?.nativeSettled()) this.#emitSettled();
+    }) === "function";
+    this.#settle = settle = new Settle(this.#native);
+    const ctx = () => this.#link ? this.#ctx : null;
+    this.#delivery = new Delivery(pi, settle, {
+      ctx,
+      onSettled: () => this.#emitSettled(),
+      log,
+      origins: this.#origins
+    });
+    this.#approvals = new Approvals({
+      link: () => this.#link,
+      localAsk: cfg.ask,
+      timeoutMs: cfg.askTimeoutMs,
+      log
+    });
+    this.#settingsGuard = this.#native ? null : processSlot("settingsGuard", () => new SettingsGuard(cfg.settingsFile, log));
+    this.#steer = {
+      pi,
+      ctx,
+      guard: this.#settingsGuard,
+      changed: () => this.#checkInfo(this.#ctx),
+      log
+    };
+    this.#on("session_start", (_e, ctx2) => this.sessionStart(ctx2));
+    this.#on("session_shutdown", (e) => this.sessionShutdown(e));
+    this.#on("agent_start", (_e, ctx2) => this.agentStart(ctx2));
+    this.#on("agent_end", (e, ctx2) => this.agentEnd(e, ctx2));
+    this.#on("message_start", (e) => this.messageStart(e));
+    this.#on("message_update", (e) => this.messageUpdate(e));
+    this.#on("message_end", (e) => this.messageEnd(e));
+    this.#on("tool_execution_start", (e) => this.toolExecutionStart(e));
+    this.#on("tool_execution_update", (e) => this.toolExecutionUpdate(e));
+    this.#on("tool_execution_end", (e) => this.toolExecutionEnd(e));
+    this.#on("tool_call", (e, ctx2) => this.toolCall(e, ctx2));
+    this.#on("model_select", (e, ctx2) => this.modelSelect(e, ctx2));
+    for (const name of [
+      "input",
+      "turn_end",
+      "session_info_changed",
+      "thinking_level_select",
+      "session_compact"
+    ]) {
+      this.#on(name, (_e, ctx2) => this.#checkInfo(ctx2));
+    }
+  }
+  // ---------------------------------------------------------------------------------------------
+  // The daemon's commands (`Binding`), called by the link of the session this run has
+  prompt(f) {
+    const answer = this.#answer(f);
+    if (typeof f.message !== "string") return answer(`unknown command ${JSON.stringify(String(f.type))}`);
+    const deliverAs = f.deliverAs === "followUp" ? "followUp" : "steer";
+    const images = Array.isArray(f.images) ? f.images : void 0;
     try {
-      return field(pi.getThinkingLevel?.(), FieldMax.thinkingLevel);
+      this.#delivery.deliver({
+        promptId: f.promptId,
+        message: f.message,
+        images,
+        deliverAs,
+        by: typeof f.by === "string" ? f.by : void 0,
+        done: answer
+      });
+    } catch (err) {
+      this.#log(`prompt ${f.promptId} failed`, err);
+      answer(String(err?.message ?? err));
+    }
+  }
+  abort(f) {
+    const answer = this.#answer(f);
+    try {
+      if (!this.#ctx) return answer("no live pi session");
+      this.#ctx.abort();
+      answer();
+    } catch (err) {
+      this.#log("abort failed", err);
+      answer(String(err?.message ?? err));
+    }
+  }
+  setModel(f) {
+    void setModel(f, this.#steer, this.#switchState, this.#answer(f));
+  }
+  setName(f) {
+    setName(f, this.#steer, this.#answer(f));
+  }
+  approvalDecision(f) {
+    this.#approvals.decide(f);
+  }
+  welcomed() {
+    this.#approvals.resendAll();
+  }
+  waiting() {
+    return this.#approvals.ids;
+  }
+  // ---------------------------------------------------------------------------------------------
+  // pi's events
+  sessionStart(ctx) {
+    const info = snapshot(ctx, this.#cfg, {
+      thinkingLevel: this.#thinkingLevel(),
+      native: this.#native
+    });
+    if (this.#link?.sessionId === info.id) return this.#checkInfo(ctx);
+    let link = this.#links.get(info.id) ?? null;
+    if (!link || link.closed) {
+      link = new Link(this.#cfg, info.id, info, this.#log);
+      this.#links.set(info.id, link);
+    } else {
+      link.info = info;
+    }
+    this.#link = link;
+    link.binding = this;
+    link.start();
+    if (!this.#native && !this.#renameTimer) {
+      this.#renameTimer = unref(setInterval(() => {
+        try {
+          if (!this.#settle.running) this.#checkInfo(this.#ctx);
+        } catch {
+        }
+      }, RENAME_POLL_MS));
+    }
+    this.#delivery.pump();
+  }
+  sessionShutdown(e) {
+    const current = this.#link;
+    this.#link = null;
+    this.#delivery.stop();
+    if (this.#renameTimer) clearInterval(this.#renameTimer);
+    this.#renameTimer = null;
+    if (!current) return;
+    if (current.binding === this) current.binding = null;
+    current.forgetQueuedPrompts();
+    this.#approvals.cancelAll();
+    if (this.#settle.shutdown()) current.emit("agent_settled", {});
+    if (e.reason === "reload") return;
+    this.#links.delete(current.sessionId);
+    const done = current.close();
+    this.#log.flushSync();
+    return done;
+  }
+  agentStart(ctx) {
+    if (this.#settle.agentStart()) this.#emitSettled();
+    this.#link?.emit("agent_start", {});
+    this.#checkInfo(ctx);
+    this.#delivery.pump();
+  }
+  agentEnd(e, ctx) {
+    const usage = {
+      inputTokens: 0,
+      outputTokens: 0,
+      totalCost: 0
+    };
+    for (const m of Array.isArray(e.messages) ? e.messages : []) {
+      if (m?.role !== "assistant" || !m.usage) continue;
+      usage.inputTokens += Number(m.usage.input) || 0;
+      usage.outputTokens += Number(m.usage.output) || 0;
+      usage.totalCost += Number(m.usage.cost?.total) || 0;
+    }
+    this.#settle.agentEnd();
+    this.#link?.emit("agent_end", {
+      usage
+    });
+    this.#checkInfo(ctx);
+    if (!this.#native || this.#delivery.queued) this.#delivery.arm();
+  }
+  messageStart(e) {
+    const link = this.#link;
+    if (!link) return;
+    const m = e.message ?? {};
+    const id = messageId(m, link.nextSeq);
+    const key = `${m.role}:${m.timestamp}`;
+    this.#ids.set(key, id);
+    const web = m.role === "user" && this.#origins.size ? this.#origins.take(m.content) : null;
+    if (m.role === "user") this.#matched.set(key, web);
+    const message = {
+      role: mapRole(m.role),
+      id
+    };
+    link.emit("message_start", web ? {
+      message,
+      from: fromOf(web)
+    } : {
+      message
+    });
+  }
+  messageUpdate(e) {
+    const a = e.assistantMessageEvent;
+    if (!this.#link || !a) return;
+    if (a.type === "text_delta") this.#link.emit("message_update", {
+      delta: a.delta ?? "",
+      kind: "text"
+    });
+    else if (a.type === "thinking_delta") {
+      this.#link.emit("message_update", {
+        delta: a.delta ?? "",
+        kind: "thinking"
+      });
+    }
+  }
+  messageEnd(e) {
+    const link = this.#link;
+    if (!link) return;
+    const m = e.message ?? {};
+    const key = `${m.role}:${m.timestamp}`;
+    const id = this.#ids.get(key) ?? messageId(m, link.nextSeq);
+    this.#ids.delete(key);
+    let web = null;
+    if (m.role === "user") {
+      if (this.#matched.has(key)) web = this.#matched.get(key);
+      else if (this.#origins.size) web = this.#origins.take(m.content);
+      this.#matched.delete(key);
+    }
+    const message = toMessage(m, id, web);
+    let size = 300 + message.text.length + (message.thinking?.length ?? 0) + (message.images?.length ?? 0) * 200;
+    for (const c of message.toolCalls) size += c.argsJson.length;
+    link.emit("message_end", web ? {
+      message,
+      from: fromOf(web)
+    } : {
+      message
+    }, size);
+  }
+  toolExecutionStart(e) {
+    const { args, size } = safeArgs(e.args);
+    this.#link?.emit("tool_execution_start", {
+      toolCallId: String(e.toolCallId ?? ""),
+      toolName: String(e.toolName ?? ""),
+      args
+    }, 300 + size);
+  }
+  toolExecutionUpdate(e) {
+    if (!this.#link) return;
+    const id = String(e.toolCallId ?? "");
+    const frame = {
+      toolCallId: id,
+      toolName: String(e.toolName ?? ""),
+      result: e.partialResult
+    };
+    let u = this.#toolUpdates.get(id);
+    if (!u) this.#toolUpdates.set(id, u = {
+      last: 0,
+      pending: null,
+      timer: null
+    });
+    const update = u;
+    const send = (f) => {
+      update.last = Date.now();
+      update.pending = null;
+      this.#link?.emit("tool_execution_update", {
+        toolCallId: f.toolCallId,
+        toolName: f.toolName,
+        partial: resultText(f.result, PREVIEW_CHARS, true)
+      }, 300 + PREVIEW_CHARS);
+    };
+    if (Date.now() - update.last >= TOOL_UPDATE_MS) return send(frame);
+    update.pending = frame;
+    update.timer ??= unref(setTimeout(() => {
+      update.timer = null;
+      if (update.pending) send(update.pending);
+    }, TOOL_UPDATE_MS));
+  }
+  toolExecutionEnd(e) {
+    if (!this.#link) return;
+    const id = String(e.toolCallId ?? "");
+    const u = this.#toolUpdates.get(id);
+    this.#toolUpdates.delete(id);
+    if (u?.timer) clearTimeout(u.timer);
+    this.#link.emit("tool_execution_end", {
+      toolCallId: id,
+      toolName: String(e.toolName ?? ""),
+      isError: !!e.isError,
+      resultPreview: resultText(e.result, PREVIEW_CHARS)
+    }, 300 + PREVIEW_CHARS);
+  }
+  toolCall(e, ctx) {
+    return this.#approvals.toolCall(e, ctx)?.catch((err) => {
+      this.#log("approval failed", err);
+      return {
+        block: true,
+        reason: "lvmh-agent could not ask for approval"
+      };
+    });
+  }
+  modelSelect(e, ctx) {
+    if (!this.#switchState.switching && e.source !== "restore") this.#settingsGuard?.release();
+    this.#checkInfo(ctx, e.model);
+  }
+  // ---------------------------------------------------------------------------------------------
+  /** Register `fn` for pi's event `name`: it remembers pi's ctx, and a throw is logged, never reaches pi. */
+  #on(name, fn) {
+    return this.#pi.on(name, (e, ctx) => {
+      try {
+        if (ctx) this.#ctx = ctx;
+        return fn(e ?? {}, ctx);
+      } catch (err) {
+        this.#log(`handler ${name} failed`, err);
+      }
+    });
+  }
+  /** The answer to a command: a `command_result` when the frame carries a commandId. */
+  #answer(f) {
+    return (error) => this.#link?.commandResult(f, error);
+  }
+  #emitSettled() {
+    this.#link?.emit("agent_settled", {});
+  }
+  #thinkingLevel() {
+    try {
+      return field(this.#pi.getThinkingLevel?.(), FieldMax.thinkingLevel);
     } catch {
       return null;
     }
-  };
-  function checkInfo(ctx, model) {
+  }
+  /** Send `session_info` when the name, model or thinking level changed. */
+  #checkInfo(ctx, model) {
+    const link = this.#link;
     if (!link || !ctx) return;
     const name = field(ctx.sessionManager?.getSessionName?.(), FieldMax.sessionName);
     const m = model ?? ctx.model;
     const info = link.info;
     const id = field(m?.id, FieldMax.model), provider = field(m?.provider, FieldMax.model);
-    const thinking = thinkingLevel();
+    const thinking = this.#thinkingLevel();
     if (name === info.name && id === info.model && provider === info.provider && thinking === (info.thinkingLevel ?? null)) {
       return;
     }
@@ -5426,257 +5756,7 @@ function bind(pi, cfg, log) {
       session: link.info
     }, 300 + JSON.stringify(models ?? []).length);
   }
-  const settingsGuard = native ? null : g.settingsGuard ??= new SettingsGuard(cfg.settingsFile, log);
-  const switchState = {
-    switching: false
-  };
-  const steerDeps = {
-    pi,
-    ctx: () => link ? ctxRef : null,
-    guard: settingsGuard,
-    changed: () => checkInfo(ctxRef),
-    log
-  };
-  const binding = {
-    command(f) {
-      const answer = (error) => link?.commandResult(f, error);
-      if (f.type === "prompt" && typeof f.message === "string") {
-        const deliverAs = f.deliverAs === "followUp" ? "followUp" : "steer";
-        const images = Array.isArray(f.images) ? f.images : void 0;
-        try {
-          delivery.deliver({
-            promptId: f.promptId,
-            message: f.message,
-            images,
-            deliverAs,
-            by: typeof f.by === "string" ? f.by : void 0,
-            done: answer
-          });
-        } catch (err) {
-          log(`prompt ${f.promptId} failed`, err);
-          answer(String(err?.message ?? err));
-        }
-      } else if (f.type === "set_model") {
-        void setModel(f, steerDeps, switchState, answer);
-      } else if (f.type === "set_name") {
-        setName(f, steerDeps, answer);
-      } else if (f.type === "approval_decision") {
-        approvals.decide(f);
-      } else if (f.type === "abort") {
-        try {
-          if (!ctxRef) return answer("no live pi session");
-          ctxRef.abort();
-          answer();
-        } catch (err) {
-          log("abort failed", err);
-          answer(String(err?.message ?? err));
-        }
-      } else if (f.commandId) {
-        answer(`unknown command ${JSON.stringify(String(f.type))}`);
-      }
-    },
-    welcomed() {
-      approvals.resendAll();
-    },
-    waiting: () => approvals.ids
-  };
-  on("session_start", (_e, ctx) => {
-    const info = snapshot(ctx, cfg, {
-      thinkingLevel: thinkingLevel(),
-      native
-    });
-    if (link?.sessionId === info.id) return checkInfo(ctx);
-    link = g.links.get(info.id) ?? null;
-    if (!link || link.closed) {
-      link = new Link(cfg, info.id, info, log);
-      g.links.set(info.id, link);
-    } else {
-      link.info = info;
-    }
-    link.binding = binding;
-    link.start();
-    if (!native && !renameTimer) {
-      renameTimer = unref(setInterval(() => {
-        try {
-          if (!settle.running) checkInfo(ctxRef);
-        } catch {
-        }
-      }, RENAME_POLL_MS));
-    }
-    delivery.pump();
-  });
-  on("session_shutdown", (e) => {
-    const current = link;
-    link = null;
-    delivery.stop();
-    if (renameTimer) clearInterval(renameTimer);
-    renameTimer = null;
-    if (!current) return;
-    if (current.binding === binding) current.binding = null;
-    current.forgetQueuedPrompts();
-    approvals.cancelAll();
-    if (settle.shutdown()) current.emit("agent_settled", {});
-    if (e.reason === "reload") return;
-    g.links.delete(current.sessionId);
-    const done = current.close();
-    log.flushSync();
-    return done;
-  });
-  on("agent_start", (_e, ctx) => {
-    if (settle.agentStart()) emitSettled();
-    link?.emit("agent_start", {});
-    checkInfo(ctx);
-    delivery.pump();
-  });
-  on("agent_end", (e, ctx) => {
-    const usage = {
-      inputTokens: 0,
-      outputTokens: 0,
-      totalCost: 0
-    };
-    for (const m of Array.isArray(e.messages) ? e.messages : []) {
-      if (m?.role !== "assistant" || !m.usage) continue;
-      usage.inputTokens += Number(m.usage.input) || 0;
-      usage.outputTokens += Number(m.usage.output) || 0;
-      usage.totalCost += Number(m.usage.cost?.total) || 0;
-    }
-    settle.agentEnd();
-    link?.emit("agent_end", {
-      usage
-    });
-    checkInfo(ctx);
-    if (!native || delivery.queued) delivery.arm();
-  });
-  on("message_start", (e) => {
-    if (!link) return;
-    const m = e.message ?? {};
-    const id = messageId(m, link.nextSeq);
-    const key = `${m.role}:${m.timestamp}`;
-    ids.set(key, id);
-    const web = m.role === "user" && origins.size ? origins.take(m.content) : null;
-    if (m.role === "user") matched.set(key, web);
-    const message = {
-      role: mapRole(m.role),
-      id
-    };
-    link.emit("message_start", web ? {
-      message,
-      from: fromOf(web)
-    } : {
-      message
-    });
-  });
-  on("message_update", (e) => {
-    const a = e.assistantMessageEvent;
-    if (!link || !a) return;
-    if (a.type === "text_delta") {
-      link.emit("message_update", {
-        delta: a.delta ?? "",
-        kind: "text"
-      });
-    } else if (a.type === "thinking_delta") {
-      link.emit("message_update", {
-        delta: a.delta ?? "",
-        kind: "thinking"
-      });
-    }
-  });
-  on("message_end", (e) => {
-    if (!link) return;
-    const m = e.message ?? {};
-    const key = `${m.role}:${m.timestamp}`;
-    const id = ids.get(key) ?? messageId(m, link.nextSeq);
-    ids.delete(key);
-    let web = null;
-    if (m.role === "user") {
-      web = matched.has(key) ? matched.get(key) : origins.size ? origins.take(m.content) : null;
-      matched.delete(key);
-    }
-    const message = toMessage(m, id, web);
-    let size = 300 + message.text.length + (message.thinking?.length ?? 0) + (message.images?.length ?? 0) * 200;
-    for (const c of message.toolCalls) size += c.argsJson.length;
-    link.emit("message_end", web ? {
-      message,
-      from: fromOf(web)
-    } : {
-      message
-    }, size);
-  });
-  on("tool_execution_start", (e) => {
-    const { args, size } = safeArgs(e.args);
-    link?.emit("tool_execution_start", {
-      toolCallId: String(e.toolCallId ?? ""),
-      toolName: String(e.toolName ?? ""),
-      args
-    }, 300 + size);
-  });
-  on("tool_execution_update", (e) => {
-    if (!link) return;
-    const id = String(e.toolCallId ?? "");
-    const frame = {
-      toolCallId: id,
-      toolName: String(e.toolName ?? ""),
-      result: e.partialResult
-    };
-    let u = toolUpdates.get(id);
-    if (!u) toolUpdates.set(id, u = {
-      last: 0,
-      pending: null,
-      timer: null
-    });
-    const update = u;
-    const send = (f) => {
-      update.last = Date.now();
-      update.pending = null;
-      link?.emit("tool_execution_update", {
-        toolCallId: f.toolCallId,
-        toolName: f.toolName,
-        partial: resultText(f.result, PREVIEW_CHARS, true)
-      }, 300 + PREVIEW_CHARS);
-    };
-    if (Date.now() - update.last >= TOOL_UPDATE_MS) return send(frame);
-    update.pending = frame;
-    update.timer ??= unref(setTimeout(() => {
-      update.timer = null;
-      if (update.pending) send(update.pending);
-    }, TOOL_UPDATE_MS));
-  });
-  on("tool_execution_end", (e) => {
-    if (!link) return;
-    const id = String(e.toolCallId ?? "");
-    const u = toolUpdates.get(id);
-    toolUpdates.delete(id);
-    if (u?.timer) clearTimeout(u.timer);
-    link.emit("tool_execution_end", {
-      toolCallId: id,
-      toolName: String(e.toolName ?? ""),
-      isError: !!e.isError,
-      resultPreview: resultText(e.result, PREVIEW_CHARS)
-    }, 300 + PREVIEW_CHARS);
-  });
-  on("tool_call", (e, ctx) => approvals.toolCall(e, ctx)?.catch((err) => {
-    log("approval failed", err);
-    return {
-      block: true,
-      reason: "lvmh-agent could not ask for approval"
-    };
-  }));
-  on("model_select", (e, ctx) => {
-    if (!switchState.switching && e.source !== "restore") {
-      settingsGuard?.release();
-    }
-    checkInfo(ctx, e.model);
-  });
-  for (const name of [
-    "input",
-    "turn_end",
-    "session_info_changed",
-    "thinking_level_select",
-    "session_compact"
-  ]) {
-    on(name, (_e, ctx) => checkInfo(ctx));
-  }
-}
+};
 
 // plugin/src/config.ts
 import os from "node:os";
@@ -5712,9 +5792,11 @@ function disabled(cfg, options) {
 import fs4 from "node:fs";
 import path4 from "node:path";
 function housekeeping(cfg) {
-  const g = globalState();
-  if (g.housekept) return;
-  g.housekept = true;
+  let first = false;
+  processSlot("housekept", () => first = true);
+  if (first) cleanUp(cfg);
+}
+function cleanUp(cfg) {
   const p = fs4.promises;
   p.stat(cfg.logFile).then((st) => st.size > LOG_MAX_BYTES ? p.rename(cfg.logFile, `${cfg.logFile}.1`) : void 0).catch(() => {
   });
@@ -5732,9 +5814,9 @@ import fs5 from "node:fs";
 import path5 from "node:path";
 import process4 from "node:process";
 function makeLogger(file, secret) {
-  const g = globalState();
+  const loggers = processSlot("loggers", () => /* @__PURE__ */ new Map());
   const key = `${file}\0${secret}`;
-  const known = g.loggers.get(key);
+  const known = loggers.get(key);
   if (known) return known;
   let lines = [];
   let timer = null;
@@ -5776,7 +5858,7 @@ function makeLogger(file, secret) {
     } catch {
     }
   };
-  g.loggers.set(key, log);
+  loggers.set(key, log);
   return log;
 }
 

@@ -127,7 +127,7 @@ Deno.test("approval and command frames the plugin sends are cut at the daemon's 
   const request = sent.find((s) => s.type === "approval_request")!.payload;
   approvals.decide({
     type: "approval_decision",
-    approvalId: request.approvalId,
+    approvalId: String(request.approvalId),
     decision: "approve",
     by: long(),
   });

@@ -7,8 +7,9 @@
  */
 import { FieldMax } from "../../lib/wire.ts";
 import { TITLE_ARGS_CHARS } from "./constants.ts";
-import type { AskSet, DaemonFrame, Link } from "./link.ts";
 import type { EventFrame } from "./buffer.ts";
+import type { AskSet, EventPayload, FrameOf } from "./frames.ts";
+import type { Link } from "./link.ts";
 import type { Logger } from "./log.ts";
 import { clip, safeArgs } from "./mapping.ts";
 import type { PiContext, PiEvent } from "./pi_types.ts";
@@ -19,11 +20,8 @@ export interface Block {
   reason: string;
 }
 
-/** How a wait ended. */
-interface Outcome {
-  decision: "approve" | "reject";
-  by: string;
-  source: "web" | "terminal" | "abort" | "timeout";
+/** How a wait ended: what `approval_resolved` reports, and the reason a person gave. */
+interface Outcome extends Pick<EventPayload<"approval_resolved">, "decision" | "by" | "source"> {
   reason?: string;
 }
 
@@ -125,7 +123,7 @@ export class Approvals {
   }
 
   /** The daemon's `approval_decision`; one for an unknown or already answered request is ignored. */
-  decide(f: DaemonFrame): void {
+  decide(f: FrameOf<"approval_decision">): void {
     const p = this.#pending.get(String(f.approvalId));
     if (!p || (f.decision !== "approve" && f.decision !== "reject")) return;
     p.finish({

@@ -7,16 +7,18 @@ import { Approvals } from "./approvals.ts";
 import type { Config } from "./config.ts";
 import { PREVIEW_CHARS, RENAME_POLL_MS, TOOL_UPDATE_MS } from "./constants.ts";
 import { Delivery } from "./delivery.ts";
-import { type DaemonFrame, Link } from "./link.ts";
+import type { FrameOf } from "./frames.ts";
+import { type Binding, Link } from "./link.ts";
 import type { Logger } from "./log.ts";
 import { mapRole, messageId, resultText, safeArgs, toMessage } from "./mapping.ts";
 import { fromOf, Origins, type WebPrompt } from "./origins.ts";
 import type { PiApi, PiContext, PiEvent } from "./pi_types.ts";
-import { globalState, unref } from "./runtime.ts";
+import { processSlot } from "./process_slot.ts";
 import { Settle } from "./settle.ts";
 import { SettingsGuard } from "./settings_guard.ts";
 import { field, modelList, snapshot } from "./snapshot.ts";
-import { setModel, setName, type SwitchState } from "./steer.ts";
+import { setModel, setName, type SteerDeps, type SwitchState } from "./steer.ts";
+import { unref } from "./timers.ts";
 
 interface ToolUpdate {
   last: number;
@@ -25,191 +27,193 @@ interface ToolUpdate {
 }
 
 /** Register this factory run's handlers on `pi`. */
-export function bind(pi: PiApi, cfg: Config, log: Logger): void {
-  const g = globalState();
-  let link: Link | null = null;
-  let ctxRef: PiContext | null = null;
-  let renameTimer: ReturnType<typeof setInterval> | null = null;
-  const ids = new Map<string, string>();
+export function bind(pi: PiApi, cfg: Config, log: Logger): PiBinding {
+  return new PiBinding(pi, cfg, log);
+}
+
+/** One factory run: a method per pi event it handles, and the daemon's commands for the session it runs. */
+export class PiBinding implements Binding {
+  #pi: PiApi;
+  #cfg: Config;
+  #log: Logger;
+  /** Every session's link in this process, by session id: a factory run finds its session's link here. */
+  #links: Map<string, Link>;
+  #link: Link | null = null;
+  #ctx: PiContext | null = null;
+  #renameTimer: ReturnType<typeof setInterval> | null = null;
+  #ids = new Map<string, string>();
   // Delivered prompts waiting for their user message, and the ones matched at message_start (by message key).
-  const origins = new Origins();
-  const matched = new Map<string, WebPrompt | null>();
-  const toolUpdates = new Map<string, ToolUpdate>();
+  #origins = new Origins();
+  #matched = new Map<string, WebPrompt | null>();
+  #toolUpdates = new Map<string, ToolUpdate>();
+  /** pi 1.6.0 emits agent_settled itself; 0.73.1 does not, and the run polls for idle instead. */
+  #native: boolean;
+  #settle: Settle;
+  #delivery: Delivery;
+  #approvals: Approvals;
+  /** pi 0.73.1's setModel rewrites the global default model: one guard per process undoes that. */
+  #settingsGuard: SettingsGuard | null;
+  #switchState: SwitchState = { switching: false };
+  #steer: SteerDeps;
 
-  const guard =
-    (name: string, fn: (e: PiEvent, ctx: PiContext) => unknown) => (e: PiEvent, ctx: PiContext) => {
-      try {
-        if (ctx) ctxRef = ctx;
-        return fn(e ?? {}, ctx);
-      } catch (err) {
-        log(`handler ${name} failed`, err);
-      }
-    };
-  const on = (name: string, fn: (e: PiEvent, ctx: PiContext) => unknown) => pi.on(name, guard(name, fn));
+  /** Registers the handlers on `pi` (agent_settled first: what pi answers tells its version). */
+  constructor(pi: PiApi, cfg: Config, log: Logger) {
+    this.#pi = pi;
+    this.#cfg = cfg;
+    this.#log = log;
+    this.#links = processSlot("links", () => new Map<string, Link>());
+    // pi 1.6.0's `on` returns an unsubscribe function; 0.73.1 has no agent_settled and returns nothing.
+    let settle: Settle | null = null;
+    this.#native = typeof this.#on("agent_settled", () => {
+      if (settle?.nativeSettled()) this.#emitSettled();
+    }) === "function";
+    this.#settle = settle = new Settle(this.#native);
+    const ctx = () => (this.#link ? this.#ctx : null);
+    this.#delivery = new Delivery(pi, settle, {
+      ctx,
+      onSettled: () => this.#emitSettled(),
+      log,
+      origins: this.#origins,
+    });
+    this.#approvals = new Approvals({
+      link: () => this.#link,
+      localAsk: cfg.ask,
+      timeoutMs: cfg.askTimeoutMs,
+      log,
+    });
+    this.#settingsGuard = this.#native
+      ? null
+      : processSlot("settingsGuard", () => new SettingsGuard(cfg.settingsFile, log));
+    this.#steer = { pi, ctx, guard: this.#settingsGuard, changed: () => this.#checkInfo(this.#ctx), log };
 
-  const emitSettled = () => link?.emit("agent_settled", {});
-  // pi 1.6.0's `on` returns an unsubscribe function; 0.73.1 has no agent_settled and returns nothing.
-  let settle: Settle | null = null;
-  const native = typeof pi.on(
-    "agent_settled",
-    guard("agent_settled", () => {
-      if (settle?.nativeSettled()) emitSettled();
-    }),
-  ) === "function";
-  settle = new Settle(native);
-  const delivery = new Delivery(pi, settle, {
-    ctx: () => (link ? ctxRef : null),
-    onSettled: emitSettled,
-    log,
-    origins,
-  });
-  const approvals = new Approvals({
-    link: () => link,
-    localAsk: cfg.ask,
-    timeoutMs: cfg.askTimeoutMs,
-    log,
-  });
-
-  const thinkingLevel = () => {
-    try {
-      return field(pi.getThinkingLevel?.(), FieldMax.thinkingLevel);
-    } catch {
-      return null;
-    }
-  };
-  function checkInfo(ctx: PiContext | null, model?: PiContext["model"]) {
-    if (!link || !ctx) return;
-    const name = field(ctx.sessionManager?.getSessionName?.(), FieldMax.sessionName);
-    const m = model ?? ctx.model;
-    const info = link.info;
-    const id = field(m?.id, FieldMax.model), provider = field(m?.provider, FieldMax.model);
-    const thinking = thinkingLevel();
-    if (
-      name === info.name && id === info.model && provider === info.provider &&
-      thinking === (info.thinkingLevel ?? null)
+    this.#on("session_start", (_e, ctx) => this.sessionStart(ctx));
+    this.#on("session_shutdown", (e) => this.sessionShutdown(e));
+    this.#on("agent_start", (_e, ctx) => this.agentStart(ctx));
+    this.#on("agent_end", (e, ctx) => this.agentEnd(e, ctx));
+    this.#on("message_start", (e) => this.messageStart(e));
+    this.#on("message_update", (e) => this.messageUpdate(e));
+    this.#on("message_end", (e) => this.messageEnd(e));
+    this.#on("tool_execution_start", (e) => this.toolExecutionStart(e));
+    this.#on("tool_execution_update", (e) => this.toolExecutionUpdate(e));
+    this.#on("tool_execution_end", (e) => this.toolExecutionEnd(e));
+    this.#on("tool_call", (e, ctx) => this.toolCall(e, ctx));
+    this.#on("model_select", (e, ctx) => this.modelSelect(e, ctx));
+    for (
+      const name of ["input", "turn_end", "session_info_changed", "thinking_level_select", "session_compact"]
     ) {
-      return;
+      this.#on(name, (_e, ctx) => this.#checkInfo(ctx));
     }
-    const models = id === info.model && provider === info.provider
-      ? info.models
-      : modelList({ ...ctx, model: m });
-    link.info = {
-      ...info,
-      name,
-      model: id,
-      provider,
-      thinkingLevel: thinking,
-      models,
-    };
-    link.emit(
-      "session_info",
-      { session: link.info },
-      300 + JSON.stringify(models ?? []).length,
-    );
   }
 
-  // pi 0.73.1's setModel rewrites the global default model: one guard per process undoes that.
-  const settingsGuard = native ? null : (g.settingsGuard ??= new SettingsGuard(cfg.settingsFile, log));
-  const switchState: SwitchState = { switching: false };
-  const steerDeps = {
-    pi,
-    ctx: () => (link ? ctxRef : null),
-    guard: settingsGuard,
-    changed: () => checkInfo(ctxRef),
-    log,
-  };
+  // ---------------------------------------------------------------------------------------------
+  // The daemon's commands (`Binding`), called by the link of the session this run has
 
-  const binding = {
-    command(f: DaemonFrame) {
-      // Commands with a commandId are answered with command_result once pi took them (or refused).
-      const answer = (error?: string) => link?.commandResult(f, error);
-      if (f.type === "prompt" && typeof f.message === "string") {
-        const deliverAs = f.deliverAs === "followUp" ? "followUp" : "steer";
-        const images = Array.isArray(f.images) ? f.images : undefined;
-        try {
-          delivery.deliver({
-            promptId: f.promptId,
-            message: f.message,
-            images,
-            deliverAs,
-            by: typeof f.by === "string" ? f.by : undefined,
-            done: answer,
-          });
-        } catch (err) {
-          log(`prompt ${f.promptId} failed`, err);
-          answer(String((err as Error)?.message ?? err));
-        }
-      } else if (f.type === "set_model") {
-        void setModel(f, steerDeps, switchState, answer);
-      } else if (f.type === "set_name") {
-        setName(f, steerDeps, answer);
-      } else if (f.type === "approval_decision") {
-        approvals.decide(f);
-      } else if (f.type === "abort") {
-        try {
-          if (!ctxRef) return answer("no live pi session");
-          ctxRef.abort();
-          answer();
-        } catch (err) {
-          log("abort failed", err);
-          answer(String((err as Error)?.message ?? err));
-        }
-      } else if (f.commandId) {
-        answer(`unknown command ${JSON.stringify(String(f.type))}`);
-      }
-    },
-    welcomed() {
-      approvals.resendAll();
-    },
-    waiting: () => approvals.ids,
-  };
+  prompt(f: FrameOf<"prompt">): void {
+    // Commands with a commandId are answered with command_result once pi took them (or refused).
+    const answer = this.#answer(f);
+    if (typeof f.message !== "string") return answer(`unknown command ${JSON.stringify(String(f.type))}`);
+    const deliverAs = f.deliverAs === "followUp" ? "followUp" : "steer";
+    const images = Array.isArray(f.images) ? f.images : undefined;
+    try {
+      this.#delivery.deliver({
+        promptId: f.promptId,
+        message: f.message,
+        images,
+        deliverAs,
+        by: typeof f.by === "string" ? f.by : undefined,
+        done: answer,
+      });
+    } catch (err) {
+      this.#log(`prompt ${f.promptId} failed`, err);
+      answer(String((err as Error)?.message ?? err));
+    }
+  }
 
-  on("session_start", (_e, ctx) => {
-    const info = snapshot(ctx, cfg, { thinkingLevel: thinkingLevel(), native });
-    if (link?.sessionId === info.id) return checkInfo(ctx);
-    link = g.links.get(info.id) ?? null;
+  abort(f: FrameOf<"abort">): void {
+    const answer = this.#answer(f);
+    try {
+      if (!this.#ctx) return answer("no live pi session");
+      this.#ctx.abort();
+      answer();
+    } catch (err) {
+      this.#log("abort failed", err);
+      answer(String((err as Error)?.message ?? err));
+    }
+  }
+
+  setModel(f: FrameOf<"set_model">): void {
+    void setModel(f, this.#steer, this.#switchState, this.#answer(f));
+  }
+
+  setName(f: FrameOf<"set_name">): void {
+    setName(f, this.#steer, this.#answer(f));
+  }
+
+  approvalDecision(f: FrameOf<"approval_decision">): void {
+    this.#approvals.decide(f);
+  }
+
+  welcomed(): void {
+    this.#approvals.resendAll();
+  }
+
+  waiting(): string[] {
+    return this.#approvals.ids;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // pi's events
+
+  sessionStart(ctx: PiContext): void {
+    const info = snapshot(ctx, this.#cfg, { thinkingLevel: this.#thinkingLevel(), native: this.#native });
+    if (this.#link?.sessionId === info.id) return this.#checkInfo(ctx);
+    let link = this.#links.get(info.id) ?? null;
     if (!link || link.closed) {
-      link = new Link(cfg, info.id, info, log);
-      g.links.set(info.id, link);
+      link = new Link(this.#cfg, info.id, info, this.#log);
+      this.#links.set(info.id, link);
     } else {
       link.info = info;
     }
-    link.binding = binding;
+    this.#link = link;
+    link.binding = this;
     link.start();
     // pi 0.73.1 tells extensions nothing about a /name typed while idle; 1.6.0 has session_info_changed.
-    if (!native && !renameTimer) {
-      renameTimer = unref(setInterval(() => {
+    if (!this.#native && !this.#renameTimer) {
+      this.#renameTimer = unref(setInterval(() => {
         try {
-          if (!settle.running) checkInfo(ctxRef);
+          if (!this.#settle.running) this.#checkInfo(this.#ctx);
         } catch { /* a stale ctx after a session switch */ }
       }, RENAME_POLL_MS));
     }
-    delivery.pump();
-  });
-  on("session_shutdown", (e) => {
-    const current = link;
-    link = null;
-    delivery.stop();
-    if (renameTimer) clearInterval(renameTimer);
-    renameTimer = null;
+    this.#delivery.pump();
+  }
+
+  sessionShutdown(e: PiEvent): Promise<void> | undefined {
+    const current = this.#link;
+    this.#link = null;
+    this.#delivery.stop();
+    if (this.#renameTimer) clearInterval(this.#renameTimer);
+    this.#renameTimer = null;
     if (!current) return;
-    if (current.binding === binding) current.binding = null;
+    if (current.binding === this) current.binding = null;
     current.forgetQueuedPrompts(); // delivery.stop() dropped them unanswered
-    approvals.cancelAll();
-    if (settle.shutdown()) current.emit("agent_settled", {}); // pi is idle by now: print mode ends here
+    this.#approvals.cancelAll();
+    if (this.#settle.shutdown()) current.emit("agent_settled", {}); // pi is idle by now: print mode ends here
     if (e.reason === "reload") return; // the same session comes back in the next factory run
-    g.links.delete(current.sessionId);
+    this.#links.delete(current.sessionId);
     const done = current.close();
-    log.flushSync();
+    this.#log.flushSync();
     return done;
-  });
-  on("agent_start", (_e, ctx) => {
-    if (settle.agentStart()) emitSettled();
-    link?.emit("agent_start", {});
-    checkInfo(ctx);
-    delivery.pump();
-  });
-  on("agent_end", (e, ctx) => {
+  }
+
+  agentStart(ctx: PiContext): void {
+    if (this.#settle.agentStart()) this.#emitSettled();
+    this.#link?.emit("agent_start", {});
+    this.#checkInfo(ctx);
+    this.#delivery.pump();
+  }
+
+  agentEnd(e: PiEvent, ctx: PiContext): void {
     const usage = { inputTokens: 0, outputTokens: 0, totalCost: 0 };
     for (const m of Array.isArray(e.messages) ? e.messages : []) {
       if (m?.role !== "assistant" || !m.usage) continue;
@@ -217,81 +221,77 @@ export function bind(pi: PiApi, cfg: Config, log: Logger): void {
       usage.outputTokens += Number(m.usage.output) || 0;
       usage.totalCost += Number(m.usage.cost?.total) || 0;
     }
-    settle.agentEnd();
-    link?.emit("agent_end", { usage });
-    checkInfo(ctx);
-    if (!native || delivery.queued) delivery.arm();
-  });
-  on("message_start", (e) => {
+    this.#settle.agentEnd();
+    this.#link?.emit("agent_end", { usage });
+    this.#checkInfo(ctx);
+    if (!this.#native || this.#delivery.queued) this.#delivery.arm();
+  }
+
+  messageStart(e: PiEvent): void {
+    const link = this.#link;
     if (!link) return;
     const m = e.message ?? {};
     const id = messageId(m, link.nextSeq);
     const key = `${m.role}:${m.timestamp}`;
-    ids.set(key, id);
+    this.#ids.set(key, id);
     // A user message pi emits for a delivered prompt says so, and who sent it.
-    const web = m.role === "user" && origins.size ? origins.take(m.content) : null;
-    if (m.role === "user") matched.set(key, web);
+    const web = m.role === "user" && this.#origins.size ? this.#origins.take(m.content) : null;
+    if (m.role === "user") this.#matched.set(key, web);
     const message = { role: mapRole(m.role), id };
-    link.emit(
-      "message_start",
-      web ? { message, from: fromOf(web) } : { message },
-    );
-  });
-  on("message_update", (e) => {
+    link.emit("message_start", web ? { message, from: fromOf(web) } : { message });
+  }
+
+  messageUpdate(e: PiEvent): void {
     const a = e.assistantMessageEvent;
-    if (!link || !a) return;
-    if (a.type === "text_delta") {
-      link.emit("message_update", { delta: a.delta ?? "", kind: "text" });
-    } else if (a.type === "thinking_delta") {
-      link.emit("message_update", { delta: a.delta ?? "", kind: "thinking" });
+    if (!this.#link || !a) return;
+    if (a.type === "text_delta") this.#link.emit("message_update", { delta: a.delta ?? "", kind: "text" });
+    else if (a.type === "thinking_delta") {
+      this.#link.emit("message_update", { delta: a.delta ?? "", kind: "thinking" });
     }
-  });
-  on("message_end", (e) => {
+  }
+
+  messageEnd(e: PiEvent): void {
+    const link = this.#link;
     if (!link) return;
     const m = e.message ?? {};
     const key = `${m.role}:${m.timestamp}`;
-    const id = ids.get(key) ?? messageId(m, link.nextSeq);
-    ids.delete(key);
+    const id = this.#ids.get(key) ?? messageId(m, link.nextSeq);
+    this.#ids.delete(key);
     // Matched at message_start, or now when its start was not seen (a link opened in between).
     let web: WebPrompt | null = null;
     if (m.role === "user") {
-      web = matched.has(key) ? matched.get(key)! : origins.size ? origins.take(m.content) : null;
-      matched.delete(key);
+      if (this.#matched.has(key)) web = this.#matched.get(key)!;
+      else if (this.#origins.size) web = this.#origins.take(m.content);
+      this.#matched.delete(key);
     }
     const message = toMessage(m, id, web);
     let size = 300 + message.text.length + (message.thinking?.length ?? 0) +
       (message.images?.length ?? 0) * 200;
     for (const c of message.toolCalls) size += c.argsJson.length;
-    link.emit(
-      "message_end",
-      web ? { message, from: fromOf(web) } : { message },
-      size,
-    );
-  });
-  on("tool_execution_start", (e) => {
+    link.emit("message_end", web ? { message, from: fromOf(web) } : { message }, size);
+  }
+
+  toolExecutionStart(e: PiEvent): void {
     const { args, size } = safeArgs(e.args);
-    link?.emit("tool_execution_start", {
+    this.#link?.emit("tool_execution_start", {
       toolCallId: String(e.toolCallId ?? ""),
       toolName: String(e.toolName ?? ""),
       args,
     }, 300 + size);
-  });
-  on("tool_execution_update", (e) => {
-    if (!link) return;
+  }
+
+  toolExecutionUpdate(e: PiEvent): void {
+    if (!this.#link) return;
     // Output arrives accumulated and can come in bursts: send its tail, at most once per TOOL_UPDATE_MS.
     const id = String(e.toolCallId ?? "");
-    const frame = {
-      toolCallId: id,
-      toolName: String(e.toolName ?? ""),
-      result: e.partialResult,
-    };
-    let u = toolUpdates.get(id);
-    if (!u) toolUpdates.set(id, u = { last: 0, pending: null, timer: null });
+    const frame = { toolCallId: id, toolName: String(e.toolName ?? ""), result: e.partialResult };
+    let u = this.#toolUpdates.get(id);
+    if (!u) this.#toolUpdates.set(id, u = { last: 0, pending: null, timer: null });
     const update = u;
     const send = (f: PiEvent) => {
       update.last = Date.now();
       update.pending = null;
-      link?.emit("tool_execution_update", {
+      this.#link?.emit("tool_execution_update", {
         toolCallId: f.toolCallId,
         toolName: f.toolName,
         partial: resultText(f.result, PREVIEW_CHARS, true),
@@ -303,42 +303,86 @@ export function bind(pi: PiApi, cfg: Config, log: Logger): void {
       update.timer = null;
       if (update.pending) send(update.pending);
     }, TOOL_UPDATE_MS));
-  });
-  on("tool_execution_end", (e) => {
-    if (!link) return;
+  }
+
+  toolExecutionEnd(e: PiEvent): void {
+    if (!this.#link) return;
     const id = String(e.toolCallId ?? "");
-    const u = toolUpdates.get(id);
-    toolUpdates.delete(id);
+    const u = this.#toolUpdates.get(id);
+    this.#toolUpdates.delete(id);
     if (u?.timer) clearTimeout(u.timer);
-    link.emit("tool_execution_end", {
+    this.#link.emit("tool_execution_end", {
       toolCallId: id,
       toolName: String(e.toolName ?? ""),
       isError: !!e.isError,
       resultPreview: resultText(e.result, PREVIEW_CHARS),
     }, 300 + PREVIEW_CHARS);
-  });
-  on("tool_call", (e, ctx) =>
-    approvals.toolCall(e, ctx)?.catch((err) => {
+  }
+
+  toolCall(e: PiEvent, ctx: PiContext): Promise<unknown> | undefined {
+    return this.#approvals.toolCall(e, ctx)?.catch((err) => {
       // Fail closed: a tool that needs approval must not run because the plugin broke.
-      log("approval failed", err);
+      this.#log("approval failed", err);
       return { block: true, reason: "lvmh-agent could not ask for approval" };
-    }));
-  on("model_select", (e, ctx) => {
+    });
+  }
+
+  modelSelect(e: PiEvent, ctx: PiContext): void {
     // A model chosen in the terminal is that person's new default (pi's own behaviour): stop guarding.
-    if (!switchState.switching && e.source !== "restore") {
-      settingsGuard?.release();
+    if (!this.#switchState.switching && e.source !== "restore") this.#settingsGuard?.release();
+    this.#checkInfo(ctx, e.model);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  /** Register `fn` for pi's event `name`: it remembers pi's ctx, and a throw is logged, never reaches pi. */
+  #on(name: string, fn: (e: PiEvent, ctx: PiContext) => unknown): unknown {
+    return this.#pi.on(name, (e: PiEvent, ctx: PiContext) => {
+      try {
+        if (ctx) this.#ctx = ctx;
+        return fn(e ?? {}, ctx);
+      } catch (err) {
+        this.#log(`handler ${name} failed`, err);
+      }
+    });
+  }
+
+  /** The answer to a command: a `command_result` when the frame carries a commandId. */
+  #answer(f: FrameOf<"prompt" | "abort" | "set_model" | "set_name">): (error?: string) => void {
+    return (error) => this.#link?.commandResult(f, error);
+  }
+
+  #emitSettled(): void {
+    this.#link?.emit("agent_settled", {});
+  }
+
+  #thinkingLevel(): string | null {
+    try {
+      return field(this.#pi.getThinkingLevel?.(), FieldMax.thinkingLevel);
+    } catch {
+      return null;
     }
-    checkInfo(ctx, e.model);
-  });
-  for (
-    const name of [
-      "input",
-      "turn_end",
-      "session_info_changed",
-      "thinking_level_select",
-      "session_compact",
-    ]
-  ) {
-    on(name, (_e, ctx) => checkInfo(ctx));
+  }
+
+  /** Send `session_info` when the name, model or thinking level changed. */
+  #checkInfo(ctx: PiContext | null, model?: PiContext["model"]): void {
+    const link = this.#link;
+    if (!link || !ctx) return;
+    const name = field(ctx.sessionManager?.getSessionName?.(), FieldMax.sessionName);
+    const m = model ?? ctx.model;
+    const info = link.info;
+    const id = field(m?.id, FieldMax.model), provider = field(m?.provider, FieldMax.model);
+    const thinking = this.#thinkingLevel();
+    if (
+      name === info.name && id === info.model && provider === info.provider &&
+      thinking === (info.thinkingLevel ?? null)
+    ) {
+      return;
+    }
+    const models = id === info.model && provider === info.provider
+      ? info.models
+      : modelList({ ...ctx, model: m });
+    link.info = { ...info, name, model: id, provider, thinkingLevel: thinking, models };
+    link.emit("session_info", { session: link.info }, 300 + JSON.stringify(models ?? []).length);
   }
 }

@@ -4,6 +4,7 @@
 import os from "node:os";
 import path from "node:path";
 import process from "node:process";
+import type { AskSet } from "./frames.ts";
 
 /** What tests and hosts may override; everything else comes from the environment. */
 export interface AgentOptions {
@@ -28,7 +29,7 @@ export interface Config {
   stateDir: string;
   logFile: string;
   /** Tools this pi always asks about (LVMH_ASK), on top of the daemon's ask set. */
-  ask: string[] | "all";
+  ask: AskSet;
   /** LVMH_ASK_TIMEOUT in ms, or 0 for none: a waiting approval is then never decided by the clock. */
   askTimeoutMs: number;
   /** Heartbeat timings, when not the defaults. */
@@ -38,7 +39,7 @@ export interface Config {
 }
 
 /** `all`, or the comma list's names; empty or unset = none. */
-export function parseAsk(value: string | undefined): string[] | "all" {
+export function parseAsk(value: string | undefined): AskSet {
   const v = (value ?? "").trim();
   if (v === "all") return "all";
   return v.split(",").map((s) => s.trim()).filter(Boolean);

@@ -3,21 +3,16 @@
  * share one timer, armed only while something waits.
  */
 import { POLL_MS } from "./constants.ts";
+import type { FrameOf } from "./frames.ts";
 import type { Logger } from "./log.ts";
 import type { Origins } from "./origins.ts";
 import type { PiApi, PiContent, PiContext } from "./pi_types.ts";
-import { unref } from "./runtime.ts";
+import { unref } from "./timers.ts";
 import type { Settle } from "./settle.ts";
 
-/** One prompt to deliver. */
-export interface Prompt {
-  promptId?: string;
-  message: string;
-  /** Images sent with the text (checked by the daemon), as pi's `{type: "image", data, mimeType}` parts. */
-  images?: { mimeType: string; data: string }[];
-  deliverAs: "steer" | "followUp";
-  /** Who sent it (the frame's `by`), put on its user message's events. */
-  by?: string;
+/** One prompt to deliver: a `prompt` frame's fields for pi, and who to tell once pi took it. */
+export interface Prompt
+  extends Pick<FrameOf<"prompt">, "promptId" | "message" | "images" | "deliverAs" | "by"> {
   /** Told once pi took the prompt (or refused it). */
   done?: (error?: string) => void;
 }

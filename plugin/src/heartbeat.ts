@@ -4,7 +4,7 @@
  * frame counts as alive: `pong`, but also the `error` an older daemon answers a ping it does not know.
  */
 import { HEARTBEAT_DEAD_MS, HEARTBEAT_PING_MS } from "./constants.ts";
-import { unref } from "./runtime.ts";
+import { unref } from "./timers.ts";
 
 /** One socket's heartbeat; `stop()` when the socket goes. */
 export class Heartbeat {

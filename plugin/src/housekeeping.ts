@@ -5,13 +5,16 @@ import fs from "node:fs";
 import path from "node:path";
 import type { Config } from "./config.ts";
 import { LOG_MAX_BYTES, SEQ_KEEP_MS } from "./constants.ts";
-import { globalState } from "./runtime.ts";
+import { processSlot } from "./process_slot.ts";
 
 /** Start the clean-up (idempotent per process); never throws, never waits. */
 export function housekeeping(cfg: Config): void {
-  const g = globalState();
-  if (g.housekept) return;
-  g.housekept = true;
+  let first = false;
+  processSlot("housekept", () => (first = true));
+  if (first) cleanUp(cfg);
+}
+
+function cleanUp(cfg: Config): void {
   const p = fs.promises;
   p.stat(cfg.logFile)
     .then((st) => st.size > LOG_MAX_BYTES ? p.rename(cfg.logFile, `${cfg.logFile}.1`) : undefined)

@@ -17,30 +17,50 @@ import {
   WELCOME_TIMEOUT_MS,
 } from "./constants.ts";
 import { encode, encodeBatch } from "./encode.ts";
+import type {
+  AgentEventType,
+  AskSet,
+  DaemonFrame,
+  EventPayload,
+  FrameOf,
+  HelloFrameInput,
+  PingFrameInput,
+  SessionInfo,
+} from "./frames.ts";
 import { Heartbeat } from "./heartbeat.ts";
 import type { Logger } from "./log.ts";
-import { later, unref, type WebSocketLike } from "./runtime.ts";
-import { SeqFile } from "./seq_file.ts";
 import { TakenPrompts } from "./prompt_once.ts";
-import type { SessionInfo } from "./snapshot.ts";
-import { webSocketClass } from "./websocket.ts";
+import { SeqFile } from "./seq_file.ts";
+import { later, unref } from "./timers.ts";
+import { webSocketClass, type WebSocketLike } from "./websocket.ts";
 
-/** A frame from the daemon, parsed but not yet checked beyond `type`. */
-// deno-lint-ignore no-explicit-any
-export type DaemonFrame = { type?: unknown; [field: string]: any };
-
-/** What a link hands to the factory run attached to it. */
+/** What a link hands the daemon's commands to: the factory run attached to it, which owns pi's session. */
 export interface Binding {
-  /** A daemon command (`prompt`, `abort`, `approval_decision`, …) for the live pi session. */
-  command(frame: DaemonFrame): void;
+  /** A prompt for pi, seen for the first time (repeats of a kept prompt never reach here). */
+  prompt(f: FrameOf<"prompt">): void;
+  abort(f: FrameOf<"abort">): void;
+  setModel(f: FrameOf<"set_model">): void;
+  setName(f: FrameOf<"set_name">): void;
+  /** A person answered one of this run's approval requests. */
+  approvalDecision(f: FrameOf<"approval_decision">): void;
   /** A welcome came and the replay is queued: re-send what must be asked again. */
   welcomed?(): void;
   /** The approval ids this run still waits for, announced in `hello` so the daemon can drop the rest. */
   waiting?(): string[];
 }
 
-/** A daemon's ask set: the tool names that need a person's approval, or all of them. */
-export type AskSet = string[] | "all";
+/**
+ * A frame that may be answered with `command_result`: any daemon frame, including a newer daemon's command
+ * this plugin does not know (older daemons send no `commandId`, and are then not answered).
+ */
+export interface Answerable {
+  type?: unknown;
+  commandId?: unknown;
+  promptId?: unknown;
+}
+
+/** Why a command found no factory run to take it. */
+const NO_RUN = "no live pi session";
 
 /** `ask` if it is an ask set, else none (an older daemon, or a malformed field). */
 function askSet(ask: unknown): AskSet {
@@ -54,7 +74,7 @@ type State = "down" | "connecting" | "open" | "ready" | "closed";
 export class Link {
   readonly sessionId: string;
   info: SessionInfo;
-  /** The factory run currently attached: receives prompts and aborts. */
+  /** The factory run currently attached: receives the daemon's commands. */
   binding: Binding | null = null;
   /** The daemon's ask set for this session, from `welcome.policy` and `policy` frames (none until then). */
   policy: AskSet = [];
@@ -129,7 +149,7 @@ export class Link {
    * Queue one event; returns its seq. Never does I/O itself.
    * @param size roughly how many characters the payload holds (for the buffer's memory bound)
    */
-  emit(type: string, payload: Record<string, unknown>, size = 200): number {
+  emit<T extends AgentEventType>(type: T, payload: EventPayload<T>, size = 200): number {
     // Deltas are only useful live: the daemon never stores them, so offline ones are not kept (nor built).
     if (type === "message_update" && this.#state !== "ready") {
       this.#seq.dirty();
@@ -143,18 +163,14 @@ export class Link {
    * it (in seq order). For an event whose arrival time the daemon shows, emitted as pi is released: pi goes
    * on in the same turn (an approved tool starts), and the deferred flush waited behind that work, 6-15 ms.
    */
-  emitNow(type: string, payload: Record<string, unknown>, size = 200): number {
+  emitNow<T extends AgentEventType>(type: T, payload: EventPayload<T>, size = 200): number {
     const seq = this.emit(type, payload, size);
     if (this.#state === "ready") this.#flush();
     return seq;
   }
 
   /** `emit`, returning the frame itself (to send it again later with the same seq). */
-  emitFrame(
-    type: string,
-    payload: Record<string, unknown>,
-    size = 200,
-  ): EventFrame {
+  emitFrame<T extends AgentEventType>(type: T, payload: EventPayload<T>, size = 200): EventFrame {
     const seq = this.#nextSeq++;
     this.#seq.dirty();
     const ev: EventFrame = {
@@ -220,7 +236,10 @@ export class Link {
     return this.#closing;
   }
 
-  /** A text frame from the daemon. */
+  /**
+   * A text frame from the daemon: every type the protocol knows is handled here, the transport's own on the
+   * link and the commands by the factory run attached (or answered at once when none is).
+   */
   onFrame(text: unknown): void {
     let f: DaemonFrame;
     try {
@@ -228,20 +247,44 @@ export class Link {
     } catch {
       return this.#log("daemon sent a frame that is not JSON");
     }
-    if (f?.type === "welcome") {
-      this.policy = askSet(f.policy?.ask);
-      this.features = new Set(Array.isArray(f.features) ? f.features : []);
-      this.#policyKnown();
-      this.#onWelcome(Number(f.lastSeq) || 0);
-    } else if (f?.type === "policy") this.policy = askSet(f.ask);
-    else if (f?.type === "ack") this.#buf.trim(Number(f.lastSeq) || 0);
-    else if (f?.type === "pong") return;
-    else if (f?.type === "error") this.#onError(f);
-    else if (f?.type === "prompt" && !this.#firstTime(f)) return;
-    else if (this.binding) this.binding.command(f);
-    else {
-      if (f?.type === "prompt") this.#log(`prompt ${f.promptId} dropped: no live pi session`);
-      this.commandResult(f, "no live pi session");
+    if (typeof f !== "object" || f === null) return;
+    const run = this.binding;
+    switch (f.type) {
+      case "welcome":
+        this.policy = askSet(f.policy?.ask);
+        this.features = new Set(Array.isArray(f.features) ? f.features : []);
+        this.#policyKnown();
+        return this.#onWelcome(Number(f.lastSeq) || 0);
+      case "policy":
+        this.policy = askSet(f.ask);
+        return;
+      case "ack":
+        return this.#buf.trim(Number(f.lastSeq) || 0);
+      case "pong":
+        return;
+      case "error":
+        return this.#onError(f);
+      case "prompt":
+        if (!this.#firstTime(f)) return;
+        if (run) return run.prompt(f);
+        this.#log(`prompt ${f.promptId} dropped: ${NO_RUN}`);
+        return this.commandResult(f, NO_RUN);
+      case "abort":
+        return run ? run.abort(f) : this.commandResult(f, NO_RUN);
+      case "set_model":
+        return run ? run.setModel(f) : this.commandResult(f, NO_RUN);
+      case "set_name":
+        return run ? run.setName(f) : this.commandResult(f, NO_RUN);
+      case "approval_decision":
+        // Nothing to answer without a run: the request is sent again, and decided again, after a restart.
+        return run?.approvalDecision(f);
+      default: {
+        // Every type of the protocol is handled above (a new one fails the type check here); at run time a
+        // newer daemon may still send a command this plugin does not know: it is refused, not left waiting.
+        const unknown: never = f;
+        const g = unknown as Answerable;
+        return this.commandResult(g, run ? `unknown command ${JSON.stringify(String(g.type))}` : NO_RUN);
+      }
     }
   }
 
@@ -251,7 +294,7 @@ export class Link {
   }
 
   /** A prompt seen before is not run again: answered again once the first was answered, else ignored. */
-  #firstTime(f: DaemonFrame): boolean {
+  #firstTime(f: FrameOf<"prompt">): boolean {
     const verdict = this.#prompts.take(f.promptId);
     if (verdict.run) return true;
     this.#log(`prompt ${f.promptId} came again: not run twice`);
@@ -260,14 +303,14 @@ export class Link {
   }
 
   /** Answer a daemon command that carried a `commandId` (older daemons send none: then nothing). */
-  commandResult(f: DaemonFrame, error?: string): void {
-    if (f?.type === "prompt") this.#prompts.answered(f.promptId, !error);
-    if (typeof f?.commandId !== "string" || !f.commandId) return;
+  commandResult(f: Answerable, error?: string): void {
+    if (f.type === "prompt") this.#prompts.answered(f.promptId, !error);
+    if (typeof f.commandId !== "string" || !f.commandId) return;
     const cut = error ? { error: error.slice(0, FieldMax.commandError) } : {};
     this.emit("command_result", { commandId: f.commandId, ok: !error, ...cut });
   }
 
-  #onError(f: DaemonFrame) {
+  #onError(f: FrameOf<"error">) {
     const key = `${f.code}: ${f.message}`;
     if (this.#errorsSeen.size < 100 && !this.#errorsSeen.has(key)) {
       this.#errorsSeen.add(key);
@@ -291,7 +334,7 @@ export class Link {
         this.#heartbeat?.stop();
         this.#heartbeat = new Heartbeat(() => this.#ping(ws), () => this.#dead(ws), this.#cfg.heartbeat);
         this.#heartbeat.start();
-        ws.send(JSON.stringify({
+        const hello: HelloFrameInput = {
           v: PROTOCOL_VERSION,
           type: "hello",
           sessionId: this.sessionId,
@@ -301,7 +344,8 @@ export class Link {
           features: [Feature.promptOnce],
           // Without a run attached the plugin cannot say what waits, so it says nothing (the daemon keeps all).
           ...(this.binding?.waiting ? { waiting: this.binding.waiting().slice(0, FieldMax.waiting) } : {}),
-        }));
+        };
+        ws.send(JSON.stringify(hello));
         this.#welcomeTimer = unref(
           setTimeout(() => ws.close(CloseCode.normal), WELCOME_TIMEOUT_MS),
         );
@@ -332,7 +376,8 @@ export class Link {
 
   #ping(ws: WebSocketLike) {
     const ts = Date.now();
-    ws.send(JSON.stringify({ v: PROTOCOL_VERSION, type: "ping", sessionId: this.sessionId, seq: 0, ts }));
+    const ping: PingFrameInput = { v: PROTOCOL_VERSION, type: "ping", sessionId: this.sessionId, seq: 0, ts };
+    ws.send(JSON.stringify(ping));
   }
 
   /** The daemon went silent: drop this socket without waiting for a close handshake it cannot answer. */

@@ -4,7 +4,8 @@
 import fs from "node:fs";
 import path from "node:path";
 import process from "node:process";
-import { globalState, unref } from "./runtime.ts";
+import { processSlot } from "./process_slot.ts";
+import { unref } from "./timers.ts";
 
 /** Append one line (with an optional error's stack); `flushSync` writes what is pending before pi exits. */
 export interface Logger {
@@ -17,9 +18,9 @@ export interface Logger {
  * file and secret per process, shared by every factory run.
  */
 export function makeLogger(file: string, secret: string): Logger {
-  const g = globalState();
+  const loggers = processSlot("loggers", () => new Map<string, Logger>());
   const key = `${file}\0${secret}`;
-  const known = g.loggers.get(key);
+  const known = loggers.get(key);
   if (known) return known;
   let lines: string[] = [];
   let timer: ReturnType<typeof setTimeout> | null = null;
@@ -52,6 +53,6 @@ export function makeLogger(file: string, secret: string): Logger {
       lines = [];
     } catch { /* ignore */ }
   };
-  g.loggers.set(key, log);
+  loggers.set(key, log);
   return log;
 }

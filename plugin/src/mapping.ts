@@ -3,27 +3,21 @@
  */
 import { FieldMax } from "../../lib/wire.ts";
 import { MAX_TEXT, PREVIEW_CHARS } from "./constants.ts";
+import type { Message as ProtocolMessage } from "./frames.ts";
 import { type ImageRef, messageImages, userText, type WebPrompt } from "./origins.ts";
+import type { PiMessage } from "./pi_types.ts";
 
-// deno-lint-ignore no-explicit-any
-type Any = any;
-
-/** The protocol's Message shape (PROTOCOL.md), plus the extra fields the plugin keeps. */
-export interface Message {
-  role: "user" | "assistant" | "toolResult" | "system";
-  id: string;
-  text: string;
-  thinking: string | null;
-  toolCalls: { id: string; name: string; argsJson: string }[];
-  toolCallId: string | null;
+/**
+ * The protocol's Message as the plugin builds it: every field the schema defaults is set (so it is typed as
+ * the schema's output), plus the details of pi's own roles, which the daemon keeps as they are.
+ */
+export type Message = ProtocolMessage & {
   piRole?: string;
   stopReason?: string;
   errorMessage?: string;
   toolName?: string;
   isError?: boolean;
-  /** A user message's images, by sha256 (the text then has no `[image]` marker). */
-  images?: ImageRef[];
-}
+};
 
 /** `s` cut to `n` characters (the last one an ellipsis); anything that is not a string is returned as is. */
 export function clip<T>(s: T, n = MAX_TEXT): T {
@@ -31,7 +25,7 @@ export function clip<T>(s: T, n = MAX_TEXT): T {
 }
 
 /** A message's id, from pi's role and timestamp and the seq its first event takes, cut to the protocol's bound. */
-export function messageId(m: Any, seq: number): string {
+export function messageId(m: PiMessage | null | undefined, seq: number): string {
   return `${m?.role}-${m?.timestamp ?? 0}-${seq}`.slice(0, FieldMax.messageId);
 }
 
@@ -61,7 +55,7 @@ export function mapRole(role: unknown): Message["role"] {
  * @param web the delivered prompt this user message shows, if any (its images are the ones the daemon keeps)
  */
 export function toMessage(
-  m: Any,
+  m: PiMessage | null | undefined,
   id: string,
   web: WebPrompt | null = null,
 ): Message {

@@ -13,16 +13,10 @@ import { Buffer } from "node:buffer";
 import { createHash } from "node:crypto";
 import { FieldMax } from "../../lib/wire.ts";
 import { MAX_WEB_PROMPTS } from "./constants.ts";
+import type { FrameOf, MessageFrom, MessageImage } from "./frames.ts";
 
-/** An image part of a user message, as the protocol's `MessageImage`. */
-export interface ImageRef {
-  type: "image";
-  mimeType: string;
-  sha256: string;
-  bytes: number;
-  /** `web`: the daemon stored these bytes with the prompt; `terminal`: only pi has them. */
-  source: "web" | "terminal";
-}
+/** An image part of a user message, as the protocol's `MessageImage` (sha256 and size, never the bytes). */
+export type ImageRef = MessageImage;
 
 /** A prompt the daemon sent, delivered to pi and not yet seen as a user message. */
 export interface WebPrompt {
@@ -30,12 +24,6 @@ export interface WebPrompt {
   by?: string;
   text: string;
   images: ImageRef[];
-}
-
-/** The `from` field of a matched message's events. */
-export interface MessageFrom {
-  promptId?: string;
-  by?: string;
 }
 
 /** An image as the protocol names it: the sha256 and size of its base64 `data`. */
@@ -67,13 +55,10 @@ export class Origins {
 
   /** Remember a prompt handed to pi (hashing its images now, once). */
   add(
-    p: {
-      promptId?: string;
-      by?: string;
-      message: string;
-      images?: { mimeType: string; data: string }[];
-    },
-  ) {
+    p:
+      & Pick<FrameOf<"prompt">, "message">
+      & Partial<Pick<FrameOf<"prompt">, "promptId" | "by" | "images">>,
+  ): WebPrompt {
     const w: WebPrompt = {
       text: p.message,
       images: (p.images ?? []).map((i) => imageRef(i.data, i.mimeType, "web")),

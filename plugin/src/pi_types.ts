@@ -51,6 +51,26 @@ export interface PiContext {
   };
 }
 
+/**
+ * A pi message (pi-agent-core's `AgentMessage`), the fields the plugin reads: the protocol's four roles, and
+ * pi's own (`bashExecution` with `command` and `output`, summaries with `summary`, custom ones).
+ */
+export interface PiMessage {
+  role?: unknown;
+  timestamp?: unknown;
+  /** A string, or an array of text/image/thinking/toolCall parts. */
+  content?: unknown;
+  command?: unknown;
+  output?: unknown;
+  summary?: unknown;
+  toolCallId?: unknown;
+  toolName?: unknown;
+  isError?: unknown;
+  stopReason?: string;
+  errorMessage?: unknown;
+  [field: string]: unknown;
+}
+
 /** A pi event as handlers receive it: any fields. */
 // deno-lint-ignore no-explicit-any
 export type PiEvent = Record<string, any>;

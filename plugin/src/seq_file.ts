@@ -6,7 +6,7 @@ import fs from "node:fs";
 import path from "node:path";
 import process from "node:process";
 import { SEQ_WRITE_MS } from "./constants.ts";
-import { unref } from "./runtime.ts";
+import { unref } from "./timers.ts";
 
 /** The seq file of one session. */
 export class SeqFile {

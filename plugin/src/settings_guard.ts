@@ -8,7 +8,7 @@
  */
 import fs from "node:fs";
 import type { Logger } from "./log.ts";
-import { unref } from "./runtime.ts";
+import { unref } from "./timers.ts";
 
 /** How often the file is checked after a web switch (pi may rewrite it at any later settings change). */
 export const GUARD_POLL_MS = 250;

@@ -3,32 +3,9 @@
  */
 import { FieldMax } from "../../lib/wire.ts";
 import type { Config } from "./config.ts";
+import type { ModelEntry, SessionInfo } from "./frames.ts";
 import type { PiContext, PiModel } from "./pi_types.ts";
 import { repoFromGit } from "./repo.ts";
-
-/** The protocol's session snapshot. */
-export interface SessionInfo {
-  id: string;
-  name: string | null;
-  cwd: string | null;
-  model: string | null;
-  provider: string | null;
-  agent: boolean;
-  repo: string | null;
-  startedAt: number;
-  models?: ModelEntry[];
-  thinkingLevel?: string | null;
-  modelSwitch?: "next_run" | "next_turn";
-}
-
-/** A model the session may switch to, as the protocol lists it. */
-export interface ModelEntry {
-  provider: string;
-  id: string;
-  name: string;
-  input: string[];
-  hasAuth: boolean;
-}
 
 /** Most models a snapshot lists (fewer than the daemon takes): a session_list carries every snapshot. */
 export const MAX_MODELS = Math.min(50, FieldMax.models);
@@ -81,7 +58,10 @@ export interface SnapshotExtras {
   native?: boolean;
 }
 
-/** The `hello` session snapshot, from pi's ctx. */
+/**
+ * The `hello` session snapshot, from pi's ctx. Built whole (every field the schema defaults is set), so it is
+ * typed as the schema's output: a renamed or added required field fails the type check here.
+ */
 export function snapshot(
   ctx: PiContext,
   cfg: Config,
@@ -93,7 +73,7 @@ export function snapshot(
   return {
     id: sm.getSessionId(),
     name: field(sm.getSessionName?.(), FieldMax.sessionName),
-    cwd: field(cwd, FieldMax.cwd),
+    cwd: field(cwd, FieldMax.cwd) ?? "",
     model: field(ctx.model?.id, FieldMax.model),
     provider: field(ctx.model?.provider, FieldMax.model),
     agent: cfg.agent,

@@ -4,7 +4,7 @@
  * `command_result`, so the browser can say "switched" or "refused: no API key".
  */
 import { FieldMax } from "../../lib/wire.ts";
-import type { DaemonFrame } from "./link.ts";
+import type { FrameOf } from "./frames.ts";
 import type { Logger } from "./log.ts";
 import type { PiApi, PiContext } from "./pi_types.ts";
 import type { SettingsGuard } from "./settings_guard.ts";
@@ -30,7 +30,7 @@ export interface SwitchState {
  * @returns a promise that settles once `done` was called; never rejects.
  */
 export async function setModel(
-  f: DaemonFrame,
+  f: FrameOf<"set_model">,
   deps: SteerDeps,
   state: SwitchState,
   done: (error?: string) => void,
@@ -66,7 +66,7 @@ export async function setModel(
 
 /** Rename the session as a `set_name` frame asks (pi's session name: the terminal shows it too). */
 export function setName(
-  f: DaemonFrame,
+  f: FrameOf<"set_name">,
   deps: SteerDeps,
   done: (error?: string) => void,
 ): void {
