@@ -37,3 +37,30 @@ Deno.test("loadConfig(): worker limits are off unless set, and sizes read as Doc
       );
     }
   }));
+
+Deno.test("loadConfig(): the stall time and the GitLab hook secret are read like every other variable", () =>
+  withDataDir((dir) => {
+    const plain = loadConfig(base(dir));
+    assert.equal(plain.stallMinutes, 10);
+    assert.equal(plain.gitlabHookSecret, null);
+    const set = loadConfig({
+      ...base(dir),
+      LVMH_STALL_MINUTES: "2.5",
+      LVMH_GITLAB_HOOK_SECRET: "a-secret-of-sixteen+",
+    });
+    assert.equal(set.stallMinutes, 2.5);
+    assert.equal(set.gitlabHookSecret, "a-secret-of-sixteen+");
+    assert.equal(
+      loadConfig({ ...base(dir), LVMH_GITLAB_HOOK_SECRET: "" }).gitlabHookSecret,
+      null,
+      "empty: unset",
+    );
+    for (
+      const [name, value] of [["LVMH_STALL_MINUTES", "-1"], ["LVMH_GITLAB_HOOK_SECRET", "x".repeat(257)]]
+    ) {
+      assert.throws(
+        () => loadConfig({ ...base(dir), [name]: value }),
+        (e) => e instanceof ConfigError && e.message.startsWith(name) && !e.message.includes("x".repeat(257)),
+      );
+    }
+  }));

@@ -14,6 +14,9 @@ Deno.test("config: an invalid variable stops start-up with exit 2 and one line n
       [{ LVMH_WORKER_MEMORY: "lots" }, /LVMH_WORKER_MEMORY: must be a size/],
       [{ LVMH_WORKER_CPUS: "-1" }, /LVMH_WORKER_CPUS/],
       [{ LVMH_RETENTION_DAYS: "0" }, /LVMH_RETENTION_DAYS: must be a whole number of days/],
+      [{ LVMH_STALL_MINUTES: "soon" }, /LVMH_STALL_MINUTES: .*"soon"/],
+      [{ LVMH_STALL_MINUTES: "0" }, /LVMH_STALL_MINUTES: must be a positive number of minutes/],
+      [{ LVMH_GITLAB_HOOK_SECRET: "too-short" }, /LVMH_GITLAB_HOOK_SECRET: must be at least 16/],
     ];
     for (const [env, line] of cases) {
       await t.step(Object.keys(env)[0], async () => {
@@ -21,7 +24,9 @@ Deno.test("config: an invalid variable stops start-up with exit 2 and one line n
         assert.equal(code, 2);
         assert.match(stderr.trim(), line);
         assert.equal(stderr.trim().split("\n").length, 1);
-        if (env.LVMH_TOKEN) assert.ok(!stderr.includes(env.LVMH_TOKEN), "the token is not echoed");
+        for (const secret of [env.LVMH_TOKEN, env.LVMH_GITLAB_HOOK_SECRET]) {
+          if (secret) assert.ok(!stderr.includes(secret), "a secret is not echoed");
+        }
       });
     }
   } finally {
