@@ -181,6 +181,32 @@ Deno.test("architecture: the browser's modules take wire types from the shared w
   assert.deepEqual(offenders, []);
 });
 
+Deno.test("architecture: tests/, bench/ and scripts/faults/ share helpers through testing/, never each other", async () => {
+  // One harness: a helper that two of them need lives in testing/ (public names, no `_` prefix), so none of
+  // them reaches into another's private files. The tests of the fault rows (tests/**/faults_*_test.ts) exist
+  // to run the rows, so they alone import scripts/faults/.
+  const owner = (path: string) =>
+    ["testing/", "tests/", "bench/", "scripts/faults/", "scripts/faults.ts"].find((p) => path.startsWith(p));
+  const offenders: string[] = [];
+  for (const dir of ["testing", "tests", "bench", "scripts/faults", "scripts/faults.ts"]) {
+    for await (const path of walk(`${ROOT}${dir}`)) {
+      const from = path.slice(ROOT.length);
+      const text = await Deno.readTextFile(path);
+      for (const [, spec] of text.matchAll(/(?:from|import\(?)\s*"(\.[^"]+)"/g)) {
+        const target = fileURLToPath(new URL(spec, `file://${path}`)).slice(ROOT.length);
+        const [a, b] = [owner(from), owner(target)];
+        if (!b || b === "testing/" || a === b) continue;
+        if (a === "scripts/faults.ts" && b === "scripts/faults/") continue;
+        if (a === "tests/" && b === "scripts/faults/" && /(^|\/)faults_[a-z_]+_test\.ts$/.test(from)) {
+          continue;
+        }
+        offenders.push(`${from} imports ${target}`);
+      }
+    }
+  }
+  assert.deepEqual(offenders, []);
+});
+
 async function* walk(dir: string): AsyncGenerator<string> {
   if (/\.tsx?$/.test(dir)) return yield dir;
   for await (const entry of Deno.readDir(dir)) {
