@@ -19,25 +19,11 @@ import type { PluginLink } from "./sessions.ts";
 import type { EventOrigin } from "./ingest.ts";
 import type { Principal } from "./auth.ts";
 import { throttle } from "./throttle.ts";
+import { tooBig } from "./frame_precheck.ts";
 import { errorBudget } from "./error_budget.ts";
 
-const encoder = new TextEncoder();
 /** At most one `ack` per socket in this interval. */
 export const ACK_INTERVAL_MS = 50;
-
-let scratch = new Uint8Array(0);
-
-/**
- * True when a text frame is over the byte limit, without allocating: a hostile peer's 10 MB frames were each
- * encoded again just to be measured. Every UTF-16 unit is at least one UTF-8 byte and at most three.
- */
-export function tooBig(text: string, limit = MAX_FRAME_BYTES): boolean {
-  if (text.length > limit) return true;
-  if (text.length * 3 <= limit) return false;
-  if (scratch.length < limit + 4) scratch = new Uint8Array(limit + 4);
-  const { read, written } = encoder.encodeInto(text, scratch.subarray(0, limit + 4));
-  return read < text.length || written > limit;
-}
 
 /** Why a frame or an event was refused: the code and message of its `error` frame. */
 type Refusal = [ErrorCode, string];

@@ -6,7 +6,7 @@ import { errorBudget } from "./error_budget.ts";
 import type { App } from "./app.ts";
 import { eventsFrame, type Subscriber } from "./hub.ts";
 import { CloseCode, MAX_FRAME_BYTES, parseBrowserFrame, type ServerFrame } from "./protocol.ts";
-import { tooBig } from "./agent_conn.ts";
+import { tooBig } from "./frame_precheck.ts";
 import { eventJson } from "./event_codec.ts";
 import type { Principal } from "./auth.ts";
 

@@ -1,14 +1,29 @@
 /**
- * What a plugin frame is checked for before (or instead of) its zod schema in lib/protocol.ts.
+ * What a frame is checked for before (or instead of) its zod schema in lib/protocol.ts.
  *
- * The depth scan runs before JSON.parse. The hot shapes: under ingest load zod cost ~1 µs per event plus a
+ * The size check (both sockets) and the depth scan run before JSON.parse. The hot shapes: under ingest load zod cost ~1 µs per event plus a
  * deep copy of it for the collector; the shapes that make up nearly all traffic (streamed deltas, whole
  * messages, tool output, batches) are checked by hand here and the parsed object is used as it is. Only an
  * input that satisfies the schema with nothing to fill in is accepted, so the result equals zod's (key order
  * aside); anything else (a missing field that has a default, images, a wrong type) falls through to the
  * schema, which also words the error. lib/protocol_fast_test.ts compares both paths.
  */
-import { FieldMax, MAX_BATCH_EVENTS, PROTOCOL_VERSION, SESSION_ID_RE } from "./wire.ts";
+import { FieldMax, MAX_BATCH_EVENTS, MAX_FRAME_BYTES, PROTOCOL_VERSION, SESSION_ID_RE } from "./wire.ts";
+
+const encoder = new TextEncoder();
+let scratch = new Uint8Array(0);
+
+/**
+ * True when a text frame is over the byte limit, without allocating: a hostile peer's 10 MB frames were each
+ * encoded again just to be measured. Every UTF-16 unit is at least one UTF-8 byte and at most three.
+ */
+export function tooBig(text: string, limit = MAX_FRAME_BYTES): boolean {
+  if (text.length > limit) return true;
+  if (text.length * 3 <= limit) return false;
+  if (scratch.length < limit + 4) scratch = new Uint8Array(limit + 4);
+  const { read, written } = encoder.encodeInto(text, scratch.subarray(0, limit + 4));
+  return read < text.length || written > limit;
+}
 
 /** Deepest nesting of arrays and objects a frame may have; no frame of the protocol comes near it. */
 export const MAX_JSON_DEPTH = 64;

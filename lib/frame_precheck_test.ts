@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { tooBig } from "./agent_conn.ts";
+import { tooBig } from "./frame_precheck.ts";
 
 Deno.test("tooBig() measures UTF-8 bytes, not UTF-16 units, at the limit's edges", () => {
   const limit = 1000;
