@@ -1,6 +1,7 @@
 /**
  * The text a session list shows of a session, made the same way by the daemon (`lib/session_glance.ts`) and
- * the browser: a prompt's first line as a title, an answer's last line, a tool call by its main argument.
+ * the browser: a prompt's first line as a title, an answer's last line as plain text (the answer is Markdown,
+ * the list shows no markup), a tool call by its main argument.
  */
 
 /** Longest title made from a prompt; prompts are cut at a word when one ends near the limit. */
@@ -21,17 +22,62 @@ export function firstLine(text: string, max = TITLE_CHARS): string | null {
   return line ? clip(line, max) : null;
 }
 
-/** The last non-empty line of `text`, clipped to `max` characters; null when there is none. */
+/**
+ * The last line of Markdown `text` with words in it, as plain text clipped to `max` characters; null when
+ * there is none (a closing code fence or a rule is skipped for the line before it).
+ */
 export function lastLine(text: string, max = LINE_CHARS): string | null {
   // From the end: a long streamed text must not be split whole on every delta.
   let end = text.length;
   while (end > 0) {
     const start = text.lastIndexOf("\n", end - 1) + 1;
-    const line = text.slice(start, end).trim();
+    const line = plainLine(text.slice(start, end));
     if (line) return clip(line, max);
     end = start - 1;
   }
   return null;
+}
+
+/** Characters a backslash escapes in Markdown, shown as themselves. */
+const ESCAPED = /\\([\\`*_{}\[\]()#+\-.!~|<>])/g;
+/** Private-use stand-ins for escaped characters and code spans while the markup around them is removed. */
+const SLOT = "\uE000";
+const SLOT_RE = /\uE000(\d+)\uE001/g;
+
+/** A line that shows nothing: a code fence, a thematic break, a table's rule. */
+const BARE = /^(`{3,}|~{3,})|^([-*_])(\s*\2){2,}$|^\|?(\s*:?-+:?\s*\|)+\s*:?-*:?\s*\|?$/;
+/** Emphasis and strikethrough marks around text that starts and ends with a non-space (CommonMark's rule). */
+const MARKS = [
+  /(\*\*|~~|\*)(?=\S)(.+?)(?<=\S)\1/g,
+  /(?<![\p{L}\p{N}_])(__|_)(?=\S)(.+?)(?<=\S)\1(?![\p{L}\p{N}_])/gu,
+];
+
+/**
+ * One line of Markdown as plain text: block marks (heading, quote, list item, task box), fences, rules and
+ * table rules dropped, table cells joined by " · ", links and images by their text, inline code, emphasis and
+ * strikethrough without their marks, escapes resolved. What is not markup stays, as the page shows it (`2 * 3`,
+ * `snake_case`, a lone `[`, raw HTML). Trimmed; "" when nothing readable is left.
+ */
+export function plainLine(line: string): string {
+  let s = line.trim();
+  if (BARE.test(s)) return "";
+  const kept: string[] = [];
+  const keep = (text: string) => `${SLOT}${kept.push(text) - 1}\uE001`;
+  s = s.replace(ESCAPED, (_, c: string) => keep(c))
+    .replace(/(`+)(.+?)\1/g, (_, _ticks: string, code: string) => keep(code.trim()))
+    .replace(/^(>\s?)+/, "")
+    .replace(/^([-*+]|\d{1,9}[.)])\s+/, "")
+    .replace(/^\[[ xX]\]\s+/, "");
+  if (/^#{1,6}\s/.test(s)) s = s.replace(/^#{1,6}\s+/, "").replace(/\s+#+$/, "");
+  if (s.length > 1 && s.startsWith("|") && s.endsWith("|")) {
+    s = s.slice(1, -1).split("|").map((cell) => cell.trim()).filter(Boolean).join(" · ");
+  }
+  s = s.replace(/!\[([^\]]*)\]\([^)]*\)/g, "$1")
+    .replace(/\[([^\]]+)\]\([^)]*\)/g, "$1")
+    .replace(/\[([^\]]+)\]\[[^\]]*\]/g, "$1")
+    .replace(/<((?:https?|mailto):[^>\s]+)>/g, "$1");
+  for (const mark of MARKS) s = s.replace(mark, "$2");
+  return s.replace(SLOT_RE, (_, i: string) => kept[Number(i)]).replace(/\s+/g, " ").trim();
 }
 
 /** The end of the last non-empty line of `text` (what is being written now), at most `max` characters. */

@@ -12,7 +12,7 @@
  */
 import type { DatabaseSync } from "node:sqlite";
 import { eventObject, type Hub, type Subscriber } from "./hub.ts";
-import type { StoredEvent } from "./protocol.ts";
+import type { AgentEvent, StoredEvent } from "./protocol.ts";
 import { type GlanceRecord, GlanceStore } from "./glance_store.ts";
 import { firstLine, lastLine, streamTail, toolHint } from "./glance_text.ts";
 import { wholeFileError } from "./write_gate.ts";
@@ -66,14 +66,22 @@ export function liveGlance(record: GlanceRecord = EMPTY_RECORD): LiveGlance {
   return { record: { ...record }, stream: "", streamSeq: 0, streamAt: null };
 }
 
-type Ev = { seq: number; ts: number; type: string } & Record<string, unknown>;
+/**
+ * A stored or published event as the glance reads it. The store and the hub hold only frames that passed
+ * `AgentEvent`, so this is where their loose `StoredEvent` shape is narrowed; it copies nothing.
+ */
+function asAgentEvent(e: Readonly<StoredEvent>): AgentEvent {
+  return e as unknown as AgentEvent;
+}
 
 /**
  * Apply one event (persisted ones once each, by seq; deltas while they are newer than the persisted seq).
+ * Every event type is named below, so a new one fails the type check until this says what the list shows of it.
  * @returns "record" when a persisted figure changed, "line" when only the streamed line did, else null
  */
-export function applyEvent(g: LiveGlance, e: Ev): "record" | "line" | null {
+export function applyEvent(g: LiveGlance, e: AgentEvent): "record" | "line" | null {
   if (e.type === "message_update") {
+    // Checked at run time too: the fast path of the socket vouches for the hot shapes without zod.
     if (e.kind === "thinking" || e.seq < g.record.seq || typeof e.delta !== "string") return null;
     const text = g.stream + e.delta;
     g.stream = text.length > STREAM_TAIL ? text.slice(-STREAM_TAIL) : text;
@@ -90,7 +98,7 @@ export function applyEvent(g: LiveGlance, e: Ev): "record" | "line" | null {
       g.stream = "";
       break;
     case "message_end": {
-      const m = (e.message ?? {}) as { role?: string; text?: unknown };
+      const m: { role?: unknown; text?: unknown } = e.message ?? {};
       const text = typeof m.text === "string" ? m.text : "";
       if (m.role === "user" && r.firstPrompt === null) r.firstPrompt = firstLine(text);
       if (m.role === "assistant") r.lastLine = lastLine(text) ?? r.lastLine;
@@ -110,7 +118,7 @@ export function applyEvent(g: LiveGlance, e: Ev): "record" | "line" | null {
       r.asking = null;
       break;
     case "agent_end": {
-      const usage = (e.usage ?? {}) as { totalCost?: unknown };
+      const usage: { totalCost?: unknown } = e.usage ?? {};
       const cost = typeof usage.totalCost === "number" && Number.isFinite(usage.totalCost)
         ? usage.totalCost
         : 0;
@@ -125,6 +133,16 @@ export function applyEvent(g: LiveGlance, e: Ev): "record" | "line" | null {
       r.asking = null;
       g.stream = "";
       break;
+    case "tool_execution_update":
+    case "agent_start":
+    case "agent_settled":
+    case "session_info":
+    case "buffer_overflow":
+    case "command_result":
+      // Only the seq and the time of the latest activity move.
+      break;
+    default:
+      e satisfies never;
   }
   g.record = r;
   return "record";
@@ -192,7 +210,8 @@ export class SessionGlances {
     const sub: Subscriber = {
       send: (data) => this.#frame(sessionId, data),
       // The hub's events as objects: parsing each frame back cost more than the rest of a publish under load.
-      events: (_id, after, evs) => this.#apply(sessionId, after, evs.map((e) => eventObject(e) as Ev)),
+      events: (_id, after, evs) =>
+        this.#apply(sessionId, after, evs.map((e) => asAgentEvent(eventObject(e)))),
       bufferedAmount: () => 0,
       close: () => this.#followers.delete(sessionId),
     };
@@ -264,24 +283,24 @@ export class SessionGlances {
         g.record = { ...g.record, seq: lastSeq };
         break;
       }
-      for (const e of page) applyEvent(g, e);
+      for (const e of page) applyEvent(g, asAgentEvent(e));
       this.#dirty.add(sessionId);
     }
     return g;
   }
 
   #frame(sessionId: string, data: string): void {
-    let frame: { type?: string; after?: number; events?: Ev[] };
+    let frame: { type?: string; after?: number; events?: StoredEvent[] };
     try {
       frame = JSON.parse(data);
     } catch {
       return;
     }
     if (frame.type !== "events" || !Array.isArray(frame.events)) return;
-    this.#apply(sessionId, frame.after, frame.events);
+    this.#apply(sessionId, frame.after, frame.events.map(asAgentEvent));
   }
 
-  #apply(sessionId: string, after: number | undefined, events: readonly Ev[]): void {
+  #apply(sessionId: string, after: number | undefined, events: readonly AgentEvent[]): void {
     const g = this.#get(sessionId);
     // A frame that starts past what was applied: the events between are read from the store first.
     if (typeof after === "number" && after > g.record.seq) this.#catchUp(sessionId, after);

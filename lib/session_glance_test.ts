@@ -198,12 +198,8 @@ Deno.test("glance: streaming deltas cost at most one session_update per line int
 
 Deno.test("applyEvent(): stored events apply once, stale deltas not at all", () => {
   const g = liveGlance();
-  const e = (seq: number, type: string, extra: Record<string, unknown> = {}) => ({
-    seq,
-    ts: seq,
-    type,
-    ...extra,
-  });
+  const e = (seq: number, type: string, extra: Record<string, unknown> = {}) =>
+    ({ v: 1, sessionId: "s", seq, ts: seq, type, ...extra }) as AgentEvent;
   assert.equal(applyEvent(g, e(1, "agent_end", { usage: { totalCost: 1 } })), "record");
   assert.equal(applyEvent(g, e(1, "agent_end", { usage: { totalCost: 1 } })), null, "a replay");
   assert.equal(g.record.cost, 1);

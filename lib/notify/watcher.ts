@@ -4,7 +4,7 @@
  * of its own (to tell a settled run from a failed one, and a `bye` from a dropped link).
  */
 import { eventObject, type Hub, type Subscriber } from "../hub.ts";
-import type { Approval, SessionSummary, SpawnJob } from "../protocol.ts";
+import type { AgentEvent, Approval, SessionSummary, SpawnJob } from "../protocol.ts";
 import type { NotifyEvent } from "./kinds.ts";
 
 /** What a follower looks at in an event it only has as text; anything else is not even parsed. */
@@ -160,7 +160,8 @@ export class Watcher {
           // Streaming deltas and tool output are most of the traffic: skip what cannot hold what is looked for
           // without parsing it (events published as text only; live ones come as objects).
           if (!p.event && !INTERESTING.test(p.json)) continue;
-          this.#seen(id, seen, eventObject(p));
+          // The hub carries only events that passed `AgentEvent`: its loose stored shape is narrowed here.
+          this.#seen(id, seen, eventObject(p) as unknown as AgentEvent);
         }
       },
     };
@@ -169,21 +170,44 @@ export class Watcher {
     seen.follower = follower;
   }
 
-  #seen(id: string, seen: Seen, e: Readonly<Record<string, unknown>>): void {
-    if (e.type === "bye") seen.said = true;
-    if (e.type === "agent_start") seen.failure = null;
-    // From the event, not the row: a short run can start and end within one coalesced row update.
-    if (e.type === "agent_end") {
-      if (seen.failure) this.#emit("run.failed", id, { reason: seen.failure });
-      else this.#emit("run.settled", id, {});
-      seen.failure = null;
-    }
-    const m = e.message as Record<string, unknown> | undefined;
-    if (e.type === "message_end" && m?.role === "assistant") {
-      const reason = m.stopReason;
-      if (reason === "error" || reason === "aborted") {
-        seen.failure = typeof m.errorMessage === "string" ? m.errorMessage : `run ${reason}`;
+  /** Every event type is named here, so a new one fails the type check until this decides what it means. */
+  #seen(id: string, seen: Seen, e: AgentEvent): void {
+    switch (e.type) {
+      case "bye":
+        seen.said = true;
+        return;
+      case "agent_start":
+        seen.failure = null;
+        return;
+      case "agent_end":
+        // From the event, not the row: a short run can start and end within one coalesced row update.
+        if (seen.failure) this.#emit("run.failed", id, { reason: seen.failure });
+        else this.#emit("run.settled", id, {});
+        seen.failure = null;
+        return;
+      case "message_end": {
+        const m: { role?: unknown; stopReason?: unknown; errorMessage?: unknown } = e.message ?? {};
+        if (m.role !== "assistant") return;
+        if (m.stopReason === "error" || m.stopReason === "aborted") {
+          seen.failure = typeof m.errorMessage === "string" ? m.errorMessage : `run ${m.stopReason}`;
+        }
+        return;
       }
+      case "message_start":
+      case "message_update":
+      case "tool_execution_start":
+      case "tool_execution_update":
+      case "tool_execution_end":
+      case "agent_settled":
+      case "session_info":
+      case "buffer_overflow":
+      case "approval_request":
+      case "approval_resolved":
+      case "command_result":
+        // Nothing to announce: approvals come from the hub's `approvals` frames, stalls from the rows.
+        return;
+      default:
+        e satisfies never;
     }
   }
 
