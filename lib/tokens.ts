@@ -5,13 +5,14 @@
  * requests look it up every time, and open sockets and streams that watch it are closed (also when the
  * `deno task token` command revoked it, which this module hears of by polling the table).
  */
-import { z } from "zod";
 import { type Role, ROLES, type TokenInfo, type TokenStore } from "./token_store.ts";
+import { TokenBody } from "./protocol.ts";
+import { BOOTSTRAP_NAME } from "./wire.ts";
 import { ConflictError, InvalidError, NotFoundError } from "./errors.ts";
 import { safeEqual } from "./auth_crypto.ts";
 
 export type { Role, TokenInfo };
-export { ROLES };
+export { BOOTSTRAP_NAME, ROLES };
 
 /** Who a valid token belongs to. */
 export interface Identity {
@@ -19,19 +20,11 @@ export interface Identity {
   role: Role;
 }
 
-export const BOOTSTRAP_NAME = "bootstrap";
 export const TOKEN_PREFIX = "lvmh_";
 /** How often revocations written by the command line are looked for. */
 const REVOCATION_POLL_MS = 1000;
 /** `lastUsedAt` is written at most this often per token. */
 const TOUCH_INTERVAL_MS = 60_000;
-
-export const TokenName = z.string().regex(
-  /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/,
-  "name: 1-64 letters, digits, '.', '_' or '-'",
-).refine((n) => n !== BOOTSTRAP_NAME, { message: `"${BOOTSTRAP_NAME}" is the bootstrap token's name` });
-export const RoleName = z.enum(ROLES);
-export const TokenBody = z.object({ name: TokenName, role: RoleName });
 
 /** A fresh token value. */
 export function newToken(): string {

@@ -60,6 +60,8 @@ export const SESSION_ID_RE = /^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,126}[A-Za-z0-9])?$
 /** The roles a token can have, most powerful first (the browser hides what a role may not do). */
 export const ROLES = ["admin", "operator", "viewer", "agent"] as const;
 export type Role = typeof ROLES[number];
+/** The name of the daemon's own token (`LVMH_TOKEN`), an admin; no named token may take it. */
+export const BOOTSTRAP_NAME = "bootstrap";
 
 /** Close codes the daemon uses on both sockets. */
 export const CloseCode = {

@@ -7,7 +7,8 @@
 import { DatabaseSync } from "node:sqlite";
 import { join } from "node:path";
 import { ROLES, TokenStore } from "../lib/token_store.ts";
-import { addToken, RoleName } from "../lib/tokens.ts";
+import { addToken } from "../lib/tokens.ts";
+import { RoleName } from "../lib/protocol.ts";
 
 const USAGE = `usage:
   deno task token add NAME --role admin|operator|viewer|agent

@@ -4,28 +4,13 @@
  * (it saw it there) or the same session and kind went out in the last 30 s. The push service's 404/410 deletes
  * a subscription; 429 and 5xx are retried with backoff (honouring `Retry-After`).
  */
-import { z } from "zod";
 import type { DatabaseSync } from "node:sqlite";
-import { describe, type NotifyEvent, NotifyKind } from "./kinds.ts";
+import { describe, type NotifyEvent, type NotifyKind } from "./kinds.ts";
+import type { PushSubscribeBody } from "../protocol.ts";
 import { PushStore, type PushSubscriptionRecord } from "./push_store.ts";
 import { Coalescer } from "./coalesce.ts";
 import { generateVapidKeys, sendPush } from "./web_push.ts";
 import { NotFoundError } from "../errors.ts";
-
-const b64url = z.string().regex(/^[A-Za-z0-9_-]+={0,2}$/, "must be base64url").max(200);
-
-/** `POST /api/push/subscriptions`: what `PushSubscription.toJSON()` gives, and the kinds wanted. */
-export const SubscribeBody = z.object({
-  subscription: z.object({
-    endpoint: z.url({ protocol: /^https?$/ }).max(2000),
-    keys: z.object({ p256dh: b64url, auth: b64url }),
-  }),
-  kinds: z.array(NotifyKind).max(20),
-});
-export type SubscribeBody = z.infer<typeof SubscribeBody>;
-
-/** `POST /api/push/visible`: the page of this browser is shown (or hidden). */
-export const VisibleBody = z.object({ endpoint: z.string().max(2000), visible: z.boolean() });
 
 /** A visibility report counts for this long; pages renew it while shown. */
 export const VISIBLE_TTL_MS = 60_000;
@@ -72,7 +57,7 @@ export class Push {
   }
 
   /** Add or replace this browser's subscription. */
-  subscribe(body: SubscribeBody, owner: string): Omit<PushSubscriptionRecord, "p256dh" | "auth"> {
+  subscribe(body: PushSubscribeBody, owner: string): Omit<PushSubscriptionRecord, "p256dh" | "auth"> {
     const record: PushSubscriptionRecord = {
       endpoint: body.subscription.endpoint,
       p256dh: body.subscription.keys.p256dh,

@@ -1,7 +1,8 @@
 /** Transport 2 of the protocol: REST bodies, queries and answers, spawn jobs and the GitLab shapes. */
 import { z } from "zod";
-import { FieldMax, MAX_PROMPT_CHARS, type Role } from "../wire.ts";
-import type { NotifyKind } from "../notify/kinds.ts";
+import { BOOTSTRAP_NAME, FieldMax, MAX_PROMPT_CHARS, type Role, ROLES } from "../wire.ts";
+import { NotifyKind } from "../notify/kinds.ts";
+import { isSecret } from "../webhooks/signing.ts";
 import { AskSet, EVENTS_PAGE_DEFAULT, EVENTS_PAGE_MAX, SessionInfo, ThinkingLevel } from "./shapes.ts";
 import { ApprovalDecision, DeliverAs, PromptImage } from "./plugin.ts";
 
@@ -208,6 +209,47 @@ export const GitlabConnectBody = z.object({
     "token has invalid characters",
   ),
 });
+
+// ---------------------------------------------------------------------------------------------
+// Tokens, the audit log, notifications (Transport 2)
+
+/** A named token's name: never the bootstrap token's. */
+export const TokenName = z.string().regex(
+  /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/,
+  "name: 1-64 letters, digits, '.', '_' or '-'",
+).refine((n) => n !== BOOTSTRAP_NAME, { message: `"${BOOTSTRAP_NAME}" is the bootstrap token's name` });
+export const RoleName = z.enum(ROLES);
+/** `POST /api/tokens` (and `deno task token add`). */
+export const TokenBody = z.object({ name: TokenName, role: RoleName });
+
+/** `GET /api/audit`: a page of rows after the id `after`, oldest first. */
+export const AuditQuery = z.object({
+  after: z.coerce.number().int().nonnegative().default(0),
+  limit: z.coerce.number().int().min(1).max(1000).default(100),
+});
+
+const b64url = z.string().regex(/^[A-Za-z0-9_-]+={0,2}$/, "must be base64url").max(200);
+/** `POST /api/push/subscriptions`: what `PushSubscription.toJSON()` gives, and the kinds wanted. */
+export const PushSubscribeBody = z.object({
+  subscription: z.object({
+    endpoint: z.url({ protocol: /^https?$/ }).max(2000),
+    keys: z.object({ p256dh: b64url, auth: b64url }),
+  }),
+  kinds: z.array(NotifyKind).max(20),
+});
+export type PushSubscribeBody = z.infer<typeof PushSubscribeBody>;
+/** `GET` and `DELETE /api/push/subscriptions?endpoint=`: which browser's subscription. */
+export const PushEndpointQuery = z.object({ endpoint: z.string().min(1).max(2000) });
+/** `POST /api/push/visible`: the page of this browser is shown (or hidden). */
+export const PushVisibleBody = z.object({ endpoint: z.string().max(2000), visible: z.boolean() });
+
+/** `POST /api/webhooks`: an outbound endpoint, the kinds it gets, and optionally its own secret. */
+export const EndpointBody = z.object({
+  url: z.url({ protocol: /^https?$/ }).max(2000),
+  events: z.array(NotifyKind).min(1).max(20),
+  secret: z.string().refine(isSecret, "secret must be whsec_ and 24 to 64 base64 bytes").optional(),
+});
+export type EndpointBody = z.infer<typeof EndpointBody>;
 
 /** `POST /login`: the daemon token, exchanged for the HttpOnly page cookie (web UI). */
 export const LoginBody = z.object({ token: z.string().min(1, "token is required").max(1024) });

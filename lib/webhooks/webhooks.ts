@@ -4,22 +4,13 @@
  * retrying after 1 s, 2 s, 4 s … (capped at 10 minutes) for 24 hours, then marks them failed. A delivery keeps
  * its id across attempts and restarts, so a receiver that saw it once can drop the repeat.
  */
-import { z } from "zod";
-import { type NotifyEvent, NotifyKind } from "../notify/kinds.ts";
+import type { NotifyEvent } from "../notify/kinds.ts";
 import { NotFoundError } from "../errors.ts";
 import { type AttemptRow, type EndpointRecord, type OutboxRow, WebhookStore } from "./webhook_store.ts";
-import type { Endpoint } from "../protocol.ts";
+import type { Endpoint, EndpointBody } from "../protocol.ts";
 import { attempt } from "./deliver.ts";
-import { generateSecret, isSecret } from "./signing.ts";
+import { generateSecret } from "./signing.ts";
 import type { DatabaseSync } from "node:sqlite";
-
-/** `POST /api/webhooks`. */
-export const EndpointBody = z.object({
-  url: z.url({ protocol: /^https?$/ }).max(2000),
-  events: z.array(NotifyKind).min(1).max(20),
-  secret: z.string().refine(isSecret, "secret must be whsec_ and 24 to 64 base64 bytes").optional(),
-});
-export type EndpointBody = z.infer<typeof EndpointBody>;
 
 export type { Endpoint } from "../protocol.ts";
 

@@ -1,13 +1,7 @@
-import { z } from "zod";
-import { parseWith } from "../../lib/protocol.ts";
+import { AuditQuery, parseWith } from "../../lib/protocol.ts";
 import { json } from "../../lib/http.ts";
 import { InvalidError } from "../../lib/errors.ts";
 import type { Handlers } from "../../lib/router.ts";
-
-const AuditQuery = z.object({
-  after: z.coerce.number().int().nonnegative().default(0),
-  limit: z.coerce.number().int().min(1).max(1000).default(100),
-});
 
 /** The audit log (admin), oldest first from `after`. */
 export const handler: Handlers = {

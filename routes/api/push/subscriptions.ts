@@ -1,10 +1,7 @@
-import { z } from "zod";
 import { json, readJson } from "../../../lib/http.ts";
 import { InvalidError } from "../../../lib/errors.ts";
-import { SubscribeBody } from "../../../lib/notify/push.ts";
+import { PushEndpointQuery, PushSubscribeBody } from "../../../lib/protocol.ts";
 import type { Handlers } from "../../../lib/router.ts";
-
-const EndpointQuery = z.object({ endpoint: z.string().min(1).max(2000) });
 
 /**
  * This browser's push subscription (any signed-in person: notifications are theirs): add or replace it with the
@@ -12,18 +9,18 @@ const EndpointQuery = z.object({ endpoint: z.string().min(1).max(2000) });
  */
 export const handler: Handlers = {
   GET(ctx) {
-    const q = EndpointQuery.safeParse(Object.fromEntries(ctx.url.searchParams));
+    const q = PushEndpointQuery.safeParse(Object.fromEntries(ctx.url.searchParams));
     if (!q.success) throw new InvalidError("endpoint is required");
     return json({ kinds: ctx.app.push.kindsOf(q.data.endpoint) });
   },
   async POST(ctx) {
-    const body = await readJson(ctx.req, SubscribeBody);
+    const body = await readJson(ctx.req, PushSubscribeBody);
     const saved = ctx.app.push.subscribe(body, ctx.principal!.name);
     ctx.audit("push.subscribe", { detail: { origin: new URL(saved.endpoint).origin, kinds: saved.kinds } });
     return json(saved, 201);
   },
   DELETE(ctx) {
-    const q = EndpointQuery.safeParse(Object.fromEntries(ctx.url.searchParams));
+    const q = PushEndpointQuery.safeParse(Object.fromEntries(ctx.url.searchParams));
     if (!q.success) throw new InvalidError("endpoint is required");
     ctx.app.push.unsubscribe(q.data.endpoint);
     return new Response(null, { status: 204 });

@@ -1,4 +1,4 @@
-import { TokenBody } from "../../../lib/tokens.ts";
+import { TokenBody } from "../../../lib/protocol.ts";
 import { json, readJson } from "../../../lib/http.ts";
 import type { Handlers } from "../../../lib/router.ts";
 

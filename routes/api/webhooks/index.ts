@@ -1,5 +1,5 @@
 import { json, readJson } from "../../../lib/http.ts";
-import { EndpointBody } from "../../../lib/webhooks/webhooks.ts";
+import { EndpointBody } from "../../../lib/protocol.ts";
 import type { Handlers } from "../../../lib/router.ts";
 
 /** Outbound webhook endpoints (admin): list them (no secrets), or register one (its secret is shown only here). */
