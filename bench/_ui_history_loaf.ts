@@ -7,20 +7,14 @@
  * Args: dataDir sessionId (a filled data dir, as bench/ui_history.ts makes; run with a throwaway --lock).
  */
 import { startDaemon } from "../testing/daemon.ts";
-import { launchBrowser } from "../testing/chromium.ts";
+import { launchBrowser, openPage } from "../testing/chromium.ts";
 
 const [dataDir, id] = Deno.args;
 const daemon = await startDaemon({ dataDir });
 const browser = await launchBrowser();
 try {
   for (let round = 0; round < Number(Deno.env.get("ROUNDS") ?? 1); round++) {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
-    await context.request.post(`${daemon.url}/login`, {
-      data: { token: daemon.token },
-      headers: { origin: daemon.url },
-    });
-    await context.addInitScript((t: string) => localStorage.setItem("lvmh.token", t), daemon.token);
-    const page = await context.newPage();
+    const { page, context } = await openPage(browser, daemon, { signIn: true });
     const css = Deno.env.get("CSS");
     if (css) {
       await page.route("**/static/style.css", async (r) => {

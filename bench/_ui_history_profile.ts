@@ -10,7 +10,7 @@
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { join } from "node:path";
 import { startDaemon } from "../testing/daemon.ts";
-import { launchBrowser } from "../testing/chromium.ts";
+import { launchBrowser, openPage } from "../testing/chromium.ts";
 import { islandNames } from "../lib/bundle.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
@@ -66,13 +66,7 @@ const js = await unminifiedBundle();
 const daemon = await startDaemon({ dataDir });
 const browser = await launchBrowser();
 try {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
-  await context.request.post(`${daemon.url}/login`, {
-    data: { token: daemon.token },
-    headers: { origin: daemon.url },
-  });
-  await context.addInitScript((t: string) => localStorage.setItem("lvmh.token", t), daemon.token);
-  const page = await context.newPage();
+  const { page, context } = await openPage(browser, daemon, { signIn: true });
   await page.route("**/static/client.js", (r) => r.fulfill({ body: js, contentType: "text/javascript" }));
   await page.goto(`${daemon.url}/sessions/${id}`);
   await page.waitForSelector("html[data-hydrated='1']");

@@ -8,7 +8,7 @@
  */
 import WebSocket from "ws";
 import { lineReader } from "./proc.ts";
-import { eventFrame, helloFrame, sessionInfo } from "./agent.ts";
+import { eventFrame, helloFrame } from "./agent.ts";
 import { PROTOCOL_VERSION } from "../lib/wire.ts";
 
 /** The attacker as a process of its own (this module), started and ready; `go()` runs the attack to its end. */
@@ -92,14 +92,7 @@ async function attackerProcess() {
       ws.once("close", reject);
     });
     if (hello) {
-      const session = sessionInfo("attacker", {
-        name: "a",
-        cwd: "/",
-        model: "m",
-        provider: "p",
-        startedAt: 1,
-      });
-      ws.send(JSON.stringify(helloFrame("attacker", session)));
+      ws.send(JSON.stringify(helloFrame("attacker")));
     }
     return ws;
   }

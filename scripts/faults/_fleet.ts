@@ -107,10 +107,8 @@ export interface ScenarioEnd {
   failedCommits: number;
   /** Plugin sockets closed without an ack for those commits. */
   socketsClosed: number;
-  /** The daemon's output when the refusals were counted. */
-  output: string;
   audit: Audit;
-  /** From the repair (`repair.since`, or just before `repair.run`) until every message was stored. */
+  /** From the repair (the fault's end) until every message was stored. */
   repairSeconds: number;
   /** The daemon still answers REST. */
   alive: boolean;
@@ -119,7 +117,8 @@ export interface ScenarioEnd {
 /**
  * The tail of a disk-fault row: the witness's end (reported "still open" after 15 s), what SQLite holds of its
  * session, the commits and sockets refused for `cause`; then the repair (`repair.run`, if the row has one
- * left to do), the fleet's audit, and whether the daemon still answers.
+ * left to do), the fleet's audit, and whether the daemon still answers. `output`: the daemon's output when the
+ * refusals were counted.
  */
 export async function finishScenario(
   d: Pick<Daemon, "api" | "output">,
@@ -127,7 +126,7 @@ export async function finishScenario(
   witness: { id: string; w: Witness },
   cause: string,
   repair: { since?: number; run?: () => Promise<unknown> },
-): Promise<ScenarioEnd> {
+): Promise<{ end: ScenarioEnd; output: string }> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const end = await Promise.race([
     witness.w.ended,
@@ -146,16 +145,18 @@ export async function finishScenario(
   const res = await d.api("/api/sessions");
   await res.body?.cancel();
   return {
-    witness: {
-      ...end,
-      storedAtClose: stored.length ? Math.max(...stored) : 0,
-      contiguous: stored.every((s, i) => s === i + 1),
+    end: {
+      witness: {
+        ...end,
+        storedAtClose: stored.length ? Math.max(...stored) : 0,
+        contiguous: stored.every((s, i) => s === i + 1),
+      },
+      failedCommits,
+      socketsClosed,
+      audit,
+      repairSeconds,
+      alive: res.status === 200,
     },
-    failedCommits,
-    socketsClosed,
     output,
-    audit,
-    repairSeconds,
-    alive: res.status === 200,
   };
 }

@@ -4,7 +4,7 @@
  * the daemon may only have acked what it committed, so SQLite must hold every seq up to that ack.
  */
 import WebSocket from "ws";
-import { eventFrame, helloFrame, sessionInfo } from "../../testing/agent.ts";
+import { eventFrame, helloFrame } from "../../testing/agent.ts";
 import type { Daemon } from "../../testing/daemon.ts";
 
 export interface WitnessEnd {
@@ -31,15 +31,7 @@ export function witness(d: Pick<Daemon, "agentUrl" | "token">, id: string, pad: 
   const text = "w".repeat(pad);
   let error = "";
   ws.on("error", (e: Error) => error = e.message);
-  ws.on(
-    "open",
-    () =>
-      ws.send(
-        JSON.stringify(
-          helloFrame(id, sessionInfo(id, { name: id, cwd: "/", model: "m", provider: "p", startedAt: 1 })),
-        ),
-      ),
-  );
+  ws.on("open", () => ws.send(JSON.stringify(helloFrame(id))));
   ws.on("message", (data: unknown) => {
     const f = JSON.parse(String(data));
     if (f.type === "welcome") {

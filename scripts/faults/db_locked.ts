@@ -8,8 +8,8 @@
  */
 import { runMainOnce, startDaemon, waitFor } from "../../testing/daemon.ts";
 import { allEvents, sessions } from "../../testing/pi.ts";
-import { type Audit, finishScenario, refused, startFleet } from "./_fleet.ts";
-import { witness, type WitnessEnd } from "./_witness.ts";
+import { finishScenario, refused, type ScenarioEnd, startFleet } from "./_fleet.ts";
+import { witness } from "./_witness.ts";
 import { REFUSED_AT_ONCE } from "../../lib/write_gate.ts";
 
 /** The daemon's `PRAGMA busy_timeout` (lib/store.ts): how long a write, and the open, wait for another lock. */
@@ -67,27 +67,20 @@ export async function lockedStart(): Promise<LockedStartResult> {
   }
 }
 
-export interface LockedMidRunResult {
+/** The repair is releasing the lock. */
+export interface LockedMidRunResult extends ScenarioEnd {
   plugins: number;
   /** How long the other process held the lock. */
   holdSeconds: number;
   /** From taking the lock until the first commit was refused: how long a write waited. */
   waitedSeconds: number;
-  failedCommits: number;
-  /** Of those, the commits that waited the busy timeout (the rest were refused at once by the write gate). */
+  /** Of the failed commits, those that waited the busy timeout (the rest were refused at once by the gate). */
   waits: number;
-  /** Plugin sockets closed without an ack for those commits. */
-  socketsClosed: number;
-  witness: WitnessEnd & { storedAtClose: number; contiguous: boolean };
   /** The slowest REST read answered while the lock was held (the event loop waits with a write). */
   slowestReadMs: number;
   /** REST reads of the session list made while the lock was held, and how many answered 200 with the list. */
   readsTried: number;
   readsOk: number;
-  alive: boolean;
-  audit: Audit;
-  /** From releasing the lock until every message was stored. */
-  repairSeconds: number;
 }
 
 /**
@@ -141,23 +134,25 @@ export async function lockedMidRun(
     reading = false;
     await reader;
     const waitedSeconds = await waited.catch(() => NaN);
-    const end = await finishScenario(d, fleet, { id: "locked-witness", w }, "database is locked", {
-      since: t1,
-    });
+    const { end, output } = await finishScenario(
+      d,
+      fleet,
+      { id: "locked-witness", w },
+      "database is locked",
+      {
+        since: t1,
+      },
+    );
+    const waits = end.failedCommits - refused(output, REFUSED_AT_ONCE).commits;
     return {
       plugins: options.plugins,
       holdSeconds,
       waitedSeconds,
-      failedCommits: end.failedCommits,
-      waits: end.failedCommits - refused(end.output, REFUSED_AT_ONCE).commits,
-      socketsClosed: end.socketsClosed,
-      witness: end.witness,
+      waits,
+      ...end,
       slowestReadMs,
       readsTried,
       readsOk,
-      alive: end.alive,
-      audit: end.audit,
-      repairSeconds: end.repairSeconds,
     };
   } finally {
     w?.stop();

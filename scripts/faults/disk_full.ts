@@ -7,29 +7,20 @@
  */
 import { startDaemon, waitFor } from "../../testing/daemon.ts";
 import { allEvents, sessions } from "../../testing/pi.ts";
-import { type Audit, finishScenario, startFleet } from "./_fleet.ts";
-import { witness, type WitnessEnd } from "./_witness.ts";
+import { finishScenario, type ScenarioEnd, startFleet } from "./_fleet.ts";
+import { witness } from "./_witness.ts";
 
-export interface DiskFullResult {
+/** The repair is deleting the filler. */
+export interface DiskFullResult extends ScenarioEnd {
   plugins: number;
   tmpfsMiB: number;
   /** Room left by the filler file when streaming started. */
   freeKiB: number;
   /** Rounds (one message from each plugin) until the first failed commit. */
   roundsBeforeFull: number;
-  /** Log lines of commits SQLite refused. */
-  failedCommits: number;
-  /** Plugin sockets closed without an ack for those commits. */
-  socketsClosed: number;
-  /** The hand-written socket: how the daemon closed it, and the highest seq SQLite held then. */
-  witness: WitnessEnd & { storedAtClose: number; contiguous: boolean };
   /** REST reads answered 200 while the disk was full, of those tried. */
   readsOk: number;
   readsTried: number;
-  alive: boolean;
-  audit: Audit;
-  /** From deleting the filler until every message was stored. */
-  repairSeconds: number;
 }
 
 const MESSAGE_PAD = 2000;
@@ -76,7 +67,7 @@ export async function diskFull(options: { plugins: number; freeKiB: number }): P
       }
     }
     // The repair: the filler goes, and the plugins' replay must store everything.
-    const end = await finishScenario(d, fleet, { id: "full-witness", w }, "database or disk is full", {
+    const { end } = await finishScenario(d, fleet, { id: "full-witness", w }, "database or disk is full", {
       run: () => Deno.remove(filler),
     });
     return {
@@ -84,14 +75,9 @@ export async function diskFull(options: { plugins: number; freeKiB: number }): P
       tmpfsMiB,
       freeKiB: options.freeKiB,
       roundsBeforeFull: rounds,
-      failedCommits: end.failedCommits,
-      socketsClosed: end.socketsClosed,
-      witness: end.witness,
+      ...end,
       readsOk,
       readsTried,
-      alive: end.alive,
-      audit: end.audit,
-      repairSeconds: end.repairSeconds,
     };
   } finally {
     w?.stop();

@@ -4,7 +4,7 @@
  * within a second: every one must be welcomed, with `lastSeq` equal to what it stored before the kill.
  */
 import WebSocket from "ws";
-import { eventFrame, helloFrame, sessionInfo } from "../../testing/agent.ts";
+import { eventFrame, helloFrame } from "../../testing/agent.ts";
 import { type Daemon, startDaemon } from "../../testing/daemon.ts";
 
 export interface StormResult {
@@ -23,15 +23,7 @@ function hello(d: Daemon, id: string, timeoutMs: number, sendEvent: boolean): Pr
     const timer = setTimeout(() => (ws.terminate(), reject(new Error(`${id}: no welcome`))), timeoutMs);
     ws.on("error", () => {});
     ws.on("close", () => reject(new Error(`${id}: closed`)));
-    ws.on(
-      "open",
-      () =>
-        ws.send(
-          JSON.stringify(
-            helloFrame(id, sessionInfo(id, { name: id, cwd: "/", model: "m", provider: "p", startedAt: 1 })),
-          ),
-        ),
-    );
+    ws.on("open", () => ws.send(JSON.stringify(helloFrame(id))));
     ws.on("message", (data: unknown) => {
       const f = JSON.parse(String(data));
       if (f.type === "welcome") {
