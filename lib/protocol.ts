@@ -9,7 +9,7 @@ import { z } from "zod";
 import { PROTOCOL_VERSION } from "./wire.ts";
 import { hotShape, MAX_JSON_DEPTH, nestsDeeper } from "./frame_precheck.ts";
 import { AgentEvent, DaemonFrame, type ErrorCode, PluginFrame } from "./protocol/plugin.ts";
-import { BrowserFrame, type ServerFrameType } from "./protocol/browser.ts";
+import { BrowserFrame, serverFrameTypes } from "./protocol/browser.ts";
 
 export { MAX_JSON_DEPTH, nestsDeeper } from "./frame_precheck.ts";
 export {
@@ -104,13 +104,5 @@ export const MESSAGE_TYPES = {
   pluginToDaemon: PluginFrame.options.map((o) => o.shape.type.value),
   daemonToPlugin: DaemonFrame.options.map((o) => o.shape.type.value),
   browserToDaemon: BrowserFrame.options.map((o) => o.shape.type.value),
-  daemonToBrowser: [
-    "session_list",
-    "session_update",
-    "events",
-    "spawn_status",
-    "approvals",
-    "pong",
-    "error",
-  ] satisfies ServerFrameType[],
+  daemonToBrowser: serverFrameTypes,
 };

@@ -36,3 +36,18 @@ export type ServerFrame =
   | { type: "spawn_status"; jobs: SpawnJob[] }
   | { type: "error"; message: string };
 export type ServerFrameType = ServerFrame["type"];
+/**
+ * Every `ServerFrame` type once. The daemon only writes these frames, so they have no schema to list them;
+ * the annotation makes the compiler check this record against the union both ways (a type missing here, or
+ * one the union lacks, fails `deno check`).
+ */
+const SERVER_FRAME_TYPES: Record<ServerFrameType, true> = {
+  session_list: true,
+  session_update: true,
+  approvals: true,
+  pong: true,
+  events: true,
+  spawn_status: true,
+  error: true,
+};
+export const serverFrameTypes = Object.keys(SERVER_FRAME_TYPES) as ServerFrameType[];
