@@ -1,5 +1,5 @@
 /**
- * The registry's one "sessions changed" signal (issue 8): `session_update` frames at most once per
+ * The registry's one "sessions changed" signal: `session_update` frames at most once per
  * SESSION_UPDATE_INTERVAL_MS however often rows change, holding only the rows that changed, the last change
  * never lost.
  */

@@ -72,7 +72,7 @@ Deno.test("SseStream.abort() drops the queue and errors the body; end() runs onc
 });
 
 Deno.test("SseStream.close() delivers what is queued, then ends; heartbeats are comment lines", async () => {
-  assert.equal(HEARTBEAT_MS, 15_000, "a comment line every 15 s, as the issue says");
+  assert.equal(HEARTBEAT_MS, 15_000, "a comment line every 15 s, as README.md says");
   const stream = new SseStream({}, { heartbeatMs: 10 });
   const reader = stream.body.getReader();
   const text = await readUntil(reader, (t) => t.includes(": keep-alive\n\n"));

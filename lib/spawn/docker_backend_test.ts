@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { repoVolumeName } from "./docker_backend.ts";
 
-Deno.test("repoVolumeName() follows the seed's slug and keeps look-alike paths apart", () => {
+Deno.test("repoVolumeName() is a slug of the path and keeps look-alike paths apart", () => {
   const hash = (s: string) => createHash("sha256").update(s).digest("hex").slice(0, 6);
   assert.equal(
     repoVolumeName("group/sub/project"),
