@@ -1,6 +1,6 @@
 /** At most one notification per session and kind in a window, so a busy session cannot flood a phone. */
 
-/** The window: one notification per session and kind per 30 s (README, "Notifications"). */
+/** The window: one notification per session and kind per 30 s (README.md, "Hearing back"). */
 export const COALESCE_MS = 30_000;
 
 /** Remembers what was let through recently. */
