@@ -56,8 +56,10 @@ export function clearToken(s: LocalStore | null = store()): void {
 }
 
 /**
- * Call the REST API and parse its JSON answer.
- * @throws {SignInRequired} on 401 (the stored token is cleared, the sign-in hook told)
+ * Call the REST API and parse its JSON answer. A stored token the daemon refuses is forgotten and the call
+ * made once more on the page cookie alone (a 401 is answered before anything runs, so this repeats nothing):
+ * the cookie is renewed by every sign-in, the stored token only by the sign-in island.
+ * @throws {SignInRequired} on 401 with no credentials left to try (the sign-in hook told)
  * @throws {ApiError} on any other non-2xx answer
  */
 export async function api<T>(
@@ -65,20 +67,27 @@ export async function api<T>(
   init: RequestInit = {},
   s: LocalStore | null = store(),
 ): Promise<T> {
-  const headers = new Headers(init.headers);
+  const send = (token: string | null) => {
+    const headers = new Headers(init.headers);
+    if (token) headers.set("authorization", `Bearer ${token}`);
+    if (init.body !== undefined && !headers.has("content-type")) {
+      headers.set("content-type", "application/json");
+    }
+    return fetch(path, { ...init, headers, credentials: "same-origin" });
+  };
   const token = getToken(s);
-  if (token) headers.set("authorization", `Bearer ${token}`);
-  if (init.body !== undefined && !headers.has("content-type")) {
-    headers.set("content-type", "application/json");
+  let res = await send(token);
+  if (res.status === 401 && token) {
+    await res.body?.cancel();
+    clearToken(s);
+    res = await send(null);
   }
-  const res = await fetch(path, { ...init, headers, credentials: "same-origin" });
   const text = await res.text();
   let body: unknown = null;
   try {
     body = text ? JSON.parse(text) : null;
   } catch { /* a proxy's HTML error page, say */ }
   if (res.status === 401) {
-    clearToken(s);
     signInRequired();
     throw new SignInRequired("the daemon did not accept the token");
   }
@@ -91,7 +100,7 @@ export async function api<T>(
 
 /**
  * Ask the REST API whether this browser's credentials still work (a refused WebSocket does not say why).
- * @returns false on a 401 (the stored token is then cleared); true otherwise, including when unreachable
+ * @returns false on a 401 (a stored token is then cleared); true otherwise, including when unreachable
  */
 export async function credentialsAccepted(s: LocalStore | null = store()): Promise<boolean> {
   try {

@@ -27,6 +27,8 @@ Deno.test("api() sends the bearer token, parses JSON and maps errors", async (t)
     const path = new URL(req.url).pathname;
     if (path === "/ok") return Response.json([{ id: "a" }]);
     if (path === "/offline") return Response.json({ error: 'Session "a" is offline' }, { status: 409 });
+    // As the daemon: a presented token that is refused answers 401 even when the cookie would be accepted.
+    if (path === "/cookie" && !req.headers.has("authorization")) return Response.json({ by: "cookie" });
     return Response.json({ error: "missing or invalid token" }, { status: 401 });
   });
   const base = `http://127.0.0.1:${server.addr.port}`;
@@ -41,6 +43,19 @@ Deno.test("api() sends the bearer token, parses JSON and maps errors", async (t)
       assert.ok(err instanceof ApiError);
       assert.equal(err.status, 409);
       assert.equal(err.message, 'Session "a" is offline');
+    });
+    await t.step("a refused stored token is forgotten and the call made again on the cookie", async () => {
+      const s = memory("stale");
+      let told = 0;
+      onSignInRequired(() => told++);
+      try {
+        assert.deepEqual(await api(`${base}/cookie`, { method: "POST", body: "{}" }, s), { by: "cookie" });
+        assert.deepEqual(seen.slice(-2), ["Bearer stale", null]);
+        assert.equal(getToken(s), null);
+        assert.equal(told, 0, "the cookie was accepted: no sign-in prompt");
+      } finally {
+        onSignInRequired(() => {});
+      }
     });
     await t.step("401: SignInRequired, the token is forgotten and the sign-in hook told", async () => {
       const s = memory("stale");
