@@ -15,8 +15,8 @@ cd "$ROOT"
 export NO_COLOR=1 DENO_NO_UPDATE_CHECK=1 PATH="$ROOT/.tools/node_modules/.bin:$PATH"
 
 # The tiers are folders, so a new test file runs in the right phase by where it is put:
-#   unit     the `*_test.ts` files beside the code (lib/ ui/ docker/ plugin/ cli/ testing/) and tests/*_test.ts:
-#            nothing but Deno, the npm packages and loopback; daemons in-process or as plain subprocesses
+#   unit     the `*_test.ts` files beside the code (lib/ ui/ docker/ plugin/ cli/ testing/) and directly in
+#            tests/: nothing but Deno, the npm packages and loopback; daemons in-process or plain subprocesses
 #   process  tests/process/: root-free too, but slow or load-sensitive for what they add to `deno task ok`,
 #            and each needs the daemon as a process of its own (the CLI, a Node process, 10 s; the database
 #            locked, an exit code after SQLite's busy timeouts; the event streams under SIGKILL and a stalled

@@ -1,8 +1,8 @@
 /**
  * The plugin's and the browser's side of the sockets, scripted: the frames a plugin sends (`helloFrame`,
  * `eventFrame`, at the protocol's version), `connectAgent` (Deno's WebSocket; resolves after `welcome`) for
- * tests, `nodelayAgent` (npm `ws`, as the real plugin) for the benches and the fault scenarios' processes, and
- * `connectBrowser` for `/ws`.
+ * tests, `nodelayAgent` (npm `ws`, as the real plugin) for the benches and the fault scenarios' processes,
+ * and `connectBrowser` for `/ws`.
  */
 import NodeWebSocket from "ws";
 import { PROTOCOL_VERSION } from "../lib/wire.ts";
@@ -189,9 +189,9 @@ export interface WsAgent {
 }
 
 /**
- * A plugin-side socket from npm `ws`, as the real plugin uses (TCP_NODELAY, so no delta waits for Nagle, which
- * Deno's own WebSocket client does not turn off): says hello, waits for the welcome, then sends events with
- * consecutive seqs.
+ * A plugin-side socket from npm `ws`, as the real plugin uses (TCP_NODELAY, so no delta waits for Nagle,
+ * which Deno's own WebSocket client does not turn off): says hello, waits for the welcome, then sends events
+ * with consecutive seqs.
  */
 export async function nodelayAgent(
   url: string,

@@ -11,7 +11,7 @@ import { lineReader } from "./proc.ts";
 import { eventFrame, helloFrame } from "./agent.ts";
 import { PROTOCOL_VERSION } from "../lib/wire.ts";
 
-/** The attacker as a process of its own (this module), started and ready; `go()` runs the attack to its end. */
+/** The attacker as a process of its own (this module), ready; `go()` runs the attack to its end. */
 export async function startAttacker(
   agentUrl: string,
   browserUrl: string,

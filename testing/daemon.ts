@@ -1,8 +1,8 @@
 /**
- * The one way tests, benches and fault scenarios run the real daemon (`main.ts`) as a process: `startDaemon`
- * on a free port with a temporary data dir (optionally under the V8 inspector, for the profiling benches), and
- * `runMainOnce` for the starts that must end with an exit code. Every caller of `startDaemon` must
- * `await daemon.stop()` (or use `await using`).
+ * The one way tests, benches and fault scenarios run the real daemon (`main.ts`) as a process:
+ * `startDaemon` on a free port with a temporary data dir (optionally under the V8 inspector, for the
+ * profiling benches), and `runMainOnce` for the starts that must end with an exit code. Every caller of
+ * `startDaemon` must `await daemon.stop()` (or use `await using`).
  */
 import { fileURLToPath } from "node:url";
 
@@ -57,13 +57,20 @@ export function freePort(): number {
   return port;
 }
 
-/** A `fetch` of paths under `url` with the bearer token (JSON content type when there is a body). */
-export function bearerFetch(url: string, token: string): Daemon["api"] {
+/**
+ * A `fetch` of paths under `url` with the bearer token (JSON content type when there is a body); `send` is
+ * how a path is fetched (over the network by default; the in-process daemon passes its handler).
+ */
+export function bearerFetch(
+  url: string,
+  token: string,
+  send: (path: string, init: RequestInit) => Promise<Response> = (path, init) => fetch(url + path, init),
+): Daemon["api"] {
   return (path, init = {}) => {
     const headers = new Headers(init.headers);
     headers.set("authorization", `Bearer ${token}`);
     if (init.body && !headers.has("content-type")) headers.set("content-type", "application/json");
-    return fetch(url + path, { ...init, headers });
+    return send(path, { ...init, headers });
   };
 }
 
@@ -166,8 +173,8 @@ export interface MainExit {
 }
 
 /**
- * Run `main.ts` until it exits by itself (a start refused with an exit code: bad configuration, a read-only or
- * locked data dir). `env` comes on top of the caller's environment, port 0 and no colour.
+ * Run `main.ts` until it exits by itself (a start refused with an exit code: bad configuration, a read-only
+ * or locked data dir). `env` comes on top of the caller's environment, port 0 and no colour.
  */
 export async function runMainOnce(env: Record<string, string>): Promise<MainExit> {
   const out = await new Deno.Command(Deno.execPath(), {

@@ -8,7 +8,7 @@
 import { createDaemon, type Daemon as LibDaemon } from "../lib/daemon.ts";
 import { loadConfig } from "../lib/config.ts";
 import { routes } from "../routes/_table.ts";
-import { TEST_TOKEN } from "./daemon.ts";
+import { bearerFetch, type Daemon, TEST_TOKEN } from "./daemon.ts";
 
 export interface InProcessOptions {
   /** Reuse a data dir (for restart tests); a fresh temp dir otherwise, removed by `stop()`. */
@@ -20,27 +20,12 @@ export interface InProcessOptions {
   port?: number;
 }
 
-/** What the tests see: the same fields as the subprocess helper's `Daemon`, plus the daemon's parts. */
-export interface InProcessDaemon extends AsyncDisposable {
+/** What the tests see: the subprocess helper's `Daemon` (but `kill`), plus the daemon's parts. */
+export interface InProcessDaemon extends Omit<Daemon, "kill"> {
   /** The assembled daemon; `daemon.app` for the few tests that need internals. */
   daemon: LibDaemon;
-  port: number;
-  token: string;
-  dataDir: string;
-  /** http://127.0.0.1:PORT: also the origin of requests sent straight to the handler. */
-  url: string;
-  /** ws://127.0.0.1:PORT/agent/ws */
-  agentUrl: string;
-  /** ws://127.0.0.1:PORT/ws?token=… */
-  browserUrl: string;
-  /** Everything the daemon wrote to the console while it ran (the process's stdout and stderr in production). */
-  output(): string;
-  /** Send a request for `path` straight to the handler, without credentials unless `init` has them. */
+  /** Send a request for `path` straight to the handler (origin `url`), credentials only from `init`. */
   fetch(path: string, init?: RequestInit): Promise<Response>;
-  /** As `fetch`, with the bearer token (JSON content type when there is a body). */
-  api(path: string, init?: RequestInit): Promise<Response>;
-  /** Shut the daemon down as SIGTERM would, stop serving, and remove a temp data dir this helper made. */
-  stop(): Promise<void>;
 }
 
 /** The peer a request sent straight to the handler claims to come from. */
@@ -108,12 +93,7 @@ export async function startInProcess(options: InProcessOptions = {}): Promise<In
     browserUrl: `ws://127.0.0.1:${port}/ws?token=${encodeURIComponent(token)}`,
     output: () => log.text(),
     fetch: send,
-    api(path, init = {}) {
-      const headers = new Headers(init.headers);
-      headers.set("authorization", `Bearer ${token}`);
-      if (init.body && !headers.has("content-type")) headers.set("content-type", "application/json");
-      return send(path, { ...init, headers });
-    },
+    api: bearerFetch(url, token, send),
     stop,
     [Symbol.asyncDispose]: stop,
   };

@@ -102,8 +102,8 @@ export function fillSessions(store: Store, count: number, runs: number, t0: numb
 }
 
 /**
- * A `GET` of a page as a viewer (a named viewer token, made through the REST route), straight to the in-process
- * daemon's handler: the page route end to end, with the router and the credential check in front of it.
+ * A `GET` of a page as a viewer (a named viewer token, made through the REST route), straight to the
+ * in-process daemon's handler: the page route end to end, with the router and the credential check in front.
  */
 export async function viewerPages(d: InProcessDaemon): Promise<(path: string) => Promise<Response>> {
   const res = await d.api("/api/tokens", {

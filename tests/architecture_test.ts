@@ -181,7 +181,7 @@ Deno.test("architecture: the browser's modules take wire types from the shared w
   assert.deepEqual(offenders, []);
 });
 
-Deno.test("architecture: tests/, bench/ and scripts/faults/ share helpers through testing/, never each other", async () => {
+Deno.test("architecture: tests/, bench/, scripts/faults/ share helpers via testing/, never each other", async () => {
   // One harness: a helper that two of them need lives in testing/ (public names, no `_` prefix), so none of
   // them reaches into another's private files. The tests of the fault rows (tests/**/faults_*_test.ts) exist
   // to run the rows, so they alone import scripts/faults/.

@@ -115,10 +115,10 @@ export interface ScenarioEnd {
 }
 
 /**
- * The tail of a disk-fault row: the witness's end (reported "still open" after 15 s), what SQLite holds of its
- * session, the commits and sockets refused for `cause`; then the repair (`repair.run`, if the row has one
- * left to do), the fleet's audit, and whether the daemon still answers. `output`: the daemon's output when the
- * refusals were counted.
+ * The tail of a disk-fault row: the witness's end (reported "still open" after 15 s), what SQLite holds of
+ * its session, the commits and sockets refused for `cause`; then the repair (`repair.run`, if the row has one
+ * left to do), the fleet's audit, and whether the daemon still answers. `output`: the daemon's output when
+ * the refusals were counted.
  */
 export async function finishScenario(
   d: Pick<Daemon, "api" | "output">,
