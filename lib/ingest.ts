@@ -116,8 +116,13 @@ export class Ingest {
    * count events an older socket sent just before it closed).
    */
   committedSeq(sessionId: string): number {
-    if (this.#pendingSessions.has(sessionId)) this.flush();
+    this.flushSession(sessionId);
     return this.#store.lastSeq(sessionId);
+  }
+
+  /** Commit now whatever of a session is still queued (nothing happens when none is). */
+  flushSession(sessionId: string): void {
+    if (this.#pendingSessions.has(sessionId)) this.flush();
   }
 
   /** Store a batch; if it fails as a whole, retry each session alone so one bad session cannot sink others. */

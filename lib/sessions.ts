@@ -134,7 +134,7 @@ export class Sessions {
   disconnect(sessionId: string, link: PluginLink): boolean {
     if (this.#links.get(sessionId) !== link) return false;
     this.#links.delete(sessionId);
-    this.#ingest.committedSeq(sessionId); // a `bye` still queued is stored before the list says offline
+    this.#ingest.flushSession(sessionId); // a `bye` still queued is stored before the list says offline
     this.#store.setIdle(sessionId);
     this.#glances.unfollow(sessionId);
     this.touch(sessionId);
@@ -177,7 +177,7 @@ export class Sessions {
     if (this.#links.has(sessionId)) {
       throw new ConflictError(`Session "${sessionId}" is online: end it (or stop its container) first`);
     }
-    this.#ingest.committedSeq(sessionId); // nothing of it may still wait for the disk
+    this.#ingest.flushSession(sessionId); // nothing of it may still wait for the disk
     if (!this.#store.deleteSession(sessionId)) throw sessionNotFound(sessionId);
     this.#glances.forget(sessionId);
     this.#changed.delete(sessionId);
