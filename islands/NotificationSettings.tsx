@@ -7,12 +7,14 @@ import { useEffect, useState } from "preact/hooks";
 import { ApiError, errorText } from "../ui/api.ts";
 import { useAction } from "../ui/use_action.ts";
 import { pushKey, pushKinds, removePushSubscription, savePushSubscription } from "../ui/rest.ts";
+import type { PushSubscribeBody } from "../lib/protocol.ts";
+import type { NotifyKind } from "../lib/notify/kinds.ts";
 
 interface Props {
   /** Every kind, in display order, with its label. */
-  kinds: { kind: string; label: string }[];
+  kinds: { kind: NotifyKind; label: string }[];
   /** What a new subscription starts with. */
-  defaults: string[];
+  defaults: NotifyKind[];
 }
 
 type Status = "checking" | "unsupported" | "off" | "on" | "denied";
@@ -44,7 +46,7 @@ function messageOf(e: unknown): string {
 
 export default function NotificationSettings({ kinds, defaults }: Props) {
   const [status, setStatus] = useState<Status>("checking");
-  const [chosen, setChosen] = useState<string[]>(defaults);
+  const [chosen, setChosen] = useState<NotifyKind[]>(defaults);
   const [ready, setReady] = useState(false);
   const { busy, error, setError, run } = useAction(undefined, messageOf);
 
@@ -73,9 +75,13 @@ export default function NotificationSettings({ kinds, defaults }: Props) {
     })();
   }, []);
 
-  async function save(sub: PushSubscription, list: string[]) {
-    const json = sub.toJSON() as { endpoint: string; keys: { p256dh: string; auth: string } };
-    await savePushSubscription({ endpoint: json.endpoint, keys: json.keys }, list);
+  async function save(sub: PushSubscription, kinds: NotifyKind[]) {
+    // A push subscription's JSON always has both; its DOM type leaves them optional.
+    const { endpoint, keys } = sub.toJSON() as PushSubscribeBody["subscription"];
+    await savePushSubscription({
+      subscription: { endpoint, keys: { p256dh: keys.p256dh, auth: keys.auth } },
+      kinds,
+    });
   }
 
   const enable = () =>
@@ -103,7 +109,7 @@ export default function NotificationSettings({ kinds, defaults }: Props) {
       setStatus("off");
     });
 
-  const toggle = (kind: string) =>
+  const toggle = (kind: NotifyKind) =>
     run(async () => {
       const list = chosen.includes(kind) ? chosen.filter((k) => k !== kind) : [...chosen, kind];
       setChosen(list);

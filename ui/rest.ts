@@ -12,6 +12,7 @@ import type {
   ModelBody,
   PromptImage,
   PromptResult,
+  PushSubscribeBody,
   SessionSummary,
   SpawnBody,
   SpawnJob,
@@ -221,25 +222,21 @@ export function clearGitlabHookSecret(): Promise<{ ok: true; enabled: boolean }>
   return api("/api/hooks/gitlab", { method: "DELETE" });
 }
 
-/** A browser's push subscription as `POST /api/push/subscriptions` takes it (`PushSubscription.toJSON()`). */
-export interface PushSubscriptionBody {
-  endpoint: string;
-  keys: { p256dh: string; auth: string };
-}
-
 /** `GET /api/push/key`: the daemon's VAPID public key (base64url). */
 export function pushKey(): Promise<{ publicKey: string }> {
   return api<{ publicKey: string }>("/api/push/key");
 }
 
 /** `GET /api/push/subscriptions?endpoint=…`: the kinds this subscription gets, null when the daemon has none. */
-export function pushKinds(endpoint: string): Promise<{ kinds: string[] | null }> {
-  return api<{ kinds: string[] | null }>(`/api/push/subscriptions?endpoint=${encodeURIComponent(endpoint)}`);
+export function pushKinds(endpoint: string): Promise<{ kinds: NotifyKind[] | null }> {
+  return api<{ kinds: NotifyKind[] | null }>(
+    `/api/push/subscriptions?endpoint=${encodeURIComponent(endpoint)}`,
+  );
 }
 
 /** `POST /api/push/subscriptions`: add or replace this browser's subscription with the kinds wanted. */
-export function savePushSubscription(subscription: PushSubscriptionBody, kinds: string[]): Promise<unknown> {
-  return api("/api/push/subscriptions", json("POST", { subscription, kinds }));
+export function savePushSubscription(body: PushSubscribeBody): Promise<unknown> {
+  return api("/api/push/subscriptions", json("POST", body));
 }
 
 /** `DELETE /api/push/subscriptions?endpoint=…`. */
