@@ -7,6 +7,7 @@
 import type { CommandOutcome } from "../ui/conversation.ts";
 import { useMemo, useRef, useState } from "preact/hooks";
 import type { DeliverAs, SessionSummary } from "../lib/protocol.ts";
+import { IMAGE_TYPES, MAX_IMAGE_BYTES, MAX_IMAGES, MAX_IMAGES_TOTAL_BYTES } from "../lib/image_limits.ts";
 import { type ComposerImage, steerActions, takesImages } from "../ui/steer.ts";
 import { ModelPicker } from "./ModelPicker.tsx";
 
@@ -22,13 +23,11 @@ interface ComposerProps {
   commands?: Record<string, CommandOutcome>;
 }
 
-/** The daemon's limits (lib/images.ts), checked here too so a person hears at once. */
-const IMAGE_TYPES = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+const MiB = 1024 * 1024;
 const REENCODE_NOTE =
   "pi 1.6.0 re-encodes images over 2000×2000 px or 4.5 MB, and replaces ones it cannot read " +
   "with text.";
 const RENAME_SENT = "Rename sent.";
-const MAX_IMAGES = 10, MAX_IMAGE_BYTES = 10 * 1024 * 1024, MAX_TOTAL_BYTES = 20 * 1024 * 1024;
 
 function readImage(file: File): Promise<ComposerImage> {
   return new Promise((resolve, reject) => {
@@ -67,17 +66,23 @@ export function Composer({ online, running, onSend, onAbort, session, commands =
   async function addFiles(files: File[]) {
     const next = [...images];
     for (const f of files) {
-      if (!IMAGE_TYPES.includes(f.type)) {
+      if (!(IMAGE_TYPES as readonly string[]).includes(f.type)) {
         return setNote({ kind: "error", text: `${f.name || "file"}: not a PNG, JPEG, GIF or WebP image` });
       }
       if (next.length >= MAX_IMAGES) {
         return setNote({ kind: "error", text: `At most ${MAX_IMAGES} images per prompt.` });
       }
       if (f.size > MAX_IMAGE_BYTES) {
-        return setNote({ kind: "error", text: `${f.name || "image"} is larger than 10 MB.` });
+        return setNote({
+          kind: "error",
+          text: `${f.name || "image"} is larger than ${MAX_IMAGE_BYTES / MiB} MB.`,
+        });
       }
-      if (next.reduce((n, i) => n + i.size, f.size) > MAX_TOTAL_BYTES) {
-        return setNote({ kind: "error", text: "Images may take 20 MB together." });
+      if (next.reduce((n, i) => n + i.size, f.size) > MAX_IMAGES_TOTAL_BYTES) {
+        return setNote({
+          kind: "error",
+          text: `Images may take ${MAX_IMAGES_TOTAL_BYTES / MiB} MB together.`,
+        });
       }
       next.push(await readImage(f));
       setImages([...next]);

@@ -5,14 +5,12 @@
  */
 import { InvalidError, TooLargeError } from "./errors.ts";
 import type { PromptImage } from "./protocol.ts";
+import { IMAGE_TYPES, MAX_IMAGE_BYTES, MAX_IMAGES, MAX_IMAGES_TOTAL_BYTES } from "./image_limits.ts";
+
+// The limits live in lib/image_limits.ts, which the composer reads too.
+export { IMAGE_TYPES, MAX_IMAGE_BYTES, MAX_IMAGES, MAX_IMAGES_TOTAL_BYTES };
 
 const MiB = 1024 * 1024;
-/** Most images one prompt may carry. */
-export const MAX_IMAGES = 10;
-/** Largest image, decoded. */
-export const MAX_IMAGE_BYTES = 10 * MiB;
-/** Largest total of a prompt's images, decoded. */
-export const MAX_IMAGES_TOTAL_BYTES = 20 * MiB;
 /**
  * Largest body of the prompt route, and so of the `prompt` frame it becomes: the images' base64
  * (4/3 of their bytes) plus the prompt text escaped in JSON, with room for the envelope. Every other body
@@ -20,16 +18,14 @@ export const MAX_IMAGES_TOTAL_BYTES = 20 * MiB;
  */
 export const MAX_PROMPT_BODY_BYTES = Math.ceil(MAX_IMAGES_TOTAL_BYTES / 3) * 4 + 2 * MiB;
 
-/** The image types pi's providers take, with the bytes each file starts with. */
-const MAGIC: Record<string, (b: Uint8Array) => boolean> = {
+type Magic = (b: Uint8Array) => boolean;
+/** The bytes a file of each image type starts with (one entry per type of `IMAGE_TYPES`, type-checked). */
+const MAGIC: Record<string, Magic> = {
   "image/png": (b) => starts(b, [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
   "image/jpeg": (b) => starts(b, [0xff, 0xd8, 0xff]),
   "image/gif": (b) => ascii(b, 0, "GIF87a") || ascii(b, 0, "GIF89a"),
   "image/webp": (b) => ascii(b, 0, "RIFF") && ascii(b, 8, "WEBP"),
-};
-
-/** The MIME types a prompt image may have. */
-export const IMAGE_TYPES: readonly string[] = Object.keys(MAGIC);
+} satisfies Record<typeof IMAGE_TYPES[number], Magic>;
 
 /**
  * A prompt body without images keeps the ordinary limit: only images may make it larger.
