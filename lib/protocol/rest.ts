@@ -2,7 +2,7 @@
 import { z } from "zod";
 import { BOOTSTRAP_NAME, FieldMax, MAX_PROMPT_CHARS, type Role, ROLES } from "../wire.ts";
 import { NotifyKind } from "../notify/kinds.ts";
-import { isSecret } from "../webhooks/signing.ts";
+import { isSecret } from "../webhooks/secret_format.ts";
 import { AskSet, EVENTS_PAGE_DEFAULT, EVENTS_PAGE_MAX, SessionInfo, ThinkingLevel } from "./shapes.ts";
 import { ApprovalDecision, DeliverAs, PromptImage } from "./plugin.ts";
 

@@ -4,27 +4,19 @@
  */
 import { Buffer } from "node:buffer";
 import { timingSafeEqual } from "node:crypto";
+import { SECRET_PREFIX } from "./secret_format.ts";
 
-const PREFIX = "whsec_";
+export { isSecret } from "./secret_format.ts";
 
 /** A new random secret: `whsec_` and 24 random bytes in base64. */
 export function generateSecret(): string {
-  return PREFIX + Buffer.from(crypto.getRandomValues(new Uint8Array(24))).toString("base64");
-}
-
-/** True when `secret` is a `whsec_` secret whose key is 24 to 64 bytes. */
-export function isSecret(secret: string): boolean {
-  if (!secret.startsWith(PREFIX)) return false;
-  const raw = secret.slice(PREFIX.length);
-  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(raw)) return false;
-  const n = Buffer.from(raw, "base64").length;
-  return n >= 24 && n <= 64;
+  return SECRET_PREFIX + Buffer.from(crypto.getRandomValues(new Uint8Array(24))).toString("base64");
 }
 
 async function hmac(secret: string, content: string): Promise<string> {
   const key = await crypto.subtle.importKey(
     "raw",
-    Buffer.from(secret.slice(PREFIX.length), "base64"),
+    Buffer.from(secret.slice(SECRET_PREFIX.length), "base64"),
     { name: "HMAC", hash: "SHA-256" },
     false,
     ["sign"],
