@@ -14,7 +14,7 @@
  * POST to the tool released and run by the real pi (0.73.1 and 1.6.0).
  */
 import { startDaemon } from "../testing/daemon.ts";
-import { connectAgent, connectBrowser, type Frame } from "../testing/agent.ts";
+import { connectAgent, connectBrowser, eventFrame, type Frame } from "../testing/agent.ts";
 import { runWithThrowawayLock } from "../testing/ui_fill.ts";
 
 const ROUNDS = 300;
@@ -39,9 +39,9 @@ browser.send({ type: "subscribe", sessionId: "bench-approvals", after: 0 });
 let nextSeq = (plugin.welcome.lastSeq as number) + 1;
 /** Send events in one `batch` frame; returns the last seq. */
 function sendBatch(events: [string, Record<string, unknown>][]): number {
-  const base = { v: 1, sessionId: plugin.sessionId, ts: Date.now() };
-  const framed = events.map(([type, payload]) => ({ ...base, seq: nextSeq++, type, ...payload }));
-  plugin.socket.send(JSON.stringify({ ...base, seq: 0, type: "batch", events: framed }));
+  const ts = Date.now();
+  const framed = events.map(([type, payload]) => eventFrame(plugin.sessionId, nextSeq++, type, payload, ts));
+  plugin.socket.send(JSON.stringify(eventFrame(plugin.sessionId, 0, "batch", { events: framed }, ts)));
   return nextSeq - 1;
 }
 const toCard: number[] = [];
