@@ -4150,6 +4150,8 @@ var Delivery = class {
   #queue = [];
   #timer = null;
   #active = true;
+  /** Why the run stopped: the refusal of a prompt that comes after. */
+  #stopped = "";
   constructor(pi, settle, options) {
     this.#pi = pi;
     this.#settle = settle;
@@ -4162,10 +4164,20 @@ var Delivery = class {
   get queued() {
     return this.#queue.length;
   }
-  /** Queue a prompt and deliver what can be delivered now. */
+  /**
+   * Queue a prompt and deliver what can be delivered now. A throw (pi's ctx went stale) takes it out of the
+   * queue again: the caller refuses it, and a refused prompt must not reach pi later as well.
+   */
   deliver(p) {
+    if (!this.#active) return p.done?.(this.#stopped);
     this.#queue.push(p);
-    this.pump();
+    try {
+      this.pump();
+    } catch (err) {
+      const i = this.#queue.indexOf(p);
+      if (i >= 0) this.#queue.splice(i, 1);
+      throw err;
+    }
   }
   /** Deliver what can be delivered and check for a settle; arms the poll when something must wait. */
   pump() {
@@ -4210,11 +4222,26 @@ var Delivery = class {
       }
     }, POLL_MS));
   }
-  /** The factory run ends: no more polls. */
-  stop() {
+  /**
+   * The factory run ends: no more polls, and every prompt still queued (pi never saw it) is refused with
+   * `reason`. Its sender waits for an answer and may then send it again to the next run (a `/reload` keeps
+   * the daemon's socket open, so nothing else would tell it). @returns how many were refused
+   */
+  stop(reason) {
     this.#active = false;
+    this.#stopped = reason;
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = null;
+    const dropped = this.#queue.splice(0);
+    for (const p of dropped) {
+      this.#log(`prompt ${p.promptId} not delivered: ${reason}`);
+      try {
+        p.done?.(reason);
+      } catch (err) {
+        this.#log(`prompt ${p.promptId}: its refusal failed`, err);
+      }
+    }
+    return dropped.length;
   }
 };
 function promptContent(p) {
@@ -4800,7 +4827,10 @@ var Link = class {
       }
     }
   }
-  /** The attached run ended with prompts still queued for pi (never taken): a repeat of one may run. */
+  /**
+   * The attached run ended: a prompt it took and never answered may run again when repeated. The run refuses
+   * every prompt it still queued (which forgets it), so this only guards against one left without an answer.
+   */
   forgetQueuedPrompts() {
     this.#prompts.forgetUnanswered();
   }
@@ -5381,6 +5411,9 @@ function setName(f, deps, done) {
 }
 
 // plugin/src/binding.ts
+function notDelivered(reason) {
+  return reason === "reload" ? "pi is reloading; prompt not delivered" : `pi session ended (${String(reason ?? "shutdown").slice(0, 40)}); prompt not delivered`;
+}
 function bind(pi, cfg, log) {
   return new PiBinding(pi, cfg, log);
 }
@@ -5540,8 +5573,8 @@ var PiBinding = class {
   }
   sessionShutdown(e) {
     const current = this.#link;
+    this.#delivery.stop(notDelivered(e.reason));
     this.#link = null;
-    this.#delivery.stop();
     if (this.#renameTimer) clearInterval(this.#renameTimer);
     this.#renameTimer = null;
     if (!current) return;

@@ -20,6 +20,13 @@ import { field, modelList, snapshot } from "./snapshot.ts";
 import { setModel, setName, type SteerDeps, type SwitchState } from "./steer.ts";
 import { unref } from "./timers.ts";
 
+/** The refusal of a prompt still queued for pi when its session shuts down. */
+function notDelivered(reason: unknown): string {
+  return reason === "reload"
+    ? "pi is reloading; prompt not delivered"
+    : `pi session ended (${String(reason ?? "shutdown").slice(0, 40)}); prompt not delivered`;
+}
+
 interface ToolUpdate {
   last: number;
   pending: PiEvent | null;
@@ -190,13 +197,15 @@ export class PiBinding implements Binding {
 
   sessionShutdown(e: PiEvent): Promise<void> | undefined {
     const current = this.#link;
+    // Prompts pi never got are refused while the link is still this run's (their answers go through it): the
+    // daemon sends a refused one again, and after a /reload, whose socket stays open, the next run takes it.
+    this.#delivery.stop(notDelivered(e.reason));
     this.#link = null;
-    this.#delivery.stop();
     if (this.#renameTimer) clearInterval(this.#renameTimer);
     this.#renameTimer = null;
     if (!current) return;
     if (current.binding === this) current.binding = null;
-    current.forgetQueuedPrompts(); // delivery.stop() dropped them unanswered
+    current.forgetQueuedPrompts(); // refused above, so already forgotten: this only makes sure of it
     this.#approvals.cancelAll();
     if (this.#settle.shutdown()) current.emit("agent_settled", {}); // pi is idle by now: print mode ends here
     if (e.reason === "reload") return; // the same session comes back in the next factory run

@@ -28,6 +28,8 @@ export class Delivery {
   #queue: Prompt[] = [];
   #timer: ReturnType<typeof setTimeout> | null = null;
   #active = true;
+  /** Why the run stopped: the refusal of a prompt that comes after. */
+  #stopped = "";
 
   constructor(
     pi: PiApi,
@@ -53,10 +55,20 @@ export class Delivery {
     return this.#queue.length;
   }
 
-  /** Queue a prompt and deliver what can be delivered now. */
+  /**
+   * Queue a prompt and deliver what can be delivered now. A throw (pi's ctx went stale) takes it out of the
+   * queue again: the caller refuses it, and a refused prompt must not reach pi later as well.
+   */
   deliver(p: Prompt): void {
+    if (!this.#active) return p.done?.(this.#stopped);
     this.#queue.push(p);
-    this.pump();
+    try {
+      this.pump();
+    } catch (err) {
+      const i = this.#queue.indexOf(p);
+      if (i >= 0) this.#queue.splice(i, 1);
+      throw err;
+    }
   }
 
   /** Deliver what can be delivered and check for a settle; arms the poll when something must wait. */
@@ -107,11 +119,26 @@ export class Delivery {
     }, POLL_MS));
   }
 
-  /** The factory run ends: no more polls. */
-  stop(): void {
+  /**
+   * The factory run ends: no more polls, and every prompt still queued (pi never saw it) is refused with
+   * `reason`. Its sender waits for an answer and may then send it again to the next run (a `/reload` keeps
+   * the daemon's socket open, so nothing else would tell it). @returns how many were refused
+   */
+  stop(reason: string): number {
     this.#active = false;
+    this.#stopped = reason;
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = null;
+    const dropped = this.#queue.splice(0);
+    for (const p of dropped) {
+      this.#log(`prompt ${p.promptId} not delivered: ${reason}`);
+      try {
+        p.done?.(reason);
+      } catch (err) {
+        this.#log(`prompt ${p.promptId}: its refusal failed`, err);
+      }
+    }
+    return dropped.length;
   }
 }
 

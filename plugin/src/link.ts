@@ -288,7 +288,10 @@ export class Link {
     }
   }
 
-  /** The attached run ended with prompts still queued for pi (never taken): a repeat of one may run. */
+  /**
+   * The attached run ended: a prompt it took and never answered may run again when repeated. The run refuses
+   * every prompt it still queued (which forgets it), so this only guards against one left without an answer.
+   */
   forgetQueuedPrompts(): void {
     this.#prompts.forgetUnanswered();
   }
