@@ -4,10 +4,9 @@
  * `npm install -g ./cli` linked it, as `lvmh`. The protocol's types reach it as types only, so no schema
  * code does. `tests/cli_build_test.ts` fails when the committed file is not what this builds.
  */
-import { fileURLToPath } from "node:url";
 import { join } from "node:path";
+import { bundleFile, ROOT } from "./bundle_file.ts";
 
-const ROOT = fileURLToPath(new URL("../", import.meta.url));
 /** The bundled CLI, as committed. */
 export const CLI_BUNDLE = join(ROOT, "cli", "lvmh.mjs");
 /** The bundle's entry module. */
@@ -31,33 +30,7 @@ const HEADER = [
  * @throws {Error} with deno bundle's output when bundling fails
  */
 export async function buildCli(out: string = CLI_BUNDLE): Promise<string> {
-  const tmp = `${out}.${Deno.pid}.tmp.mjs`;
-  try {
-    const { code, stderr } = await new Deno.Command(Deno.execPath(), {
-      args: [
-        "bundle",
-        "--quiet",
-        "--platform",
-        "deno",
-        "--config",
-        join(ROOT, "deno.json"),
-        "-o",
-        tmp,
-        CLI_ENTRY,
-      ],
-      cwd: ROOT,
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    if (code !== 0) throw new Error(`deno bundle failed: ${new TextDecoder().decode(stderr)}`);
-    const text = HEADER + await Deno.readTextFile(tmp);
-    await Deno.writeTextFile(tmp, text);
-    await Deno.chmod(tmp, 0o755);
-    await Deno.rename(tmp, out);
-    return text;
-  } finally {
-    await Deno.remove(tmp).catch(() => {});
-  }
+  return await bundleFile(CLI_ENTRY, out, { header: HEADER, mode: 0o755 });
 }
 
 if (import.meta.main) {

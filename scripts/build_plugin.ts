@@ -4,10 +4,9 @@
  * nothing installed beside it. `tests/plugin_build_test.ts` fails when the committed file is not what this
  * builds.
  */
-import { fileURLToPath } from "node:url";
 import { join } from "node:path";
+import { bundleFile, ROOT } from "./bundle_file.ts";
 
-const ROOT = fileURLToPath(new URL("../", import.meta.url));
 /** The bundled plugin file, as committed. */
 export const PLUGIN_BUNDLE = join(ROOT, "plugin", "lvmh-agent.mjs");
 /** The bundle's entry module. */
@@ -31,33 +30,7 @@ const HEADER = [
  * @throws {Error} with deno bundle's output when bundling fails
  */
 export async function buildPlugin(out: string = PLUGIN_BUNDLE): Promise<string> {
-  // The .mjs ending matters: deno bundle then gives the bundled CommonJS (ws) a real `require`.
-  const tmp = `${out}.${Deno.pid}.tmp.mjs`;
-  try {
-    const { code, stderr } = await new Deno.Command(Deno.execPath(), {
-      args: [
-        "bundle",
-        "--quiet",
-        "--platform",
-        "deno",
-        "--config",
-        join(ROOT, "deno.json"),
-        "-o",
-        tmp,
-        PLUGIN_ENTRY,
-      ],
-      cwd: ROOT,
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    if (code !== 0) throw new Error(`deno bundle failed: ${new TextDecoder().decode(stderr)}`);
-    const text = HEADER + await Deno.readTextFile(tmp);
-    await Deno.writeTextFile(tmp, text);
-    await Deno.rename(tmp, out);
-    return text;
-  } finally {
-    await Deno.remove(tmp).catch(() => {});
-  }
+  return await bundleFile(PLUGIN_ENTRY, out, { header: HEADER });
 }
 
 if (import.meta.main) {
