@@ -58,6 +58,22 @@ export function freePort(): number {
 }
 
 /**
+ * The environment every test daemon starts from, in a process or in-process: loopback, its own data dir, and
+ * no engine and no GitLab unless a test names its own (nothing listens at either address), so a daemon can
+ * neither find the host's containers nor reach gitlab.com by accident.
+ */
+export function daemonEnv(token: string, port: number, dataDir: string): Record<string, string> {
+  return {
+    LVMH_TOKEN: token,
+    LVMH_HOST: "127.0.0.1",
+    LVMH_PORT: String(port),
+    LVMH_DATA_DIR: dataDir,
+    LVMH_CONTAINER_DOCKER_SOCK: `${dataDir}/no-docker.sock`,
+    LVMH_GITLAB_URL: "http://127.0.0.1:9",
+  };
+}
+
+/**
  * A `fetch` of paths under `url` with the bearer token (JSON content type when there is a body); `send` is
  * how a path is fetched (over the network by default; the in-process daemon passes its handler).
  */
@@ -87,17 +103,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<DaemonPr
   const child = new Deno.Command(Deno.execPath(), {
     args: [...args, "main.ts"],
     cwd: ROOT,
-    env: {
-      LVMH_TOKEN: token,
-      LVMH_HOST: "127.0.0.1",
-      LVMH_PORT: String(port),
-      LVMH_DATA_DIR: dataDir,
-      // No engine and no GitLab unless a test names its own: a daemon must not find the host's containers.
-      LVMH_CONTAINER_DOCKER_SOCK: `${dataDir}/no-docker.sock`,
-      LVMH_GITLAB_URL: "http://127.0.0.1:9",
-      NO_COLOR: "1",
-      ...options.env,
-    },
+    env: { ...daemonEnv(token, port, dataDir), NO_COLOR: "1", ...options.env },
     stdout: "piped",
     stderr: "piped",
   }).spawn();

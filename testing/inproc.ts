@@ -8,7 +8,7 @@
 import { createDaemon, type Daemon as LibDaemon } from "../lib/daemon.ts";
 import { loadConfig } from "../lib/config.ts";
 import { routes } from "../routes/_table.ts";
-import { bearerFetch, type Daemon, TEST_TOKEN } from "./daemon.ts";
+import { bearerFetch, type Daemon, daemonEnv, TEST_TOKEN } from "./daemon.ts";
 
 export interface InProcessOptions {
   /** Reuse a data dir (for restart tests); a fresh temp dir otherwise, removed by `stop()`. */
@@ -48,17 +48,7 @@ export async function startInProcess(options: InProcessOptions = {}): Promise<In
   );
   const port = server.addr.port;
   try {
-    const config = loadConfig({
-      LVMH_TOKEN: token,
-      LVMH_HOST: "127.0.0.1",
-      LVMH_PORT: String(port),
-      LVMH_DATA_DIR: dataDir,
-      // Nothing listens here: recovery and spawns fail fast as "Docker unreachable", never a real engine.
-      LVMH_CONTAINER_DOCKER_SOCK: `${dataDir}/no-docker.sock`,
-      // A closed loopback port, so no test can reach gitlab.com by accident.
-      LVMH_GITLAB_URL: "http://127.0.0.1:9",
-      ...options.env,
-    });
+    const config = loadConfig({ ...daemonEnv(token, port, dataDir), ...options.env });
     daemon = createDaemon(config, routes);
   } catch (error) {
     await server.shutdown();
