@@ -18,6 +18,7 @@ import type { Webhooks } from "./webhooks/webhooks.ts";
 import type { Hooks } from "./hooks/hooks.ts";
 import type { Push } from "./notify/push.ts";
 import type { DaemonFeed } from "./daemon_feed.ts";
+import type { Workspaces } from "./workspaces.ts";
 
 export interface App {
   config: Config;
@@ -45,6 +46,8 @@ export interface App {
   push: Push;
   /** Starts agent sessions in containers. */
   spawner: Spawner;
+  /** Each spawned session's working copy: its repository, base branch and sha, and its own branch. */
+  workspaces: Workspaces;
   /** The GitLab connection (token kept in the store's settings). */
   gitlab: Gitlab;
   /** Inbound hooks: the GitLab hook secret, replayed deliveries, the work a hook asks for. */

@@ -29,6 +29,7 @@ import { Push } from "./notify/push.ts";
 import { DaemonFeed } from "./daemon_feed.ts";
 import { startIdleCollector } from "./memory.ts";
 import { WalCheckpointer } from "./wal_checkpointer.ts";
+import { Workspaces } from "./workspaces.ts";
 
 /** How often sessions past the retention period are looked for (also once at start). */
 const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
@@ -65,6 +66,7 @@ export function createDaemon(config: Config, routes: RouteDef[]): Daemon {
   });
   sessions.setWaiting((id) => approvals.waiting(id));
   const gitlab = createGitlab({ config, store });
+  const workspaces = new Workspaces(store.db);
   // Workers on the Docker engine; jobs go to browsers as `spawn_status`, spawned sessions into the registry.
   const spawner = createSpawner({
     config,
@@ -89,6 +91,7 @@ export function createDaemon(config: Config, routes: RouteDef[]): Daemon {
     push: new Push(store.db),
     gitlab,
     spawner,
+    workspaces,
   };
   const hooks = new Hooks(parts, config.gitlabHookSecret);
   const feed = new DaemonFeed(parts);

@@ -5,18 +5,20 @@
 import type { App } from "./app.ts";
 
 /** What removing a session touches. */
-type Parts = Pick<App, "sessions" | "approvals" | "images">;
+type Parts = Pick<App, "sessions" | "approvals" | "images" | "workspaces">;
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 /**
- * Delete an offline session, its events, its approvals and the images its prompts carried.
+ * Delete an offline session, its events, its approvals, the images its prompts carried and its working copy
+ * record (the spawner removes the working copy volume with the session's storage).
  * @throws {ConflictError} while it is online; {NotFoundError} when unknown.
  */
 export function deleteSession(app: Parts, id: string): void {
   app.sessions.remove(id);
   app.approvals.sessionDeleted(id);
   app.images.sessionDeleted(id);
+  app.workspaces.sessionDeleted(id);
 }
 
 /**

@@ -6,6 +6,7 @@ import { type PluginLink, Sessions } from "./sessions.ts";
 import { Approvals } from "./approvals.ts";
 import { ApprovalStore } from "./approval_store.ts";
 import { ImageStore } from "./image_store.ts";
+import { Workspaces } from "./workspaces.ts";
 import type { AgentEvent, DaemonFrame, ServerFrame, SessionInfo, SessionSummary } from "./protocol.ts";
 import { ConflictError, InvalidError, NotFoundError } from "./errors.ts";
 import { deleteSession, pruneSessions } from "./session_removal.ts";
@@ -69,7 +70,8 @@ async function build() {
     }
     return { sessions: [...merged.sessions.values()], removed: [...merged.removed] };
   };
-  return { dir, store, hub, ingest, sessions, approvals, images, seen, updates };
+  const workspaces = new Workspaces(store.db);
+  return { dir, store, hub, ingest, sessions, approvals, images, workspaces, seen, updates };
 }
 
 Deno.test("sessions: connect, replace and disconnect own the online flag and announce only changed rows", () =>
@@ -227,8 +229,11 @@ Deno.test("deleteSession() refuses an online session (409) and an unknown one (4
     assert.throws(() => deleteSession(r, "live"), ConflictError);
     assert.throws(() => deleteSession(r, "ghost"), NotFoundError);
     r.sessions.disconnect("live", link);
+    const start = { repo: "g/p", baseBranch: "main", baseSha: "a".repeat(40), branch: "lvmh/live0000" };
+    r.workspaces.record("live", start);
     deleteSession(r, "live");
     assert.equal(r.sessions.get("live"), null);
+    assert.equal(r.workspaces.get("live"), undefined, "its working copy record goes with it");
   }));
 
 Deno.test("sessions: lists leave out the models a session may switch to; the session itself has them", () =>
