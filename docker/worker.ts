@@ -62,7 +62,8 @@ export interface WorkerSpec {
   sessionId: string;
   repo: string;
   branch: string | null;
-  repoVolume: string;
+  /** The session's own working copy (`lvmh-work-<id>`), mounted at /workspace; the repo cache is not mounted. */
+  workVolume: string;
   sessionVolume: string;
   network: string;
   /** The agent socket URL the bridge dials. */
@@ -72,7 +73,7 @@ export interface WorkerSpec {
   providerKey: string | null;
   /** Host path of models.json, bind-mounted read-only. */
   modelsJson: string | null;
-  /** A file the bridge waits for before it opens the session (the workspace is then cloned). */
+  /** A file the bridge waits for before it opens the session (the working copy is then made). */
   readyFile?: string;
   /** Resource limits; a null field (or none at all) is no limit. */
   limits?: { memoryBytes: number | null; cpus: number | null; pids: number | null };
@@ -106,7 +107,7 @@ export function workerCreateBody(s: WorkerSpec): Record<string, unknown> {
   if (s.readyFile) env.push(`LVMH_READY_FILE=${s.readyFile}`);
   if (s.providerKey) env.push(`ZAI_RENAUD_API_KEY=${s.providerKey}`);
   const mounts: Record<string, unknown>[] = [
-    { Type: "volume", Source: s.repoVolume, Target: "/workspace" },
+    { Type: "volume", Source: s.workVolume, Target: "/workspace" },
     { Type: "volume", Source: s.sessionVolume, Target: "/pi-sessions" },
   ];
   if (s.modelsJson) {

@@ -8,7 +8,7 @@ const spec = {
   sessionId: "s-1",
   repo: "group/project",
   branch: null,
-  repoVolume: "lvmh-repo-group--project-abcdef",
+  workVolume: "lvmh-work-s-1",
   sessionVolume: "lvmh-sess-s-1",
   network: "host",
   agentUrl: "ws://127.0.0.1:8686/agent/ws",
@@ -46,7 +46,7 @@ Deno.test("workerCreateBody() carries the container contract", () => {
   assert.equal(body.HostConfig.NetworkMode, "host");
   assert.equal(body.HostConfig.Init, true);
   assert.deepEqual(body.HostConfig.Mounts, [
-    { Type: "volume", Source: spec.repoVolume, Target: "/workspace" },
+    { Type: "volume", Source: spec.workVolume, Target: "/workspace" },
     { Type: "volume", Source: spec.sessionVolume, Target: "/pi-sessions" },
     { Type: "bind", Source: "/etc/models.json", Target: "/etc/lvmh/models.json", ReadOnly: true },
   ]);

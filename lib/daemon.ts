@@ -75,6 +75,7 @@ export function createDaemon(config: Config, routes: RouteDef[]): Daemon {
     registerSession: (info, ask) => sessions.register(info, ask),
     repos: gitlab,
     agentToken: (sessionId) => agentToken(config.token, sessionId),
+    workspaces,
   });
   const parts = {
     config,

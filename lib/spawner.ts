@@ -1,6 +1,6 @@
 /**
  * The spawner: starts pi sessions in workers on GitLab repositories, keeps the job list, finds its workers
- * again after a restart and stops them. The steps live in `lib/spawn/` (image gate, workspace lock, start,
+ * again after a restart and stops them. The steps live in `lib/spawn/` (image gate, repository lock, start,
  * pipeline, recovery); where workers run is a `SpawnBackend` (the Docker engine today). Its dependencies are
  * the narrow `SpawnDeps`, not the daemon's core, so nothing here imports `lib/app.ts`.
  */
@@ -11,6 +11,7 @@ import type { SpawnBackend } from "./spawn/backend.ts";
 import { SpawnJobs } from "./spawn/jobs.ts";
 import { createPipeline } from "./spawn/pipeline.ts";
 import { reconcileJobs, recoverJobs } from "./spawn/recovery.ts";
+import type { Workspaces } from "./workspaces.ts";
 
 /** Starts agent sessions in containers. */
 export interface Spawner {
@@ -29,7 +30,7 @@ export interface Spawner {
   /** Every known job, newest first. */
   jobs(): SpawnJob[];
   /**
-   * Stop and remove a session's container and its session volume.
+   * Stop and remove a session's container, its session volume and its working copy.
    * @throws {NotFoundError} when no lvmh container belongs to the session; {UnavailableError} without Docker.
    */
   stopSession(sessionId: string): Promise<void>;
@@ -54,6 +55,8 @@ export interface SpawnDeps {
   repos: { cloneUrl(repo: string): string; credential(): string | null };
   /** The session-scoped token a worker presents instead of the daemon's. */
   agentToken(sessionId: string): Promise<string>;
+  /** Each session's working copy record (`app.workspaces`). */
+  workspaces: Pick<Workspaces, "record" | "get">;
 }
 
 /** How often running jobs are checked against the backend (a worker may exit on its own). */
@@ -70,6 +73,7 @@ export function createSpawner(deps: SpawnDeps): Spawner {
     registerSession: deps.registerSession,
     repos: deps.repos,
     agentToken: deps.agentToken,
+    workspaces: deps.workspaces,
   });
   const recover = () => recoverJobs(backend, jobs);
 

@@ -1,9 +1,11 @@
 import assert from "node:assert/strict";
+import { DatabaseSync } from "node:sqlite";
 import { createSpawner } from "./spawner.ts";
 import { createDockerBackend, type DockerBackendConfig } from "./spawn/docker_backend.ts";
 import { deferred, FakeEngine } from "./spawn/_fake_engine.ts";
 import { ConflictError, NotFoundError, UnavailableError, UpstreamError } from "./errors.ts";
 import type { AskSet, SessionInfo, SpawnJob } from "./protocol.ts";
+import { workspaceBranch, Workspaces } from "./workspaces.ts";
 
 const IMAGE = "lvmh-worker:test";
 const CONFIG: DockerBackendConfig = {
@@ -29,6 +31,8 @@ async function setup() {
   await Deno.writeTextFile(`${contextRoot}/plugin/lvmh-agent.mjs`, "// plugin\n");
   const published: SpawnJob[][] = [];
   const registered: { info: SessionInfo; ask: AskSet | undefined }[] = [];
+  const db = new DatabaseSync(":memory:");
+  const workspaces = new Workspaces(db);
   const spawner = createSpawner({
     config: { port: 8686, workerUrl: null },
     backend: createDockerBackend(CONFIG, { engine: fake.engine(), contextRoot }),
@@ -39,10 +43,12 @@ async function setup() {
     },
     repos: { cloneUrl: (repo) => `http://git.test/${repo}.git`, credential: () => null },
     agentToken: (sessionId) => Promise.resolve(`agent.${sessionId}.sig`),
+    workspaces,
   });
   return {
     fake,
     spawner,
+    workspaces,
     published,
     registered,
     /** The distinct states one job went through, in order. */
@@ -56,6 +62,7 @@ async function setup() {
     },
     async [Symbol.asyncDispose]() {
       await spawner.shutdown();
+      db.close();
       await Deno.remove(contextRoot, { recursive: true });
     },
   };
@@ -105,9 +112,60 @@ Deno.test("spawner.spawn() runs a job to a started worker and lists the session 
   const register = env.fake.log.indexOf(`register ${sessionId}`);
   const marker = env.fake.log.indexOf(`PUT /containers/${containerId}/archive`);
   assert.ok(register >= 0 && marker > register, env.fake.log.join("\n"));
-  // The clone helper is gone; both volumes stay for the running session.
+  // The helpers are gone; the session's volumes stay for the running session.
   assert.deepEqual(env.fake.find({ "lvmh.kind": "clone" }), []);
+  assert.deepEqual(env.fake.find({ "lvmh.kind": "copy" }), []);
   assert.ok(env.fake.volumes.has(`lvmh-sess-${sessionId}`));
+  assert.deepEqual(env.fake.volumes.get(`lvmh-work-${sessionId}`), {
+    "lvmh.managed": "true",
+    "lvmh.repo": "group/project",
+    "lvmh.session": sessionId,
+    "lvmh.kind": "work",
+  });
+});
+
+Deno.test("spawner.spawn() gives each session its own working copy on its own branch and records its base", async () => {
+  await using env = await setup();
+  const { sessionId, containerId } = await env.spawner.spawn({ repo: "group/project", branch: "dev" });
+  const mounts = (env.fake.containers.get(containerId)!.body.HostConfig as { Mounts: unknown[] }).Mounts;
+  assert.deepEqual(mounts, [
+    { Type: "volume", Source: `lvmh-work-${sessionId}`, Target: "/workspace" },
+    { Type: "volume", Source: `lvmh-sess-${sessionId}`, Target: "/pi-sessions" },
+  ], "the worker mounts its own copy, not the repository cache");
+  const branch = workspaceBranch(sessionId);
+  assert.deepEqual(env.fake.copies, [{ volume: `lvmh-work-${sessionId}`, base: "dev", sha: "", branch }]);
+  const helper = env.fake.log.filter((l) => l === "POST /containers/create").length;
+  assert.equal(helper, 3, "worker, fetch helper, copy helper");
+  assert.deepEqual(env.workspaces.get(sessionId), {
+    sessionId,
+    repo: "group/project",
+    baseBranch: "dev",
+    baseSha: env.fake.headSha,
+    branch,
+    createdAt: env.workspaces.get(sessionId)!.createdAt,
+  });
+
+  // Stopped, then spawned again under its id after the cache moved on: a new copy at the recorded base.
+  await env.spawner.stopSession(sessionId);
+  assert.ok(
+    !env.fake.volumes.has(`lvmh-work-${sessionId}`),
+    "the working copy goes with the session storage",
+  );
+  env.fake.headSha = "2".repeat(40);
+  await env.spawner.spawn({ repo: "group/project" }, { sessionId });
+  assert.deepEqual(env.fake.copies.at(-1), {
+    volume: `lvmh-work-${sessionId}`,
+    base: "dev",
+    sha: "1".repeat(40),
+    branch,
+  });
+  assert.equal(env.workspaces.get(sessionId)!.baseSha, "1".repeat(40), "the record never moves");
+
+  // Another session of the same repository starts from the new head, in its own volume.
+  const other = await env.spawner.spawn({ repo: "group/project" });
+  assert.deepEqual(env.workspaces.get(other.sessionId)?.baseSha, "2".repeat(40));
+  assert.equal(env.workspaces.get(other.sessionId)?.baseBranch, "main", "the default branch");
+  assert.notEqual(workspaceBranch(other.sessionId), branch);
 });
 
 Deno.test("spawner.spawn() retries a start the engine failed with a 5xx once, on a fresh container", async (t) => {
@@ -117,20 +175,20 @@ Deno.test("spawner.spawn() retries a start the engine failed with a 5xx once, on
     const { containerId, jobId } = await env.spawner.spawn({ repo: "group/project" });
     assert.equal(
       env.fake.log.filter((l) => l === "POST /containers/create").length,
-      3,
-      "worker twice, clone",
+      4,
+      "worker twice, fetch, copy",
     );
     assert.deepEqual(env.fake.find({ "lvmh.kind": "worker" }).map((c) => c.id), [containerId]);
     assert.equal(env.states(jobId).at(-1), "running");
   });
-  await t.step("two 500s: failed, and neither container nor session volume is left", async () => {
+  await t.step("two 500s: failed, and neither container nor session volumes are left", async () => {
     await using env = await setup();
     env.fake.startFailures = [500, 503];
     const error = await env.spawner.spawn({ repo: "group/project" }).catch((e) => e);
     assert.ok(error instanceof UpstreamError, String(error));
     assert.match(error.message, /^Cannot start container "[^"]+": daemon returned 503: OCI runtime/);
     assert.deepEqual(env.fake.find({ "lvmh.kind": "worker" }), []);
-    assert.deepEqual([...env.fake.volumes.keys()].filter((v) => v.startsWith("lvmh-sess-")), []);
+    assert.deepEqual([...env.fake.volumes.keys()].filter((v) => !v.startsWith("lvmh-repo-")), []);
     const [job] = env.spawner.jobs();
     assert.deepEqual([job.state, job.error, job.containerId], ["failed", error.message, null]);
     assert.deepEqual(env.registered, []);
@@ -143,15 +201,17 @@ Deno.test("spawner.spawn() retries a start the engine failed with a 5xx once, on
   });
 });
 
-Deno.test("spawner.spawn() removes the started worker and the session volume when git fails", async () => {
+Deno.test("spawner.spawn() removes the started worker and the session's volumes when git fails", async () => {
   await using env = await setup();
   env.fake.cloneResult = { code: 128, stderr: "fatal: repository 'http://git.test/g/p.git/' not found\n" };
   const error = await env.spawner.spawn({ repo: "group/project" }).catch((e) => e);
   assert.ok(error instanceof UpstreamError);
   assert.match(error.message, /^git failed for http:\/\/git\.test\/group\/project\.git: fatal: repository/);
   assert.deepEqual([...env.fake.containers.values()], [], "no worker, no clone helper");
-  assert.deepEqual([...env.fake.volumes.keys()].filter((v) => v.startsWith("lvmh-sess-")), []);
+  assert.deepEqual([...env.fake.volumes.keys()].filter((v) => !v.startsWith("lvmh-repo-")), []);
   assert.ok(env.fake.volumes.size === 1, "the repo volume stays for the next try");
+  const [job] = env.spawner.jobs();
+  assert.equal(env.workspaces.get(job.sessionId), undefined, "nothing recorded");
   assert.deepEqual(env.registered, [], "a failed spawn lists no session");
   assert.equal(env.spawner.jobs()[0].state, "failed");
 });
@@ -250,6 +310,7 @@ Deno.test("spawner.recover() lists the workers found by label and sweeps old clo
     registerSession: () => {},
     repos: { cloneUrl: (repo) => repo, credential: () => null },
     agentToken: (id) => Promise.resolve(id),
+    workspaces: { record() {}, get: () => undefined },
   });
   await spawner.shutdown(); // waits for the recovery started at construction
   const jobs = spawner.jobs().map((j) => [j.sessionId, j.state, j.containerId, j.repo, j.createdAt]).sort();
@@ -270,6 +331,7 @@ Deno.test("spawner errors by kind: engine down → UnavailableError, no containe
   await env.spawner.stopSession(sessionId);
   assert.deepEqual(env.fake.find({ "lvmh.session": sessionId }), []);
   assert.ok(!env.fake.volumes.has(`lvmh-sess-${sessionId}`));
+  assert.ok(!env.fake.volumes.has(`lvmh-work-${sessionId}`));
   assert.equal(env.spawner.jobs()[0].state, "stopped");
   env.fake.down = true;
   const error = await env.spawner.spawn({ repo: "group/project" }).catch((e) => e);

@@ -1,6 +1,6 @@
 /**
  * Test helper: an in-memory Docker engine behind `createEngine`'s injectable transport, enough for the spawn
- * pipeline (images, volumes, containers, clone helpers, archives, label filters). The real client encodes
+ * pipeline (images, volumes, containers, fetch and copy helpers, archives, label filters). The real client encodes
  * every request and parses every answer, so the backend under test runs its production code paths. Knobs
  * let a test fail a start, hold a build or a clone, or fail git. Not for production.
  */
@@ -39,8 +39,14 @@ export class FakeEngine {
   holdBuild: Promise<void> = Promise.resolve();
   /** Awaited by each clone helper (with its volume) before it exits. */
   onClone: (volume: string) => Promise<void> = () => Promise.resolve();
-  /** Exit code and stderr of clone helpers. */
+  /** Exit code and stderr of fetch helpers (and copy helpers, which run after a fetch). */
   cloneResult = { code: 0, stderr: "" };
+  /** The head sha of every branch in every cache, as a copy helper reports it. */
+  headSha = "1".repeat(40);
+  /** Work volumes a copy helper filled (a later copy with a known base keeps them). */
+  filled = new Set<string>();
+  /** What each copy helper was asked, in order: base branch ("" = default), base sha ("" = head), branch. */
+  copies: { volume: string; base: string; sha: string; branch: string }[] = [];
   /** When true, every request fails as if the socket were gone. */
   down = false;
   builds = 0;
@@ -107,6 +113,7 @@ export class FakeEngine {
     }
     if ((m = path.match(/^\/volumes\/([^/?]+)$/)) && req.method === "DELETE") {
       if (!this.volumes.delete(m[1])) return notFound(`get ${m[1]}: no such volume`);
+      this.filled.delete(m[1]);
       return new Response(null, { status: 204 });
     }
     if (path === "/containers/create") return this.#create(q.get("name")!, body!);
@@ -155,6 +162,17 @@ export class FakeEngine {
     return Response.json({ Id: c.id, Warnings: [] }, { status: 201 });
   }
 
+  /** What a helper prints: a copy helper its base (or that it kept the copy), a fetch helper its action. */
+  #stdout(c: FakeContainer): string {
+    if (c.labels["lvmh.kind"] !== "copy") return "lvmh: cloning\n";
+    const [, , , , base, sha, branch] = c.body.Cmd as string[];
+    const volume = c.volumes[1];
+    this.copies.push({ volume, base, sha, branch });
+    if (sha && this.filled.has(volume)) return "lvmh: kept\n";
+    this.filled.add(volume);
+    return `lvmh: base ${base || DEFAULT_BRANCH} ${sha || this.headSha}\n`;
+  }
+
   async #container(method: string, action: string, c: FakeContainer): Promise<Response> {
     if (method === "POST" && action === "/start") {
       const failure = c.labels["lvmh.kind"] === "worker" ? this.startFailures.shift() : undefined;
@@ -172,7 +190,7 @@ export class FakeEngine {
       return Response.json({ StatusCode: this.cloneResult.code, Error: null });
     }
     if (method === "GET" && action === "/logs") {
-      return new Response(concat(frame(1, "lvmh: cloning\n"), frame(2, this.cloneResult.stderr)));
+      return new Response(concat(frame(1, this.#stdout(c)), frame(2, this.cloneResult.stderr)));
     }
     if (method === "POST" && action === "/stop") {
       c.state = "exited";
@@ -186,6 +204,9 @@ export class FakeEngine {
     return Response.json({ message: `fake engine: no action ${method} ${action}` }, { status: 500 });
   }
 }
+
+/** The default branch of every repository of the fake. */
+const DEFAULT_BRANCH = "main";
 
 function matches(have: Labels, want: Labels): boolean {
   return Object.entries(want).every(([k, v]) => have[k] === v);

@@ -1,8 +1,14 @@
 /**
  * What the spawn pipeline needs from wherever workers run. The Docker engine (`docker_backend.ts`) is the one
- * implementation; a Kubernetes one would map a worker to a pod and a workspace to a volume claim, and nothing
- * else in `lib/spawn/` would change. Backends throw the kinds of `lib/errors.ts` (UnavailableError when they
- * cannot be reached, UpstreamError when they answered but failed the work, NotFoundError), never their own.
+ * implementation; a Kubernetes one would map a worker to a pod and the repository cache and each session's
+ * working copy to volume claims, and nothing else in `lib/spawn/` would change. Backends throw the kinds of
+ * `lib/errors.ts` (UnavailableError when they cannot be reached, UpstreamError when they answered but failed
+ * the work, NotFoundError), never their own.
+ *
+ * Storage: one cache per repository (cloned, then fetched; only that step holds the clone credential) and one
+ * working copy per session, made from the cache without the network, on the session's own branch. A worker
+ * sees its own working copy and session storage, never the cache nor another session's copy, so a later
+ * fetch never moves files under a running agent.
  */
 import { UpstreamError } from "../errors.ts";
 
@@ -17,15 +23,31 @@ export interface WorkerRequest {
   token: string;
 }
 
-/** The repository a session works on and how to fetch it. */
-export interface WorkspaceRequest {
+/** The repository whose cache to clone or fetch, and how. */
+export interface CacheRequest {
   repo: string;
-  branch: string | null;
   /** Clone URL without credentials. */
   url: string;
   /** Secret for the clone, or null for an anonymous one; never put where other processes can read it. */
   credential: string | null;
 }
+
+/** A session's working copy to make from its repository's cache. */
+export interface WorkingCopyRequest {
+  sessionId: string;
+  repo: string;
+  /** The URL the copy's `origin` names (without credentials). */
+  url: string;
+  /** The branch to start from; null for the repository's default branch. */
+  baseBranch: string | null;
+  /** The commit to start from (a session spawned again under its id keeps its recorded base); else the head. */
+  baseSha: string | null;
+  /** The session's own branch, created at the base. */
+  branch: string;
+}
+
+/** What making a working copy did: its base, or `kept` when the session's copy was already there. */
+export type WorkingCopy = { kept: true } | { kept: false; baseBranch: string; baseSha: string };
 
 /** A worker the backend runs for lvmh, as found by its labels. */
 export interface ManagedWorker {
@@ -47,7 +69,7 @@ export interface SpawnBackend {
   /** Build the worker image. @throws {UpstreamError} with the builder's message. */
   buildImage(): Promise<void>;
   /**
-   * Create (not start) a session's worker with its session storage and the repo's workspace storage.
+   * Create (not start) a session's worker with its session storage and its (still empty) working copy.
    * @returns the worker's id.
    * @throws {ImageMissingError} when the image is gone; {UpstreamError} otherwise.
    */
@@ -55,24 +77,30 @@ export interface SpawnBackend {
   /** Start a created worker. @throws {RetryableError} for a hiccup worth one more try; {UpstreamError}. */
   startWorker(id: string): Promise<void>;
   /**
-   * Clone or update the repository in its workspace. Callers serialise calls for one repository.
+   * Clone the repository into its cache, or fetch into it. Callers serialise cache work per repository.
    * @throws {UpstreamError} with git's message.
    */
-  prepareWorkspace(request: WorkspaceRequest): Promise<void>;
-  /** Tell a started worker its workspace is ready (it opens its session then). @throws {UpstreamError} */
+  refreshCache(request: CacheRequest): Promise<void>;
+  /**
+   * Fill a session's working copy from the cache, without the network and without the credential. Callers
+   * hold the repository's lock (the cache must not change meanwhile).
+   * @throws {UpstreamError} with git's message (an unknown branch).
+   */
+  makeWorkingCopy(request: WorkingCopyRequest): Promise<WorkingCopy>;
+  /** Tell a started worker its working copy is ready (it opens its session then). @throws {UpstreamError} */
   signalReady(id: string): Promise<void>;
   /** Remove a worker, running or not (a half-made one after a failed spawn). Never throws. */
   removeWorker(id: string): Promise<void>;
-  /** Remove a session's own storage (not the repository's workspace). Never throws. */
+  /** Remove a session's own storage, its working copy included (not the repository's cache). Never throws. */
   removeSessionStorage(sessionId: string): Promise<void>;
   /**
-   * Stop and remove every worker of a session and its storage (the workspace stays).
+   * Stop and remove every worker of a session and its storage, its working copy included (the cache stays).
    * @throws {NotFoundError} when the session has no worker.
    */
   stopSession(sessionId: string): Promise<void>;
   /** Every worker lvmh runs here, found by label. */
   listWorkers(): Promise<ManagedWorker[]>;
-  /** Remove what a crashed daemon left behind mid-spawn (clone helpers). Never throws. */
+  /** Remove what a crashed daemon left behind mid-spawn (fetch and copy helpers). Never throws. */
   sweep(): Promise<void>;
 }
 

@@ -1,7 +1,8 @@
 /**
- * The Docker engine as a spawn backend: a worker is a container labelled `lvmh.*`, a workspace the repo's
- * named volume (filled by a clone helper, `docker/clone.ts`), a session's storage its `lvmh-sess-<id>`
- * volume, and "ready" a marker file the bridge waits for. Engine errors become the kinds of `lib/errors.ts`
+ * The Docker engine as a spawn backend: a worker is a container labelled `lvmh.*`, a repository's cache its
+ * `lvmh-repo-<slug>` volume (filled by a fetch helper, `docker/clone.ts`), a session's storage its
+ * `lvmh-sess-<id>` volume and its working copy its `lvmh-work-<id>` volume (filled from the cache by a copy
+ * helper with no network), and "ready" a marker file the bridge waits for. Engine errors become the kinds of `lib/errors.ts`
  * here and nowhere else.
  */
 import { createHash } from "node:crypto";
@@ -9,15 +10,16 @@ import type { Config } from "../config.ts";
 import { isDomainError, NotFoundError, UnavailableError, UpstreamError } from "../errors.ts";
 import { createEngine, type Engine } from "../../docker/engine.ts";
 import { DockerError, DockerNotFoundError, DockerUnreachableError } from "../../docker/errors.ts";
-import { cloneIntoVolume } from "../../docker/clone.ts";
+import { copyWorkspace, fetchIntoCache } from "../../docker/clone.ts";
 import { createTar } from "../../docker/tar.ts";
 import { buildWorkerImage, MANAGED, workerCreateBody, workerImageStale } from "../../docker/worker.ts";
 import { ImageMissingError, type ManagedWorker, RetryableError, type SpawnBackend } from "./backend.ts";
+import { workVolumeName } from "../workspaces.ts";
 
 const MAX_VOLUME_NAME = 200;
-/** Dropped into the session volume once the workspace is cloned or pulled; the bridge waits for it. */
+/** Dropped into the session volume once the working copy is made; the bridge waits for it. */
 const READY_MARKER = ".lvmh-workspace-ready";
-/** Clone helpers older than this are leftovers of a crash. */
+/** Fetch and copy helpers older than this are leftovers of a crash. */
 const STALE_HELPER_S = 15 * 60;
 
 /** The configuration the Docker backend reads. */
@@ -56,6 +58,14 @@ export function createDockerBackend(
   const engine = options.engine ?? createEngine({ socketPath: config.dockerSock });
   const network = config.workerNetwork;
   const labelsOf = (repo: string) => ({ ...MANAGED, "lvmh.repo": repo });
+  /** The session volume and the working copy; a copy helper still on it is removed first. Never throws. */
+  const removeStorage = async (sessionId: string) => {
+    const copying = await engine.containerList({ ...MANAGED, "lvmh.kind": "copy", "lvmh.session": sessionId })
+      .catch(() => []);
+    for (const c of copying) await engine.containerRemove(c.Id, true).catch(() => {});
+    await engine.volumeRemove(sessionVolumeName(sessionId), true).catch(() => {});
+    await engine.volumeRemove(workVolumeName(sessionId), true).catch(() => {});
+  };
 
   return {
     ping: () => domain(engine.ping()),
@@ -72,21 +82,17 @@ export function createDockerBackend(
       })),
 
     async createWorker(w) {
-      const repoVolume = repoVolumeName(w.repo);
       const sessionVolume = sessionVolumeName(w.sessionId);
-      const labels = labelsOf(w.repo);
-      await domain(engine.volumeCreate(repoVolume, { ...labels, "lvmh.kind": "repo" }));
-      await domain(engine.volumeCreate(sessionVolume, {
-        ...labels,
-        "lvmh.kind": "session",
-        "lvmh.session": w.sessionId,
-      }));
+      const workVolume = workVolumeName(w.sessionId);
+      const labels = { ...labelsOf(w.repo), "lvmh.session": w.sessionId };
+      await domain(engine.volumeCreate(sessionVolume, { ...labels, "lvmh.kind": "session" }));
+      await domain(engine.volumeCreate(workVolume, { ...labels, "lvmh.kind": "work" }));
       const body = workerCreateBody({
         image: config.workerImage,
         sessionId: w.sessionId,
         repo: w.repo,
         branch: w.branch,
-        repoVolume,
+        workVolume,
         sessionVolume,
         network,
         agentUrl: w.agentUrl,
@@ -116,17 +122,30 @@ export function createDockerBackend(
       }
     },
 
-    async prepareWorkspace(ws) {
-      await domain(cloneIntoVolume(engine, {
+    async refreshCache(c) {
+      const volume = repoVolumeName(c.repo);
+      await domain(engine.volumeCreate(volume, { ...labelsOf(c.repo), "lvmh.kind": "repo" }));
+      await domain(fetchIntoCache(engine, {
         image: config.workerImage,
-        volume: repoVolumeName(ws.repo),
-        url: ws.url,
-        branch: ws.branch,
-        token: ws.credential,
+        volume,
+        url: c.url,
+        token: c.credential,
         network,
-        labels: labelsOf(ws.repo),
+        labels: labelsOf(c.repo),
       }));
     },
+
+    makeWorkingCopy: (w) =>
+      domain(copyWorkspace(engine, {
+        image: config.workerImage,
+        cacheVolume: repoVolumeName(w.repo),
+        workVolume: workVolumeName(w.sessionId),
+        url: w.url,
+        baseBranch: w.baseBranch,
+        baseSha: w.baseSha,
+        branch: w.branch,
+        labels: { ...labelsOf(w.repo), "lvmh.session": w.sessionId },
+      })),
 
     signalReady: (id) =>
       domain(engine.containerPutArchive(
@@ -139,9 +158,7 @@ export function createDockerBackend(
       await engine.containerRemove(id, true).catch(() => {});
     },
 
-    async removeSessionStorage(sessionId) {
-      await engine.volumeRemove(sessionVolumeName(sessionId), true).catch(() => {});
-    },
+    removeSessionStorage: (sessionId) => removeStorage(sessionId),
 
     async stopSession(sessionId) {
       const found = await domain(
@@ -156,7 +173,7 @@ export function createDockerBackend(
           if (!(error instanceof DockerNotFoundError)) throw toDomain(error);
         }
       }
-      await engine.volumeRemove(sessionVolumeName(sessionId), true).catch(() => {});
+      await removeStorage(sessionId);
     },
 
     async listWorkers() {
@@ -177,7 +194,10 @@ export function createDockerBackend(
     },
 
     async sweep() {
-      const helpers = await engine.containerList({ ...MANAGED, "lvmh.kind": "clone" }).catch(() => []);
+      const helpers = [
+        ...await engine.containerList({ ...MANAGED, "lvmh.kind": "clone" }).catch(() => []),
+        ...await engine.containerList({ ...MANAGED, "lvmh.kind": "copy" }).catch(() => []),
+      ];
       for (const c of helpers) {
         // Only old ones: a recent one may belong to another daemon on the same engine that is cloning right
         // now (helpers time out after 10 minutes).

@@ -1,5 +1,5 @@
 /**
- * Serialise work per key (one repository's workspace): two spawns of one repository must not run git in
+ * Serialise work per key (one repository's cache): two spawns of one repository must not run git in
  * the same volume at once, while spawns of different repositories go in parallel.
  */
 

@@ -1,7 +1,8 @@
 /**
  * One spawn job, step by step: image (single-flight) → worker created and started (so loading pi overlaps
- * git) → workspace cloned or pulled (serialised per repository) → session listed offline → ready signal →
- * `running`. A failure removes what the job made and leaves the job `failed` with the message.
+ * git) → the repository's cache cloned or fetched, then the session's working copy made from it on the
+ * session's own branch (both serialised per repository) and its base recorded → session listed offline →
+ * ready signal → `running`. A failure removes what the job made and leaves the job `failed` with the message.
  */
 import type { AskSet, SessionInfo, SpawnJob } from "../protocol.ts";
 import type { SpawnBackend } from "./backend.ts";
@@ -10,6 +11,7 @@ import { createImageGate } from "./image.ts";
 import type { SpawnJobs } from "./jobs.ts";
 import { createKeyedLock } from "./lock.ts";
 import { startWorker } from "./start.ts";
+import { workspaceBranch, type Workspaces } from "../workspaces.ts";
 
 /** What the pipeline needs besides the backend. */
 export interface PipelineDeps {
@@ -22,6 +24,8 @@ export interface PipelineDeps {
   repos: { cloneUrl(repo: string): string; credential(): string | null };
   /** The session-scoped token a worker presents. */
   agentToken(sessionId: string): Promise<string>;
+  /** Where each session's working copy started: recorded once, read when a session is spawned again. */
+  workspaces: Pick<Workspaces, "record" | "get">;
 }
 
 /** Runs one job to `running` and returns its worker's id, or throws what failed it. */
@@ -46,14 +50,28 @@ export function createPipeline(deps: PipelineDeps): RunJob {
         token: await deps.agentToken(job.sessionId),
       });
       job.containerId = workerId;
+      const url = deps.repos.cloneUrl(job.repo);
       await withLock(job.repo, async () => {
         jobs.update(job, "cloning");
-        await backend.prepareWorkspace({
+        await backend.refreshCache({ repo: job.repo, url, credential: deps.repos.credential() });
+        // A session spawned again under its id (a hook after a restart) starts from its recorded base.
+        const known = deps.workspaces.get(job.sessionId);
+        const copy = await backend.makeWorkingCopy({
+          sessionId: job.sessionId,
           repo: job.repo,
-          branch: job.branch,
-          url: deps.repos.cloneUrl(job.repo),
-          credential: deps.repos.credential(),
+          url,
+          baseBranch: known?.baseBranch ?? job.branch,
+          baseSha: known?.baseSha ?? null,
+          branch: known?.branch ?? workspaceBranch(job.sessionId),
         });
+        if (!known && !copy.kept) {
+          deps.workspaces.record(job.sessionId, {
+            repo: job.repo,
+            baseBranch: copy.baseBranch,
+            baseSha: copy.baseSha,
+            branch: workspaceBranch(job.sessionId),
+          });
+        }
       });
       // Listed before the worker may open its session: the bridge waits for the ready signal, so its hello
       // (which sets the session online with pi's own snapshot) always comes after this offline entry.
