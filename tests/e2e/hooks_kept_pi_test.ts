@@ -1,5 +1,5 @@
 /**
- * The two ends of a kept hook prompt on the real pi (0.73.1 and 1.6.0, RPC mode) with the plugin:
+ * A kept hook prompt's ends on the real pi (0.73.1 and 1.6.0, RPC mode) with the plugin:
  *   1. SIGKILL after the prompt's `command_result` was stored but before its row was dropped (held here by a
  *      trigger that fails the daemon's delete, as a kill between the two writes would leave it): the restarted
  *      daemon finds the answer in the event log, drops the row and never sends the prompt again.
@@ -7,6 +7,9 @@
  *      again with backoff, and pi gets it after the reload, exactly once. A second extension's command runs
  *      `ctx.reload()` and holds pi inside the reload (its `session_shutdown` waits for a file), so the prompt
  *      surely lands in that window.
+ *   3. pi's `/reload` while the prompt waits in the plugin's own queue for pi (pi busy, the plugin not in a run
+ *      of its own): the plugin refuses it as it drops it ("pi is reloading"), the socket staying open; the
+ *      daemon's next try reaches pi after the reload, exactly once. Another extension holds pi there.
  * Exactly once is read from pi itself (the user messages of the conversation it sends the LLM), from the
  * stored events, and from the audit log's sends.
  */
@@ -46,6 +49,38 @@ export default function (pi) {
     const until = Date.now() + 60000;
     while (!existsSync(release) && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
   });
+}
+`;
+
+/**
+ * A pi extension that holds pi where the plugin queues a prompt instead of handing it to pi, each hold until
+ * the file HOLD_PI_RELEASE exists: while HOLD_PI_END exists a run's `agent_end` (the plugin saw the run end,
+ * pi is not idle yet; for pi 1.6.0), while HOLD_PI_TOOL exists a tool call (pi runs, and a plugin reloaded
+ * in the middle never saw the run start; for pi 0.73.1, which reloads mid-run). `/reload-now` reloads pi;
+ * `/idle-reload` writes HOLD_PI_WAITING, then reloads pi as soon as it is idle, in the same turn (before the
+ * plugin's next look at pi, which would hand the prompt over and start a run).
+ */
+const HOLD_PI = `
+import { existsSync, writeFileSync } from "node:fs";
+const env = (name) => process.env["HOLD_PI_" + name];
+const hold = async (armed) => {
+  if (!existsSync(armed) || existsSync(env("RELEASE"))) return;
+  writeFileSync(env("HELD"), "");
+  const until = Date.now() + 60000;
+  while (!existsSync(env("RELEASE")) && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+};
+export default function (pi) {
+  pi.registerCommand("reload-now", { description: "reload", handler: (_args, ctx) => ctx.reload() });
+  pi.registerCommand("idle-reload", {
+    description: "reload once idle",
+    handler: async (_args, ctx) => {
+      writeFileSync(env("WAITING"), "");
+      await ctx.waitForIdle();
+      await ctx.reload();
+    },
+  });
+  pi.on("agent_end", () => hold(env("END")));
+  pi.on("tool_call", () => hold(env("TOOL")));
 }
 `;
 
@@ -170,6 +205,126 @@ for (const v of PI_VERSIONS) {
       assert.equal(audit.filter((e) => e.action === "hook.prompt.failed").length, 0);
     } finally {
       await Deno.writeTextFile(release, "").catch(() => {});
+      await pi.stop();
+      await daemon.stop();
+      await llm.close();
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+    }
+  });
+
+  Deno.test(`hooks on pi ${v.name}: a kept prompt queued in the plugin at /reload arrives after it, once`, async () => {
+    assertInstalled(v);
+    // pi 0.73.1 reloads in the middle of a run, 1.6.0 only once idle: each is held where it can reload next.
+    const midRun = v.name === "0.73.1";
+    const llm = await startFakeLlm();
+    const dir = await Deno.makeTempDir({ prefix: "lvmh-hooks-queued-reload-pi-" });
+    const port = freePort();
+    const start = () => startDaemon({ dataDir: dir, port });
+    await using home = await makePiHome(llm.url);
+    const file = (name: string) => `${home.dir}/${name}`;
+    const ext = file("hold_pi.mjs");
+    await Deno.writeTextFile(ext, HOLD_PI);
+    const exists = (path: string) => Deno.stat(path).then(() => true, () => false);
+    let daemon = await start();
+    const env = home.env({ agentUrl: daemon.agentUrl, token: daemon.token }, {
+      HOLD_PI_END: file("hold-end"),
+      HOLD_PI_TOOL: file("hold-tool"),
+      HOLD_PI_HELD: file("held"),
+      HOLD_PI_RELEASE: file("release"),
+      HOLD_PI_WAITING: file("waiting"),
+    });
+    await using pi = piRpc(v, home, env, ["-e", ext]);
+    try {
+      const online = () => sessions(daemon).then((l) => l.find((s) => s.online));
+      const id = (await waitFor(online, "pi online", 20_000)).id as string;
+      const text = "TEXTONLY kept prompt queued in the plugin across a reload";
+      if (midRun) {
+        // A run held in its tool call, and a reload in the middle of it: the plugin's new run never saw that
+        // run start, so it queues prompts until pi is idle.
+        await Deno.writeTextFile(file("hold-tool"), "");
+        await pi.command({ type: "prompt", message: "run a tool first" });
+        await waitFor(() => exists(file("held")), "pi held in a tool call", 20_000);
+        assert.equal((await pi.command({ type: "prompt", message: "/reload-now" })).success, true);
+      } else {
+        // A run held at its end: the plugin saw agent_end, and pi is not idle yet.
+        await Deno.writeTextFile(file("hold-end"), "");
+        await pi.command({ type: "prompt", message: "TEXTONLY the run before" });
+        await waitFor(() => exists(file("held")), "pi held at the run's end", 20_000);
+      }
+      await daemon.stop();
+      const promptId = keepPrompt(dir, id, text);
+      daemon = await start();
+      const events = () => allEvents(daemon, id) as Promise<Ev[]>;
+      const audit = async () => await (await daemon.api("/api/audit?limit=1000")).json() as AuditRow[];
+      await waitFor(
+        async () => (await audit()).some((e) => e.action === "hook.prompt" && e.detail.promptId === promptId),
+        "the kept prompt sent",
+        30_000,
+      );
+      // A command sent after it and answered: the plugin has read the prompt's frame (one socket, in order).
+      const rename = await daemon.api(`/api/sessions/${id}/name`, {
+        method: "PUT",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ name: "queued-reload" }),
+      });
+      const { commandId } = await rename.json() as { commandId: string };
+      await waitFor(
+        async () => (await events()).some((e) => e.type === "command_result" && e.commandId === commandId),
+        "the rename answered",
+      );
+      assert.ok(
+        !(await events()).some((e) => e.type === "command_result" && e.commandId === promptId),
+        "the prompt waits in the plugin, unanswered",
+      );
+
+      // A /reload while the prompt waits (on 1.6.0 as soon as the run is over): the plugin drops the prompt pi
+      // never got, and says so.
+      let reloaded;
+      if (midRun) {
+        reloaded = await pi.command({ type: "prompt", message: "/reload-now" });
+      } else {
+        const reloading = pi.command({ type: "prompt", message: "/idle-reload" });
+        await waitFor(() => exists(file("waiting")), "the reload waits for idle", 20_000);
+        await Deno.writeTextFile(file("release"), "");
+        reloaded = await reloading;
+      }
+      assert.equal(reloaded.success, true, JSON.stringify(reloaded));
+      const refusal = await waitFor(
+        async () =>
+          (await events()).find((e) => e.type === "command_result" && e.commandId === promptId && !e.ok),
+        "the plugin refused it at the reload",
+        30_000,
+      );
+      assert.match(String(refusal.error), /pi is reloading; prompt not delivered/);
+      await Deno.writeTextFile(file("release"), ""); // 0.73.1: the held run goes on, then pi is idle
+
+      await waitFor(() => keptIds(dir).length === 0, "taken after the reload", 30_000);
+      const stored = await waitFor(
+        async () =>
+          (await events()).find((e) =>
+            e.type === "message_end" && e.message?.role === "user" && e.message.text.includes(text)
+          ),
+        "the user message stored",
+        30_000,
+      );
+      await waitFor(
+        async () => (await events()).some((e) => e.type === "agent_settled" && e.seq > stored.seq),
+        "the run ends",
+        30_000,
+      );
+      const texts = lastUserTexts(llm.requests as LlmRequest[]);
+      assert.equal(texts.filter((t) => t.includes(text)).length, 1, "pi has it once");
+      const users = (await events()).filter((e) =>
+        e.type === "message_end" && e.message?.role === "user" && e.message.text.includes(text)
+      );
+      assert.equal(users.length, 1, "one user message");
+      const sends = (await audit()).filter((e) =>
+        e.action === "hook.prompt" && e.detail.promptId === promptId
+      );
+      assert.ok(sends.length >= 2, `sent again after the refusal (${sends.length} sends)`);
+      assert.equal((await audit()).filter((e) => e.action === "hook.prompt.failed").length, 0);
+    } finally {
+      await Deno.writeTextFile(file("release"), "").catch(() => {});
       await pi.stop();
       await daemon.stop();
       await llm.close();
