@@ -99,6 +99,8 @@ export function acceptAgentSocket(app: App, socket: WebSocket, principal: Princi
     if (event.seq === 0) return ["bad_frame", "events need a seq of 1 or more"];
     if (event.type === "approval_request") app.approvals.requested(event);
     else if (event.type === "approval_resolved") app.approvals.resolved(event);
+    // A `changes` answer goes to the request waiting for it; the log stores the event without it.
+    else if (event.type === "command_result") event = app.changes.answered(event);
     app.ingest.push(event, link);
     if (event.type === "bye") {
       app.approvals.sessionEnded(event.sessionId);

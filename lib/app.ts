@@ -19,6 +19,7 @@ import type { Hooks } from "./hooks/hooks.ts";
 import type { Push } from "./notify/push.ts";
 import type { DaemonFeed } from "./daemon_feed.ts";
 import type { Workspaces } from "./workspaces.ts";
+import type { SessionChanges } from "./changes/session_changes.ts";
 
 export interface App {
   config: Config;
@@ -48,6 +49,8 @@ export interface App {
   spawner: Spawner;
   /** Each spawned session's working copy: its repository, base branch and sha, and its own branch. */
   workspaces: Workspaces;
+  /** What changed in a session: the diff helper for spawned sessions, the plugin for terminal ones. */
+  changes: SessionChanges;
   /** The GitLab connection (token kept in the store's settings). */
   gitlab: Gitlab;
   /** Inbound hooks: the GitLab hook secret, replayed deliveries, the work a hook asks for. */

@@ -30,6 +30,7 @@ import { DaemonFeed } from "./daemon_feed.ts";
 import { startIdleCollector } from "./memory.ts";
 import { WalCheckpointer } from "./wal_checkpointer.ts";
 import { Workspaces } from "./workspaces.ts";
+import { SessionChanges } from "./changes/session_changes.ts";
 
 /** How often sessions past the retention period are looked for (also once at start). */
 const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
@@ -93,6 +94,7 @@ export function createDaemon(config: Config, routes: RouteDef[]): Daemon {
     gitlab,
     spawner,
     workspaces,
+    changes: new SessionChanges({ sessions, workspaces, config }),
   };
   const hooks = new Hooks(parts, config.gitlabHookSecret);
   const feed = new DaemonFeed(parts);

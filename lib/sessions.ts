@@ -31,7 +31,14 @@ export interface PluginLink {
 }
 
 /** The daemon → plugin frames that carry a person's (or a hook's) command, as opposed to the transport's. */
-export type CommandType = "prompt" | "abort" | "set_model" | "set_name" | "policy" | "approval_decision";
+export type CommandType =
+  | "prompt"
+  | "abort"
+  | "set_model"
+  | "set_name"
+  | "policy"
+  | "approval_decision"
+  | "changes";
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 /** A command to a session's plugin: its protocol frame without the envelope, which `send` adds. */
 export type Command = DistributiveOmit<

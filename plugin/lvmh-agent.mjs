@@ -4492,6 +4492,403 @@ var Heartbeat = class {
   }
 };
 
+// plugin/src/changes.ts
+import { execFile } from "node:child_process";
+
+// lib/changes/types.ts
+var CHANGE_LIMITS = {
+  fileBytes: 1024 * 1024,
+  fileLines: 5e3,
+  totalBytes: 8 * 1024 * 1024
+};
+var PLUGIN_CHANGE_LIMITS = {
+  fileBytes: 256 * 1024,
+  fileLines: 5e3,
+  totalBytes: 3e5
+};
+var MAX_COMMITS = 1e3;
+var LOCKFILES = /* @__PURE__ */ new Set([
+  "package-lock.json",
+  "yarn.lock",
+  "pnpm-lock.yaml",
+  "Cargo.lock",
+  "go.sum",
+  "poetry.lock",
+  "composer.lock",
+  "Gemfile.lock",
+  "deno.lock"
+]);
+function isLockfile(path6) {
+  return LOCKFILES.has(path6.slice(path6.lastIndexOf("/") + 1));
+}
+
+// lib/changes/build.ts
+function parseSections(text, boundary) {
+  const marker = `
+${boundary} `;
+  const sections = /* @__PURE__ */ new Map();
+  let at = text.indexOf(marker);
+  if (at < 0) throw new Error(`git produced no output: ${text.slice(-500).trim() || "(empty)"}`);
+  while (at >= 0) {
+    const lineEnd = text.indexOf("\n", at + marker.length);
+    const header = text.slice(at + marker.length, lineEnd < 0 ? text.length : lineEnd).split(" ");
+    const next = lineEnd < 0 ? -1 : text.indexOf(marker, lineEnd);
+    const body = lineEnd < 0 ? "" : text.slice(lineEnd + 1, next < 0 ? text.length : next);
+    sections.set(header[0], {
+      rc: Number(header[1]),
+      body
+    });
+    at = next;
+  }
+  return sections;
+}
+function buildChanges(sections, options) {
+  const empty = {
+    scope: options.scope,
+    base: null,
+    head: null,
+    branch: null,
+    stats: {
+      files: 0,
+      additions: 0,
+      deletions: 0
+    },
+    files: [],
+    commits: []
+  };
+  if (sections.has("norepo")) return empty;
+  const err = sections.get("err")?.body.trim() ?? "";
+  for (const name of [
+    "meta",
+    "numstat",
+    "status",
+    "patch"
+  ]) {
+    const s = sections.get(name);
+    if (!s) throw new Error(`git stopped before its ${name} output${err ? `: ${lastLines(err)}` : ""}`);
+    if (s.rc !== 0) throw new Error(`git ${name} failed (exit code ${s.rc}): ${lastLines(err)}`);
+  }
+  const [head, branch, baseSha, baseBranch] = sections.get("meta").body.split("\n");
+  const answer = {
+    ...empty,
+    base: baseSha ? {
+      branch: baseBranch || "HEAD",
+      sha: baseSha
+    } : null,
+    head: head || null,
+    branch: branch || null
+  };
+  const log = sections.get("log");
+  if (log && log.rc !== 0) throw new Error(`git log failed (exit code ${log.rc}): ${lastLines(err)}`);
+  if (log) {
+    const commits = parseLog(log.body);
+    if (commits.length > MAX_COMMITS) answer.truncated = true;
+    answer.commits = commits.slice(-MAX_COMMITS);
+  }
+  const entries = zipEntries(parseNumstat(sections.get("numstat").body), parseNameStatus(sections.get("status").body));
+  const patches = splitPatch(sections.get("patch").body);
+  const aligned = patches.length === entries.length;
+  for (const e of entries) {
+    answer.stats.files++;
+    answer.stats.additions += e.additions;
+    answer.stats.deletions += e.deletions;
+  }
+  const only = options.only;
+  const limits = only === void 0 ? options.limits : {
+    ...options.limits,
+    fileBytes: options.limits.totalBytes,
+    fileLines: Infinity
+  };
+  const files = [];
+  entries.forEach((e, i) => {
+    if (only !== void 0 && e.path !== only && e.oldPath !== only) return;
+    const file = {
+      path: e.path,
+      ...e.oldPath !== void 0 ? {
+        oldPath: e.oldPath
+      } : {},
+      status: e.status,
+      binary: e.binary,
+      additions: e.additions,
+      deletions: e.deletions
+    };
+    if (e.binary || only === void 0 && isLockfile(e.path)) file.collapsed = true;
+    else if (!aligned) file.truncated = true;
+    files.push({
+      file,
+      patch: aligned ? patches[i] : void 0
+    });
+    answer.files.push(file);
+  });
+  let used = utf8Length(JSON.stringify(answer)) + 20 * (files.length + 1);
+  let full = false;
+  for (const { file, patch } of files) {
+    if (file.collapsed || file.truncated || patch === void 0) continue;
+    if (full) {
+      file.truncated = true;
+      continue;
+    }
+    const hunk = patch.indexOf("\n@@");
+    if (/^Binary files .* differ$/m.test(hunk < 0 ? patch : patch.slice(0, hunk))) {
+      file.truncated = true;
+      continue;
+    }
+    const cut = cutDiff(patch, limits);
+    const size = utf8Length(JSON.stringify(cut.text)) + 8;
+    if (used + size > limits.totalBytes) {
+      file.truncated = true;
+      answer.truncated = true;
+      full = true;
+      continue;
+    }
+    used += size;
+    file.diff = cut.text;
+    if (cut.truncated) file.truncated = true;
+  }
+  if (!aligned && entries.length) answer.truncated = true;
+  return answer;
+}
+function parseNumstat(body) {
+  const parts = body.split("\0");
+  const out = [];
+  for (let i = 0; i < parts.length; i++) {
+    const m = /^(-|\d+)\t(-|\d+)\t([\s\S]*)$/.exec(parts[i]);
+    if (!m) continue;
+    const binary = m[1] === "-";
+    const count = {
+      binary,
+      additions: binary ? 0 : Number(m[1]),
+      deletions: binary ? 0 : Number(m[2]),
+      path: m[3]
+    };
+    if (m[3] === "") {
+      count.oldPath = parts[++i];
+      count.path = parts[++i];
+    }
+    out.push(count);
+  }
+  return out;
+}
+function parseNameStatus(body) {
+  const parts = body.split("\0");
+  const out = [];
+  for (let i = 0; i + 1 < parts.length; i++) {
+    const code = parts[i][0];
+    if (!code) continue;
+    if (code === "R" || code === "C") {
+      const oldPath = parts[++i], path6 = parts[++i];
+      out.push(code === "R" ? {
+        status: "renamed",
+        path: path6,
+        oldPath
+      } : {
+        status: "added",
+        path: path6
+      });
+    } else {
+      const path6 = parts[++i];
+      out.push({
+        status: code === "A" ? "added" : code === "D" ? "deleted" : "modified",
+        path: path6
+      });
+    }
+  }
+  return out;
+}
+function zipEntries(counts, statuses) {
+  if (counts.length !== statuses.length) {
+    throw new Error(`git listed ${counts.length} files in numstat but ${statuses.length} in name-status`);
+  }
+  return statuses.map((s, i) => {
+    const c = counts[i];
+    if (c.path !== s.path) throw new Error(`git listed "${c.path}" and "${s.path}" in the same place`);
+    return {
+      ...s,
+      binary: c.binary,
+      additions: c.additions,
+      deletions: c.deletions
+    };
+  });
+}
+function splitPatch(patch) {
+  const starts = [];
+  if (patch.startsWith("diff --git ")) starts.push(0);
+  for (let at = patch.indexOf("\ndiff --git "); at >= 0; at = patch.indexOf("\ndiff --git ", at + 1)) {
+    starts.push(at + 1);
+  }
+  return starts.map((s, i) => patch.slice(s, i + 1 < starts.length ? starts[i + 1] : patch.length));
+}
+function cutDiff(text, limits) {
+  let bytes = 0, lines = 0, lineStart = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    bytes += c < 128 ? 1 : c < 2048 ? 2 : c >= 55296 && c < 56320 ? (i++, 4) : 3;
+    if (bytes > limits.fileBytes) return {
+      text: text.slice(0, lineStart),
+      truncated: true
+    };
+    if (c === 10) {
+      if (++lines > limits.fileLines) return {
+        text: text.slice(0, lineStart),
+        truncated: true
+      };
+      lineStart = i + 1;
+    }
+  }
+  if (lineStart < text.length && lines + 1 > limits.fileLines) {
+    return {
+      text: text.slice(0, lineStart),
+      truncated: true
+    };
+  }
+  return {
+    text,
+    truncated: false
+  };
+}
+function parseLog(body) {
+  const parts = body.split("\0");
+  const out = [];
+  for (let i = 0; i + 3 < parts.length; i += 4) {
+    const sha = parts[i].replace(/^\n/, "");
+    if (!/^[0-9a-f]{40,64}$/.test(sha)) break;
+    out.push({
+      sha,
+      author: parts[i + 1],
+      at: Number(parts[i + 2]) * 1e3,
+      title: parts[i + 3]
+    });
+  }
+  return out;
+}
+function utf8Length(s) {
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 128) n++;
+    else if (c < 2048) n += 2;
+    else if (c >= 55296 && c < 56320) {
+      n += 4;
+      i++;
+    } else n += 3;
+  }
+  return n;
+}
+function lastLines(text, n = 3) {
+  return text.trim().split("\n").slice(-n).join(" / ").slice(0, 1e3) || "(no message)";
+}
+
+// lib/changes/script.ts
+var DIFF_BLOB_LIMIT = "4m";
+var HARDENED_GIT_ENV = {
+  GIT_CONFIG_NOSYSTEM: "1",
+  GIT_CONFIG_GLOBAL: "/dev/null",
+  GIT_TERMINAL_PROMPT: "0",
+  GIT_OPTIONAL_LOCKS: "0"
+};
+var CHANGES_SCRIPT = `set -u
+b=$1; scope=$2; base=$3; basebranch=$4
+export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_TERMINAL_PROMPT=0 GIT_OPTIONAL_LOCKS=0 LC_ALL=C
+unset GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE GIT_OBJECT_DIRECTORY GIT_ALTERNATE_OBJECT_DIRECTORIES \\
+  GIT_CONFIG_PARAMETERS GIT_CONFIG_COUNT GIT_EXTERNAL_DIFF GIT_DIFF_OPTS GIT_PAGER 2>/dev/null || true
+g() { git -c core.fsmonitor=false -c core.hooksPath=/dev/null -c core.untrackedCache=false -c gc.auto=0 \\
+  --no-optional-locks --no-pager "$@"; }
+tmp=$(mktemp -d "\${TMPDIR:-/tmp}/lvmh-changes.XXXXXX") || exit 3
+trap 'rm -rf "$tmp"' EXIT
+: > "$tmp/err"
+top=$(g rev-parse --show-toplevel 2>/dev/null) || { printf '\\n%s norepo 0\\n' "$b"; exit 0; }
+cd "$top" || exit 3
+head=$(g rev-parse -q --verify 'HEAD^{commit}' 2>/dev/null) || head=
+branch=$(g symbolic-ref -q --short HEAD 2>/dev/null) || branch=
+if [ "$scope" = uncommitted ]; then
+  base=$head; basebranch=\${branch:-HEAD}
+elif [ -z "$base" ]; then
+  up=$(g rev-parse -q --abbrev-ref --symbolic-full-name '@{upstream}' 2>/dev/null) || up=
+  mb=
+  if [ -n "$up" ] && [ -n "$head" ]; then mb=$(g merge-base HEAD '@{upstream}' 2>/dev/null) || mb=; fi
+  if [ -n "$mb" ]; then base=$mb; basebranch=$up; else base=$head; basebranch=\${branch:-HEAD}; fi
+fi
+case $base in *[!0-9a-f]*) echo "lvmh: base is not a sha" >&2; exit 2;; esac
+printf '\\n%s meta 0\\n%s\\n%s\\n%s\\n%s\\n' "$b" "$head" "$branch" "$base" "$basebranch"
+against=\${base:-4b825dc642cb6eb9a060e54bf8d69288fbee4904}
+gi=$(g rev-parse --git-path index) || exit 3
+od=$(g rev-parse --git-path objects) && od=$(cd "$od" && pwd) || exit 3
+if [ -f "$gi" ]; then cp "$gi" "$tmp/index" || exit 3; fi
+mkdir "$tmp/objects" || exit 3
+export GIT_INDEX_FILE="$tmp/index" GIT_OBJECT_DIRECTORY="$tmp/objects" GIT_ALTERNATE_OBJECT_DIRECTORIES="$od"
+g add -A --ignore-errors >/dev/null 2>>"$tmp/err"
+run() { name=$1; shift; g "$@" >"$tmp/out" 2>>"$tmp/err"; rc=$?; printf '\\n%s %s %s\\n' "$b" "$name" "$rc"; cat "$tmp/out"; }
+D="diff --cached --no-ext-diff --no-textconv --no-color --no-relative -M -O/dev/null --submodule=short"
+run numstat $D --numstat -z "$against"
+run status $D --name-status -z "$against"
+run patch -c core.bigFileThreshold=${DIFF_BLOB_LIMIT} $D -U3 --src-prefix=a/ --dst-prefix=b/ "$against"
+if [ "$scope" = all ] && [ -n "$head" ] && [ -n "$base" ]; then
+  run log log -z --reverse --no-show-signature --no-decorate --no-color --max-count=1001 \\
+    --format='%H%x00%an%x00%at%x00%s' "$base..HEAD"
+fi
+printf '\\n%s err 0\\n' "$b"; tail -c 2000 "$tmp/err"
+`;
+function changesScriptArgs(boundary, scope, base) {
+  return [
+    boundary,
+    scope,
+    base?.sha ?? "",
+    base?.branch ?? ""
+  ];
+}
+function newBoundary() {
+  const bytes = new Uint8Array(16);
+  crypto.getRandomValues(bytes);
+  return `@@lvmh-${Array.from(bytes, (x) => x.toString(16).padStart(2, "0")).join("")}`;
+}
+
+// lib/changes/mod.ts
+function changesFromOutput(output, boundary, options) {
+  return buildChanges(parseSections(output, boundary), options);
+}
+
+// plugin/src/changes.ts
+import process2 from "node:process";
+var CHANGES_TIMEOUT_MS = 2e4;
+var MAX_OUTPUT_BYTES = 256 * 1024 * 1024;
+function computeChanges(cwd, scope, path6, timeoutMs = CHANGES_TIMEOUT_MS) {
+  const boundary = newBoundary();
+  return new Promise((resolve, reject) => {
+    const child = execFile("sh", [
+      "-c",
+      CHANGES_SCRIPT,
+      "lvmh-changes",
+      ...changesScriptArgs(boundary, scope, null)
+    ], {
+      cwd: cwd || ".",
+      env: {
+        ...process2.env,
+        ...HARDENED_GIT_ENV
+      },
+      encoding: "utf8",
+      maxBuffer: MAX_OUTPUT_BYTES,
+      timeout: timeoutMs,
+      killSignal: "SIGKILL",
+      windowsHide: true
+    }, (error, stdout, stderr) => {
+      if (error && !String(stdout).includes(boundary)) {
+        const why = error.killed ? `git did not finish within ${timeoutMs} ms` : String(stderr || error.message).trim().split("\n").slice(-3).join(" / ");
+        return reject(new Error(why.slice(0, 1e3)));
+      }
+      try {
+        resolve(changesFromOutput(String(stdout), boundary, {
+          scope,
+          limits: PLUGIN_CHANGE_LIMITS,
+          only: path6
+        }));
+      } catch (err) {
+        reject(err);
+      }
+    });
+    child.stdin?.end();
+  });
+}
+
 // plugin/src/prompt_once.ts
 var PROMPTS_REMEMBERED = 1e3;
 var TakenPrompts = class {
@@ -4547,7 +4944,7 @@ var TakenPrompts = class {
 // plugin/src/seq_file.ts
 import fs from "node:fs";
 import path from "node:path";
-import process2 from "node:process";
+import process3 from "node:process";
 var SeqFile = class {
   #file;
   #written = 0;
@@ -4597,7 +4994,7 @@ var SeqFile = class {
     const last = this.#current();
     if (last === this.#written) return;
     this.#written = last;
-    const tmp = `${this.#file}.${process2.pid}.tmp`;
+    const tmp = `${this.#file}.${process3.pid}.tmp`;
     fs.promises.mkdir(path.dirname(this.#file), {
       recursive: true
     }).then(() => fs.promises.writeFile(tmp, String(last))).then(() => fs.promises.rename(tmp, this.#file)).catch((err) => this.#onError(`cannot save seq: ${err?.message ?? err}`));
@@ -4630,6 +5027,9 @@ var NO_RUN = "no live pi session";
 function askSet(ask) {
   if (ask === "all") return "all";
   return Array.isArray(ask) ? ask.filter((t) => typeof t === "string") : [];
+}
+function byteSize(changes) {
+  return JSON.stringify(changes).length;
 }
 var Link = class {
   sessionId;
@@ -4818,6 +5218,8 @@ var Link = class {
         return run ? run.setModel(f) : this.commandResult(f, NO_RUN);
       case "set_name":
         return run ? run.setName(f) : this.commandResult(f, NO_RUN);
+      case "changes":
+        return this.#onChanges(f);
       case "approval_decision":
         return run?.approvalDecision(f);
       default: {
@@ -4854,6 +5256,19 @@ var Link = class {
       ok: !error,
       ...cut
     });
+  }
+  /** Answer `changes` with what changed in pi's cwd (or git's error), in one `command_result`. */
+  #onChanges(f) {
+    const scope = f.scope === "uncommitted" ? "uncommitted" : "all";
+    const path6 = typeof f.path === "string" ? f.path : void 0;
+    computeChanges(this.info.cwd, scope, path6).then((changes) => {
+      if (typeof f.commandId !== "string" || !f.commandId) return;
+      this.emitNow("command_result", {
+        commandId: f.commandId,
+        ok: true,
+        changes
+      }, 1e3 + byteSize(changes));
+    }, (err) => this.commandResult(f, `git: ${err?.message ?? err}`));
   }
   #onError(f) {
     const key = `${f.code}: ${f.message}`;
@@ -5794,14 +6209,14 @@ var PiBinding = class {
 // plugin/src/config.ts
 import os from "node:os";
 import path3 from "node:path";
-import process3 from "node:process";
+import process4 from "node:process";
 function parseAsk(value) {
   const v = (value ?? "").trim();
   if (v === "all") return "all";
   return v.split(",").map((s) => s.trim()).filter(Boolean);
 }
 function readConfig(options) {
-  const env = options.env ?? process3.env;
+  const env = options.env ?? process4.env;
   const home = options.home ?? os.homedir();
   const timeout = Number(env.LVMH_ASK_TIMEOUT ?? "");
   return {
@@ -5818,7 +6233,7 @@ function readConfig(options) {
   };
 }
 function disabled(cfg, options) {
-  return !cfg.url || !cfg.token || options.env?.LVMH_DISABLED === "1" || process3.env.LVMH_DISABLED === "1";
+  return !cfg.url || !cfg.token || options.env?.LVMH_DISABLED === "1" || process4.env.LVMH_DISABLED === "1";
 }
 
 // plugin/src/housekeeping.ts
@@ -5845,7 +6260,7 @@ function cleanUp(cfg) {
 // plugin/src/log.ts
 import fs5 from "node:fs";
 import path5 from "node:path";
-import process4 from "node:process";
+import process5 from "node:process";
 function makeLogger(file, secret) {
   const loggers = processSlot("loggers", () => /* @__PURE__ */ new Map());
   const key = `${file}\0${secret}`;
@@ -5868,7 +6283,7 @@ function makeLogger(file, secret) {
     try {
       if (lines.length >= 1e3) return;
       const detail = err ? `: ${err?.stack ?? err}` : "";
-      let line = `${(/* @__PURE__ */ new Date()).toISOString()} [${process4.pid}] ${msg}${detail}
+      let line = `${(/* @__PURE__ */ new Date()).toISOString()} [${process5.pid}] ${msg}${detail}
 `;
       if (secret && secret.length >= 6) line = line.split(secret).join("***");
       lines.push(line.replace(/([?&]token=)[^&\s"']+/gi, "$1***"));

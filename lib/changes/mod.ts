@@ -11,13 +11,13 @@ export { CHANGES_SCRIPT, changesScriptArgs, HARDENED_GIT_ENV, newBoundary } from
 export { buildChanges, parseSections } from "./build.ts";
 
 /**
- * The answer from the whole output of `CHANGES_SCRIPT` run with `boundary`.
+ * The answer from the whole output of `CHANGES_SCRIPT` run with `boundary` (with `only`, that file alone).
  * @throws {Error} with git's own message when git failed.
  */
 export function changesFromOutput(
   output: string,
   boundary: string,
-  options: { scope: ChangeScope; limits: ChangeLimits },
+  options: { scope: ChangeScope; limits: ChangeLimits; only?: string },
 ): Changes {
   return buildChanges(parseSections(output, boundary), options);
 }

@@ -1,6 +1,7 @@
 /** Transport 1 of the protocol: what a plugin sends on `/agent/ws`, and what the daemon sends back. */
 import { z } from "zod";
 import { FieldMax, MAX_BATCH_EVENTS, PROTOCOL_VERSION } from "../wire.ts";
+import { CHANGE_SCOPES, type Changes, type ChangeScope } from "../changes/types.ts";
 import { AskSet, Message, MessageFrom, SessionId, SessionInfo, ThinkingLevel, Usage } from "./shapes.ts";
 
 // ---------------------------------------------------------------------------------------------
@@ -86,11 +87,51 @@ export const ApprovalResolvedEvent = event("approval_resolved", {
   by: z.string().max(FieldMax.by),
   source: ApprovalSource,
 });
+/** One file of a `changes` answer (lib/changes/types.ts `ChangedFile`, checked both ways below). */
+export const ChangedFileShape = z.object({
+  path: z.string().max(FieldMax.cwd),
+  oldPath: z.string().max(FieldMax.cwd).optional(),
+  status: z.enum(["added", "modified", "deleted", "renamed"]),
+  binary: z.boolean(),
+  additions: z.number().int().nonnegative(),
+  deletions: z.number().int().nonnegative(),
+  diff: z.string().optional(),
+  truncated: z.boolean().optional(),
+  collapsed: z.boolean().optional(),
+});
+/** What changed in pi's cwd: the answer of `GET /api/sessions/:id/changes` (lib/changes/types.ts `Changes`). */
+export const ChangesShape = z.object({
+  scope: z.enum(CHANGE_SCOPES as [ChangeScope, ...ChangeScope[]]),
+  base: z.object({ branch: z.string().max(FieldMax.cwd), sha: z.string().max(64) }).nullable(),
+  head: z.string().max(64).nullable(),
+  branch: z.string().max(FieldMax.cwd).nullable(),
+  stats: z.object({
+    files: z.number().int().nonnegative(),
+    additions: z.number().int().nonnegative(),
+    deletions: z.number().int().nonnegative(),
+  }),
+  files: z.array(ChangedFileShape),
+  commits: z.array(z.object({
+    sha: z.string().max(64),
+    title: z.string().max(FieldMax.commandError),
+    author: z.string().max(FieldMax.by),
+    at: z.number(),
+  })),
+  truncated: z.boolean().optional(),
+});
+// The schema and lib/changes's types (which the plugin builds its answer with) describe one shape.
+const _changesSame: [z.infer<typeof ChangesShape>, Changes] = [
+  {} as Changes,
+  {} as z.infer<typeof ChangesShape>,
+];
+
 /** The plugin's answer to a daemon command that carried a `commandId`. */
 export const CommandResultEvent = event("command_result", {
   commandId: z.string().min(1).max(FieldMax.commandId),
   ok: z.boolean(),
   error: z.string().max(FieldMax.commandError).optional(),
+  /** The answer to a `changes` command (newer plugins). */
+  changes: ChangesShape.optional(),
 });
 
 /** Every event a plugin may send after `hello`. */
@@ -204,6 +245,17 @@ export const SetNameFrame = z.object({
   commandId: z.string(),
   name: z.string(),
 });
+/**
+ * What changed in the terminal session's git repository (`GET /api/sessions/:id/changes`): answered by a
+ * `command_result` carrying `changes`; with `path`, its `files` hold only that file, with its whole diff.
+ */
+export const ChangesFrame = z.object({
+  ...daemonEnvelope,
+  type: z.literal("changes"),
+  commandId: z.string(),
+  scope: z.enum(CHANGE_SCOPES as [ChangeScope, ...ChangeScope[]]),
+  path: z.string().optional(),
+});
 /** The session's ask set changed; replaces the one from `welcome`. */
 export const PolicyFrame = z.object({ ...daemonEnvelope, type: z.literal("policy"), ask: AskSet });
 /** A person answered an `approval_request`; sent again whenever the plugin re-sends the request. */
@@ -232,6 +284,7 @@ export const DaemonFrame = z.discriminatedUnion("type", [
   AbortFrame,
   SetModelFrame,
   SetNameFrame,
+  ChangesFrame,
   PolicyFrame,
   ApprovalDecisionFrame,
   PongFrame,

@@ -267,3 +267,13 @@ export interface SpawnJob {
   createdAt: number;
   updatedAt: number;
 }
+
+/** `GET /api/sessions/:id/changes?scope=`: the working tree against the session's base, or against HEAD. */
+export const ChangesQuery = z.object({ scope: z.enum(["all", "uncommitted"]).default("all") });
+/** `GET /api/sessions/:id/changes/file?path=&scope=`: one changed file with its whole diff. */
+export const ChangesFileQuery = z.object({
+  path: z.string().min(1).max(4096),
+  scope: z.enum(["all", "uncommitted"]).default("all"),
+});
+/** The answers of those two routes (lib/changes/types.ts, shared with the plugin). */
+export type { ChangeCommit, ChangedFile, Changes, ChangeScope } from "../changes/types.ts";

@@ -28,6 +28,7 @@ import type {
   SessionInfo,
 } from "./frames.ts";
 import { Heartbeat } from "./heartbeat.ts";
+import { computeChanges } from "./changes.ts";
 import type { Logger } from "./log.ts";
 import { TakenPrompts } from "./prompt_once.ts";
 import { SeqFile } from "./seq_file.ts";
@@ -66,6 +67,11 @@ const NO_RUN = "no live pi session";
 function askSet(ask: unknown): AskSet {
   if (ask === "all") return "all";
   return Array.isArray(ask) ? ask.filter((t): t is string => typeof t === "string") : [];
+}
+
+/** About how many characters an answer takes in the buffer. */
+function byteSize(changes: object): number {
+  return JSON.stringify(changes).length;
 }
 
 type State = "down" | "connecting" | "open" | "ready" | "closed";
@@ -275,6 +281,9 @@ export class Link {
         return run ? run.setModel(f) : this.commandResult(f, NO_RUN);
       case "set_name":
         return run ? run.setName(f) : this.commandResult(f, NO_RUN);
+      case "changes":
+        // Needs no pi run: git reads the session's cwd, which the link knows.
+        return this.#onChanges(f);
       case "approval_decision":
         // Nothing to answer without a run: the request is sent again, and decided again, after a restart.
         return run?.approvalDecision(f);
@@ -311,6 +320,24 @@ export class Link {
     if (typeof f.commandId !== "string" || !f.commandId) return;
     const cut = error ? { error: error.slice(0, FieldMax.commandError) } : {};
     this.emit("command_result", { commandId: f.commandId, ok: !error, ...cut });
+  }
+
+  /** Answer `changes` with what changed in pi's cwd (or git's error), in one `command_result`. */
+  #onChanges(f: FrameOf<"changes">): void {
+    const scope = f.scope === "uncommitted" ? "uncommitted" : "all";
+    const path = typeof f.path === "string" ? f.path : undefined;
+    computeChanges(this.info.cwd, scope, path).then(
+      (changes) => {
+        if (typeof f.commandId !== "string" || !f.commandId) return;
+        // The answer's budget keeps it within one frame: its size is known, the buffer counts it.
+        this.emitNow(
+          "command_result",
+          { commandId: f.commandId, ok: true, changes },
+          1000 + byteSize(changes),
+        );
+      },
+      (err) => this.commandResult(f, `git: ${(err as Error)?.message ?? err}`),
+    );
   }
 
   #onError(f: FrameOf<"error">) {
