@@ -142,3 +142,16 @@ export function promptRelay(port: number) {
     },
   };
 }
+
+/** A request body pi sent the fake LLM (the OpenAI chat shape). */
+type LlmRequest = { messages: { role: string; content: unknown }[] };
+
+/** The user messages of the last conversation pi sent the LLM. */
+export function lastUserTexts(requests: readonly unknown[]): string[] {
+  const last = requests.at(-1) as LlmRequest | undefined;
+  return (last?.messages ?? []).filter((m) => m.role === "user").map((m) =>
+    typeof m.content === "string"
+      ? m.content
+      : (m.content as { type: string; text?: string }[]).map((p) => p.text ?? "").join("")
+  );
+}

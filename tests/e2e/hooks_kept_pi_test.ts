@@ -17,22 +17,11 @@ import assert from "node:assert/strict";
 import { freePort, startDaemon, waitFor } from "../../testing/daemon.ts";
 import { startFakeLlm } from "../../testing/fixtures/fake_llm.mjs";
 import { allEvents, assertInstalled, makePiHome, PI_VERSIONS, piRpc, sessions } from "../../testing/pi.ts";
-import { holdKeptRows, keepPrompt, keptIds } from "../../testing/kept_prompt.ts";
+import { holdKeptRows, keepPrompt, keptIds, lastUserTexts } from "../../testing/kept_prompt.ts";
 
-type LlmRequest = { messages: { role: string; content: unknown }[] };
 type Ev = { type: string; seq: number; commandId?: string; ok?: boolean; error?: string; message?: Msg };
 type Msg = { role: string; text: string };
 type AuditRow = { action: string; detail: { promptId?: string } };
-
-/** The user messages of the last conversation pi sent the LLM. */
-function lastUserTexts(requests: LlmRequest[]): string[] {
-  const last = requests.at(-1);
-  return (last?.messages ?? []).filter((m) => m.role === "user").map((m) =>
-    typeof m.content === "string"
-      ? m.content
-      : (m.content as { type: string; text?: string }[]).map((p) => p.text ?? "").join("")
-  );
-}
 
 /** A pi extension: `/hold-reload` reloads pi and keeps it inside the reload until `release` exists. */
 const HOLD_RELOAD = `
@@ -127,7 +116,7 @@ for (const v of PI_VERSIONS) {
       const sends = audit.filter((e) => e.action === "hook.prompt" && e.detail.promptId === promptId);
       assert.equal(sends.length, 1, "sent once, before the kill");
       assert.match(daemon.output(), /was taken before the restart: not sent again/);
-      const texts = lastUserTexts(llm.requests as LlmRequest[]);
+      const texts = lastUserTexts(llm.requests);
       assert.equal(texts.filter((t) => t.includes(text)).length, 1, "pi has it once");
       const users = (await events()).filter((e) =>
         e.type === "message_end" && e.message?.role === "user" && e.message.text.includes(text)
@@ -193,7 +182,7 @@ for (const v of PI_VERSIONS) {
         "the run ends",
         30_000,
       );
-      const texts = lastUserTexts(llm.requests as LlmRequest[]);
+      const texts = lastUserTexts(llm.requests);
       assert.equal(texts.filter((t) => t.includes(text)).length, 1, "pi has it once");
       const users = (await events()).filter((e) =>
         e.type === "message_end" && e.message?.role === "user" && e.message.text.includes(text)
@@ -312,7 +301,7 @@ for (const v of PI_VERSIONS) {
         "the run ends",
         30_000,
       );
-      const texts = lastUserTexts(llm.requests as LlmRequest[]);
+      const texts = lastUserTexts(llm.requests);
       assert.equal(texts.filter((t) => t.includes(text)).length, 1, "pi has it once");
       const users = (await events()).filter((e) =>
         e.type === "message_end" && e.message?.role === "user" && e.message.text.includes(text)

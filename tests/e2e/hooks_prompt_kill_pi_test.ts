@@ -12,19 +12,7 @@ import assert from "node:assert/strict";
 import { freePort, startDaemon, waitFor } from "../../testing/daemon.ts";
 import { startFakeLlm } from "../../testing/fixtures/fake_llm.mjs";
 import { allEvents, assertInstalled, makePiHome, PI_VERSIONS, piRpc, sessions } from "../../testing/pi.ts";
-import { keepPrompt, keptIds, promptRelay } from "../../testing/kept_prompt.ts";
-
-type LlmRequest = { messages: { role: string; content: unknown }[] };
-
-/** The user messages of the last conversation pi sent the LLM. */
-function lastUserTexts(requests: LlmRequest[]): string[] {
-  const last = requests.at(-1);
-  return (last?.messages ?? []).filter((m) => m.role === "user").map((m) =>
-    typeof m.content === "string"
-      ? m.content
-      : (m.content as { type: string; text?: string }[]).map((p) => p.text ?? "").join("")
-  );
-}
+import { keepPrompt, keptIds, lastUserTexts, promptRelay } from "../../testing/kept_prompt.ts";
 
 for (const v of PI_VERSIONS) {
   Deno.test(`hooks on pi ${v.name}: a kept prompt SIGKILLed in flight reaches pi exactly once`, async () => {
@@ -40,7 +28,7 @@ for (const v of PI_VERSIONS) {
     try {
       const online = () => sessions(daemon).then((l) => l.find((s) => s.online));
       const id = (await waitFor(online, "pi online", 20_000)).id as string;
-      const texts = () => lastUserTexts(llm.requests as LlmRequest[]);
+      const texts = () => lastUserTexts(llm.requests);
       const userMessages = async (text: string) =>
         (await allEvents(daemon, id) as {
           type: string;
