@@ -116,6 +116,6 @@ if (import.meta.main) {
     `  reference in this run, ${base.n} sessions: ${base.kibPerSec.toFixed(1)} KiB/s, p99 ${
       base.p99.toFixed(2)
     } ms` +
-      ` (the seed measured 156 KiB/s and 15 ms at 100, 5.3 MiB/s and 83 ms at 3,000)`,
+      ` (the protocol's reference: 156 KiB/s and 15 ms at 100, 5.3 MiB/s and 83 ms at 3,000)`,
   );
 }

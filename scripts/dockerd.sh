@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A throwaway Docker engine for tests, with its own socket, data-root, exec-root and pidfile, so it never
 # touches /var/run/docker.sock or a system daemon. No bridge and no iptables: lvmh's containers use host
-# networking (see /work/shared/reference/docker-real.md), and the VM's netfilter stays untouched.
+# networking (a test engine here has no bridge network), and the VM's netfilter stays untouched.
 #
 # Usage: scripts/dockerd.sh install|start|stop|status|env     (env: LVMH_DOCKERD_DIR, default /tmp/lvmh-docker)
 #   install  apt-get install docker.io when dockerd is missing
