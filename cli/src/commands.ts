@@ -1,5 +1,6 @@
 /** Every command, by the name it is called with. */
 import { approvals, approve, reject } from "./approvals.ts";
+import { changes } from "./changes.ts";
 import type { Command } from "./command.ts";
 import { login } from "./login.ts";
 import { abort, prompt } from "./prompt.ts";
@@ -20,6 +21,7 @@ export const commands = {
   spawn,
   stop,
   token,
+  changes,
 } satisfies Record<string, Command>;
 
 export type CommandName = keyof typeof commands;

@@ -19,6 +19,7 @@ Commands:
   spawn GROUP/PROJECT [--branch B] [--ask bash,edit|all|none]   start a session in a container
   stop ID                           stop a spawned session's container
   token add NAME --role ROLE | token list [--json] | token revoke NAME   named tokens (admin)
+  changes ID [--stat] [--uncommitted] [--json]   what the session changed (a diff, or --stat a summary)
 
 Configuration: --url/--token, else LVMH_URL and LVMH_TOKEN, else the file written by "lvmh login"
 ($XDG_CONFIG_HOME/lvmh/config.json, default ~/.config/lvmh/config.json). LVMH_URL is the daemon's
@@ -55,4 +56,9 @@ Stops and removes a spawned session's container (its history stays).`,
        lvmh token list [--json]
        lvmh token revoke NAME
 Named tokens (needs an admin token). "add" prints the new token once.`,
+  changes: `Usage: lvmh changes ID [--stat] [--uncommitted] [--json]
+Shows what the session changed: its working tree, untracked files included, against its base (a spawned
+session's recorded start, a terminal session's merge-base with its upstream), with the commits since.
+--uncommitted compares with HEAD instead; --stat prints one line per file instead of the diff. Lockfiles
+and binary files are collapsed, very large diffs cut; each is marked.`,
 };

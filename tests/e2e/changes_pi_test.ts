@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { startDaemon, waitFor } from "../../testing/daemon.ts";
 import { startFakeLlm } from "../../testing/fixtures/fake_llm.mjs";
+import { cliEnv, lvmh } from "../../testing/cli.ts";
 import { allEvents, assertInstalled, makePiHome, PI_VERSIONS, piRpc, sessions } from "../../testing/pi.ts";
 
 const GIT_ENV = {
@@ -117,6 +118,26 @@ for (const v of PI_VERSIONS) {
           await git(home.workspace, "status", "--porcelain"),
           "M a.txt\n?? new.txt\n?? package-lock.json",
         );
+      });
+
+      await t.step("lvmh changes prints the diff, --stat a summary, --uncommitted against HEAD", async () => {
+        const env = cliEnv(home.dir, d);
+        const diff = await lvmh(env, ["changes", id]);
+        assert.equal(diff.code, 0, diff.stderr);
+        assert.match(
+          diff.stdout,
+          new RegExp(`^against origin/main ${forkPoint.slice(0, 10)} on main: 3 file\\(s\\)`),
+        );
+        assert.match(diff.stdout, /\n {2}[0-9a-f]{10} agent edit \(Ada\)\n/);
+        assert.match(diff.stdout, /\ndiff --git a\/a.txt b\/a.txt\n[\s\S]*\n-two\n\+2\n/);
+        assert.match(diff.stdout, /\n# package-lock.json \(collapsed\): \+3 -0, diff not shown/);
+        const stat = await lvmh(env, ["changes", id, "--stat", "--uncommitted"]);
+        assert.equal(stat.code, 0, stat.stderr);
+        assert.match(stat.stdout, /^uncommitted, against main [0-9a-f]{10} on main: 3 file\(s\), \+5 -0\n/);
+        assert.match(stat.stdout, /\nmodified +1 +0 +a.txt\n/);
+        assert.doesNotMatch(stat.stdout, /diff --git/);
+        const missing = await lvmh(env, ["changes", "no-such-session"]);
+        assert.equal(missing.code, 1);
       });
 
       await t.step("an unknown session is 404; an offline one 409", async () => {
