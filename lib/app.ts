@@ -19,6 +19,7 @@ import type { Hooks } from "./hooks/hooks.ts";
 import type { Push } from "./notify/push.ts";
 import type { DaemonFeed } from "./daemon_feed.ts";
 import type { Workspaces } from "./workspaces.ts";
+import type { MergeRequests } from "./merge_requests.ts";
 import type { SessionChanges } from "./changes/session_changes.ts";
 
 export interface App {
@@ -53,6 +54,8 @@ export interface App {
   changes: SessionChanges;
   /** The GitLab connection (token kept in the store's settings). */
   gitlab: Gitlab;
+  /** Spawned sessions' merge requests: pushing their work, lvmh's record of each, following it. */
+  mergeRequests: MergeRequests;
   /** Inbound hooks: the GitLab hook secret, replayed deliveries, the work a hook asks for. */
   hooks: Hooks;
   /** The daemon-wide SSE stream (`GET /api/stream`): the hub's broadcasts, numbered for resuming. */

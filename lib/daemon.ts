@@ -20,7 +20,8 @@ import { CloseCode } from "./protocol.ts";
 import { createSpawner } from "./spawner.ts";
 import { createDockerBackend } from "./spawn/docker_backend.ts";
 import { agentToken } from "./auth.ts";
-import { createGitlab } from "./gitlab.ts";
+import { createGitlab, createGitlabMergeRequests } from "./gitlab.ts";
+import { dockerShipWork, MergeRequests } from "./merge_requests.ts";
 import { pruneSessions } from "./session_removal.ts";
 import { Webhooks } from "./webhooks/webhooks.ts";
 import { startNotify } from "./notify/start.ts";
@@ -68,6 +69,12 @@ export function createDaemon(config: Config, routes: RouteDef[]): Daemon {
   sessions.setWaiting((id) => approvals.waiting(id));
   const gitlab = createGitlab({ config, store });
   const workspaces = new Workspaces(store.db);
+  const mergeRequests = new MergeRequests(store.db, {
+    workspaces,
+    gitlab,
+    api: createGitlabMergeRequests(gitlab),
+    work: dockerShipWork(config),
+  });
   // Workers on the Docker engine; jobs go to browsers as `spawn_status`, spawned sessions into the registry.
   const spawner = createSpawner({
     config,
@@ -92,6 +99,7 @@ export function createDaemon(config: Config, routes: RouteDef[]): Daemon {
     webhooks: new Webhooks(store.db),
     push: new Push(store.db),
     gitlab,
+    mergeRequests,
     spawner,
     workspaces,
     changes: new SessionChanges({ sessions, workspaces, config }),

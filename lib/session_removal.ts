@@ -5,7 +5,9 @@
 import type { App } from "./app.ts";
 
 /** What removing a session touches. */
-type Parts = Pick<App, "sessions" | "approvals" | "images" | "workspaces">;
+type Parts =
+  & Pick<App, "sessions" | "approvals" | "images" | "workspaces">
+  & Partial<Pick<App, "mergeRequests">>;
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -19,6 +21,7 @@ export function deleteSession(app: Parts, id: string): void {
   app.approvals.sessionDeleted(id);
   app.images.sessionDeleted(id);
   app.workspaces.sessionDeleted(id);
+  app.mergeRequests?.sessionDeleted(id);
 }
 
 /**

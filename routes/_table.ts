@@ -15,6 +15,7 @@ import { handler as sessionName } from "./api/sessions/[id]/name.ts";
 import { handler as sessionContainer } from "./api/sessions/[id]/container.ts";
 import { handler as sessionStream } from "./api/sessions/[id]/stream.ts";
 import { handler as sessionImage } from "./api/sessions/[id]/images/[sha256].ts";
+import { handler as sessionMergeRequest } from "./api/sessions/[id]/merge-request.ts";
 import { handler as sessionChanges } from "./api/sessions/[id]/changes/index.ts";
 import { handler as sessionChangedFile } from "./api/sessions/[id]/changes/file.ts";
 import { handler as daemonStream } from "./api/stream.ts";
@@ -69,6 +70,12 @@ export const routes: RouteDef[] = [
   },
   { path: "/api/sessions/:id/policy", handler: sessionPolicy, auth: "token", roles: { PUT: "operator" } },
   { path: "/api/sessions/:id/approvals", handler: sessionApprovals, auth: "token" },
+  {
+    path: "/api/sessions/:id/merge-request",
+    handler: sessionMergeRequest,
+    auth: "token",
+    roles: { POST: "operator" },
+  },
   { path: "/api/sessions/:id/changes", handler: sessionChanges, auth: "token" },
   { path: "/api/sessions/:id/changes/file", handler: sessionChangedFile, auth: "token" },
   { path: "/api/approvals", handler: approvals, auth: "token" },

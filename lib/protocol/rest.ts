@@ -277,3 +277,13 @@ export const ChangesFileQuery = z.object({
 });
 /** The answers of those two routes (lib/changes/types.ts, shared with the plugin). */
 export type { ChangeCommit, ChangedFile, Changes, ChangeScope } from "../changes/types.ts";
+
+/** `POST /api/sessions/:id/merge-request`: push the session's work and open or update its merge request. */
+export const MergeRequestBody = z.object({
+  title: z.string().trim().min(1, "title is required").max(255),
+  description: z.string().max(100_000).optional(),
+  targetBranch: BranchName.optional(),
+  draft: z.boolean().optional(),
+  /** Push even when an added line looks like a secret: admins only. */
+  allowSecrets: z.boolean().optional(),
+});

@@ -6,10 +6,10 @@
 import assert from "node:assert/strict";
 import { bundleWork, commitWork, inspectWork } from "../../docker/export_helper.ts";
 import { pushBundle } from "../../docker/push_helper.ts";
-import { runHelper } from "../../docker/helper.ts";
 import type { Engine } from "../../docker/engine.ts";
 import { createBareRepo, git, gitHttpHandler } from "../../testing/fixtures/git_http.ts";
 import { startGitlabFixture } from "../../testing/fixtures/gitlab_fixture.ts";
+import { agentDoes, bundleOf, fillWorkingCopy } from "../../testing/work_copy.ts";
 import {
   buildStubWorker,
   cleanupDocker,
@@ -34,62 +34,6 @@ function recordingEngine(engine: Engine) {
     },
   };
   return { engine: wrapped, seen };
-}
-
-/**
- * Fill `volume` as a spawn would: a clone of the project on branch `branch` at `base`, origin the GitLab URL;
- * then the agent's part (`agent`: a script run in it, as the worker would).
- */
-async function fillWorkingCopy(
-  engine: Engine,
-  o: {
-    image: string;
-    volume: string;
-    bundle: Uint8Array;
-    branch: string;
-    url: string;
-    agent: string;
-    args?: string[];
-  },
-) {
-  await runHelper(engine, {
-    image: o.image,
-    kind: "test-fill",
-    cmd: [
-      `set -eu
-git clone -q /tmp/repo.bundle /workspace/
-cd /workspace
-git checkout -q -b "$1"
-git remote set-url origin "$2"
-git config user.name agent; git config user.email agent@agent.invalid
-shift 2
-${o.agent}`,
-      "fill",
-      o.branch,
-      o.url,
-      ...(o.args ?? []),
-    ],
-    labels: { "lvmh.test": "ship" },
-    network: "none",
-    mounts: [{ Type: "volume", Source: o.volume, Target: "/workspace" }],
-    stdin: null,
-    files: { dir: "/tmp", entries: [{ path: "repo.bundle", data: o.bundle }] },
-    failure: "filling the working copy failed",
-  });
-}
-
-/** Run `script` in the working copy (as the agent would), with the volume read-write. */
-async function agentDoes(engine: Engine, image: string, volume: string, script: string, args: string[] = []) {
-  return await runHelper(engine, {
-    image,
-    kind: "test-agent",
-    cmd: [`set -eu\ncd /workspace\n${script}`, "agent", ...args],
-    labels: { "lvmh.test": "ship" },
-    network: "none",
-    mounts: [{ Type: "volume", Source: volume, Target: "/workspace" }],
-    stdin: null,
-    failure: "the agent's step failed",
-  });
 }
 
 dockerTest(
@@ -121,10 +65,7 @@ dockerTest(
     try {
       await buildStubWorker(real, image);
       const base = await createBareRepo(root, project, { "README.md": "hello\n", "src/a.txt": "a\n" });
-      const tmp = await Deno.makeTempDir();
-      await git(["--git-dir", bare, "bundle", "create", `${tmp}/repo.bundle`, "--all"]);
-      const repoBundle = await Deno.readFile(`${tmp}/repo.bundle`);
-      await Deno.remove(tmp, { recursive: true });
+      const repoBundle = await bundleOf(bare);
       await real.volumeCreate(volume, labels);
       await fillWorkingCopy(engine, {
         image,
