@@ -113,8 +113,10 @@ export default function SpawnPanel({ me = null }: { me?: Me | null }) {
       {status && !status.connected && mayConnect && (
         <form class="spawn-connect" onSubmit={connect}>
           <p class="muted small">
-            Connect GitLab at <code>{status.baseUrl}</code> with a personal access token (scope{" "}
-            <code>read_api</code> and <code>read_repository</code>). It is kept by the daemon only.
+            Connect GitLab at <code>{status.baseUrl}</code> with a personal access token with the scopes{" "}
+            <code>api</code>, <code>read_repository</code> and{" "}
+            <code>write_repository</code>: lvmh clones with it, pushes each session's own branch and opens its
+            merge request. It is kept by the daemon only.
           </p>
           <input
             type="password"
