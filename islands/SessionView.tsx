@@ -7,6 +7,7 @@ import { useCallback, useEffect, useMemo, useRef, useState } from "preact/hooks"
 import type { ApprovalDecision, SessionSummary } from "../lib/protocol.ts";
 import { ApprovalCard } from "../components/ApprovalCard.tsx";
 import { AskSetControl } from "../components/AskSetControl.tsx";
+import { ChangesView } from "../components/ChangesView.tsx";
 import { Composer } from "../components/Composer.tsx";
 import { MessageBlockView, StreamingMessage } from "../components/Messages.tsx";
 import { SinceCard } from "../components/SinceCard.tsx";
@@ -121,6 +122,14 @@ export default function SessionView(props: Props) {
     session,
     conv.models,
   ]);
+  // The Changes view replaces the conversation while open, and reloads each time a run settles.
+  const [view, setView] = useState<"conversation" | "changes">("conversation");
+  const [settled, setSettled] = useState(0);
+  const wasRunning = useRef(running);
+  useEffect(() => {
+    if (wasRunning.current && !running) setSettled((n) => n + 1);
+    wasRunning.current = running;
+  }, [running]);
   const streaming = conv.streaming ? streamingText(conv.streaming) : null;
   const thinking = streamingThinking(conv.streaming);
 
@@ -152,6 +161,20 @@ export default function SessionView(props: Props) {
               {watched ? "✓ Notifying when done" : "Notify when done"}
             </button>
           </div>
+          <div class="view-switch" role="group" aria-label="Show">
+            {(["conversation", "changes"] as const).map((v) => (
+              <button
+                type="button"
+                key={v}
+                class={`ghost small ${view === v ? "on" : ""}`}
+                aria-pressed={view === v}
+                data-view={v}
+                onClick={() => setView(v)}
+              >
+                {v === "conversation" ? "Conversation" : "Changes"}
+              </button>
+            ))}
+          </div>
           <SessionFacts s={session} now={now} />
           {can(me, "policy")
             ? <AskSetControl ask={session.ask ?? []} onSave={actions.setAsk} />
@@ -180,7 +203,8 @@ export default function SessionView(props: Props) {
           <TodoPanel state={todos} />
           <SubagentPanel runs={subagents} />
         </aside>
-        <main class="conversation" aria-live="off">
+        {view === "changes" && <ChangesView sessionId={id} refreshKey={settled} />}
+        <main class="conversation" aria-live="off" hidden={view === "changes"}>
           {deleted && <p class="notice deleted" role="status">This session was deleted.</p>}
           <div ref={top} class="history-top">
             {hasOlder

@@ -7,6 +7,9 @@ import type {
   Approval,
   ApprovalState,
   AskSet,
+  ChangedFile,
+  Changes,
+  ChangeScope,
   DecisionBody,
   DeliverAs,
   ModelBody,
@@ -110,6 +113,17 @@ export function stopContainer(id: string): Promise<{ ok: true }> {
 /** `GET /api/sessions/:id/approvals`: every approval of one session, oldest first. */
 export function sessionApprovals(id: string): Promise<Approval[]> {
   return api<Approval[]>(`${session(id)}/approvals`);
+}
+
+/** `GET /api/sessions/:id/changes?scope=`: what the session changed, against its base or its HEAD. */
+export function sessionChanges(id: string, scope: ChangeScope): Promise<Changes> {
+  return api<Changes>(`${session(id)}/changes?scope=${scope}`);
+}
+
+/** `GET /api/sessions/:id/changes/file?path=&scope=`: one changed file with its whole diff. */
+export function sessionChangedFile(id: string, path: string, scope: ChangeScope): Promise<ChangedFile> {
+  const q = new URLSearchParams({ path, scope });
+  return api<ChangedFile>(`${session(id)}/changes/file?${q}`);
 }
 
 /** `PUT /api/sessions/:id/policy`: the session's ask set. */
