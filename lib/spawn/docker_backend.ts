@@ -197,6 +197,8 @@ export function createDockerBackend(
       const helpers = [
         ...await engine.containerList({ ...MANAGED, "lvmh.kind": "clone" }).catch(() => []),
         ...await engine.containerList({ ...MANAGED, "lvmh.kind": "copy" }).catch(() => []),
+        ...await engine.containerList({ ...MANAGED, "lvmh.kind": "export" }).catch(() => []),
+        ...await engine.containerList({ ...MANAGED, "lvmh.kind": "push" }).catch(() => []),
       ];
       for (const c of helpers) {
         // Only old ones: a recent one may belong to another daemon on the same engine that is cloning right
