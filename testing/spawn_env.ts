@@ -18,6 +18,8 @@ export interface SpawnEnv {
   pat: string;
   /** Repositories created, with README first line `readme of <path>`. */
   repos: string[];
+  /** Where the bare repositories are: `<gitRoot>/<repo>.git`. */
+  gitRoot: string;
   image: string;
   modelsJson: string;
   close(): Promise<void>;
@@ -57,6 +59,7 @@ export async function startSpawnEnv(
       ...options.extraProjects ?? [],
     ],
     git: git.handle,
+    gitRoot: root,
   });
   const image = options.workerImage ?? `lvmh-test-worker-${id}:latest`;
   if (!options.workerImage) await buildStubWorker(engine, image);
@@ -79,6 +82,7 @@ export async function startSpawnEnv(
     git: git.stats,
     pat,
     repos,
+    gitRoot: root,
     image,
     modelsJson,
     async close() {
