@@ -21,7 +21,7 @@
  * never inside their text.
  */
 import type { Engine, Labels } from "./engine.ts";
-import { attachStdin } from "./attach.ts";
+import { lastLines, runHelper } from "./helper.ts";
 
 /** The uid the worker image runs as; the volumes belong to it. */
 export const WORKER_UID = 1000;
@@ -170,69 +170,4 @@ export async function copyWorkspace(engine: Engine, o: CopyOptions): Promise<Cop
   const m = stdout.match(/^lvmh: base (\S+) ([0-9a-f]{40})$/m);
   if (!m) throw new Error(`the working copy helper did not report its base: ${lastLines(stdout)}`);
   return { kept: false, baseBranch: m[1], baseSha: m[2] };
-}
-
-interface HelperRun {
-  image: string;
-  /** The `lvmh.kind` label (a crashed daemon's leftovers are swept by it). */
-  kind: "clone" | "copy";
-  /** The script and its positional parameters, run by `sh -c`. */
-  cmd: string[];
-  labels: Labels;
-  network: string;
-  mounts: Record<string, unknown>[];
-  /** One line written on the helper's stdin (the token), or null for none. */
-  stdin: string | null;
-  timeoutMs?: number;
-  /** The start of the error message when the script fails. */
-  failure: string;
-}
-
-/** Run a helper to completion and remove it. @throws {Error} when it exits non-zero. */
-async function runHelper(engine: Engine, o: HelperRun): Promise<{ stdout: string; stderr: string }> {
-  const name = `lvmh-${o.kind}-${crypto.randomUUID().slice(0, 12)}`;
-  const withStdin = o.stdin !== null;
-  const id = await engine.containerCreate(name, {
-    Image: o.image,
-    Entrypoint: ["sh"],
-    Cmd: ["-c", ...o.cmd],
-    User: `${WORKER_UID}:${WORKER_UID}`,
-    WorkingDir: "/",
-    Labels: { ...o.labels, "lvmh.kind": o.kind },
-    Tty: false,
-    OpenStdin: withStdin,
-    StdinOnce: withStdin,
-    AttachStdin: withStdin,
-    HostConfig: {
-      NetworkMode: o.network,
-      Init: true,
-      Mounts: o.mounts,
-      Tmpfs: { "/run/lvmh": `size=64k,mode=0700,uid=${WORKER_UID},gid=${WORKER_UID}` },
-    },
-  });
-  try {
-    if (withStdin) {
-      // Attach before start, so the line is there when the script reads it.
-      const stdin = await attachStdin(engine.socketPath, id);
-      try {
-        await engine.containerStart(id);
-        await stdin.write(new TextEncoder().encode(o.stdin!));
-      } finally {
-        await stdin.close();
-      }
-    } else {
-      await engine.containerStart(id);
-    }
-    // After start, "not-running" returns as soon as the helper exits, even if that already happened.
-    const code = await engine.containerWait(id, "not-running", o.timeoutMs ?? 10 * 60_000);
-    const logs = await engine.containerLogs(id);
-    if (code !== 0) throw new Error(`${o.failure}: ${lastLines(logs.stderr) || `exit code ${code}`}`);
-    return logs;
-  } finally {
-    await engine.containerRemove(id, true).catch(() => {});
-  }
-}
-
-function lastLines(text: string, n = 3): string {
-  return text.trim().split("\n").slice(-n).join(" / ").slice(0, 1000);
 }
