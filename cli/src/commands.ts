@@ -3,6 +3,7 @@ import { approvals, approve, reject } from "./approvals.ts";
 import { changes } from "./changes.ts";
 import type { Command } from "./command.ts";
 import { login } from "./login.ts";
+import { mr } from "./mr.ts";
 import { abort, prompt } from "./prompt.ts";
 import { sessions } from "./sessions.ts";
 import { spawn, stop } from "./spawn.ts";
@@ -22,6 +23,7 @@ export const commands = {
   stop,
   token,
   changes,
+  mr,
 } satisfies Record<string, Command>;
 
 export type CommandName = keyof typeof commands;

@@ -20,6 +20,7 @@ Commands:
   stop ID                           stop a spawned session's container
   token add NAME --role ROLE | token list [--json] | token revoke NAME   named tokens (admin)
   changes ID [--stat] [--uncommitted] [--json]   what the session changed (a diff, or --stat a summary)
+  mr ID [--title T [--description D] [--target B] [--draft]]   push and open or update its merge request
 
 Configuration: --url/--token, else LVMH_URL and LVMH_TOKEN, else the file written by "lvmh login"
 ($XDG_CONFIG_HOME/lvmh/config.json, default ~/.config/lvmh/config.json). LVMH_URL is the daemon's
@@ -61,4 +62,11 @@ Shows what the session changed: its working tree, untracked files included, agai
 session's recorded start, a terminal session's merge-base with its upstream), with the commits since.
 --uncommitted compares with HEAD instead; --stat prints one line per file instead of the diff. Lockfiles
 and binary files are collapsed, very large diffs cut; each is marked.`,
+  mr: `Usage: lvmh mr ID --title T [--description D] [--target B] [--draft] [--allow-secrets] [--json]
+       lvmh mr ID [--json]
+Pushes a spawned session's work (its commits, and its uncommitted changes committed with T as the message)
+to its own branch lvmh/<8 hex> and opens a merge request into B (default: the branch it started from), as
+a draft with --draft; called again, pushes new work and updates the title and description. Refused when an
+added line looks like a secret (the answer names file:line; --allow-secrets needs an admin token). Without
+--title, shows the session's merge request. Prints "!IID state: branch → target at SHA" and its URL.`,
 };

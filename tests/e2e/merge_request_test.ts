@@ -16,6 +16,8 @@ import {
   uniq,
 } from "../../testing/docker.ts";
 import { workspaceBranch, workVolumeName } from "../../lib/workspaces.ts";
+import { cliEnv, lvmh } from "../../testing/cli.ts";
+import { TEST_TOKEN } from "../../testing/daemon.ts";
 
 dockerTest("merge request: create, update, refuse secrets; errors as documented", async (t) => {
   const engine = testEngine();
@@ -209,6 +211,30 @@ dockerTest("merge request: create, update, refuse secrets; errors as documented"
       assert.equal(forbidden.status, 403);
       await forbidden.body?.cancel();
       assert.equal(await remoteHead(), before);
+    });
+
+    await t.step("lvmh mr shows the merge request, and pushes new work with --title", async () => {
+      const dir = await Deno.makeTempDir({ prefix: "lvmh-mr-cli-" });
+      try {
+        const cli = cliEnv(dir, { url: daemon.url, token: TEST_TOKEN });
+        const shown = await lvmh(cli, ["mr", sessionId]);
+        assert.equal(shown.code, 0, shown.stderr);
+        assert.match(shown.stdout, new RegExp(`^!1 opened: ${branch} → main at [0-9a-f]{10}\n${gl.url}/`));
+        // The secret from the step before is still there: refused, with the place named.
+        const refused = await lvmh(cli, ["mr", sessionId, "--title", "again"]);
+        assert.equal(refused.code, 1);
+        assert.match(refused.stderr, /config\.env:2/);
+        await agentDoes(engine, image, volume, "rm config.env; printf 'cli\\n' > CLI.md");
+        const pushed = await lvmh(cli, ["mr", sessionId, "--title", "From the CLI", "--json"]);
+        assert.equal(pushed.code, 0, pushed.stderr);
+        const mr = JSON.parse(pushed.stdout);
+        assert.equal(mr.iid, 1);
+        assert.equal(mr.sha, await remoteHead());
+        assert.equal(gl.mergeRequests[0].title, "From the CLI");
+        assert.equal(await git(["--git-dir", bare, "show", `${branch}:CLI.md`]), "cli\n");
+      } finally {
+        await Deno.remove(dir, { recursive: true });
+      }
     });
 
     await t.step("audited as merge_request.create and merge_request.update", async () => {
