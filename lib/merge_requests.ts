@@ -289,17 +289,27 @@ export class MergeRequests {
     }
     const { head, bundle } = await work.bundle(sessionId, ws.baseSha);
     if (row?.pushedSha !== head) {
-      await work.push({
-        repo: ws.repo,
-        url: gitlab.cloneUrl(ws.repo),
-        branch: ws.branch,
-        baseSha: ws.baseSha,
-        baseBranch: ws.baseBranch,
-        head,
-        lease: row?.pushedSha ?? null,
-        bundle,
-        token,
-      });
+      const push = (lease: string | null) =>
+        work.push({
+          repo: ws.repo,
+          url: gitlab.cloneUrl(ws.repo),
+          branch: ws.branch,
+          baseSha: ws.baseSha,
+          baseBranch: ws.baseBranch,
+          head,
+          lease,
+          bundle,
+          token,
+        });
+      const lease = row?.pushedSha ?? null;
+      try {
+        await push(lease);
+      } catch (error) {
+        // GitLab deletes a merged branch when asked to: the lease on what lvmh pushed is then stale. Pushing
+        // again with an empty lease ("must not exist") can only create the branch, never overwrite one.
+        if (lease === null || !/stale info/.test((error as Error).message)) throw error;
+        await push(null);
+      }
       this.#upsertPush.run(sessionId, ws.repo, ws.branch, head, this.#now());
     }
 

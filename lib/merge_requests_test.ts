@@ -14,7 +14,13 @@ const BRANCH = "lvmh/0123abcd";
 
 /** The git steps as data: what the working copy holds, and every push lvmh asked for. */
 function fakeWork() {
-  const state = { head: BASE, dirty: false, patch: "", commitPatch: "" };
+  const state: { head: string; dirty: boolean; patch: string; commitPatch: string; remote?: string | null } =
+    {
+      head: BASE,
+      dirty: false,
+      patch: "",
+      commitPatch: "",
+    };
   const pushes: { head: string; lease: string | null; branch: string; url: string; token: string }[] = [];
   let n = 0;
   const work: ShipWork = {
@@ -28,7 +34,11 @@ function fakeWork() {
     },
     bundle: () => Promise.resolve({ head: state.head, bundle: new Uint8Array([1]) }),
     push: (o) => {
+      if (state.remote !== undefined && o.lease !== state.remote) {
+        return Promise.reject(new Error(`! [rejected] ${o.branch} (stale info)`));
+      }
       pushes.push({ head: o.head, lease: o.lease, branch: o.branch, url: o.url, token: o.token });
+      state.remote = o.head;
       return Promise.resolve();
     },
   };
@@ -52,7 +62,14 @@ Deno.test("MergeRequests.ship: create, push under the lease, update; adopt GitLa
   const db = new DatabaseSync(":memory:");
   const workspaces = new Workspaces(db);
   const { state, pushes, work } = fakeWork();
-  const mrs = new MergeRequests(db, { workspaces, gitlab, api: createGitlabMergeRequests(gitlab), work });
+  let now = 1_000_000;
+  const mrs = new MergeRequests(db, {
+    workspaces,
+    gitlab,
+    api: createGitlabMergeRequests(gitlab),
+    work,
+    now: () => now,
+  });
   try {
     await t.step("not spawned → 409; not connected → NotConnectedError; nothing to push → 409", async () => {
       await assert.rejects(mrs.ship(SESSION, { title: "t" }), /not a spawned session/);
@@ -135,7 +152,9 @@ Deno.test("MergeRequests.ship: create, push under the lease, update; adopt GitLa
         state.dirty = true;
         state.patch = added("c.txt", "c");
         state.commitPatch = state.patch;
-        // lvmh lost its lease too: GitLab's branch exists, so the push would fail on a real remote; the fake accepts.
+        // lvmh lost its lease too: GitLab's branch exists, so the push would fail on a real remote ("stale info",
+        // a 502); the fake accepts it here, to reach the merge request.
+        state.remote = undefined;
         const out = await mrs.ship(SESSION, { title: "Adopted" });
         assert.equal(out.created, true);
         assert.equal(out.mergeRequest.iid, 1);
@@ -144,6 +163,29 @@ Deno.test("MergeRequests.ship: create, push under the lease, update; adopt GitLa
         assert.equal((await mrs.view(SESSION))?.iid, 1);
       },
     );
+
+    await t.step("GET's view is read again from GitLab once it is 30 s old, and not before", async () => {
+      gl.mergeRequests[0].state = "merged";
+      now += 29_000;
+      assert.equal((await mrs.view(SESSION))?.state, "opened");
+      now += 1_000;
+      const view = await mrs.view(SESSION);
+      assert.equal(view?.state, "merged");
+      assert.equal(view?.updatedAt, now);
+      // Merged: never read again, and the next ship opens a new merge request.
+      gl.mergeRequests[0].state = "opened";
+      now += 60_000;
+      assert.equal((await mrs.view(SESSION))?.state, "merged");
+      gl.mergeRequests[0].state = "merged";
+      // GitLab deleted the merged branch: the lease on what lvmh pushed is stale; the branch is made again.
+      state.remote = null;
+      state.dirty = true;
+      state.patch = state.commitPatch = added("d.txt", "d");
+      const out = await mrs.ship(SESSION, { title: "Next" });
+      assert.equal(out.created, true);
+      assert.equal(out.mergeRequest.iid, 2);
+      assert.equal(pushes.at(-1)!.lease, null);
+    });
 
     await t.step("GitLab's own message on a refusal → UpstreamError", async () => {
       connected = "revoked";
