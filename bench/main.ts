@@ -13,6 +13,7 @@ const BENCHES = [
   "approvals.ts",
   "hooks.ts",
   "spawn.ts",
+  "changes.ts",
 ];
 
 let failed = 0;
