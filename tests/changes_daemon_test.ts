@@ -90,6 +90,17 @@ Deno.test("changes routes: through the plugin's command_result", async (t) => {
       },
     );
 
+    await t.step("requests asked together share one question to the plugin", async () => {
+      const before = a.frames.filter((f) => f.type === "changes").length;
+      const both = [get("/api/sessions/ch1/changes"), get("/api/sessions/ch1/changes")];
+      const f = await nth(4);
+      a.send("command_result", { commandId: f.commandId, ok: true, changes: ANSWER });
+      const [x, y] = await Promise.all(both);
+      assert.deepEqual([x.status, y.status], [200, 200]);
+      assert.deepEqual(x.body, y.body);
+      assert.equal(a.frames.filter((g) => g.type === "changes").length, before + 1);
+    });
+
     await t.step("bad parameters are 400; an unknown session 404; an offline one 409", async () => {
       assert.equal((await get("/api/sessions/ch1/changes?scope=everything")).status, 400);
       assert.equal((await get("/api/sessions/ch1/changes/file")).status, 400);
@@ -97,6 +108,17 @@ Deno.test("changes routes: through the plugin's command_result", async (t) => {
       await a.close();
       const r = await get("/api/sessions/ch1/changes");
       assert.equal(r.status, 409, JSON.stringify(r.body));
+    });
+
+    await t.step("a plugin that goes away while asked: 409 at once, not at the timeout", async () => {
+      const b = await connectAgent(d, { sessionId: "ch2" });
+      const pending = get("/api/sessions/ch2/changes");
+      await b.waitFrame((f) => f.type === "changes");
+      const t0 = performance.now();
+      await b.close();
+      const r = await pending;
+      assert.equal(r.status, 409, JSON.stringify(r.body));
+      assert.ok(performance.now() - t0 < 5_000);
     });
   } finally {
     await a.close();

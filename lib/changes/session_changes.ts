@@ -14,6 +14,7 @@ import {
   isDomainError,
   NotFoundError,
   sessionNotFound,
+  sessionOffline,
   UnavailableError,
   UpstreamError,
 } from "../errors.ts";
@@ -25,6 +26,8 @@ import { CHANGE_LIMITS, type ChangedFile, type Changes, type ChangeScope } from 
 
 /** How long a plugin has to answer `changes` (its git has 20 s). */
 export const PLUGIN_CHANGES_TIMEOUT_MS = 30_000;
+/** How often a request waiting for a plugin checks that its session is still online. */
+const OFFLINE_CHECK_MS = 500;
 
 type CommandResult = Extract<AgentEvent, { type: "command_result" }>;
 
@@ -45,6 +48,7 @@ export class SessionChanges {
   #deps: SessionChangesDeps;
   #engine: Engine | undefined;
   #pending = new Map<string, Pending>();
+  #running = new Map<string, Promise<Changes>>();
 
   constructor(deps: SessionChangesDeps) {
     this.#deps = deps;
@@ -88,7 +92,17 @@ export class SessionChanges {
     return rest;
   }
 
-  async #compute(sessionId: string, scope: ChangeScope, path?: string): Promise<Changes> {
+  /** One computation per session, scope and path at a time: callers asking meanwhile share its answer. */
+  #compute(sessionId: string, scope: ChangeScope, path?: string): Promise<Changes> {
+    const key = JSON.stringify([sessionId, scope, path ?? null]);
+    const running = this.#running.get(key);
+    if (running) return running;
+    const started = this.#computeOnce(sessionId, scope, path).finally(() => this.#running.delete(key));
+    this.#running.set(key, started);
+    return started;
+  }
+
+  async #computeOnce(sessionId: string, scope: ChangeScope, path?: string): Promise<Changes> {
     if (!this.#deps.sessions.get(sessionId)) throw sessionNotFound(sessionId);
     const workspace = this.#deps.workspaces.get(sessionId);
     if (!workspace) return await this.#fromPlugin(sessionId, scope, path);
@@ -120,14 +134,18 @@ export class SessionChanges {
   async #fromPlugin(sessionId: string, scope: ChangeScope, path?: string): Promise<Changes> {
     const commandId = crypto.randomUUID();
     let timer: ReturnType<typeof setTimeout> | undefined;
+    let watch: ReturnType<typeof setInterval> | undefined;
     const answer = new Promise<CommandResult>((resolve, reject) => {
       this.#pending.set(commandId, { resolve });
       timer = setTimeout(() => {
-        this.#pending.delete(commandId);
         reject(
           new UpstreamError(`Session "${sessionId}" did not answer within ${PLUGIN_CHANGES_TIMEOUT_MS} ms`),
         );
       }, PLUGIN_CHANGES_TIMEOUT_MS);
+      // A plugin that went away will not answer: say so now rather than at the timeout.
+      watch = setInterval(() => {
+        if (!this.#deps.sessions.isOnline(sessionId)) reject(sessionOffline(sessionId));
+      }, OFFLINE_CHECK_MS);
     });
     try {
       // Throws NotFound/Conflict (offline) before anything waits.
@@ -139,6 +157,7 @@ export class SessionChanges {
       return event.changes;
     } finally {
       clearTimeout(timer);
+      clearInterval(watch);
       this.#pending.delete(commandId);
       answer.catch(() => {});
     }
