@@ -13,6 +13,7 @@ const BENCHES = [
   "approvals.ts",
   "hooks.ts",
   "spawn.ts",
+  "merge_request.ts",
   "changes.ts",
 ];
 

@@ -1,0 +1,135 @@
+/**
+ * Ship benchmark: `POST /api/sessions/:id/merge-request` against the loopback GitLab (git smart HTTP with
+ * receive-pack, and the merge request API), on the real engine with the stub worker image. A session's working
+ * copy is a volume filled as a spawn fills it; each round the "agent" changes 20 files (uncommitted), and the
+ * call inspects, commits, bundles, pushes under the lease and creates (first round) or updates the merge
+ * request. Printed: the first call (create) and the median and worst of the updates, and the helper runs.
+ * Needs a Docker engine: `LVMH_TEST_DOCKER_SOCK`, or it starts one with `scripts/dockerd.sh` (and stops it).
+ * Run: `deno task bench` (all benches) or `deno run -A bench/merge_request.ts [rounds]`.
+ */
+import { fileURLToPath } from "node:url";
+
+const ROOT = fileURLToPath(new URL("../", import.meta.url));
+const ROUNDS = Number(Deno.args[0] ?? 6);
+
+async function sh(args: string[]): Promise<string> {
+  const out = await new Deno.Command("bash", { args, cwd: ROOT, stdout: "piped", stderr: "inherit" })
+    .output();
+  if (!out.success) throw new Error(`${args.join(" ")} failed`);
+  return new TextDecoder().decode(out.stdout).trim();
+}
+
+let ownEngine = false;
+if (!Deno.env.get("LVMH_TEST_DOCKER_SOCK")) {
+  Deno.env.set("LVMH_TEST_DOCKER_SOCK", await sh(["scripts/dockerd.sh", "start"]));
+  ownEngine = true;
+}
+const { buildStubWorker, cleanupDocker, DOCKER_SOCK, testEngine, uniq } = await import(
+  "../testing/docker.ts"
+);
+const { startInProcess } = await import("../testing/inproc.ts");
+const { createBareRepo, gitHttpHandler } = await import("../testing/fixtures/git_http.ts");
+const { startGitlabFixture } = await import("../testing/fixtures/gitlab_fixture.ts");
+const { agentDoes, bundleOf, fillWorkingCopy } = await import("../testing/work_copy.ts");
+const { workspaceBranch, workVolumeName } = await import("../lib/workspaces.ts");
+
+const engine = testEngine();
+const id = uniq();
+const image = `lvmh-bench-worker-${id}:latest`;
+const project = `group/bench-mr-${id}`;
+const token = `glpat-${id}-bench-token`;
+const root = await Deno.makeTempDir({ prefix: "lvmh-bench-mr-" });
+const gitHttp = gitHttpHandler({ root, password: token });
+const gl = startGitlabFixture({
+  token,
+  projects: [{ path: project, lastActivityAt: "2026-01-01T00:00:00Z" }],
+  git: gitHttp.handle,
+  gitRoot: root,
+});
+const sessionId = crypto.randomUUID();
+const volume = workVolumeName(sessionId);
+const daemon = await startInProcess({
+  env: {
+    LVMH_CONTAINER_DOCKER_SOCK: DOCKER_SOCK!,
+    LVMH_GITLAB_URL: gl.url,
+    LVMH_WORKER_IMAGE: image,
+    LVMH_WORKER_NETWORK: "host",
+  },
+});
+const times: number[] = [];
+// The in-process daemon captures console output while it runs: the figures are printed once it stopped.
+const lines: string[] = [];
+try {
+  await buildStubWorker(engine, image);
+  // A repository of some size: 500 files of 200 lines.
+  const files: Record<string, string> = {};
+  for (let i = 0; i < 500; i++) {
+    files[`src/f${i}.txt`] = Array.from({ length: 200 }, (_, j) => `line ${j} of file ${i}\n`).join("");
+  }
+  const base = await createBareRepo(root, project, files);
+  const app = daemon.daemon.app;
+  app.sessions.register({
+    id: sessionId,
+    name: null,
+    cwd: "/workspace",
+    model: null,
+    provider: null,
+    agent: true,
+    repo: project,
+    startedAt: Date.now(),
+  });
+  const branch = workspaceBranch(sessionId);
+  app.workspaces.record(sessionId, { repo: project, baseBranch: "main", baseSha: base, branch });
+  await engine.volumeCreate(volume, {
+    "lvmh.managed": "true",
+    "lvmh.session": sessionId,
+    "lvmh.kind": "work",
+  });
+  await fillWorkingCopy(engine, {
+    image,
+    volume,
+    bundle: await bundleOf(`${root}/${project}.git`),
+    branch,
+    url: "",
+  });
+  await app.gitlab.connect(token);
+  for (let round = 0; round < ROUNDS; round++) {
+    await agentDoes(
+      engine,
+      image,
+      volume,
+      'for i in $(seq 0 19); do printf "round %s\\n" "$1" >> "src/f$((i + 20 * $1)).txt"; done',
+      [String(round)],
+    );
+    const t0 = performance.now();
+    const res = await daemon.api(`/api/sessions/${sessionId}/merge-request`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ title: `Round ${round}` }),
+    });
+    const body = await res.text();
+    if (res.status !== (round === 0 ? 201 : 200)) throw new Error(`round ${round}: ${res.status} ${body}`);
+    times.push(performance.now() - t0);
+  }
+  const updates = times.slice(1).sort((a, b) => a - b);
+  const ms = (n: number) => `${(n / 1000).toFixed(2)} s`;
+  lines.push(`merge request, create (inspect, commit, bundle, push, POST): ${ms(times[0])}`);
+  if (updates.length) {
+    lines.push(
+      `merge request, update (${updates.length} rounds of 20 changed files): median ` +
+        `${ms(updates[Math.floor(updates.length / 2)])}, worst ${ms(updates[updates.length - 1])}`,
+    );
+  }
+  lines.push(
+    `pushes received by the loopback GitLab: ${gitHttp.stats.pushes}; merge requests: ${gl.mergeRequests.length}`,
+  );
+  lines.push("each call runs four helper containers (inspect, commit, bundle, push) one after another");
+} finally {
+  await daemon.stop();
+  for (const line of lines) console.log(line);
+  await gl.close();
+  await engine.volumeRemove(volume, true).catch(() => {});
+  await cleanupDocker(engine, { repos: [project], images: [image] });
+  await Deno.remove(root, { recursive: true });
+  if (ownEngine) await sh(["scripts/dockerd.sh", "stop"]).catch(() => "");
+}
