@@ -2,11 +2,11 @@
  * A terminal session's changes through the plugin, with the real pi 0.73.1 and 1.6.0 (RPC mode): pi's cwd is
  * a clone with a local commit, an edit, an untracked file and a lockfile; `GET /api/sessions/:id/changes`
  * is answered by the plugin's `command_result` against the merge-base with the upstream, the lockfile's diff
- * comes from `/changes/file`, the stored event keeps no copy of the answer, and an offline session is 409.
+ * comes from `/changes/file`, a file pi's own `write` tool made is listed, the stored event keeps no copy of the answer, and an offline session is 409.
  */
 import assert from "node:assert/strict";
 import { startDaemon, waitFor } from "../../testing/daemon.ts";
-import { startFakeLlm } from "../../testing/fixtures/fake_llm.mjs";
+import { startFakeLlm, WRITEFILE_CONTENT, WRITEFILE_PATH } from "../../testing/fixtures/fake_llm.mjs";
 import { cliEnv, lvmh } from "../../testing/cli.ts";
 import { allEvents, assertInstalled, makePiHome, PI_VERSIONS, piRpc, sessions } from "../../testing/pi.ts";
 
@@ -138,6 +138,27 @@ for (const v of PI_VERSIONS) {
         assert.doesNotMatch(stat.stdout, /diff --git/);
         const missing = await lvmh(env, ["changes", "no-such-session"]);
         assert.equal(missing.code, 1);
+      });
+
+      await t.step("a file the agent writes (pi's write tool) is listed in both scopes", async () => {
+        const settled = async () =>
+          (await allEvents(d, id) as Ev[]).filter((e) => e.type === "agent_settled").length;
+        const before = await settled();
+        const res = await d.api(`/api/sessions/${id}/prompt`, {
+          method: "POST",
+          body: JSON.stringify({ message: "WRITEFILE please" }),
+        });
+        assert.equal(res.status, 200);
+        await res.body?.cancel();
+        await waitFor(async () => await settled() > before, "the run settled", 20_000);
+        assert.equal(await Deno.readTextFile(`${home.workspace}/${WRITEFILE_PATH}`), WRITEFILE_CONTENT);
+        for (const scope of ["all", "uncommitted"]) {
+          const r = await get(`/changes?scope=${scope}`);
+          assert.equal(r.status, 200);
+          const f = (r.body.files as Record<string, unknown>[]).find((x) => x.path === WRITEFILE_PATH);
+          assert.deepEqual([f?.status, f?.additions, f?.deletions], ["added", 2, 0], scope);
+          assert.match(f!.diff as string, /\n@@ -0,0 \+1,2 @@\n\+written by the agent\n\+second line\n$/);
+        }
       });
 
       await t.step("an unknown session is 404; an offline one 409", async () => {
