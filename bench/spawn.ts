@@ -59,7 +59,7 @@ const env = await startSpawnEnv({
 const { d } = env;
 const repo = env.repos[0];
 
-/** Time until `POST /api/spawn` answered (pull + create + start), per run. */
+/** Time until `POST /api/spawn` answered (fetch + working copy + create + start), per run. */
 const answers: number[] = [];
 
 async function spawnOnce(): Promise<number> {
@@ -101,7 +101,9 @@ try {
     }, image built, clone cached), ${RUNS} runs: ` +
       `median ${Math.round(median)} ms, min ${Math.round(times[0])} ms, max ${Math.round(times.at(-1)!)} ms`,
   );
-  console.log(`  of which POST /api/spawn answered (pull, create, start): median ${Math.round(answered)} ms`);
+  console.log(
+    `  of which POST /api/spawn answered (fetch, copy, create, start): median ${Math.round(answered)} ms`,
+  );
   console.log(
     `goal: median < 2000 ms → ${median < 2000 ? "met" : "NOT met"} (total ${
       Math.round(performance.now() - t0)

@@ -69,7 +69,12 @@ export interface SpawnBackend {
   /** Build the worker image. @throws {UpstreamError} with the builder's message. */
   buildImage(): Promise<void>;
   /**
-   * Create (not start) a session's worker with its session storage and its (still empty) working copy.
+   * Create a session's storage: its session volume and its (empty) working copy, labelled as the session's.
+   * @throws {UpstreamError}
+   */
+  createStorage(request: { sessionId: string; repo: string }): Promise<void>;
+  /**
+   * Create (not start) a session's worker on its storage (`createStorage` first).
    * @returns the worker's id.
    * @throws {ImageMissingError} when the image is gone; {UpstreamError} otherwise.
    */

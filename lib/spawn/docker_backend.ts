@@ -81,12 +81,15 @@ export function createDockerBackend(
         contextRoot: options.contextRoot,
       })),
 
+    async createStorage({ sessionId, repo }) {
+      const labels = { ...labelsOf(repo), "lvmh.session": sessionId };
+      await domain(engine.volumeCreate(sessionVolumeName(sessionId), { ...labels, "lvmh.kind": "session" }));
+      await domain(engine.volumeCreate(workVolumeName(sessionId), { ...labels, "lvmh.kind": "work" }));
+    },
+
     async createWorker(w) {
       const sessionVolume = sessionVolumeName(w.sessionId);
       const workVolume = workVolumeName(w.sessionId);
-      const labels = { ...labelsOf(w.repo), "lvmh.session": w.sessionId };
-      await domain(engine.volumeCreate(sessionVolume, { ...labels, "lvmh.kind": "session" }));
-      await domain(engine.volumeCreate(workVolume, { ...labels, "lvmh.kind": "work" }));
       const body = workerCreateBody({
         image: config.workerImage,
         sessionId: w.sessionId,

@@ -1,8 +1,8 @@
 /**
- * One spawn job, step by step: image (single-flight) → worker created and started (so loading pi overlaps
- * git) → the repository's cache cloned or fetched, then the session's working copy made from it on the
- * session's own branch (both serialised per repository) and its base recorded → session listed offline →
- * ready signal → `running`. A failure removes what the job made and leaves the job `failed` with the message.
+ * One spawn job, step by step: image (single-flight) → the session's storage → at once, the worker created
+ * and started (so loading pi overlaps git), and the repository's cache cloned or fetched, then the session's
+ * working copy made from it on the session's own branch (both serialised per repository) and its base
+ * recorded → session listed offline → ready signal → `running`. A failure removes what the job made and leaves the job `failed` with the message.
  */
 import type { AskSet, SessionInfo, SpawnJob } from "../protocol.ts";
 import type { SpawnBackend } from "./backend.ts";
@@ -37,42 +37,56 @@ export function createPipeline(deps: PipelineDeps): RunJob {
   const image = createImageGate(backend);
   const withLock = createKeyedLock();
 
+  /** Fetch the cache, make the session's copy from it and record its base (the first time). */
+  const prepare = (job: SpawnJob) => {
+    const url = deps.repos.cloneUrl(job.repo);
+    return withLock(job.repo, async () => {
+      jobs.update(job, "cloning");
+      await backend.refreshCache({ repo: job.repo, url, credential: deps.repos.credential() });
+      // A session spawned again under its id (a hook after a restart) starts from its recorded base.
+      const known = deps.workspaces.get(job.sessionId);
+      const copy = await backend.makeWorkingCopy({
+        sessionId: job.sessionId,
+        repo: job.repo,
+        url,
+        baseBranch: known?.baseBranch ?? job.branch,
+        baseSha: known?.baseSha ?? null,
+        branch: known?.branch ?? workspaceBranch(job.sessionId),
+      });
+      if (!known && !copy.kept) {
+        deps.workspaces.record(job.sessionId, {
+          repo: job.repo,
+          baseBranch: copy.baseBranch,
+          baseSha: copy.baseSha,
+          branch: workspaceBranch(job.sessionId),
+        });
+      }
+    });
+  };
+
   return async function run(job, ask) {
     let workerId: string | null = null;
     try {
       await image.ensure(() => jobs.update(job, "building"));
       jobs.update(job, "starting");
-      workerId = await startWorker(backend, {
+      // The volumes first, with their labels: the worker and the copy helper both mount the working copy.
+      await backend.createStorage({ sessionId: job.sessionId, repo: job.repo });
+      const token = await deps.agentToken(job.sessionId);
+      // The worker starts (and loads pi) while git runs: two helper containers, one after the other, cost
+      // about as much as starting the worker, so a spawn waits for the longer of the two, not their sum.
+      const started = startWorker(backend, {
         sessionId: job.sessionId,
         repo: job.repo,
         branch: job.branch,
         agentUrl: deps.agentUrl,
-        token: await deps.agentToken(job.sessionId),
+        token,
+      }).then((id) => {
+        workerId = job.containerId = id;
+        return id;
       });
-      job.containerId = workerId;
-      const url = deps.repos.cloneUrl(job.repo);
-      await withLock(job.repo, async () => {
-        jobs.update(job, "cloning");
-        await backend.refreshCache({ repo: job.repo, url, credential: deps.repos.credential() });
-        // A session spawned again under its id (a hook after a restart) starts from its recorded base.
-        const known = deps.workspaces.get(job.sessionId);
-        const copy = await backend.makeWorkingCopy({
-          sessionId: job.sessionId,
-          repo: job.repo,
-          url,
-          baseBranch: known?.baseBranch ?? job.branch,
-          baseSha: known?.baseSha ?? null,
-          branch: known?.branch ?? workspaceBranch(job.sessionId),
-        });
-        if (!known && !copy.kept) {
-          deps.workspaces.record(job.sessionId, {
-            repo: job.repo,
-            baseBranch: copy.baseBranch,
-            baseSha: copy.baseSha,
-            branch: workspaceBranch(job.sessionId),
-          });
-        }
-      });
+      const [worker, git] = await Promise.allSettled([started, prepare(job)]);
+      if (worker.status === "rejected") throw worker.reason;
+      if (git.status === "rejected") throw git.reason;
       // Listed before the worker may open its session: the bridge waits for the ready signal, so its hello
       // (which sets the session online with pi's own snapshot) always comes after this offline entry.
       deps.registerSession({
@@ -85,9 +99,9 @@ export function createPipeline(deps: PipelineDeps): RunJob {
         repo: job.repo,
         startedAt: job.createdAt,
       }, ask);
-      await backend.signalReady(workerId);
+      await backend.signalReady(worker.value);
       jobs.update(job, "running");
-      return workerId;
+      return worker.value;
     } catch (error) {
       // The image went away behind our back (removed by hand): check it again on the next spawn.
       if (error instanceof ImageMissingError) image.reset();
