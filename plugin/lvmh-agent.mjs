@@ -4507,6 +4507,8 @@ var PLUGIN_CHANGE_LIMITS = {
   totalBytes: 3e5
 };
 var MAX_COMMITS = 1e3;
+var MAX_TITLE = 1e3;
+var MAX_AUTHOR = 200;
 var LOCKFILES = /* @__PURE__ */ new Set([
   "package-lock.json",
   "yarn.lock",
@@ -4754,9 +4756,9 @@ function parseLog(body) {
     if (!/^[0-9a-f]{40,64}$/.test(sha)) break;
     out.push({
       sha,
-      author: parts[i + 1],
-      at: Number(parts[i + 2]) * 1e3,
-      title: parts[i + 3]
+      author: parts[i + 1].slice(0, MAX_AUTHOR),
+      at: (Number(parts[i + 2]) || 0) * 1e3,
+      title: parts[i + 3].slice(0, MAX_TITLE)
     });
   }
   return out;

@@ -12,7 +12,9 @@ import {
   type ChangeScope,
   type ChangeStatus,
   isLockfile,
+  MAX_AUTHOR,
   MAX_COMMITS,
+  MAX_TITLE,
 } from "./types.ts";
 
 /** One section of the script's output: git's exit code and its stdout. */
@@ -256,7 +258,13 @@ export function parseLog(body: string): ChangeCommit[] {
   for (let i = 0; i + 3 < parts.length; i += 4) {
     const sha = parts[i].replace(/^\n/, "");
     if (!/^[0-9a-f]{40,64}$/.test(sha)) break;
-    out.push({ sha, author: parts[i + 1], at: Number(parts[i + 2]) * 1000, title: parts[i + 3] });
+    // Cut to the protocol's bounds (lib/protocol/plugin.ts): a plugin's answer over one would be refused.
+    out.push({
+      sha,
+      author: parts[i + 1].slice(0, MAX_AUTHOR),
+      at: (Number(parts[i + 2]) || 0) * 1000,
+      title: parts[i + 3].slice(0, MAX_TITLE),
+    });
   }
   return out;
 }

@@ -11,6 +11,7 @@ import {
   newBoundary,
 } from "./mod.ts";
 import { cutDiff } from "./build.ts";
+import { ChangesShape } from "../protocol/plugin.ts";
 
 const GIT_ENV = {
   GIT_AUTHOR_NAME: "Ada",
@@ -272,4 +273,24 @@ Deno.test("cutDiff() counts UTF-8 bytes and cuts after a whole line", () => {
   assert.deepEqual(cutDiff("ééé\nabc\n", limits), { text: "ééé\n", truncated: true });
   assert.deepEqual(cutDiff("ab\ncd\n", limits), { text: "ab\ncd\n", truncated: false });
   assert.deepEqual(cutDiff("a\nb\nc", { ...limits, fileLines: 2 }), { text: "a\nb\n", truncated: true });
+});
+
+Deno.test("changes: a commit title and author longer than the protocol takes are cut to its bounds", async () => {
+  const { dir, base } = await repo({ "a.txt": "a\n" });
+  try {
+    await write(dir, "a.txt", "b\n");
+    const long = "t".repeat(3_000);
+    const out = await new Deno.Command("git", {
+      args: ["commit", "-q", "-am", long],
+      cwd: dir,
+      env: { ...GIT_ENV, GIT_AUTHOR_NAME: "n".repeat(500) },
+    }).output();
+    assert.ok(out.success);
+    const c = await changes(dir, { base: { sha: base, branch: "main" } });
+    assert.equal(c.commits[0].title, long.slice(0, 1_000));
+    assert.equal(c.commits[0].author.length, 200);
+    assert.equal(ChangesShape.safeParse(c).success, true);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });

@@ -77,6 +77,9 @@ export const PLUGIN_CHANGE_LIMITS: ChangeLimits = {
 
 /** Commits listed at most; past that the newest are kept and the answer is `truncated`. */
 export const MAX_COMMITS = 1_000;
+/** Longest commit title and author name kept (the protocol's bounds for a plugin's answer). */
+export const MAX_TITLE = 1_000;
+export const MAX_AUTHOR = 200;
 
 /** Files whose diff nobody reads in a review: listed with counts only (`collapsed`). */
 export const LOCKFILES: ReadonlySet<string> = new Set([

@@ -1,7 +1,7 @@
 /** Transport 1 of the protocol: what a plugin sends on `/agent/ws`, and what the daemon sends back. */
 import { z } from "zod";
 import { FieldMax, MAX_BATCH_EVENTS, PROTOCOL_VERSION } from "../wire.ts";
-import { CHANGE_SCOPES, type Changes, type ChangeScope } from "../changes/types.ts";
+import { CHANGE_SCOPES, type Changes, type ChangeScope, MAX_AUTHOR, MAX_TITLE } from "../changes/types.ts";
 import { AskSet, Message, MessageFrom, SessionId, SessionInfo, ThinkingLevel, Usage } from "./shapes.ts";
 
 // ---------------------------------------------------------------------------------------------
@@ -113,8 +113,8 @@ export const ChangesShape = z.object({
   files: z.array(ChangedFileShape),
   commits: z.array(z.object({
     sha: z.string().max(64),
-    title: z.string().max(FieldMax.commandError),
-    author: z.string().max(FieldMax.by),
+    title: z.string().max(MAX_TITLE),
+    author: z.string().max(MAX_AUTHOR),
     at: z.number(),
   })),
   truncated: z.boolean().optional(),
