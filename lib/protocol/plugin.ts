@@ -89,8 +89,9 @@ export const ApprovalResolvedEvent = event("approval_resolved", {
 });
 /** One file of a `changes` answer (lib/changes/types.ts `ChangedFile`, checked both ways below). */
 export const ChangedFileShape = z.object({
-  path: z.string().max(FieldMax.cwd),
-  oldPath: z.string().max(FieldMax.cwd).optional(),
+  // Paths and branch names are git's: unbounded but for the frame's own size, as is the whole answer.
+  path: z.string(),
+  oldPath: z.string().optional(),
   status: z.enum(["added", "modified", "deleted", "renamed"]),
   binary: z.boolean(),
   additions: z.number().int().nonnegative(),
@@ -102,9 +103,9 @@ export const ChangedFileShape = z.object({
 /** What changed in pi's cwd: the answer of `GET /api/sessions/:id/changes` (lib/changes/types.ts `Changes`). */
 export const ChangesShape = z.object({
   scope: z.enum(CHANGE_SCOPES as [ChangeScope, ...ChangeScope[]]),
-  base: z.object({ branch: z.string().max(FieldMax.cwd), sha: z.string().max(64) }).nullable(),
+  base: z.object({ branch: z.string(), sha: z.string().max(64) }).nullable(),
   head: z.string().max(64).nullable(),
-  branch: z.string().max(FieldMax.cwd).nullable(),
+  branch: z.string().nullable(),
   stats: z.object({
     files: z.number().int().nonnegative(),
     additions: z.number().int().nonnegative(),
