@@ -26,7 +26,7 @@ import { lastLines, runHelper } from "./helper.ts";
 /** The uid the worker image runs as; the volumes belong to it. */
 export const WORKER_UID = 1000;
 
-/** Where the bare cache lives in the repo volume (a subdirectory: an older lvmh's checkout may own the root). */
+/** The bare cache in the repo volume: a subdirectory, as an older lvmh's checkout may own the root. */
 export const CACHE_DIR = ".lvmh-cache.git";
 
 /** Git without the system or user configuration, prompts, hooks or fsmonitor: only what lvmh passes. */
@@ -59,8 +59,8 @@ else
 fi
 `;
 
-// $1 = remote URL for the copy's origin, $2 = base branch or "" (the cache's default branch), $3 = base sha or
-// "" (the branch's head), $4 = the session's branch. /cache is the repo volume (read-only), /workspace the
+// $1 = remote URL for the copy's origin, $2 = base branch or "" (the cache's default branch), $3 = base sha
+// or "" (the branch's head), $4 = the session's branch. /cache is the repo volume (read-only), /workspace the
 // session's. Prints "lvmh: base <branch> <sha>", or "lvmh: kept" when the copy exists and its base is known.
 const COPY_SCRIPT = `set -eu
 url=$1
@@ -85,7 +85,8 @@ g clone -q --no-hardlinks --no-checkout -- "$src" /workspace
 cd /workspace
 g checkout -q --no-track -b "$branch" "$sha"
 # The session's branch is its only local one (the clone made one for the cache's HEAD).
-g for-each-ref --format='delete %(refname)' refs/heads/ | grep -vxF "delete refs/heads/$branch" | g update-ref --stdin
+g for-each-ref --format='delete %(refname)' refs/heads/ | grep -vxF "delete refs/heads/$branch" |
+  g update-ref --stdin
 g remote set-url origin "$url"
 echo "lvmh: base $base $(g rev-parse HEAD)"
 `;

@@ -62,7 +62,7 @@ export interface WorkerSpec {
   sessionId: string;
   repo: string;
   branch: string | null;
-  /** The session's own working copy (`lvmh-work-<id>`), mounted at /workspace; the repo cache is not mounted. */
+  /** The session's own working copy (`lvmh-work-<id>`) at /workspace; the repository cache is not mounted. */
   workVolume: string;
   sessionVolume: string;
   network: string;

@@ -57,7 +57,8 @@ export class Workspaces {
        VALUES (?, ?, ?, ?, ?, ?)`,
     );
     this.#get = db.prepare(
-      "SELECT sessionId, repo, baseBranch, baseSha, branch, createdAt FROM session_workspaces WHERE sessionId = ?",
+      `SELECT sessionId, repo, baseBranch, baseSha, branch, createdAt FROM session_workspaces
+       WHERE sessionId = ?`,
     );
     this.#delete = db.prepare("DELETE FROM session_workspaces WHERE sessionId = ?");
   }

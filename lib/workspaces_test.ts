@@ -16,7 +16,7 @@ async function withDb(fn: (db: DatabaseSync, path: string) => void | Promise<voi
 const SHA_A = "a".repeat(40), SHA_B = "b".repeat(40);
 const ID = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
 
-Deno.test("workspaces: the branch is lvmh/ and the first 8 hex digits of the id, the volume lvmh-work-<id>", () => {
+Deno.test("workspaces: branch lvmh/ + the first 8 hex digits of the id, volume lvmh-work-<id>", () => {
   assert.equal(workspaceBranch(ID), "lvmh/0f1e2d3c");
   assert.equal(workspaceBranch("AB-CD-EF01-23"), "lvmh/abcdef01");
   assert.equal(workVolumeName(ID), `lvmh-work-${ID}`);

@@ -1,8 +1,8 @@
 /**
  * Test helper: an in-memory Docker engine behind `createEngine`'s injectable transport, enough for the spawn
- * pipeline (images, volumes, containers, fetch and copy helpers, archives, label filters). The real client encodes
- * every request and parses every answer, so the backend under test runs its production code paths. Knobs
- * let a test fail a start, hold a build or a clone, or fail git. Not for production.
+ * pipeline (images, volumes, containers, fetch and copy helpers, archives, label filters). The real client
+ * encodes every request and parses every answer, so the backend under test runs its production code paths.
+ * Knobs let a test fail a start, hold a build or a clone, or fail git. Not for production.
  */
 import { createEngine, type Engine, type Labels, type Transport } from "../../docker/engine.ts";
 

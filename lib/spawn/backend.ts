@@ -40,7 +40,7 @@ export interface WorkingCopyRequest {
   url: string;
   /** The branch to start from; null for the repository's default branch. */
   baseBranch: string | null;
-  /** The commit to start from (a session spawned again under its id keeps its recorded base); else the head. */
+  /** The commit to start from, else the branch's head (a session spawned again keeps its recorded base). */
   baseSha: string | null;
   /** The session's own branch, created at the base. */
   branch: string;

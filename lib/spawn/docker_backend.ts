@@ -2,8 +2,8 @@
  * The Docker engine as a spawn backend: a worker is a container labelled `lvmh.*`, a repository's cache its
  * `lvmh-repo-<slug>` volume (filled by a fetch helper, `docker/clone.ts`), a session's storage its
  * `lvmh-sess-<id>` volume and its working copy its `lvmh-work-<id>` volume (filled from the cache by a copy
- * helper with no network), and "ready" a marker file the bridge waits for. Engine errors become the kinds of `lib/errors.ts`
- * here and nowhere else.
+ * helper with no network), and "ready" a marker file the bridge waits for. Engine errors become the kinds of
+ * `lib/errors.ts` here and nowhere else.
  */
 import { createHash } from "node:crypto";
 import type { Config } from "../config.ts";

@@ -2,7 +2,8 @@
  * One spawn job, step by step: image (single-flight) → the session's storage → at once, the worker created
  * and started (so loading pi overlaps git), and the repository's cache cloned or fetched, then the session's
  * working copy made from it on the session's own branch (both serialised per repository) and its base
- * recorded → session listed offline → ready signal → `running`. A failure removes what the job made and leaves the job `failed` with the message.
+ * recorded → session listed offline → ready signal → `running`. A failure removes what the job made and
+ * leaves the job `failed` with the message.
  */
 import type { AskSet, SessionInfo, SpawnJob } from "../protocol.ts";
 import type { SpawnBackend } from "./backend.ts";

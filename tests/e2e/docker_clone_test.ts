@@ -11,7 +11,7 @@ import {
 } from "../../testing/docker.ts";
 
 dockerTest(
-  "fetchIntoCache() clones a bare cache with the token on stdin, then fetches; copyWorkspace() copies it offline",
+  "fetchIntoCache(): a bare cache cloned with the token on stdin, then fetched; copyWorkspace(): offline",
   async (t) => {
     const engine = testEngine();
     const id = uniq();
@@ -114,7 +114,8 @@ dockerTest(
             "-c",
             "cd /workspace && cat NEW.md && git symbolic-ref --short HEAD && git rev-parse HEAD && " +
             "git for-each-ref --format='%(refname)' refs/heads && git remote get-url origin && " +
-            "stat -c '%u' .git && git status --porcelain && test ! -e .git/objects/info/alternates && echo no-alternates",
+            "stat -c '%u' .git && git status --porcelain && " +
+            "test ! -e .git/objects/info/alternates && echo no-alternates",
           ], [{ volume: work, target: "/workspace" }]);
           assert.equal(
             look.stdout,

@@ -1,8 +1,8 @@
 /**
- * Isolation of spawned sessions on the real engine: each session of one repository works in its own working
- * copy on its own `lvmh/<8 hex>` branch whose base is the daemon's record; a file one writes is in neither the
- * other's copy nor the repository cache; a later spawn that fetches new commits into the cache moves no
- * existing copy; and the copy goes with the session's storage.
+ * Isolation of spawned sessions on the real engine: each session of one repository works in its own
+ * working copy on its own `lvmh/<8 hex>` branch whose base is the daemon's record; a file one writes is in
+ * neither the other's copy nor the repository cache; a later spawn that fetches new commits into the cache
+ * moves no existing copy; and the copy goes with the session's storage.
  */
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
