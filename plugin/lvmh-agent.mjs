@@ -4585,7 +4585,8 @@ function buildChanges(sections, options) {
   if (log) {
     const commits = parseLog(log.body);
     if (commits.length > MAX_COMMITS) answer.truncated = true;
-    answer.commits = commits.slice(-MAX_COMMITS);
+    answer.commits = newestWithin(commits.slice(-MAX_COMMITS), options.limits.totalBytes / 4);
+    if (answer.commits.length < commits.length) answer.truncated = true;
   }
   const entries = zipEntries(parseNumstat(sections.get("numstat").body), parseNameStatus(sections.get("status").body));
   const patches = splitPatch(sections.get("patch").body);
@@ -4623,6 +4624,12 @@ function buildChanges(sections, options) {
     answer.files.push(file);
   });
   let used = utf8Length(JSON.stringify(answer)) + 20 * (files.length + 1);
+  while (used > limits.totalBytes && answer.files.length) {
+    const last = answer.files.pop();
+    files.pop();
+    used -= utf8Length(JSON.stringify(last)) + 21;
+    answer.truncated = true;
+  }
   let full = false;
   for (const { file, patch } of files) {
     if (file.collapsed || file.truncated || patch === void 0) continue;
@@ -4747,6 +4754,16 @@ function cutDiff(text, limits) {
     text,
     truncated: false
   };
+}
+function newestWithin(commits, bytes) {
+  let used = 2, from = commits.length;
+  while (from > 0) {
+    const size = utf8Length(JSON.stringify(commits[from - 1])) + 1;
+    if (used + size > bytes) break;
+    used += size;
+    from--;
+  }
+  return commits.slice(from);
 }
 function parseLog(body) {
   const parts = body.split("\0");

@@ -83,7 +83,8 @@ export function buildChanges(sections: Map<string, Section>, options: BuildOptio
   if (log) {
     const commits = parseLog(log.body);
     if (commits.length > MAX_COMMITS) answer.truncated = true;
-    answer.commits = commits.slice(-MAX_COMMITS);
+    answer.commits = newestWithin(commits.slice(-MAX_COMMITS), options.limits.totalBytes / 4);
+    if (answer.commits.length < commits.length) answer.truncated = true;
   }
   const entries = zipEntries(
     parseNumstat(sections.get("numstat")!.body),
@@ -120,6 +121,14 @@ export function buildChanges(sections: Map<string, Section>, options: BuildOptio
   });
   // Room for `"truncated":true` on the answer and on every file that may need it.
   let used = utf8Length(JSON.stringify(answer)) + 20 * (files.length + 1);
+  // So many files that even their counts overflow the budget (a plugin's frame): the last ones are left out
+  // of the list (`stats` still counts them) and the answer says it is truncated.
+  while (used > limits.totalBytes && answer.files.length) {
+    const last = answer.files.pop()!;
+    files.pop();
+    used -= utf8Length(JSON.stringify(last)) + 21;
+    answer.truncated = true;
+  }
   let full = false;
   for (const { file, patch } of files) {
     if (file.collapsed || file.truncated || patch === undefined) continue;
@@ -249,6 +258,18 @@ export function cutDiff(text: string, limits: ChangeLimits): { text: string; tru
     return { text: text.slice(0, lineStart), truncated: true };
   }
   return { text, truncated: false };
+}
+
+/** The newest commits whose JSON fits in `bytes` (oldest first, as given). */
+function newestWithin(commits: ChangeCommit[], bytes: number): ChangeCommit[] {
+  let used = 2, from = commits.length;
+  while (from > 0) {
+    const size = utf8Length(JSON.stringify(commits[from - 1])) + 1;
+    if (used + size > bytes) break;
+    used += size;
+    from--;
+  }
+  return commits.slice(from);
 }
 
 /** `git log -z --format=%H%x00%an%x00%at%x00%s`: four NUL-separated fields per commit. */

@@ -294,3 +294,25 @@ Deno.test("changes: a commit title and author longer than the protocol takes are
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("changes: within a small budget, commits keep the newest and files their counts, marked truncated", async () => {
+  const { dir, base } = await repo({});
+  try {
+    for (let i = 0; i < 40; i++) {
+      await write(dir, `c${i}.txt`, `${i}\n`);
+      await git(dir, "add", "-A");
+      await git(dir, "commit", "-q", "-m", `commit ${i} ${"x".repeat(100)}`);
+    }
+    for (let i = 0; i < 300; i++) await write(dir, `many/file-with-a-long-name-${i}.txt`, "x\n");
+    const limits = { fileBytes: 1 << 20, fileLines: 5_000, totalBytes: 20_000 };
+    const c = await changes(dir, { base: { sha: base, branch: "main" }, limits });
+    assert.equal(c.truncated, true);
+    assert.ok(JSON.stringify(c).length <= 20_000, `${JSON.stringify(c).length}`);
+    assert.ok(c.commits.length > 0 && c.commits.length < 40);
+    assert.match(c.commits.at(-1)!.title, /^commit 39 /);
+    assert.equal(c.stats.files, 340);
+    assert.ok(c.files.length < 340);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
