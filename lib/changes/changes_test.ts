@@ -316,3 +316,12 @@ Deno.test("changes: within a small budget, commits keep the newest and files the
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("lib/changes: what the plugin bundles imports only its own modules and uses no Deno API", async () => {
+  for (const name of ["mod.ts", "types.ts", "script.ts", "build.ts"]) {
+    const text = await Deno.readTextFile(new URL(name, import.meta.url));
+    const imports = [...text.matchAll(/^(?:import|export)\b[^;]*?from\s+"([^"]+)"/gms)].map((m) => m[1]);
+    assert.ok(imports.every((i) => /^\.\/[a-z_]+\.ts$/.test(i)), `${name}: ${imports}`);
+    assert.doesNotMatch(text, /\bDeno\./, name);
+  }
+});
