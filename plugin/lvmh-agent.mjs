@@ -4892,7 +4892,7 @@ function computeChanges(cwd, scope, path6, timeoutMs = CHANGES_TIMEOUT_MS) {
     }, (error, stdout, stderr) => {
       if (error && !String(stdout).includes(boundary)) {
         const why = error.killed ? `git did not finish within ${timeoutMs} ms` : String(stderr || error.message).trim().split("\n").slice(-3).join(" / ");
-        return reject(new Error(why.slice(0, 1e3)));
+        return reject(new Error(why.slice(0, FieldMax.commandError)));
       }
       try {
         resolve(changesFromOutput(String(stdout), boundary, {

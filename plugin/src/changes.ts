@@ -17,6 +17,7 @@ import {
   PLUGIN_CHANGE_LIMITS,
 } from "../../lib/changes/mod.ts";
 import process from "node:process";
+import { FieldMax } from "../../lib/wire.ts";
 
 /** Git may take this long; a repository that needs more is answered with an error, not a wait. */
 export const CHANGES_TIMEOUT_MS = 20_000;
@@ -52,7 +53,7 @@ export function computeChanges(
           const why = (error as { killed?: boolean }).killed
             ? `git did not finish within ${timeoutMs} ms`
             : String(stderr || error.message).trim().split("\n").slice(-3).join(" / ");
-          return reject(new Error(why.slice(0, 1000)));
+          return reject(new Error(why.slice(0, FieldMax.commandError)));
         }
         try {
           resolve(

@@ -145,7 +145,11 @@ Deno.test("UI: sessions page over a real store of 300 sessions; figures survive 
         await first.locator(".name").innerText(),
         "Please look at module 2 and fix the failing test.",
       );
-      assert.match(await first.locator(".activity").innerText(), /^offline: All \*\*12\*\* tests pass now\./);
+      // The answer's Markdown (`All **12** tests…`, a code span) as the page shows it: plain text.
+      assert.match(
+        await first.locator(".activity").innerText(),
+        /^offline: All 12 tests pass now\. .*see lib\/x\.ts/,
+      );
       assert.equal(await first.locator(".cost").innerText(), formatCost(0.0071 + 0.0071));
       assert.equal(await row("bench-296").locator(".name").innerText(), "named session 296");
     });
