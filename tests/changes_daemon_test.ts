@@ -5,6 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { startInProcess } from "../testing/inproc.ts";
+import { waitFor } from "../testing/daemon.ts";
 import { connectAgent, type Frame } from "../testing/agent.ts";
 import type { Changes } from "../lib/changes/types.ts";
 
@@ -50,9 +51,14 @@ Deno.test("changes routes: through the plugin's command_result", async (t) => {
         const r = await pending;
         assert.equal(r.status, 200);
         assert.deepEqual(r.body, ANSWER);
-        const events = await (await d.api("/api/sessions/ch1/events")).json() as Frame[];
-        const stored = events.find((e) => e.type === "command_result" && e.commandId === f.commandId);
-        assert.ok(stored, "the command_result is stored");
+        // The answer reaches the route before the event's batch commits: wait for the log to have it.
+        let stored: Frame | undefined;
+        await waitFor(async () => {
+          const events = await (await d.api("/api/sessions/ch1/events")).json() as Frame[];
+          stored = events.find((e) => e.type === "command_result" && e.commandId === f.commandId);
+          return stored !== undefined;
+        }, "the command_result is stored");
+        assert.ok(stored);
         assert.equal("changes" in stored, false);
       },
     );

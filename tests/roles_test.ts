@@ -50,6 +50,13 @@ Deno.test("roles: every route × every kind of caller", async (t) => {
   await using d = await startInProcess({ env: { LVMH_SIGNIN_LIMIT: "100000" } });
   const tokens = await makeTokens(d);
   const agent = await connectAgent(d, { sessionId: "roles-s1" });
+  // The changes routes wait for this session's plugin to answer: refuse each at once (the route's error is
+  // not a 401 or a 403, which is all this test reads), instead of letting every caller wait out the timeout.
+  agent.socket.addEventListener("message", (e) => {
+    const frame = JSON.parse(String(e.data));
+    if (frame.type !== "changes") return;
+    agent.send("command_result", { commandId: frame.commandId, ok: false, error: "no repository here" });
+  });
   try {
     for (const route of routes.filter((r) => r.auth === "token" || r.auth === "agent")) {
       const path = route.path.replace(/:id\b/g, "roles-s1").replace(/:name\b/, "nobody");
