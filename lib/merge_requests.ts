@@ -13,6 +13,7 @@ import type { DatabaseSync, StatementSync } from "node:sqlite";
 import type { Config } from "./config.ts";
 import type { Gitlab, GitlabMergeRequest, GitlabMergeRequests } from "./gitlab.ts";
 import type { Workspaces } from "./workspaces.ts";
+import type { MergeRequestView } from "./protocol.ts";
 import { workVolumeName } from "./workspaces.ts";
 import { ConflictError, isDomainError, UnavailableError, UpstreamError } from "./errors.ts";
 import { describeFindings, scanDiff, type SecretFinding } from "./secret_scan.ts";
@@ -34,20 +35,7 @@ export const REFRESH_MS = 30_000;
 const DRAFT = "Draft: ";
 
 /** What `GET /api/sessions/:id/merge-request` answers. */
-export interface MergeRequestView {
-  iid: number;
-  webUrl: string;
-  state: "opened" | "merged" | "closed";
-  sourceBranch: string;
-  targetBranch: string;
-  /** The head lvmh last pushed to the source branch. */
-  sha: string;
-  pipeline: { id: number; status: string; webUrl: string } | null;
-  mergeStatus: string | null;
-  /** How many notes people wrote on it. */
-  notes: number;
-  updatedAt: number;
-}
+export type { MergeRequestView };
 
 /** What `POST /api/sessions/:id/merge-request` answers in `mergeRequest`. */
 export type MergeRequestSummary = Pick<
@@ -387,6 +375,7 @@ function toView(row: Row): MergeRequestView | null {
     sourceBranch: row.sourceBranch,
     targetBranch: row.targetBranch ?? "",
     sha: row.pushedSha ?? "",
+    title: row.title ?? "",
     pipeline: row.pipeline ? JSON.parse(row.pipeline) : null,
     mergeStatus: row.mergeStatus,
     notes: row.notes,

@@ -11,6 +11,8 @@ export const NOTIFY_KINDS = [
   "session.lost",
   "session.stalled",
   "spawn.failed",
+  "merge_request.pipeline",
+  "merge_request.merged",
 ] as const;
 
 /** What each kind means, in words for the settings pages ("notify me when …"). */
@@ -21,6 +23,8 @@ export const KIND_LABELS: Record<(typeof NOTIFY_KINDS)[number], string> = {
   "session.lost": "a session drops without saying goodbye",
   "session.stalled": "a running session goes quiet",
   "spawn.failed": "a spawn fails",
+  "merge_request.pipeline": "a merge request's pipeline fails or succeeds",
+  "merge_request.merged": "a session's merge request is merged",
 };
 
 /** One kind of notification. */
@@ -52,5 +56,15 @@ export function describe(event: NotifyEvent): { title: string; body: string } {
       return { title: `${name} is stalled`, body: `No event for ${event.data.minutes ?? "?"} minutes.` };
     case "spawn.failed":
       return { title: `Spawn failed`, body: String(event.data.error ?? event.data.repo ?? "") };
+    case "merge_request.pipeline":
+      return {
+        title: `${name}: pipeline ${event.data.status ?? "finished"}`,
+        body: `!${event.data.iid ?? "?"} ${String(event.data.title ?? "")}`.trim(),
+      };
+    case "merge_request.merged":
+      return {
+        title: `${name}: merged`,
+        body: `!${event.data.iid ?? "?"} ${String(event.data.title ?? "")}`.trim(),
+      };
   }
 }

@@ -93,3 +93,15 @@ export const Usage = z.looseObject({
   totalCost: z.number().nonnegative().optional(),
 });
 export type Usage = z.infer<typeof Usage>;
+
+/** A merge request's state on GitLab. */
+export type MergeRequestState = "opened" | "merged" | "closed";
+/**
+ * What the session list shows of a session's merge request (`!12 · pipeline failed`): its iid, its state and
+ * its latest pipeline's status (GitLab's word: `running`, `success`, `failed`, …; null before any pipeline).
+ */
+export interface SessionMergeRequest {
+  iid: number;
+  state: MergeRequestState;
+  pipeline: string | null;
+}
