@@ -6,10 +6,12 @@
 import type { SessionSummary } from "../lib/protocol.ts";
 import { formatCost, relativeTime, shortPath } from "../ui/format.ts";
 import { activeAt, activityText, groupOf } from "../ui/glance.ts";
+import { mergeRequestBadge } from "../ui/merge_request_view.ts";
 
 export function SessionRow({ s, now }: { s: SessionSummary; now: number }) {
   const where = s.repo ?? shortPath(s.cwd || "?");
   const at = s.lastActivityAt ?? s.lastEventAt;
+  const mr = s.mergeRequest ? mergeRequestBadge(s.mergeRequest) : null;
   return (
     <li
       class={`session-row ${s.online ? "online" : "offline"} ${s.waiting > 0 ? "needs-you" : ""}`}
@@ -34,6 +36,15 @@ export function SessionRow({ s, now }: { s: SessionSummary; now: number }) {
           {s.waiting > 0 && (
             <span class="badge waiting" data-waiting-session={s.waiting}>
               {s.waiting} waiting
+            </span>
+          )}
+          {mr && (
+            <span
+              class={`badge mr ${mr.tone}`}
+              data-merge-request={s.mergeRequest!.iid}
+              title="merge request"
+            >
+              {mr.text}
             </span>
           )}
           <span class={`badge ${s.agent ? "container" : "local"}`}>{s.agent ? "container" : "local"}</span>

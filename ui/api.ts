@@ -11,10 +11,10 @@ import { type LocalStore, localStore as store } from "./local_store.ts";
 
 const TOKEN_KEY = "lvmh.token";
 
-/** A non-2xx answer, with the daemon's `{"error"}` message. */
+/** A non-2xx answer, with the daemon's `{"error"}` message and its whole parsed body (`secrets` of a 422). */
 export class ApiError extends Error {
   override name = "ApiError";
-  constructor(readonly status: number, message: string) {
+  constructor(readonly status: number, message: string, readonly body: unknown = null) {
     super(message);
   }
 }
@@ -93,7 +93,7 @@ export async function api<T>(
   }
   if (!res.ok) {
     const message = (body as { error?: unknown } | null)?.error;
-    throw new ApiError(res.status, typeof message === "string" ? message : `HTTP ${res.status}`);
+    throw new ApiError(res.status, typeof message === "string" ? message : `HTTP ${res.status}`, body);
   }
   return body as T;
 }

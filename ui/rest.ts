@@ -12,6 +12,11 @@ import type {
   ChangeScope,
   DecisionBody,
   DeliverAs,
+  MergeRequestBody,
+  MergeRequestComments,
+  MergeRequestCommentsSendBody,
+  MergeRequestCommentsSendResult,
+  MergeRequestView,
   ModelBody,
   PromptImage,
   PromptResult,
@@ -20,6 +25,7 @@ import type {
   SpawnBody,
   SpawnJob,
 } from "../lib/protocol.ts";
+import type { z } from "zod";
 import { api } from "./api.ts";
 import type {
   AttemptRow,
@@ -124,6 +130,43 @@ export function sessionChanges(id: string, scope: ChangeScope): Promise<Changes>
 export function sessionChangedFile(id: string, path: string, scope: ChangeScope): Promise<ChangedFile> {
   const q = new URLSearchParams({ path, scope });
   return api<ChangedFile>(`${session(id)}/changes/file?${q}`);
+}
+
+/** What `POST /api/sessions/:id/merge-request` takes (the protocol's schema, as a browser writes it). */
+export type MergeRequestRequest = z.input<typeof MergeRequestBody>;
+
+/** What `POST /api/sessions/:id/merge-request` answers: 201 the first time, 200 after. */
+export interface MergeRequestShipped {
+  mergeRequest: Pick<MergeRequestView, "iid" | "webUrl" | "state" | "sourceBranch" | "targetBranch" | "sha">;
+}
+
+/** `GET /api/sessions/:id/merge-request`: the session's merge request (404 when it has none). */
+export function sessionMergeRequest(id: string): Promise<MergeRequestView> {
+  return api<MergeRequestView>(`${session(id)}/merge-request`);
+}
+
+/**
+ * `POST /api/sessions/:id/merge-request`: push the session's work and open or update its merge request
+ * (409 nothing to push, 412 GitLab not connected, 422 secrets with `secrets` in the error's body, 502 GitLab).
+ */
+export function shipMergeRequest(id: string, body: MergeRequestRequest): Promise<MergeRequestShipped> {
+  return api<MergeRequestShipped>(`${session(id)}/merge-request`, json("POST", body));
+}
+
+/** `GET /api/sessions/:id/merge-request/comments`: its human and inline notes, oldest first. */
+export function mergeRequestComments(id: string): Promise<MergeRequestComments> {
+  return api<MergeRequestComments>(`${session(id)}/merge-request/comments`);
+}
+
+/** `POST /api/sessions/:id/merge-request/comments/send`: the picked comments as one follow-up (409 offline). */
+export function sendMergeRequestComments(
+  id: string,
+  body: MergeRequestCommentsSendBody,
+): Promise<MergeRequestCommentsSendResult> {
+  return api<MergeRequestCommentsSendResult>(
+    `${session(id)}/merge-request/comments/send`,
+    json("POST", body),
+  );
 }
 
 /** `PUT /api/sessions/:id/policy`: the session's ask set. */

@@ -24,6 +24,7 @@ export type UiAction =
   | "policy"
   | "spawn"
   | "stop"
+  | "ship"
   | "delete"
   | "gitlab"
   | "tokens"
@@ -40,6 +41,7 @@ const NEEDS: Record<UiAction, UiRole> = {
   policy: "operator",
   spawn: "operator",
   stop: "operator",
+  ship: "operator",
   delete: "admin",
   gitlab: "admin",
   tokens: "admin",
