@@ -9,6 +9,7 @@ import { ApprovalCard } from "../components/ApprovalCard.tsx";
 import { AskSetControl } from "../components/AskSetControl.tsx";
 import { ChangesView } from "../components/ChangesView.tsx";
 import { Composer } from "../components/Composer.tsx";
+import { MergeRequestPanel } from "../components/MergeRequestPanel.tsx";
 import { MessageBlockView, StreamingMessage } from "../components/Messages.tsx";
 import { SinceCard } from "../components/SinceCard.tsx";
 import { SessionFacts, SubagentPanel, TodoPanel, UsagePanel } from "../components/SidePanels.tsx";
@@ -176,6 +177,15 @@ export default function SessionView(props: Props) {
             ))}
           </div>
           <SessionFacts s={session} now={now} />
+          {session.agent && (
+            <MergeRequestPanel
+              sessionId={id}
+              title={title}
+              online={session.online}
+              refreshKey={settled}
+              summaryKey={JSON.stringify(session.mergeRequest ?? null)}
+            />
+          )}
           {can(me, "policy")
             ? <AskSetControl ask={session.ask ?? []} onSave={actions.setAsk} />
             : (

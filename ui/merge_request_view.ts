@@ -6,6 +6,7 @@
  */
 import type { MergeRequestComment, SessionMergeRequest } from "../lib/protocol.ts";
 import { ApiError } from "./api.ts";
+import { type DiffLine, diffLines } from "./diff_view.ts";
 
 /** How a badge is coloured: a failure, a success, work in progress, or nothing to act on. */
 export type Tone = "bad" | "good" | "busy" | "quiet";
@@ -152,4 +153,21 @@ export function shipBody(
   if (form.targetBranch.trim()) body.targetBranch = form.targetBranch.trim();
   if (form.draft) body.draft = true;
   return body;
+}
+
+/**
+ * The lines of an inline comment's diff hunk: git's own numbering when it starts with its `@@` header, else
+ * each line by its first character (GitLab sends some hunks without the header).
+ */
+export function hunkLines(hunk: string): DiffLine[] {
+  if (hunk.startsWith("@@")) return diffLines(hunk);
+  const lines = hunk.split("\n");
+  if (lines.at(-1) === "") lines.pop();
+  return lines.map((line): DiffLine =>
+    line.startsWith("+")
+      ? { kind: "add", text: line.slice(1) }
+      : line.startsWith("-")
+      ? { kind: "del", text: line.slice(1) }
+      : { kind: "ctx", text: line.startsWith(" ") ? line.slice(1) : line }
+  );
 }

@@ -3,6 +3,7 @@ import { ApiError } from "./api.ts";
 import {
   commentPlace,
   defaultMergeRequestTitle,
+  hunkLines,
   mergeRequestBadge,
   mergeStatusWords,
   pipelineTone,
@@ -89,4 +90,14 @@ Deno.test("defaultMergeRequestTitle() and shipBody() build the call from the for
     targetBranch: "dev",
     draft: true,
   });
+});
+
+Deno.test("hunkLines() numbers a hunk with its header, and reads one without", () => {
+  assert.deepEqual(hunkLines("@@ -1,2 +1,2 @@\n a\n-b\n+c\n"), [
+    { kind: "hunk", text: "@@ -1,2 +1,2 @@" },
+    { kind: "ctx", text: "a", old: 1, new: 1 },
+    { kind: "del", text: "b", old: 2 },
+    { kind: "add", text: "c", new: 2 },
+  ]);
+  assert.deepEqual(hunkLines(" a\n+c"), [{ kind: "ctx", text: "a" }, { kind: "add", text: "c" }]);
 });
