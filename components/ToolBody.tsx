@@ -1,12 +1,15 @@
 /**
- * The unfolded body of a tool card, by tool (`ui/tool_view.ts`): an edit's unified diff, a written file
- * with its path, a command with its output, a read with its path and lines; code highlighted by its file's
+ * The unfolded body of a tool card, by tool (`ui/tool_view.ts`): an edit's unified diff, a write's own change
+ * as a diff against the file's earlier content in this conversation (`ui/write_diff.ts`; the file whole when
+ * none is known), a command with its output, a read with its path and lines; code highlighted by its file's
  * language. Highlighted HTML comes only from `ui/highlight.ts`, which escapes the text it wraps.
  */
+import { useContext, useMemo } from "preact/hooks";
 import type { ToolCall } from "../ui/conversation.ts";
 import { prettyJson } from "../ui/format.ts";
 import { highlight, languageOfPath } from "../ui/highlight.ts";
-import { outputOf, toolView } from "../ui/tool_view.ts";
+import { type DiffRow, outputOf, toolView } from "../ui/tool_view.ts";
+import { WriteBasesContext, writeHunks } from "../ui/write_diff.ts";
 
 function Code({ text, lang, cls }: { text: string; lang: string | null; cls: string }) {
   return (
@@ -29,6 +32,46 @@ function Output({ call, text, lang = null }: { call: ToolCall; text: string; lan
   );
 }
 
+/** Unified diff hunks, with both sides' line numbers when the hunk has a header. */
+function Hunks({ hunks }: { hunks: { header: string | null; rows: DiffRow[] }[] }) {
+  return (
+    <>
+      {hunks.map((h, i) => (
+        <pre key={i} class="diff unified">
+          {h.header && <span class="diff-line hunk">{h.header}</span>}
+          {h.rows.map((l, j) => (
+            <span key={j} class={`diff-line ${l.op === "+" ? "add" : l.op === "-" ? "del" : "same"}`}>
+              {h.header && <span class="ln" aria-hidden="true">{l.oldNo ?? ""}</span>}
+              {h.header && <span class="ln" aria-hidden="true">{l.newNo ?? ""}</span>}
+              <span class="op">{l.op}</span> {l.text}
+            </span>
+          ))}
+        </pre>
+      ))}
+    </>
+  );
+}
+
+/** A write as the change it made: against the content the conversation last showed, else the file whole. */
+function WriteDiff({ call, path, content }: { call: ToolCall; path: string; content: string }) {
+  const base = useContext(WriteBasesContext).get(call.id) ?? null;
+  const hunks = useMemo(() => writeHunks(base, content), [base, content]);
+  return (
+    <div class="tool-body" data-write={base === null ? "whole" : "diff"}>
+      <div class="path mono wrap">{path}</div>
+      <p class="muted small write-basis">
+        {base === null
+          ? "New file, or its earlier content is not in this conversation: shown whole."
+          : hunks.length === 0
+          ? "Same content as this conversation last showed."
+          : "Against the content this conversation last showed (an earlier write, read or edit)."}
+      </p>
+      <Hunks hunks={hunks} />
+      <Output call={call} text={outputOf(call)} />
+    </div>
+  );
+}
+
 export function ToolBody({ call }: { call: ToolCall }) {
   const v = toolView(call);
   switch (v.kind) {
@@ -40,13 +83,7 @@ export function ToolBody({ call }: { call: ToolCall }) {
         </div>
       );
     case "write":
-      return (
-        <div class="tool-body">
-          <div class="path mono wrap">{v.path}</div>
-          <Code text={v.content} lang={languageOfPath(v.path)} cls="content" />
-          <Output call={call} text={outputOf(call)} />
-        </div>
-      );
+      return <WriteDiff call={call} path={v.path} content={v.content} />;
     case "read":
       return (
         <div class="tool-body">
@@ -61,18 +98,7 @@ export function ToolBody({ call }: { call: ToolCall }) {
       return (
         <div class="tool-body">
           <div class="path mono wrap">{v.path}</div>
-          {v.hunks.map((h, i) => (
-            <pre key={i} class="diff unified">
-              {h.header && <span class="diff-line hunk">{h.header}</span>}
-              {h.rows.map((l, j) => (
-                <span key={j} class={`diff-line ${l.op === "+" ? "add" : l.op === "-" ? "del" : "same"}`}>
-                  {h.header && <span class="ln" aria-hidden="true">{l.oldNo ?? ""}</span>}
-                  {h.header && <span class="ln" aria-hidden="true">{l.newNo ?? ""}</span>}
-                  <span class="op">{l.op}</span> {l.text}
-                </span>
-              ))}
-            </pre>
-          ))}
+          <Hunks hunks={v.hunks} />
           <Output call={call} text={outputOf(call)} />
         </div>
       );

@@ -25,6 +25,7 @@ import { useScrollPin, useWhenVisible } from "../ui/use_scroll_pin.ts";
 import { sessionActions } from "../ui/session_actions.ts";
 import { useSessionSummary } from "../ui/use_session_summary.ts";
 import { useWatch } from "../ui/use_watch.ts";
+import { writeBases, WriteBasesContext } from "../ui/write_diff.ts";
 import { sessionTitle } from "../ui/glance.ts";
 import { readLastSeen, summariseSince, writeLastSeen } from "../ui/last_seen.ts";
 import { can, type Me, MeContext } from "../ui/roles.ts";
@@ -116,6 +117,8 @@ export default function SessionView(props: Props) {
 
   const calls = useMemo(() => conv.toolOrder.map((t) => conv.tools[t]), [conv.tools, conv.toolOrder]);
   const todos = useMemo(() => deriveTodos(calls), [calls]);
+  // What each write replaced, as far as the conversation shows it: its card shows the change as a diff.
+  const bases = useMemo(() => writeBases(calls), [calls]);
   const subagents = useMemo(() => deriveSubagents(calls), [calls]);
   const running = session.online && session.state === "running";
   // The models a switch may pick: the latest session_info's, else the row's (rendered with the page).
@@ -231,14 +234,16 @@ export default function SessionView(props: Props) {
               : <span class="muted small">Beginning of the session</span>}
           </div>
           {since && dividerAt === -1 && since.events > 0 && <SinceCard since={since} />}
-          {blocks.map((b) => (
-            <MessageBlockView
-              key={b.key}
-              rows={b.rows}
-              divider={divider && b.rows.some((r) => r.item.key === divider.before) ? divider : null}
-              onDecide={onDecide}
-            />
-          ))}
+          <WriteBasesContext.Provider value={bases}>
+            {blocks.map((b) => (
+              <MessageBlockView
+                key={b.key}
+                rows={b.rows}
+                divider={divider && b.rows.some((r) => r.item.key === divider.before) ? divider : null}
+                onDecide={onDecide}
+              />
+            ))}
+          </WriteBasesContext.Provider>
           {loose.map((a) => <ApprovalCard key={a.id} approval={a} onDecide={decide} />)}
           {streaming !== null && <StreamingMessage text={streaming} thinking={thinking} />}
           {running && streaming === null && <div class="working" aria-live="polite">Agent is working…</div>}
