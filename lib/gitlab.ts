@@ -229,7 +229,42 @@ export interface GitlabMergeRequests {
     iid: number,
     fields: { title?: string; description?: string },
   ): Promise<GitlabMergeRequest>;
+  /**
+   * Every note of the merge request, oldest first, from `GET /projects/:id/merge_requests/:iid/discussions`
+   * (all pages, up to `MAX_NOTE_PAGES`): general notes and inline ones (`DiffNote`, with their position).
+   */
+  notes(repo: string, iid: number): Promise<GitlabNote[]>;
+  /** The merge request's file diffs, `GET /projects/:id/merge_requests/:iid/diffs` (up to `MAX_NOTE_PAGES` pages). */
+  diffs(repo: string, iid: number): Promise<GitlabDiff[]>;
 }
+
+/** One note of a merge request as lvmh reads it. */
+export interface GitlabNote {
+  id: number;
+  author: string;
+  body: string;
+  createdAt: string;
+  /** GitLab's own notes ("added 1 commit", "approved this merge request"). */
+  system: boolean;
+  /** An inline note's place in the diff: the new path and line, or the old ones for a removed line. */
+  position: {
+    path: string;
+    line: number;
+    oldPath: string | null;
+    oldLine: number | null;
+    newLine: number | null;
+  } | null;
+}
+
+/** One file of a merge request's diff. */
+export interface GitlabDiff {
+  oldPath: string;
+  newPath: string;
+  diff: string;
+}
+
+/** Pages of 100 read for a merge request's notes or diffs: 2,000 is far past what a person reviews. */
+const MAX_NOTE_PAGES = 20;
 
 /**
  * The merge request calls beside the connection (they use its stored token and base URL).
@@ -305,7 +340,43 @@ export function createGitlabMergeRequests(
     async update(repo, iid, fields) {
       return await read(await call("PUT", `${project(repo)}/merge_requests/${iid}`, fields));
     },
+
+    async notes(repo, iid) {
+      const discussions = await pages(`${project(repo)}/merge_requests/${iid}/discussions`);
+      const notes = discussions.flatMap((d) => {
+        const list = (d as Record<string, unknown>)?.notes;
+        return Array.isArray(list) ? list.map(toNote).filter((n): n is GitlabNote => n !== null) : [];
+      });
+      return notes.sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id - b.id);
+    },
+
+    async diffs(repo, iid) {
+      const items = await pages(`${project(repo)}/merge_requests/${iid}/diffs`);
+      return items.flatMap((item) => {
+        const d = item as Record<string, unknown>;
+        return typeof d?.diff === "string" && typeof d.new_path === "string"
+          ? [{
+            oldPath: typeof d.old_path === "string" ? d.old_path : d.new_path,
+            newPath: d.new_path,
+            diff: d.diff,
+          }]
+          : [];
+      });
+    },
   };
+
+  /** Every item of a paginated list (`x-next-page`), up to `MAX_NOTE_PAGES` pages. */
+  async function pages(path: string): Promise<unknown[]> {
+    const items: unknown[] = [];
+    for (let page = 1; page <= MAX_NOTE_PAGES; page++) {
+      const res = await call("GET", `${path}?per_page=${PER_PAGE}&page=${page}`);
+      const body = await res.json();
+      if (Array.isArray(body)) items.push(...body);
+      const next = res.headers.get("x-next-page");
+      if (!next || !Array.isArray(body) || body.length === 0) break;
+    }
+    return items;
+  }
   return api;
 }
 
@@ -324,6 +395,31 @@ async function messageOf(res: Response): Promise<string> {
     );
   }
   return String(message).slice(0, 500) || res.statusText;
+}
+
+function toNote(item: unknown): GitlabNote | null {
+  const n = item as Record<string, unknown> | null;
+  if (!n || typeof n.id !== "number") return null;
+  const str = (v: unknown) => (typeof v === "string" ? v : null);
+  const num = (v: unknown) => (typeof v === "number" && Number.isInteger(v) ? v : null);
+  const author = n.author as Record<string, unknown> | null | undefined;
+  const p = n.position as Record<string, unknown> | null | undefined;
+  let position: GitlabNote["position"] = null;
+  if (n.type === "DiffNote" && p) {
+    const newLine = num(p.new_line);
+    const oldLine = num(p.old_line);
+    const path = str(p.new_path) ?? str(p.old_path);
+    const line = newLine ?? oldLine;
+    if (path && line !== null) position = { path, line, oldPath: str(p.old_path), oldLine, newLine };
+  }
+  return {
+    id: n.id,
+    author: str(author?.username) ?? "",
+    body: str(n.body) ?? "",
+    createdAt: str(n.created_at) ?? "",
+    system: n.system === true,
+    position,
+  };
 }
 
 function toMergeRequest(item: unknown): GitlabMergeRequest {

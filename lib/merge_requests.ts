@@ -8,14 +8,21 @@
  * merge request (adopting the open one GitLab names on its 409) or update its title and description. The
  * record (`session_merge_requests`, one row per session) keeps that last pushed sha, written right after the
  * push, so a failure to create the merge request never loses the lease.
+ *
+ * Following: an open merge request is read again from GitLab when a person looks (at most every 30 s), by a
+ * bounded background poller (`follow`), and at once on the inbound GitLab hook's events (`gitlabEvent`). Each
+ * change of the record is told to the `onChange` listeners (the session list's row, notifications, the
+ * failed-pipeline follow-up) inside the same SQLite savepoint as the row itself, so what a listener keeps and
+ * the row that says it was done commit together. Pipeline announcements and failed-pipeline prompts are
+ * recorded per pipeline id, so a restart or a replayed event never repeats them.
  */
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import type { Config } from "./config.ts";
-import type { Gitlab, GitlabMergeRequest, GitlabMergeRequests } from "./gitlab.ts";
+import type { Gitlab, GitlabMergeRequest, GitlabMergeRequests, GitlabNote } from "./gitlab.ts";
 import type { Workspaces } from "./workspaces.ts";
-import type { MergeRequestView } from "./protocol.ts";
+import type { MergeRequestComment, MergeRequestView, SessionMergeRequest } from "./protocol.ts";
 import { workVolumeName } from "./workspaces.ts";
-import { ConflictError, isDomainError, UnavailableError, UpstreamError } from "./errors.ts";
+import { ConflictError, isDomainError, NotFoundError, UnavailableError, UpstreamError } from "./errors.ts";
 import { describeFindings, scanDiff, type SecretFinding } from "./secret_scan.ts";
 import { createEngine, type Engine } from "../docker/engine.ts";
 import { DockerUnreachableError } from "../docker/errors.ts";
@@ -29,8 +36,25 @@ CREATE TABLE IF NOT EXISTS session_merge_requests(sessionId TEXT PRIMARY KEY, re
   refreshedAt INTEGER NOT NULL DEFAULT 0);
 `;
 
+/** Columns added after the table's first version, with their definitions (added to older files at open). */
+const ADDED_COLUMNS: Record<string, string> = {
+  // The last pipeline id announced (merge_request.pipeline), and the last one the session was prompted for.
+  pipelineNotified: "INTEGER",
+  pipelinePrompted: "INTEGER",
+  // How many failed-pipeline follow-ups the session had for this merge request (at most `MAX_PIPELINE_PROMPTS`).
+  pipelinePrompts: "INTEGER NOT NULL DEFAULT 0",
+};
+
 /** An open merge request is read again from GitLab when its record is older than this. */
 export const REFRESH_MS = 30_000;
+/** How often the background poller looks for open merge requests due for a refresh. */
+export const POLL_MS = 10_000;
+/** At most this many merge requests are read from GitLab per poll (one after the other). */
+export const POLL_BATCH = 5;
+/** A session is prompted about at most this many failed pipelines per merge request. */
+export const MAX_PIPELINE_PROMPTS = 3;
+/** Pipeline statuses that end a pipeline and are announced. */
+const FINISHED = new Set(["failed", "success"]);
 /** GitLab's prefix for a draft merge request. */
 const DRAFT = "Draft: ";
 
@@ -42,6 +66,25 @@ export type MergeRequestSummary = Pick<
   MergeRequestView,
   "iid" | "webUrl" | "state" | "sourceBranch" | "targetBranch" | "sha"
 >;
+
+/** A change of a session's merge request record, as `onChange` listeners hear of it. */
+export interface MergeRequestChange {
+  sessionId: string;
+  repo: string;
+  previous: MergeRequestView | undefined;
+  view: MergeRequestView;
+  /** A pipeline that failed or succeeded and was not announced before (once per pipeline id). */
+  pipelineFinished: boolean;
+  /** It was open and is now merged. */
+  merged: boolean;
+  /**
+   * A failed pipeline the session is to be told of: not prompted for before, and within
+   * `MAX_PIPELINE_PROMPTS` for this merge request (counted as this change is written).
+   */
+  promptFailure: boolean;
+  /** The failed jobs, when the hook's event named them. */
+  failedJobs?: string[];
+}
 
 /** The request of `ship`. */
 export interface ShipRequest {
@@ -132,6 +175,9 @@ async function domain<T>(call: Promise<T>): Promise<T> {
 
 interface Row {
   sessionId: string;
+  pipelineNotified: number | null;
+  pipelinePrompted: number | null;
+  pipelinePrompts: number;
   repo: string;
   sourceBranch: string;
   pushedSha: string | null;
@@ -153,8 +199,20 @@ export class MergeRequests {
   #upsertPush: StatementSync;
   #saveMr: StatementSync;
   #delete: StatementSync;
+  #marks: StatementSync;
+  #due: StatementSync;
+  #byBranch: StatementSync;
+  #db: DatabaseSync;
   /** One ship at a time per session: a second call waits for the first (it then updates what that made). */
   #running = new Map<string, Promise<unknown>>();
+  /** What the session list shows, per session with a merge request (read for every row of every list). */
+  #summaries = new Map<string, SessionMergeRequest>();
+  #listeners = new Set<(change: MergeRequestChange) => void>();
+  /** Refreshes from GitLab in flight, per session: a second ask joins the first. */
+  #refreshing = new Map<string, Promise<void>>();
+  #poller: ReturnType<typeof setInterval> | undefined;
+  #polling: Promise<void> | null = null;
+  #closed = false;
 
   constructor(
     db: DatabaseSync,
@@ -166,7 +224,16 @@ export class MergeRequests {
       now?: () => number;
     },
   ) {
+    this.#db = db;
     db.exec(SCHEMA);
+    const have = new Set(
+      (db.prepare("PRAGMA table_info(session_merge_requests)").all() as { name: string }[]).map((c) =>
+        c.name
+      ),
+    );
+    for (const [name, type] of Object.entries(ADDED_COLUMNS)) {
+      if (!have.has(name)) db.exec(`ALTER TABLE session_merge_requests ADD COLUMN ${name} ${type}`);
+    }
     this.#get = db.prepare("SELECT * FROM session_merge_requests WHERE sessionId = ?");
     this.#upsertPush = db.prepare(
       `INSERT INTO session_merge_requests(sessionId, repo, sourceBranch, pushedSha, updatedAt) VALUES (?, ?, ?, ?, ?)
@@ -177,6 +244,147 @@ export class MergeRequests {
        mergeStatus = ?, notes = ?, updatedAt = ?, refreshedAt = ? WHERE sessionId = ?`,
     );
     this.#delete = db.prepare("DELETE FROM session_merge_requests WHERE sessionId = ?");
+    this.#marks = db.prepare(
+      `UPDATE session_merge_requests SET pipelineNotified = ?, pipelinePrompted = ?, pipelinePrompts = ?
+       WHERE sessionId = ?`,
+    );
+    this.#due = db.prepare(
+      `SELECT sessionId FROM session_merge_requests WHERE iid IS NOT NULL AND state = 'opened' AND refreshedAt <= ?
+       ORDER BY refreshedAt LIMIT ?`,
+    );
+    this.#byBranch = db.prepare(
+      "SELECT sessionId FROM session_merge_requests WHERE repo = ? AND sourceBranch = ? AND iid IS NOT NULL",
+    );
+    for (const row of db.prepare("SELECT * FROM session_merge_requests").all() as unknown as Row[]) {
+      const view = toView(row);
+      if (view) this.#summaries.set(row.sessionId, summaryOf(view));
+    }
+  }
+
+  /** What the session list shows of a session's merge request, or undefined when it has none. */
+  summary(sessionId: string): SessionMergeRequest | undefined {
+    return this.#summaries.get(sessionId);
+  }
+
+  /** Hear of every change of a record (see `MergeRequestChange`). @returns the removal */
+  onChange(listener: (change: MergeRequestChange) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /**
+   * Start the background poller: every `everyMs`, up to `POLL_BATCH` open merge requests whose record is
+   * older than `REFRESH_MS` are read again from GitLab, one after the other. Merged and closed ones are never
+   * polled. Stopped by `close`.
+   */
+  follow(everyMs = POLL_MS): void {
+    if (this.#poller !== undefined || this.#closed) return;
+    this.#poller = setInterval(() => {
+      if (this.#polling) return;
+      this.#polling = this.poll().then(() => {}, (error) => {
+        console.error(`lvmh: following merge requests: ${(error as Error).message}`);
+      }).finally(() => this.#polling = null);
+    }, everyMs);
+  }
+
+  /** One round of the poller (tests call it directly). @returns the sessions whose record was read again */
+  async poll(): Promise<string[]> {
+    if (this.#closed || !this.deps.gitlab.credential()) return [];
+    const due = (this.#due.all(this.#now() - REFRESH_MS, POLL_BATCH) as { sessionId: string }[])
+      .map((r) => r.sessionId);
+    for (const id of due) {
+      if (this.#closed) break;
+      await this.refresh(id).catch(() => {
+        // GitLab unreachable or the token gone: tried again at a later round.
+      });
+    }
+    return due;
+  }
+
+  /** Stop the poller and wait for a round in flight (shutdown); nothing is written afterwards. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearInterval(this.#poller);
+    this.#poller = undefined;
+    await this.#polling;
+    await Promise.allSettled([...this.#refreshing.values()]);
+  }
+
+  /**
+   * Read the merge request again from GitLab now, whatever its age (a hook's event said it changed).
+   * @throws {UpstreamError} when GitLab cannot be read.
+   */
+  refresh(sessionId: string): Promise<void> {
+    const running = this.#refreshing.get(sessionId);
+    if (running) return running;
+    const run = (async () => {
+      const row = this.#row(sessionId);
+      if (!row || row.iid === null || !this.deps.gitlab.credential()) return;
+      const mr = await this.deps.api.get(row.repo, row.iid);
+      if (!this.#closed) this.#save(sessionId, mr);
+    })().finally(() => this.#refreshing.delete(sessionId));
+    this.#refreshing.set(sessionId, run);
+    return run;
+  }
+
+  /**
+   * An inbound GitLab event about `repo`: a pipeline's status is written at once on the merge requests of its
+   * branch; a merge request or note event reads those merge requests again (after the caller's answer).
+   * @returns the sessions whose merge request it concerns (none: not lvmh's)
+   */
+  gitlabEvent(
+    event:
+      | {
+        kind: "pipeline";
+        repo: string;
+        branch: string;
+        id: number;
+        status: string;
+        url: string | null;
+        failedJobs: string[];
+      }
+      | { kind: "merge_request" | "note"; repo: string; branch: string | null; iid: number | null },
+  ): string[] {
+    if (this.#closed || event.branch === null) return [];
+    const ids = (this.#byBranch.all(event.repo, event.branch) as { sessionId: string }[])
+      .map((r) => r.sessionId)
+      .filter((id) => event.kind === "pipeline" || event.iid === null || this.#row(id)?.iid === event.iid);
+    for (const id of ids) {
+      if (event.kind === "pipeline") {
+        const row = this.#row(id)!;
+        const current = row.pipeline ? (JSON.parse(row.pipeline) as { id: number }).id : -1;
+        // An older pipeline's late event never replaces the newer one's status.
+        if (event.id < current) continue;
+        const pipeline = { id: event.id, status: event.status, webUrl: event.url ?? "" };
+        this.#write(id, { ...fromRow(row), pipeline }, { failedJobs: event.failedJobs });
+      } else {
+        this.refresh(id).catch((error) => {
+          console.error(`lvmh: merge request of session ${id}: ${(error as Error).message}`);
+        });
+      }
+    }
+    return ids;
+  }
+
+  /**
+   * The merge request's review comments: people's notes and inline ones (with the diff lines around them),
+   * oldest first; GitLab's system notes and the connected user's own notes left out.
+   * @throws {NotFoundError} when the session has no merge request; {NotConnectedError}; {UpstreamError}.
+   */
+  async comments(sessionId: string): Promise<MergeRequestComment[]> {
+    const row = this.#row(sessionId);
+    if (!row || row.iid === null) throw new NotFoundError(`Session "${sessionId}" has no merge request`);
+    if (!this.deps.gitlab.credential()) throw new NotConnectedError();
+    const me = this.deps.gitlab.status().username ?? null;
+    const notes = (await this.deps.api.notes(row.repo, row.iid)).filter((n) =>
+      !n.system && (me === null || n.author !== me)
+    );
+    let diffs: Awaited<ReturnType<GitlabMergeRequests["diffs"]>> = [];
+    if (notes.some((n) => n.position)) {
+      // Best effort: without the diff the comments still go, with their path and line.
+      diffs = await this.deps.api.diffs(row.repo, row.iid).catch(() => []);
+    }
+    return notes.map((n) => toComment(n, diffs));
   }
 
   #now(): number {
@@ -212,6 +420,7 @@ export class MergeRequests {
   /** Forget a deleted session's record (the merge request on GitLab stays). */
   sessionDeleted(sessionId: string): void {
     this.#delete.run(sessionId);
+    this.#summaries.delete(sessionId);
   }
 
   /**
@@ -341,21 +550,168 @@ export class MergeRequests {
   }
 
   #save(sessionId: string, mr: GitlabMergeRequest): void {
-    const now = this.#now();
-    this.#saveMr.run(
-      mr.iid,
-      mr.webUrl,
-      mr.state,
-      mr.targetBranch,
-      mr.title,
-      mr.pipeline ? JSON.stringify(mr.pipeline) : null,
-      mr.mergeStatus,
-      mr.notes,
-      now,
-      now,
-      sessionId,
-    );
+    const row = this.#row(sessionId);
+    if (!row) return;
+    this.#write(sessionId, {
+      iid: mr.iid,
+      webUrl: mr.webUrl,
+      state: mr.state,
+      targetBranch: mr.targetBranch,
+      title: mr.title,
+      pipeline: mr.pipeline,
+      mergeStatus: mr.mergeStatus,
+      notes: mr.notes,
+    });
   }
+
+  /**
+   * Write what GitLab says of the record's merge request, and tell the listeners what changed, in one
+   * savepoint: a listener's own writes (a kept follow-up) commit with the marks that say it was done.
+   */
+  #write(sessionId: string, mr: Fields, extra: { failedJobs?: string[] } = {}): void {
+    const row = this.#row(sessionId);
+    if (!row) return;
+    const previous = toView(row) ?? undefined;
+    const now = this.#now();
+    const sameMr = row.iid === mr.iid;
+    let notified = sameMr ? row.pipelineNotified : null;
+    let prompted = sameMr ? row.pipelinePrompted : null;
+    let prompts = sameMr ? row.pipelinePrompts : 0;
+    const p = mr.pipeline;
+    const pipelineFinished = p !== null && FINISHED.has(p.status) && notified !== p.id;
+    if (pipelineFinished) notified = p.id;
+    const promptFailure = p !== null && p.status === "failed" && mr.state === "opened" && prompted !== p.id &&
+      prompts < MAX_PIPELINE_PROMPTS;
+    if (promptFailure) {
+      prompted = p.id;
+      prompts++;
+    }
+    const merged = mr.state === "merged" && previous?.state !== "merged" && previous !== undefined;
+    const changed = !previous || previous.iid !== mr.iid || previous.state !== mr.state ||
+      previous.title !== mr.title || previous.mergeStatus !== mr.mergeStatus || previous.notes !== mr.notes ||
+      previous.webUrl !== mr.webUrl || previous.targetBranch !== mr.targetBranch ||
+      JSON.stringify(previous.pipeline) !== JSON.stringify(mr.pipeline);
+    this.#db.exec("SAVEPOINT merge_request");
+    try {
+      this.#saveMr.run(
+        mr.iid,
+        mr.webUrl,
+        mr.state,
+        mr.targetBranch,
+        mr.title,
+        mr.pipeline ? JSON.stringify(mr.pipeline) : null,
+        mr.mergeStatus,
+        mr.notes,
+        changed ? now : row.updatedAt,
+        now,
+        sessionId,
+      );
+      this.#marks.run(notified, prompted, prompts, sessionId);
+      const view = this.get(sessionId)!;
+      this.#summaries.set(sessionId, summaryOf(view));
+      if (changed || pipelineFinished || promptFailure) {
+        const change: MergeRequestChange = {
+          sessionId,
+          repo: row.repo,
+          previous,
+          view,
+          pipelineFinished,
+          merged,
+          promptFailure,
+          ...(extra.failedJobs?.length ? { failedJobs: extra.failedJobs } : {}),
+        };
+        for (const listener of this.#listeners) {
+          try {
+            listener(change);
+          } catch (error) {
+            console.error(`lvmh: merge request change of ${sessionId}: ${(error as Error).message}`);
+          }
+        }
+      }
+      this.#db.exec("RELEASE merge_request");
+    } catch (error) {
+      this.#db.exec("ROLLBACK TO merge_request");
+      this.#db.exec("RELEASE merge_request");
+      throw error;
+    }
+  }
+}
+
+/** What GitLab says of a merge request, as the record keeps it. */
+type Fields = Pick<
+  MergeRequestView,
+  "iid" | "webUrl" | "state" | "targetBranch" | "title" | "pipeline" | "mergeStatus" | "notes"
+>;
+
+function fromRow(row: Row): Fields {
+  const view = toView(row)!;
+  return {
+    iid: view.iid,
+    webUrl: view.webUrl,
+    state: view.state,
+    targetBranch: view.targetBranch,
+    title: view.title,
+    pipeline: view.pipeline,
+    mergeStatus: view.mergeStatus,
+    notes: view.notes,
+  };
+}
+
+function summaryOf(view: MergeRequestView): SessionMergeRequest {
+  return { iid: view.iid, state: view.state, pipeline: view.pipeline?.status ?? null };
+}
+
+/** Lines of diff kept before the commented line (GitLab shows about as many around an inline comment). */
+const HUNK_LINES = 6;
+/** A diff hunk quoted to the agent is cut at this many characters. */
+const HUNK_CHARS = 4000;
+
+function toComment(
+  n: GitlabNote,
+  diffs: Awaited<ReturnType<GitlabMergeRequests["diffs"]>>,
+): MergeRequestComment {
+  const c: MergeRequestComment = { id: n.id, author: n.author, body: n.body, createdAt: n.createdAt };
+  if (n.position) {
+    c.path = n.position.path;
+    c.line = n.position.line;
+    const file = diffs.find((d) => d.newPath === n.position!.path || d.oldPath === n.position!.oldPath);
+    const hunk = file ? hunkAround(file.diff, n.position.newLine, n.position.oldLine) : null;
+    if (hunk) c.diffHunk = hunk;
+  }
+  return c;
+}
+
+/**
+ * The hunk header and the lines of a unified diff up to the commented line (new side, else old side), as
+ * GitHub's `diff_hunk` shows them; null when the line is in no hunk.
+ */
+export function hunkAround(diff: string, newLine: number | null, oldLine: number | null): string | null {
+  const lines = diff.split("\n");
+  let header = "";
+  let oldNo = 0;
+  let newNo = 0;
+  let kept: string[] = [];
+  for (const line of lines) {
+    const h = /^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@/.exec(line);
+    if (h) {
+      header = line;
+      oldNo = Number(h[1]);
+      newNo = Number(h[2]);
+      kept = [];
+      continue;
+    }
+    if (!header) continue;
+    const sign = line[0];
+    if (sign !== "+" && sign !== "-" && sign !== " ") continue;
+    kept.push(line);
+    if (kept.length > HUNK_LINES) kept.shift();
+    const atNew = sign !== "-" && newLine !== null && newNo === newLine;
+    const atOld = sign !== "+" && newLine === null && oldLine !== null && oldNo === oldLine;
+    if (atNew || atOld) return [header, ...kept].join("\n").slice(0, HUNK_CHARS);
+    if (sign !== "-") newNo++;
+    if (sign !== "+") oldNo++;
+  }
+  return null;
 }
 
 /** GitLab is not connected. → 412 */

@@ -23,7 +23,7 @@ CREATE TABLE IF NOT EXISTS hook_prompts(
 );
 `;
 /** Columns added after the first release, with their definitions (added to older files at open). */
-const ADDED_PROMPT_COLUMNS: Record<string, string> = { sent_after: "INTEGER" };
+const ADDED_PROMPT_COLUMNS: Record<string, string> = { sent_after: "INTEGER", wait_idle: "INTEGER" };
 
 /** What a spawn needs to be run (again, after a restart). */
 export interface PendingSpawn {
@@ -50,6 +50,8 @@ export interface PendingPrompt {
    * kept by a daemon that did not record it): its answer, if any, is stored above it.
    */
   sentAfter: number | null;
+  /** Sent only while the session is idle (no run active): a follow-up that must not land mid-run. */
+  waitIdle?: boolean;
 }
 
 interface PromptRow {
@@ -62,6 +64,7 @@ interface PromptRow {
   spawn: string | null;
   created_at: number;
   sent_after: number | null;
+  wait_idle: number | null;
 }
 
 /** Keys are kept this long; GitLab retries within hours, not weeks. */
@@ -105,8 +108,8 @@ export class HookStore {
     this.#pruneSpawned = db.prepare("DELETE FROM hook_spawned WHERE at < ?");
     this.#addPrompt = db.prepare(
       `INSERT OR REPLACE INTO
-         hook_prompts(id, session_id, message, deliver_as, actor, detail, spawn, created_at, sent_after)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         hook_prompts(id, session_id, message, deliver_as, actor, detail, spawn, created_at, sent_after, wait_idle)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
     this.#spawned = db.prepare("UPDATE hook_prompts SET spawn = NULL WHERE id = ?");
     this.#take = db.prepare("DELETE FROM hook_prompts WHERE id = ?");
@@ -158,6 +161,7 @@ export class HookStore {
       p.spawn ? JSON.stringify(p.spawn) : null,
       p.createdAt,
       p.sentAfter,
+      p.waitIdle ? 1 : null,
     );
   }
 
@@ -188,6 +192,7 @@ export class HookStore {
       spawn: r.spawn ? JSON.parse(r.spawn) : null,
       createdAt: r.created_at,
       sentAfter: r.sent_after,
+      ...(r.wait_idle ? { waitIdle: true } : {}),
     }));
   }
 

@@ -7,6 +7,7 @@
  */
 import { z } from "zod";
 import type { Gitlab } from "../gitlab.ts";
+import type { MergeRequestChange, MergeRequests } from "../merge_requests.ts";
 import { BranchName, RepoPath, SessionId } from "../protocol.ts";
 import { MAX_PROMPT_CHARS } from "../wire.ts";
 import { HookStore } from "./hook_store.ts";
@@ -15,6 +16,7 @@ import { type KeptPromptDeps, KeptPrompts } from "./kept_prompts.ts";
 import { findSession } from "./find_session.ts";
 import { sendHookPrompt } from "./send.ts";
 import { type GitlabAction, promptFor } from "./gitlab_events.ts";
+import { MAX_PIPELINE_PROMPTS } from "../merge_requests.ts";
 
 /** `POST /hooks/generic`. */
 export const GenericHookBody = z.object({
@@ -30,6 +32,7 @@ export type GenericHookBody = z.infer<typeof GenericHookBody>;
 /** The daemon parts hooks use (the daemon passes its `App`; read at each use, so later swaps count). */
 export interface HookDeps extends KeptPromptDeps {
   gitlab: Gitlab;
+  mergeRequests: MergeRequests;
 }
 
 /** Inbound hook state and work. */
@@ -47,6 +50,28 @@ export class Hooks {
     this.#store = new HookStore(deps.store.db);
     this.gitlabSecret = new GitlabSecret(this.#store, envSecret);
     this.#kept = new KeptPrompts(deps, this.#store, (what, work) => this.later(what, work));
+    // A failed pipeline of a followed merge request, from the hook or the poller: a follow-up once the run
+    // ends. Written inside the record's savepoint, so the prompt and the mark that it was made commit together.
+    deps.mergeRequests.onChange((change) => {
+      if (change.promptFailure) this.#pipelineFailed(change);
+    });
+  }
+
+  #pipelineFailed(change: MergeRequestChange): void {
+    const { view } = change;
+    const p = view.pipeline!;
+    const jobs = change.failedJobs?.length ? ` Failed jobs: ${change.failedJobs.join(", ")}.` : "";
+    const link = p.webUrl ? `\n${p.webUrl}` : "";
+    const message =
+      `The GitLab pipeline #${p.id} of merge request !${view.iid} (${view.sourceBranch}) failed.` +
+      `${jobs}${link}\nLook at why and fix it, then commit. (lvmh sends at most ${MAX_PIPELINE_PROMPTS} ` +
+      "failed-pipeline follow-ups per merge request.)";
+    this.#kept.queueFollowUp(change.sessionId, message, "hook:gitlab", {
+      gitlab: "pipeline",
+      repo: change.repo,
+      iid: view.iid,
+      pipelineId: p.id,
+    });
   }
 
   /** How long a hook's spawn waits before it tries an unreachable engine again (tests shorten it). */
@@ -94,12 +119,29 @@ export class Hooks {
   }
 
   /**
-   * Act on a GitLab event: follow up the session on its repo and branch, or spawn one for a comment. Runs
-   * before the route answers (it only sends a frame or writes a row), so what GitLab was told is taken is kept.
+   * Act on a GitLab event: a followed merge request's record is updated (its pipeline at once, else read
+   * again), a `/lvmh` comment follows up the session on its repo and branch (or spawns one), and a failed
+   * pipeline on a branch with no followed merge request follows up the session there once its run ends. Runs
+   * before the route answers (it only sends a frame or writes rows), so what GitLab was told is taken is kept.
+   * @returns false when the event is none of lvmh's business
    */
-  gitlab(action: GitlabAction): void {
+  gitlab(action: GitlabAction): boolean {
     const actor = "hook:gitlab";
-    if (action.kind === "note" && action.author === this.#deps.gitlab.status().username) return;
+    const followed = this.#deps.mergeRequests.gitlabEvent(action).length > 0;
+    if (action.kind === "merge_request") return followed;
+    if (action.kind === "pipeline") {
+      // A followed merge request's failure is prompted for by its record's change (at most 3 per MR).
+      if (followed) return true;
+      if (action.status !== "failed") return false;
+      const sessionId = findSession(this.#deps, action.repo, action.branch);
+      if (!sessionId) return false; // a failed pipeline on a branch no session works on is not lvmh's business
+      this.#kept.queueFollowUp(sessionId, promptFor(action), actor, {
+        gitlab: action.kind,
+        repo: action.repo,
+      });
+      return true;
+    }
+    if (action.text === null || action.author === this.#deps.gitlab.status().username) return followed;
     const message = promptFor(action);
     const sessionId = findSession(this.#deps, action.repo, action.branch);
     if (sessionId) {
@@ -110,11 +152,10 @@ export class Hooks {
         actor,
         detail: { gitlab: action.kind, repo: action.repo },
       });
-      return;
+      return true;
     }
-    // A failed pipeline on a branch no session works on is not lvmh's business.
-    if (action.kind !== "note") return;
     this.queueSpawn(action.repo, action.branch ?? undefined, message, actor, { gitlab: action.kind });
+    return true;
   }
 
   /** Spawn a session and prompt it once online: see `KeptPrompts.queueSpawn`. */

@@ -11,6 +11,9 @@
  * - a refusal (`ok: false`, e.g. "no live pi session" while pi reloads): the prompt goes again with backoff,
  *   for at most `RefusalRetry.forMs` after its first refusal in this daemon run; then it is dropped and
  *   recorded as `hook.prompt.failed` in the audit log (with the session, so a person finds it there).
+ *
+ * A follow-up kept with `waitIdle` (a failed pipeline's) waits until its session is online with no run active,
+ * for up to `PROMPT_KEEP_MS`: it never lands in the middle of a run.
  */
 import type { Audit } from "../audit.ts";
 import type { Config } from "../config.ts";
@@ -147,6 +150,34 @@ export class KeptPrompts {
     return { sessionId: pending.sessionId, duplicate: false };
   }
 
+  /**
+   * Keep a follow-up for a known session and send it once the session is online and idle (no run active). The
+   * row is written before this returns (inside the caller's transaction, when there is one).
+   * @returns the prompt's id
+   */
+  queueFollowUp(
+    sessionId: string,
+    message: string,
+    actor: string,
+    detail: Record<string, unknown> = {},
+  ): string {
+    const pending: PendingPrompt = {
+      id: crypto.randomUUID(),
+      sessionId,
+      message,
+      deliverAs: "followUp",
+      actor,
+      detail,
+      spawn: null,
+      createdAt: Date.now(),
+      sentAfter: null,
+      waitIdle: true,
+    };
+    this.#store.addPrompt(pending);
+    this.#later(`hook follow-up for session ${sessionId}`, () => this.#carry(pending));
+    return pending.id;
+  }
+
   /** Stop waiting (shutdown): the prompts stay in SQLite for the next start. @returns how many are kept */
   close(): number {
     this.#stop.abort();
@@ -176,21 +207,26 @@ export class KeptPrompts {
   /** Spawn when still needed, wait for the session, then hand the prompt over exactly once. */
   async #carry(p: PendingPrompt): Promise<void> {
     if (p.spawn && !await this.#spawn(p)) return;
-    // Each start gives the session the full wait: a daemon that was down for a while still delivers.
-    let deadline = Date.now() + ONLINE_WAIT_MS;
+    // Each start gives the session the full wait: a daemon that was down for a while still delivers. A
+    // follow-up that waits for the run to end may wait as long as it is kept.
+    const waitMs = p.waitIdle ? Math.max(0, p.createdAt + PROMPT_KEEP_MS - Date.now()) : ONLINE_WAIT_MS;
+    let deadline = Date.now() + waitMs;
     let refused: { since: number; tries: number; delayMs: number } | null = null;
     for (;;) {
       const left = deadline - Date.now();
       try {
         if (left <= 0) {
-          throw new Error(`session "${p.sessionId}" did not come online in ${ONLINE_WAIT_MS / 60_000} min`);
+          throw new Error(`session "${p.sessionId}" did not come online in ${waitMs / 60_000} min`);
         }
+        const ready = (s: { online: boolean; state: string } | null | undefined) =>
+          s?.online === true && (!p.waitIdle || s.state === "idle");
         await whenOnline(
           this.#deps.hub,
-          () => this.#deps.sessions.get(p.sessionId)?.online === true,
+          () => ready(this.#deps.sessions.get(p.sessionId)),
           p.sessionId,
           left,
           this.#stop.signal,
+          ready,
         );
       } catch (error) {
         // Shutdown: the row stays for the next start (`close` says how many).
@@ -200,7 +236,7 @@ export class KeptPrompts {
       const delivered = await this.#deliver(p);
       if (delivered === "done") return;
       // Sent, then a new socket came before the answer: a full wait again (the send may have been long ago).
-      if (delivered === "again") deadline = Date.now() + ONLINE_WAIT_MS;
+      if (delivered === "again") deadline = Date.now() + waitMs;
       if (typeof delivered !== "object") continue;
       refused ??= { since: Date.now(), tries: 0, delayMs: this.retry.firstMs };
       refused.tries++;
@@ -264,7 +300,9 @@ export class KeptPrompts {
    * @throws what `sessions.prompt` threw; the prompt is kept for the next start.
    */
   async #deliver(p: PendingPrompt): Promise<Delivered> {
-    if (!this.#deps.sessions.get(p.sessionId)?.online) return "offline";
+    const session = this.#deps.sessions.get(p.sessionId);
+    // A run started since the wait ended: wait for its end again.
+    if (!session?.online || (p.waitIdle && session.state !== "idle")) return "offline";
     if (!this.#features.get(p.sessionId)?.has(Feature.promptOnce)) {
       if (!this.#store.takePrompt(p.id)) return "done";
       try {

@@ -4,7 +4,7 @@
  * means it must go again). Both end at once on shutdown. And the look back for an answer stored before (by a
  * daemon killed before it could drop the prompt).
  */
-import type { ServerFrame } from "../protocol.ts";
+import type { ServerFrame, SessionSummary } from "../protocol.ts";
 import type { Store } from "../store.ts";
 import { eventObject, type Hub, type Subscriber } from "../hub.ts";
 
@@ -12,7 +12,8 @@ import { eventObject, type Hub, type Subscriber } from "../hub.ts";
 export type Answer = { ok: boolean; error?: string } | "again" | "stopped";
 
 /**
- * Resolve once the session is online.
+ * Resolve once the session is online (and, with `rowReady`, once its row in a `session_update` says more, e.g.
+ * that no run is active).
  * @throws {Error} after `timeoutMs`, or when `signal` aborts first.
  */
 export function whenOnline(
@@ -21,6 +22,7 @@ export function whenOnline(
   sessionId: string,
   timeoutMs: number,
   signal: AbortSignal,
+  rowReady: (row: SessionSummary) => boolean = (row) => row.online,
 ): Promise<void> {
   const stoppedError = () => new Error(`the daemon stopped before session "${sessionId}" came online`);
   if (online()) return Promise.resolve();
@@ -40,7 +42,7 @@ export function whenOnline(
       send(data) {
         if (!data.startsWith('{"type":"session_update"')) return;
         const frame = JSON.parse(data) as Extract<ServerFrame, { type: "session_update" }>;
-        if (frame.sessions.some((s) => s.id === sessionId && s.online)) {
+        if (frame.sessions.some((s) => s.id === sessionId && rowReady(s))) {
           done();
           resolve();
         }

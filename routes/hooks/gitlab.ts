@@ -23,7 +23,7 @@ export const handler: Handlers = {
     if (!action) return json({ ok: true, ignored: true }, 202);
     // Quick and synchronous (a frame sent or a row written), so it is done before GitLab hears "taken".
     try {
-      hooks.gitlab(action);
+      if (!hooks.gitlab(action)) return json({ ok: true, ignored: true }, 202);
     } catch (error) {
       console.error(`lvmh: GitLab ${action.kind} on ${action.repo}: ${(error as Error).message}`);
     }
