@@ -42,7 +42,7 @@ export interface ContainerSummary {
 export interface ContainerInfo {
   Id: string;
   Name: string;
-  State: { Status: string; Running: boolean; ExitCode: number };
+  State: { Status: string; Running: boolean; ExitCode: number; OOMKilled?: boolean };
   Config: { Env: string[] | null; Labels: Labels; Image: string; Cmd: string[] | null };
   HostConfig: {
     NetworkMode: string;
@@ -189,6 +189,18 @@ export function createEngine(options: { socketPath: string; transport?: Transpor
       await callVoid(`Cannot remove volume "${name}"`, "DELETE", `/volumes/${name}?force=${force ? 1 : 0}`);
     },
 
+    /** `GET /volumes/{name}`: true when the volume exists. */
+    async volumeExists(name: string): Promise<boolean> {
+      checkName(name, "volume");
+      try {
+        await callVoid(`Cannot inspect volume "${name}"`, "GET", `/volumes/${name}`);
+        return true;
+      } catch (error) {
+        if (error instanceof DockerNotFoundError) return false;
+        throw error;
+      }
+    },
+
     /** `GET /volumes` filtered by labels; returns the names. */
     async volumeList(labels: Labels): Promise<string[]> {
       const res = await callJson<{ Volumes: { Name: string }[] | null }>(
@@ -232,13 +244,17 @@ export function createEngine(options: { socketPath: string; transport?: Transpor
       return res.StatusCode;
     },
 
-    /** `GET /containers/{id}/logs`, demultiplexed (containers are created without a TTY). */
-    async containerLogs(id: string): Promise<{ stdout: string; stderr: string }> {
+    /**
+     * `GET /containers/{id}/logs`, demultiplexed (containers are created without a TTY).
+     * @param tail only the last `tail` lines of each stream (all when absent).
+     */
+    async containerLogs(id: string, tail?: number): Promise<{ stdout: string; stderr: string }> {
       checkName(id, "container");
+      const last = tail === undefined ? "" : `&tail=${Math.max(0, Math.floor(tail))}`;
       const res = await call(
         `Cannot read logs of container "${id}"`,
         "GET",
-        `/containers/${id}/logs?stdout=1&stderr=1`,
+        `/containers/${id}/logs?stdout=1&stderr=1${last}`,
       );
       return await collectOutput(res.body!);
     },

@@ -19,6 +19,7 @@ import { createRouter, type RouteDef } from "./router.ts";
 import { CloseCode } from "./protocol.ts";
 import { createSpawner } from "./spawner.ts";
 import { createDockerBackend } from "./spawn/docker_backend.ts";
+import { ContainerStates } from "./spawn/containers.ts";
 import { agentToken } from "./auth.ts";
 import { createGitlab, createGitlabMergeRequests } from "./gitlab.ts";
 import { dockerShipWork, MergeRequests } from "./merge_requests.ts";
@@ -84,7 +85,10 @@ export function createDaemon(config: Config, routes: RouteDef[]): Daemon {
     repos: gitlab,
     agentToken: (sessionId) => agentToken(config.token, sessionId),
     workspaces,
+    // Kept in the database: a stopped or crashed session stays resumable across restarts.
+    containers: new ContainerStates(store.db, (id) => sessions.touch(id)),
   });
+  sessions.setContainers((id) => spawner.container(id) ?? null);
   const parts = {
     config,
     store,

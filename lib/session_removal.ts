@@ -3,6 +3,7 @@
  * session idle for longer than the retention period (`LVMH_RETENTION_DAYS`).
  */
 import type { App } from "./app.ts";
+import { ConflictError, sessionNotFound } from "./errors.ts";
 
 /** What removing a session touches. */
 type Parts =
@@ -22,6 +23,27 @@ export function deleteSession(app: Parts, id: string): void {
   app.images.sessionDeleted(id);
   app.workspaces.sessionDeleted(id);
   app.mergeRequests?.sessionDeleted(id);
+}
+
+/**
+ * Discard a session: a spawned one's worker (if any) and storage first, then the session as `deleteSession`
+ * does. The merge request itself stays on GitLab; lvmh's record of it goes.
+ * @returns whether it was a spawned session (its storage was removed).
+ * @throws {NotFoundError} when unknown; {ConflictError} while it is online or its worker runs;
+ * {UnavailableError} when its storage could not be reached (nothing is deleted then).
+ */
+export async function discardSession(
+  app: Parts & Pick<App, "spawner">,
+  id: string,
+): Promise<boolean> {
+  if (!app.sessions.get(id)) throw sessionNotFound(id);
+  if (app.sessions.isOnline(id)) {
+    throw new ConflictError(`Session "${id}" is online: end it (or stop its container) first`);
+  }
+  const spawned = app.spawner.container(id) !== undefined;
+  await app.spawner.discard(id);
+  deleteSession(app, id);
+  return spawned;
 }
 
 /**

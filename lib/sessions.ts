@@ -6,6 +6,7 @@
 import { CloseCode, PROTOCOL_VERSION } from "./wire.ts";
 import type {
   AskSet,
+  ContainerState,
   DaemonFrame,
   DeliverAs,
   PromptImage,
@@ -89,6 +90,7 @@ export class Sessions {
   #defaultAsk: AskSet;
   #spawnAsk: AskSet;
   #waiting: (sessionId: string) => number;
+  #containerOf: (sessionId: string) => ContainerView | null = () => null;
   #images: ImageStore | null;
   #glances: SessionGlances;
   #store: Store;
@@ -111,6 +113,11 @@ export class Sessions {
       (id) => this.touch(id),
     );
     this.#glances.catchUpAll(store.listSessions());
+  }
+
+  /** Late wiring of the spawner's worker states: what `container` (and a crash's end) says for a session. */
+  setContainers(containerOf: (sessionId: string) => ContainerView | null): void {
+    this.#containerOf = containerOf;
   }
 
   /** Late wiring of the approvals owner, which is built on this registry. */
@@ -302,6 +309,7 @@ export class Sessions {
       activity,
       cost: g.cost,
       lastActivityAt: at || null,
+      ...containerFields(this.#containerOf(row.id)),
     };
   }
 
@@ -317,6 +325,20 @@ export class Sessions {
     this.#removed.clear();
     if (sessions.length || removed.length) this.#hub.broadcast({ type: "session_update", sessions, removed });
   }
+}
+
+/** A spawned session's worker as the spawner reports it; a crash says how it ended. */
+export interface ContainerView {
+  state: ContainerState;
+  exitCode: number | null;
+  reason: string | null;
+}
+
+/** `container`, and `exitCode`/`reason` for a crashed worker only. */
+function containerFields(c: ContainerView | null): Pick<SessionSummary, "container" | "exitCode" | "reason"> {
+  if (!c) return { container: null };
+  if (c.state !== "crashed") return { container: c.state };
+  return { container: c.state, exitCode: c.exitCode ?? -1, reason: c.reason ?? "unknown" };
 }
 
 /**

@@ -5,9 +5,17 @@
  * the narrow `SpawnDeps`, not the daemon's core, so nothing here imports `lib/app.ts`.
  */
 import type { Config } from "./config.ts";
-import { ConflictError, isDomainError, UpstreamError } from "./errors.ts";
+import { DatabaseSync } from "node:sqlite";
+import { ConflictError, isDomainError, NotFoundError, UpstreamError } from "./errors.ts";
 import type { AskSet, SessionInfo, SpawnBody, SpawnJob } from "./protocol.ts";
-import type { SpawnBackend } from "./spawn/backend.ts";
+import { MAX_LOG_LINES, type SpawnBackend, StorageGoneError } from "./spawn/backend.ts";
+import {
+  type ContainerRecord,
+  ContainerStates,
+  endReason,
+  lastLines,
+  type WorkerEnd,
+} from "./spawn/containers.ts";
 import { SpawnJobs } from "./spawn/jobs.ts";
 import { createPipeline } from "./spawn/pipeline.ts";
 import { reconcileJobs, recoverJobs } from "./spawn/recovery.ts";
@@ -30,10 +38,33 @@ export interface Spawner {
   /** Every known job, newest first. */
   jobs(): SpawnJob[];
   /**
-   * Stop and remove a session's container, its session volume and its working copy.
+   * Stop and remove a session's worker. Its storage (working copy, pi's session file, the plugin's seq
+   * file) stays: the session is `stopped`, and can be resumed or discarded.
    * @throws {NotFoundError} when no lvmh container belongs to the session; {UnavailableError} without Docker.
    */
   stopSession(sessionId: string): Promise<void>;
+  /**
+   * Start a new worker on a stopped or crashed session's storage (a job, followed like a spawn); pi reopens
+   * its session file there.
+   * @throws {ConflictError} when the session was not spawned or its worker runs; {StorageGoneError} when its
+   * storage is gone; {UnavailableError} without Docker; {UpstreamError} when the worker did not start.
+   */
+  resume(sessionId: string): Promise<{ jobId: string; containerId: string }>;
+  /**
+   * Remove a stopped or crashed session's worker (if any) and its storage, and forget its worker state.
+   * A session that was never spawned has nothing to remove.
+   * @throws {ConflictError} while its worker runs; {UnavailableError} without Docker.
+   */
+  discard(sessionId: string): Promise<void>;
+  /**
+   * A spawned session's worker's last `tail` log lines: the running worker's, else those kept when it ended.
+   * @throws {NotFoundError} when there are none (never spawned, or discarded).
+   */
+  logs(sessionId: string, tail: number): Promise<string>;
+  /** A session's worker state, or undefined for a session that was never spawned. */
+  container(sessionId: string): ContainerRecord | undefined;
+  /** Check running jobs against the backend now, as the periodic check does (a crash is noticed). */
+  check(): Promise<void>;
   /** Find lvmh's containers again by label (daemon restart). Never throws. */
   recover(): Promise<void>;
   /** Resolves once the start-up recovery is done (the job list then has the workers a crash left running). */
@@ -57,6 +88,10 @@ export interface SpawnDeps {
   agentToken(sessionId: string): Promise<string>;
   /** Each session's working copy record (`app.workspaces`). */
   workspaces: Pick<Workspaces, "record" | "get">;
+  /** Where worker states are kept (the daemon's database); an in-memory table without it. */
+  containers?: ContainerStates;
+  /** A worker ended by itself with a failure (non-zero exit, OOM kill). */
+  onCrash?(sessionId: string, end: WorkerEnd): void;
 }
 
 /** How often running jobs are checked against the backend (a worker may exit on its own). */
@@ -75,16 +110,69 @@ export function createSpawner(deps: SpawnDeps): Spawner {
     agentToken: deps.agentToken,
     workspaces: deps.workspaces,
   });
-  const recover = () => recoverJobs(backend, jobs);
+  const containers = deps.containers ?? new ContainerStates(new DatabaseSync(":memory:"));
+  /** Sessions being stopped or discarded: their worker's end is not a crash. */
+  const stopping = new Set<string>();
+
+  /** A running job's worker is no longer running: keep its logs, remove it, and say how it ended. */
+  const ended = async (job: SpawnJob) => {
+    if (stopping.has(job.sessionId) || !job.containerId) return;
+    const id = job.containerId;
+    const status = await backend.workerStatus(id);
+    const logs = status ? await backend.workerLogs(id, MAX_LOG_LINES).catch(() => null) : null;
+    if (status) await backend.removeWorker(id);
+    if (stopping.has(job.sessionId)) return;
+    const crashed = status !== null && (status.exitCode !== 0 || status.oom);
+    if (!crashed) {
+      containers.set(job.sessionId, job.repo, "stopped", logs === null ? {} : { logs });
+      return;
+    }
+    const end = { exitCode: status.exitCode, reason: endReason(status.exitCode, status.oom) };
+    containers.set(job.sessionId, job.repo, "crashed", { end, logs });
+    deps.onCrash?.(job.sessionId, end);
+  };
+
+  /**
+   * After a restart: a session the daemon last saw starting or running whose worker is gone (or ended while
+   * the daemon was down, as when the host or the engine restarted) is `stopped`, resumable; a worker still
+   * running with no state (spawned before states were kept) is `running`.
+   */
+  const settleStates = async () => {
+    let workers;
+    try {
+      workers = await backend.listWorkers();
+    } catch {
+      return; // Docker down: the states stay as they were until the next start
+    }
+    const running = new Set(workers.filter((w) => w.running).map((w) => w.sessionId));
+    for (const w of workers) {
+      if (w.running && !containers.get(w.sessionId)) containers.set(w.sessionId, w.repo, "running");
+    }
+    for (const row of containers.list()) {
+      if ((row.state !== "starting" && row.state !== "running") || running.has(row.sessionId)) continue;
+      if (
+        jobs.forSession(row.sessionId).some((j) =>
+          j.state === "queued" || j.state === "cloning" ||
+          j.state === "building" || j.state === "starting"
+        )
+      ) continue;
+      let logs: string | null | undefined;
+      for (const w of workers.filter((x) => x.sessionId === row.sessionId)) {
+        logs = await backend.workerLogs(w.id, MAX_LOG_LINES).catch(() => undefined);
+        await backend.removeWorker(w.id);
+      }
+      containers.set(row.sessionId, row.repo, "stopped", logs === undefined ? {} : { logs });
+    }
+  };
+
+  const recover = () => recoverJobs(backend, jobs).then(settleStates);
 
   // Containers outlive the daemon; find them again in the background (Docker may be down: that is fine).
   const recovered = recover();
-  let reconciling = false;
-  const timer = setInterval(() => {
-    if (reconciling) return;
-    reconciling = true;
-    reconcileJobs(backend, jobs).catch(() => {}).finally(() => reconciling = false);
-  }, RECONCILE_MS);
+  let reconciling: Promise<void> | null = null;
+  const check = () =>
+    reconciling ??= reconcileJobs(backend, jobs, ended).catch(() => {}).finally(() => reconciling = null);
+  const timer = setInterval(check, RECONCILE_MS);
   Deno.unrefTimer(timer);
 
   return {
@@ -108,19 +196,98 @@ export function createSpawner(deps: SpawnDeps): Spawner {
         updatedAt: now,
       };
       jobs.add(job);
+      containers.set(job.sessionId, job.repo, "starting");
       try {
         const containerId = await run(job, body.ask);
+        containers.set(job.sessionId, job.repo, "running");
         return { sessionId: job.sessionId, containerId, jobId: job.id };
       } catch (error) {
+        // The failed spawn removed the session's storage: nothing is left to resume.
+        containers.delete(job.sessionId);
         // Backends throw domain kinds; anything else (a token or URL helper) is still a failed spawn.
         throw isDomainError(error) ? error : new UpstreamError(String((error as Error)?.message ?? error));
       }
     },
-    jobs: () => jobs.list(),
-    async stopSession(sessionId) {
-      await backend.stopSession(sessionId);
-      for (const job of jobs.forSession(sessionId)) if (job.state !== "failed") jobs.update(job, "stopped");
+    async resume(sessionId) {
+      const row = containers.get(sessionId);
+      if (!row) throw new ConflictError(`Session "${sessionId}" was not spawned: it has no worker to resume`);
+      const live = (j: SpawnJob) => j.state !== "failed" && j.state !== "stopped";
+      if (row.state === "starting" || row.state === "running" || jobs.forSession(sessionId).some(live)) {
+        throw new ConflictError(`Session "${sessionId}" has a running worker`);
+      }
+      await backend.ping();
+      if (!await backend.storageExists(sessionId)) {
+        throw new StorageGoneError(`Session "${sessionId}"'s storage is gone: it can no longer be resumed`);
+      }
+      const now = Date.now();
+      const job: SpawnJob = {
+        id: crypto.randomUUID(),
+        repo: row.repo,
+        branch: deps.workspaces.get(sessionId)?.baseBranch ?? null,
+        state: "queued",
+        sessionId,
+        containerId: null,
+        error: null,
+        createdAt: now,
+        updatedAt: now,
+      };
+      jobs.add(job);
+      const before = row.state;
+      containers.set(sessionId, row.repo, "starting");
+      try {
+        const containerId = await run(job, undefined, { resume: true });
+        containers.set(sessionId, row.repo, "running");
+        return { jobId: job.id, containerId };
+      } catch (error) {
+        // The storage is kept: the session stays as it was, and may be resumed again.
+        containers.set(sessionId, row.repo, before === "crashed" ? "stopped" : before);
+        throw isDomainError(error) ? error : new UpstreamError(String((error as Error)?.message ?? error));
+      }
     },
+    jobs: () => jobs.list(),
+    check,
+    async stopSession(sessionId) {
+      stopping.add(sessionId);
+      try {
+        const logs = await backend.stopSession(sessionId);
+        for (const job of jobs.forSession(sessionId)) if (job.state !== "failed") jobs.update(job, "stopped");
+        const repo = containers.get(sessionId)?.repo ?? jobs.forSession(sessionId)[0]?.repo ?? "";
+        containers.set(sessionId, repo, "stopped", { logs });
+      } finally {
+        stopping.delete(sessionId);
+      }
+    },
+    async discard(sessionId) {
+      const row = containers.get(sessionId);
+      if (!row) return;
+      if (row.state === "starting" || row.state === "running") {
+        throw new ConflictError(`Session "${sessionId}"'s worker runs: stop it first`);
+      }
+      stopping.add(sessionId);
+      try {
+        await backend.stopSession(sessionId).catch((error) => {
+          if (!(error instanceof NotFoundError)) throw error;
+        });
+        await backend.removeSessionStorage(sessionId);
+        containers.delete(sessionId);
+      } finally {
+        stopping.delete(sessionId);
+      }
+    },
+    async logs(sessionId, tail) {
+      const job = jobs.forSession(sessionId).find((j) => j.state === "running" && j.containerId);
+      if (job) {
+        try {
+          return await backend.workerLogs(job.containerId!, tail);
+        } catch (error) {
+          if (!(error instanceof NotFoundError)) throw error;
+        }
+      }
+      const kept = containers.get(sessionId)?.logs;
+      if (kept == null) throw new NotFoundError(`Session "${sessionId}" has no worker logs`);
+      return lastLines(kept, tail);
+    },
+    container: (sessionId) => containers.get(sessionId),
     recover,
     recovered: () => recovered,
     async shutdown() {

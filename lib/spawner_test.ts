@@ -145,12 +145,12 @@ Deno.test("spawner.spawn() gives each session its own working copy on its own br
     createdAt: env.workspaces.get(sessionId)!.createdAt,
   });
 
-  // Stopped, then spawned again under its id after the cache moved on: a new copy at the recorded base.
+  // Stopped: the working copy stays (resumable); discarded, it goes with the session storage; spawned again
+  // under its id after the cache moved on: a new copy at the recorded base.
   await env.spawner.stopSession(sessionId);
-  assert.ok(
-    !env.fake.volumes.has(`lvmh-work-${sessionId}`),
-    "the working copy goes with the session storage",
-  );
+  assert.ok(env.fake.volumes.has(`lvmh-work-${sessionId}`), "a stop keeps the working copy");
+  await env.spawner.discard(sessionId);
+  assert.ok(!env.fake.volumes.has(`lvmh-work-${sessionId}`), "a discard removes it");
   env.fake.headSha = "2".repeat(40);
   await env.spawner.spawn({ repo: "group/project" }, { sessionId });
   assert.deepEqual(env.fake.copies.at(-1), {
@@ -331,8 +331,8 @@ Deno.test("spawner errors by kind: engine down → UnavailableError, no containe
   const { sessionId } = await env.spawner.spawn({ repo: "group/project" });
   await env.spawner.stopSession(sessionId);
   assert.deepEqual(env.fake.find({ "lvmh.session": sessionId }), []);
-  assert.ok(!env.fake.volumes.has(`lvmh-sess-${sessionId}`));
-  assert.ok(!env.fake.volumes.has(`lvmh-work-${sessionId}`));
+  assert.ok(env.fake.volumes.has(`lvmh-sess-${sessionId}`), "the session storage stays");
+  assert.ok(env.fake.volumes.has(`lvmh-work-${sessionId}`), "the working copy stays");
   assert.equal(env.spawner.jobs()[0].state, "stopped");
   env.fake.down = true;
   const error = await env.spawner.spawn({ repo: "group/project" }).catch((e) => e);

@@ -13,6 +13,8 @@ import { handler as sessionAbort } from "./api/sessions/[id]/abort.ts";
 import { handler as sessionModel } from "./api/sessions/[id]/model.ts";
 import { handler as sessionName } from "./api/sessions/[id]/name.ts";
 import { handler as sessionContainer } from "./api/sessions/[id]/container.ts";
+import { handler as sessionContainerLogs } from "./api/sessions/[id]/container/logs.ts";
+import { handler as sessionResume } from "./api/sessions/[id]/resume.ts";
 import { handler as sessionStream } from "./api/sessions/[id]/stream.ts";
 import { handler as sessionImage } from "./api/sessions/[id]/images/[sha256].ts";
 import { handler as sessionMergeRequest } from "./api/sessions/[id]/merge-request.ts";
@@ -68,6 +70,13 @@ export const routes: RouteDef[] = [
     auth: "token",
     roles: { DELETE: "operator" },
   },
+  {
+    path: "/api/sessions/:id/container/logs",
+    handler: sessionContainerLogs,
+    auth: "token",
+    roles: { GET: "operator" },
+  },
+  { path: "/api/sessions/:id/resume", handler: sessionResume, auth: "token", roles: { POST: "operator" } },
   { path: "/api/sessions/:id/policy", handler: sessionPolicy, auth: "token", roles: { PUT: "operator" } },
   { path: "/api/sessions/:id/approvals", handler: sessionApprovals, auth: "token" },
   {

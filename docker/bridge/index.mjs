@@ -8,6 +8,7 @@
  * Environment (the container contract; defaults in brackets):
  *   LVMH_URL, LVMH_TOKEN        the daemon's agent socket and token (read by the plugin)
  *   LVMH_SESSION_ID             the session id the daemon chose; an existing session with it is continued
+ *                               (resumed: its own model and thinking level, a torn last line repaired)
  *   LVMH_AGENT=1, LVMH_REPO     put into the plugin's hello (agent: true, repo)
  *   LVMH_MODELS_JSON            provider config, copied into pi's agent dir [/etc/lvmh/models.json]
  *   LVMH_PROVIDER, LVMH_MODEL   model to use [the first model of the first provider in models.json]
@@ -70,19 +71,56 @@ function setupModels(agentDir) {
   return { provider, model };
 }
 
-/** A SessionManager for LVMH_SESSION_ID: the existing session file with that id, or a new session. */
+/**
+ * A SessionManager for LVMH_SESSION_ID: the existing session file with that id (a resumed session), or a new
+ * session. `resumed` says which.
+ */
 function sessionManagerFor(sdk, cwd, sessionDir) {
   const { SessionManager } = sdk;
   const id = env.LVMH_SESSION_ID;
   fs.mkdirSync(sessionDir, { recursive: true });
   if (id) {
     const existing = fs.readdirSync(sessionDir).filter((f) => f.endsWith(`_${id}.jsonl`)).sort().at(-1);
-    if (existing) return SessionManager.open(path.join(sessionDir, existing), sessionDir);
+    if (existing) {
+      const file = path.join(sessionDir, existing);
+      repairLastLine(file);
+      return { sm: SessionManager.open(file, sessionDir), resumed: true };
+    }
   }
   // pi 1.6.0 takes the id in create(); 0.73.1 ignores the third argument, so newSession() sets it there.
   const sm = SessionManager.create(cwd, sessionDir, id ? { id } : undefined);
   if (id && sm.getSessionId() !== id) sm.newSession({ id });
-  return sm;
+  return { sm, resumed: false };
+}
+
+/**
+ * End a session file with a newline when a killed worker left its last line half-written: pi 0.73.1 would
+ * append its next entry to that torn line, and lose it (and the history before it) on the next load.
+ */
+function repairLastLine(file) {
+  const fd = fs.openSync(file, "r+");
+  try {
+    const size = fs.fstatSync(fd).size;
+    if (size === 0) return;
+    const last = Buffer.alloc(1);
+    fs.readSync(fd, last, 0, 1, size - 1);
+    if (last[0] !== 0x0a) fs.writeSync(fd, "\n", size);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** The model a resumed session last used, when models.json still has it (else the configured one is used). */
+function sessionModel(sm, services) {
+  let saved = null;
+  try {
+    saved = sm.buildSessionContext().model;
+  } catch {
+    return null;
+  }
+  if (!saved) return null;
+  return services.modelRuntime?.getModel?.(saved.provider, saved.modelId) ??
+    services.modelRegistry?.find?.(saved.provider, saved.modelId) ?? null;
 }
 
 /** Make pi's LLM calls honour HTTP(S)_PROXY as its CLI does (the SDK host does not get that set-up). */
@@ -133,28 +171,36 @@ async function main() {
   const agentDir = sdk.getAgentDir();
   const { provider, model: modelId } = setupModels(agentDir);
 
+  const { sm: sessionManager, resumed } = sessionManagerFor(sdk, cwd, sessionDir);
   const createRuntime = async ({ cwd, agentDir, sessionManager, sessionStartEvent }) => {
     const services = await sdk.createAgentSessionServices({
       cwd,
       agentDir,
       resourceLoaderOptions: { additionalExtensionPaths: [plugin], noExtensions: true },
     });
-    const model = services.modelRuntime?.getModel?.(provider, modelId) ??
-      services.modelRegistry?.find?.(provider, modelId);
-    if (!model) throw new Error(`model ${provider}/${modelId} is not in models.json`);
+    // A resumed session keeps the model and thinking level it had: passing either would override what its
+    // file says, silently. Only a model that left models.json is replaced by the configured one.
+    const own = resumed && sessionModel(sessionManager, services);
+    const chosen = own ? {} : {
+      model: services.modelRuntime?.getModel?.(provider, modelId) ??
+        services.modelRegistry?.find?.(provider, modelId),
+      ...(resumed ? {} : { thinkingLevel: "off" }),
+    };
+    if (!own && !chosen.model) throw new Error(`model ${provider}/${modelId} is not in models.json`);
     const created = await sdk.createAgentSessionFromServices({
       services,
       sessionManager,
       sessionStartEvent,
-      model,
-      thinkingLevel: "off",
+      ...chosen,
     });
     return { ...created, services, diagnostics: services.diagnostics };
   };
   const runtime = await sdk.createAgentSessionRuntime(createRuntime, {
     cwd,
     agentDir,
-    sessionManager: sessionManagerFor(sdk, cwd, sessionDir),
+    sessionManager,
+    // The plugin (and any extension) can tell a worker that reopened its session from a first start.
+    ...(resumed ? { sessionStartEvent: { type: "session_start", reason: "resume" } } : {}),
   });
   for (const d of runtime.diagnostics ?? []) say(`${d.type}: ${d.message}`);
   if ((runtime.diagnostics ?? []).some((d) => d.type === "error")) {
@@ -188,7 +234,10 @@ async function main() {
   await bind();
   process.on("SIGTERM", () => void stop(0));
   process.on("SIGINT", () => void stop(0));
-  say(`session ${runtime.session.sessionManager.getSessionId()} ready in ${cwd} with ${provider}/${modelId}`);
+  const m = runtime.session.model;
+  const using = m ? `${m.provider}/${m.id}` : `${provider}/${modelId}`;
+  const how = resumed ? "resumed" : "ready";
+  say(`session ${runtime.session.sessionManager.getSessionId()} ${how} in ${cwd} with ${using}`);
 }
 
 main().catch((err) => {

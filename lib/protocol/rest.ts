@@ -81,6 +81,23 @@ export interface SessionSummary extends SessionRecord {
   lastActivityAt: number | null;
   /** The session's merge request, when it has one (spawned sessions that shipped their work). */
   mergeRequest?: SessionMergeRequest;
+  /** A spawned session's worker: starting, running, stopped (resumable) or crashed; null for a terminal one
+   * (always present in answers; optional for summaries made elsewhere, as in tests). */
+  container?: ContainerState | null;
+  /** How a crashed worker ended (only when `container` is `crashed`). */
+  exitCode?: number;
+  /** Why a crashed worker ended: `"oom"`, `"exit 1"`, … (only when `container` is `crashed`). */
+  reason?: string;
+}
+
+/** A spawned session's worker as `GET /api/sessions` reports it. */
+export type ContainerState = "starting" | "running" | "stopped" | "crashed";
+/** `GET /api/sessions/:id/container/logs?tail=`: how many of the worker's last lines (1 to 1,000). */
+export const ContainerLogsQuery = z.object({ tail: z.coerce.number().int().min(1).max(1000).default(100) });
+/** `POST /api/sessions/:id/resume`'s answer (202): the job that starts the new worker, and the worker. */
+export interface ResumeResult {
+  jobId: string;
+  containerId: string;
 }
 
 /**

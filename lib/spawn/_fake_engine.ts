@@ -17,6 +17,9 @@ export interface FakeContainer {
   body: Record<string, unknown>;
   /** Volumes mounted, by name. */
   volumes: string[];
+  /** How a worker ended, once a test makes it exit (`exit`). */
+  exitCode?: number;
+  oom?: boolean;
 }
 
 /** A resolvable promise, for holding a fake step until the test lets it go. */
@@ -67,6 +70,12 @@ export class FakeEngine {
     return full;
   }
 
+  /** End a running container as if its process exited by itself (a crash, an OOM kill). */
+  exit(id: string, exitCode: number, oom = false): void {
+    const c = this.containers.get(id)!;
+    Object.assign(c, { state: "exited", exitCode, oom });
+  }
+
   /** Containers whose labels include all of `labels`. */
   find(labels: Labels): FakeContainer[] {
     return [...this.containers.values()].filter((c) => matches(c.labels, labels));
@@ -110,6 +119,10 @@ export class FakeEngine {
     if (path === "/volumes/create") {
       this.volumes.set(body!.Name as string, body!.Labels as Labels);
       return Response.json({ Name: body!.Name }, { status: 201 });
+    }
+    if ((m = path.match(/^\/volumes\/([^/?]+)$/)) && req.method === "GET") {
+      if (!this.volumes.has(m[1])) return notFound(`get ${m[1]}: no such volume`);
+      return Response.json({ Name: m[1], Labels: this.volumes.get(m[1]) });
     }
     if ((m = path.match(/^\/volumes\/([^/?]+)$/)) && req.method === "DELETE") {
       if (!this.volumes.delete(m[1])) return notFound(`get ${m[1]}: no such volume`);
@@ -188,6 +201,25 @@ export class FakeEngine {
       if (c.labels["lvmh.kind"] === "clone") await this.onClone(c.volumes[0]);
       c.state = "exited";
       return Response.json({ StatusCode: this.cloneResult.code, Error: null });
+    }
+    if (method === "GET" && action === "/json") {
+      return Response.json({
+        Id: c.id,
+        Name: `/${c.name}`,
+        State: {
+          Status: c.state,
+          Running: c.state === "running",
+          ExitCode: c.exitCode ?? 0,
+          OOMKilled: c.oom ?? false,
+        },
+        Config: { Env: null, Labels: c.labels, Image: "", Cmd: null },
+        HostConfig: { NetworkMode: "host", Init: true },
+      });
+    }
+    if (method === "GET" && action === "/logs" && c.labels["lvmh.kind"] === "worker") {
+      return new Response(
+        concat(frame(2, `lvmh-bridge: session ${c.labels["lvmh.session"]} ready\n`), frame(1, "")),
+      );
     }
     if (method === "GET" && action === "/logs") {
       return new Response(concat(frame(1, this.#stdout(c)), frame(2, this.cloneResult.stderr)));

@@ -10,7 +10,7 @@
  * sees its own working copy and session storage, never the cache nor another session's copy, so a later
  * fetch never moves files under a running agent.
  */
-import { UpstreamError } from "../errors.ts";
+import { ConflictError, UpstreamError } from "../errors.ts";
 
 /** One session's worker: what it runs on and how it reaches the daemon. */
 export interface WorkerRequest {
@@ -98,16 +98,26 @@ export interface SpawnBackend {
   removeWorker(id: string): Promise<void>;
   /** Remove a session's own storage, its working copy included (not the repository's cache). Never throws. */
   removeSessionStorage(sessionId: string): Promise<void>;
+  /** Whether both of a session's volumes (its working copy and its session storage) are still there. */
+  storageExists(sessionId: string): Promise<boolean>;
   /**
-   * Stop and remove every worker of a session and its storage, its working copy included (the cache stays).
+   * Stop and remove every worker of a session; its storage stays, so the session can be resumed.
+   * @returns the last worker's last log lines (up to `MAX_LOG_LINES`), read before it was removed.
    * @throws {NotFoundError} when the session has no worker.
    */
-  stopSession(sessionId: string): Promise<void>;
+  stopSession(sessionId: string): Promise<string>;
+  /** How a worker is: running, or how it ended; null when it is gone. */
+  workerStatus(id: string): Promise<{ running: boolean; exitCode: number; oom: boolean } | null>;
+  /** A worker's last `tail` log lines, stdout and stderr together. @throws {NotFoundError} when it is gone. */
+  workerLogs(id: string, tail: number): Promise<string>;
   /** Every worker lvmh runs here, found by label. */
   listWorkers(): Promise<ManagedWorker[]>;
   /** Remove what a crashed daemon left behind mid-spawn (fetch and copy helpers). Never throws. */
   sweep(): Promise<void>;
 }
+
+/** The most log lines a worker's logs are read (and kept) with. */
+export const MAX_LOG_LINES = 1000;
 
 /** A failure that a second try is likely to get past (the pipeline tries once more with a fresh worker). */
 export class RetryableError extends UpstreamError {
@@ -117,4 +127,9 @@ export class RetryableError extends UpstreamError {
 /** The worker image vanished (removed by hand): the pipeline checks the image again on the next spawn. */
 export class ImageMissingError extends UpstreamError {
   override name = "ImageMissingError";
+}
+
+/** A stopped session's storage is gone (removed by hand, or by the engine's prune): it cannot be resumed. */
+export class StorageGoneError extends ConflictError {
+  override name = "StorageGoneError";
 }

@@ -13,7 +13,14 @@ import { DockerError, DockerNotFoundError, DockerUnreachableError } from "../../
 import { copyWorkspace, fetchIntoCache } from "../../docker/clone.ts";
 import { createTar } from "../../docker/tar.ts";
 import { buildWorkerImage, MANAGED, workerCreateBody, workerImageStale } from "../../docker/worker.ts";
-import { ImageMissingError, type ManagedWorker, RetryableError, type SpawnBackend } from "./backend.ts";
+import {
+  ImageMissingError,
+  type ManagedWorker,
+  MAX_LOG_LINES,
+  RetryableError,
+  type SpawnBackend,
+} from "./backend.ts";
+import { lastLines } from "./containers.ts";
 import { workVolumeName } from "../workspaces.ts";
 
 const MAX_VOLUME_NAME = 200;
@@ -65,6 +72,17 @@ export function createDockerBackend(
     for (const c of copying) await engine.containerRemove(c.Id, true).catch(() => {});
     await engine.volumeRemove(sessionVolumeName(sessionId), true).catch(() => {});
     await engine.volumeRemove(workVolumeName(sessionId), true).catch(() => {});
+  };
+
+  /** A container's last lines; the bridge writes to stderr, pi's tools may print to stdout. */
+  const readLogs = async (id: string, tail: number) => {
+    try {
+      const { stdout, stderr } = await engine.containerLogs(id, tail);
+      return lastLines(stdout + (stdout && !stdout.endsWith("\n") ? "\n" : "") + stderr, tail);
+    } catch (error) {
+      if (error instanceof DockerNotFoundError) throw new NotFoundError("The worker is gone");
+      throw toDomain(error);
+    }
   };
 
   return {
@@ -163,21 +181,44 @@ export function createDockerBackend(
 
     removeSessionStorage: (sessionId) => removeStorage(sessionId),
 
+    async storageExists(sessionId) {
+      return await domain(engine.volumeExists(sessionVolumeName(sessionId))) &&
+        await domain(engine.volumeExists(workVolumeName(sessionId)));
+    },
+
     async stopSession(sessionId) {
       const found = await domain(
         engine.containerList({ ...MANAGED, "lvmh.kind": "worker", "lvmh.session": sessionId }),
       );
       if (found.length === 0) throw new NotFoundError(`Session "${sessionId}" has no container`);
+      let logs = "";
       for (const c of found) {
         try {
           await engine.containerStop(c.Id, 10);
+          logs = await readLogs(c.Id, MAX_LOG_LINES).catch(() => logs);
           await engine.containerRemove(c.Id, true);
         } catch (error) {
           if (!(error instanceof DockerNotFoundError)) throw toDomain(error);
         }
       }
-      await removeStorage(sessionId);
+      return logs;
     },
+
+    async workerStatus(id) {
+      try {
+        const info = await engine.containerInspect(id);
+        return {
+          running: info.State.Running,
+          exitCode: info.State.ExitCode,
+          oom: info.State.OOMKilled === true,
+        };
+      } catch (error) {
+        if (error instanceof DockerNotFoundError) return null;
+        throw toDomain(error);
+      }
+    },
+
+    workerLogs: (id, tail) => readLogs(id, tail),
 
     async listWorkers() {
       const found = await domain(engine.containerList({ ...MANAGED, "lvmh.kind": "worker" }));

@@ -29,8 +29,13 @@ export interface PipelineDeps {
   workspaces: Pick<Workspaces, "record" | "get">;
 }
 
-/** Runs one job to `running` and returns its worker's id, or throws what failed it. */
-export type RunJob = (job: SpawnJob, ask: AskSet | undefined) => Promise<string>;
+/**
+ * Runs one job to `running` and returns its worker's id, or throws what failed it. With `resume`, the job
+ * starts a new worker on a stopped session's storage: no git (the working copy is the session's, with the
+ * agent's work in it), no new listing (the session keeps its row and ask set), and a failure leaves the
+ * storage in place.
+ */
+export type RunJob = (job: SpawnJob, ask: AskSet | undefined, mode?: { resume?: boolean }) => Promise<string>;
 
 /** Build the pipeline; its image gate and workspace lock are shared by every job it runs. */
 export function createPipeline(deps: PipelineDeps): RunJob {
@@ -65,7 +70,36 @@ export function createPipeline(deps: PipelineDeps): RunJob {
     });
   };
 
-  return async function run(job, ask) {
+  /** Start a worker on storage that is there already (a stopped or crashed session). */
+  const resume = async (job: SpawnJob) => {
+    let workerId: string | null = null;
+    try {
+      await image.ensure(() => jobs.update(job, "building"));
+      jobs.update(job, "starting");
+      const token = await deps.agentToken(job.sessionId);
+      workerId = job.containerId = await startWorker(backend, {
+        sessionId: job.sessionId,
+        repo: job.repo,
+        branch: job.branch,
+        agentUrl: deps.agentUrl,
+        token,
+      });
+      await backend.signalReady(workerId);
+      jobs.update(job, "running");
+      return workerId;
+    } catch (error) {
+      if (error instanceof ImageMissingError) image.reset();
+      if (workerId) await backend.removeWorker(workerId);
+      jobs.update(job, "failed", {
+        containerId: null,
+        error: error instanceof Error ? error.message : String(error),
+      });
+      throw error;
+    }
+  };
+
+  return async function run(job, ask, mode = {}) {
+    if (mode.resume) return await resume(job);
     let workerId: string | null = null;
     try {
       await image.ensure(() => jobs.update(job, "building"));

@@ -5,6 +5,7 @@
  */
 import type { SpawnBackend } from "./backend.ts";
 import type { SpawnJobs } from "./jobs.ts";
+import type { SpawnJob } from "../protocol.ts";
 
 /** List the workers found by label as jobs, after sweeping crash leftovers. Never throws (it logs). */
 export async function recoverJobs(
@@ -34,17 +35,24 @@ export async function recoverJobs(
 }
 
 /**
- * Mark `running` jobs whose worker is no longer running as `stopped`.
+ * Mark `running` jobs whose worker is no longer running as `stopped`, and hand each to `ended` (which tells a
+ * crash from a stop).
  * @throws what the backend's list threw (the caller retries on its next round).
  */
 export async function reconcileJobs(
   backend: Pick<SpawnBackend, "listWorkers">,
   jobs: SpawnJobs,
+  ended: (job: SpawnJob) => Promise<void> = () => Promise.resolve(),
 ): Promise<void> {
   const running = jobs.inState("running");
   if (running.length === 0) return;
   const live = new Set((await backend.listWorkers()).filter((w) => w.running).map((w) => w.id));
   for (const job of running) {
-    if (job.containerId && !live.has(job.containerId)) jobs.update(job, "stopped");
+    if (job.containerId && !live.has(job.containerId)) {
+      jobs.update(job, "stopped");
+      await ended(job).catch((error) => {
+        console.warn(`lvmh: could not settle the end of ${job.sessionId}'s worker: ${error?.message}`);
+      });
+    }
   }
 }
