@@ -31,6 +31,8 @@ interface Props {
   refreshKey: number;
   /** Changes when the session row's merge request summary does (a hook event, the 30 s refresh). */
   summaryKey: string;
+  /** The session row has a merge request summary: without one (and none opened here) nothing is asked. */
+  hasMergeRequest: boolean;
 }
 
 export function MergeRequestPanel(props: Props) {
@@ -42,7 +44,15 @@ export function MergeRequestPanel(props: Props) {
   const [reload, setReload] = useState(0);
   const [formOpen, setFormOpen] = useState(false);
 
+  // Opened from this page: the row's summary follows with the session's next update.
+  const [openedHere, setOpenedHere] = useState(false);
+  const ask = props.hasMergeRequest || openedHere;
+
   useEffect(() => {
+    if (!ask) {
+      setMr(null);
+      return;
+    }
     let live = true;
     sessionMergeRequest(sessionId).then(
       (m) => {
@@ -61,10 +71,11 @@ export function MergeRequestPanel(props: Props) {
     return () => {
       live = false;
     };
-  }, [sessionId, props.refreshKey, props.summaryKey, reload]);
+  }, [sessionId, props.refreshKey, props.summaryKey, reload, ask]);
 
   const shipped = () => {
     setFormOpen(false);
+    setOpenedHere(true);
     setReload((n) => n + 1);
   };
 
@@ -74,7 +85,19 @@ export function MergeRequestPanel(props: Props) {
       aria-label="Merge request"
       data-mr={mr ? mr.iid : mr === null ? "none" : "loading"}
     >
-      <h2>Merge request</h2>
+      <h2>
+        Merge request
+        {mr && (
+          <button
+            type="button"
+            class="link small mr-refresh"
+            onClick={() => setReload((n) => n + 1)}
+            aria-label="Refresh the merge request and its comments"
+          >
+            refresh
+          </button>
+        )}
+      </h2>
       {error && <p class="notice error small" role="alert">{error}</p>}
       {mr === undefined && !error && <p class="muted small">Loading…</p>}
       {mr && (
@@ -83,6 +106,7 @@ export function MergeRequestPanel(props: Props) {
           sessionId={sessionId}
           online={props.online}
           mayShip={mayShip}
+          reload={reload}
           onPushed={() => setReload((n) => n + 1)}
         />
       )}
@@ -108,11 +132,13 @@ export function MergeRequestPanel(props: Props) {
 }
 
 function MergeRequestFacts(
-  { mr, sessionId, online, mayShip, onPushed }: {
+  { mr, sessionId, online, mayShip, reload, onPushed }: {
     mr: MergeRequestView;
     sessionId: string;
     online: boolean;
     mayShip: boolean;
+    /** Bumped by a person's refresh: the comments are read again too. */
+    reload: number;
     onPushed(): void;
   },
 ) {
@@ -191,7 +217,7 @@ function MergeRequestFacts(
       <MergeRequestComments
         sessionId={sessionId}
         online={online}
-        refreshKey={`${mr.iid}:${mr.notes}:${mr.updatedAt}`}
+        refreshKey={`${mr.iid}:${mr.notes}:${mr.updatedAt}:${reload}`}
       />
     </>
   );

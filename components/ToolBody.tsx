@@ -61,10 +61,10 @@ function WriteDiff({ call, path, content }: { call: ToolCall; path: string; cont
       <div class="path mono wrap">{path}</div>
       <p class="muted small write-basis">
         {base === null
-          ? "New file, or its earlier content is not in this conversation: shown whole."
+          ? "New file, or no earlier content of it in this conversation: shown whole."
           : hunks.length === 0
           ? "Same content as this conversation last showed."
-          : "Against the content this conversation last showed (an earlier write, read or edit)."}
+          : "The change since this conversation last showed the file."}
       </p>
       <Hunks hunks={hunks} />
       <Output call={call} text={outputOf(call)} />

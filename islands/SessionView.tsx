@@ -187,6 +187,7 @@ export default function SessionView(props: Props) {
               online={session.online}
               refreshKey={settled}
               summaryKey={JSON.stringify(session.mergeRequest ?? null)}
+              hasMergeRequest={!!session.mergeRequest}
             />
           )}
           {can(me, "policy")
