@@ -201,14 +201,52 @@ dockerTest(
           assert.match(message, /Please \*\*sort\*\* these/);
           assert.ok(!message.includes("Looks fine overall."), "only the picked comment is quoted");
 
+          // Update with nothing new says so; a secret added since is refused with its place named.
+          await panel.locator("[data-mr-update]").click();
+          await waitFor(
+            async () => /Nothing new/.test(await panel.locator("[data-mr-done]").innerText()),
+            "nothing new",
+          );
+          const fake = "glpat-" + "Zz9Yy8Xx7Ww6Vv5Uu4Tt";
+          await agentDoes(engine, image, volume, 'printf "one\\nkey = %s\\n" "$1" > config.env', [fake]);
+          const pushes = gitHttp.stats.pushes;
+          await panel.locator("[data-mr-update]").click();
+          await panel.locator("[data-failure='secrets']").waitFor({ timeout: 60_000 });
+          assert.match(
+            await panel.locator("[data-failure='secrets'] li").innerText(),
+            /^config\.env:2 \(GitLab token\)$/,
+          );
+          assert.equal(gitHttp.stats.pushes, pushes);
+          await agentDoes(engine, image, volume, "rm config.env");
+
           await panel.scrollIntoViewIfNeeded();
           await panel.screenshot({ path: `${ARTIFACTS}/ui-merge-request-phone.png` });
           await page.evaluate(() => scrollTo(0, 0));
           await page.screenshot({ path: `${ARTIFACTS}/ui-merge-request-phone-page.png`, fullPage: true });
           await ui.close();
-          assert.deepEqual(ui.problems, []);
+          // The browser logs the refused push's answer; nothing else went wrong.
+          assert.deepEqual(ui.problems, [
+            "console: Failed to load resource: the server responded with a status of 422 (Unprocessable Entity)",
+          ]);
         },
       );
+
+      await t.step("a viewer sees the merge request and its comments, and no action", async () => {
+        const res = await daemon.api("/api/tokens", {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ name: `viewer-${id}`, role: "viewer" }),
+        });
+        const viewer = await openPage(browser, { ...web, token: (await res.json()).token }, { signIn: true });
+        await gotoHydrated(viewer, web, `/sessions/${sessionId}`);
+        const panel = viewer.page.locator(".mr-panel");
+        await panel.locator(".mr-comment").first().waitFor();
+        assert.equal(await panel.locator(".mr-link").innerText(), "!1");
+        assert.equal(await panel.locator(".mr-comment").count(), 2);
+        assert.equal(await panel.locator("[data-mr-update], input[type='checkbox'], .mr-send").count(), 0);
+        await viewer.close();
+        assert.deepEqual(viewer.problems, []);
+      });
     } finally {
       await agent.close();
       await browser.close();
