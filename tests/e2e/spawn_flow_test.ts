@@ -172,27 +172,34 @@ dockerTest("spawn: connect GitLab, list repos, spawn, prompt, stop (stub bridge)
       );
     });
 
-    await t.step("DELETE container stops and removes it; the session goes offline", async () => {
-      const res = await current.api(`/api/sessions/${sessionId}/container`, { method: "DELETE" });
-      assert.equal(res.status, 200);
-      assert.deepEqual(await res.json(), { ok: true });
-      await assert.rejects(() => engine.containerInspect(containerId), DockerNotFoundError);
-      assert.deepEqual(await engine.volumeList({ "lvmh.session": sessionId }), []);
-      await waitFor(async () => {
-        const list = (await (await current.api("/api/sessions")).json()) as Session[];
-        return list.find((x) => x.id === sessionId && !x.online);
-      }, "offline");
-      const jobs = (await (await current.api("/api/spawn/status")).json()) as Job[];
-      assert.equal(jobs.find((j) => j.sessionId === sessionId)!.state, "stopped");
-      const again = await current.api(`/api/sessions/${sessionId}/container`, { method: "DELETE" });
-      assert.equal(again.status, 404);
-      await again.body?.cancel();
-      const bad = await current.api(`/api/sessions/${encodeURIComponent("../x")}/container`, {
-        method: "DELETE",
-      });
-      assert.ok(bad.status === 400 || bad.status === 404);
-      await bad.body?.cancel();
-    });
+    await t.step(
+      "DELETE container stops and removes it, keeping its storage; the session goes offline",
+      async () => {
+        const res = await current.api(`/api/sessions/${sessionId}/container`, { method: "DELETE" });
+        assert.equal(res.status, 200);
+        assert.deepEqual(await res.json(), { ok: true });
+        await assert.rejects(() => engine.containerInspect(containerId), DockerNotFoundError);
+        // Its storage stays (the session is stopped, resumable) until it is discarded.
+        assert.deepEqual((await engine.volumeList({ "lvmh.session": sessionId })).sort(), [
+          `lvmh-sess-${sessionId}`,
+          `lvmh-work-${sessionId}`,
+        ]);
+        await waitFor(async () => {
+          const list = (await (await current.api("/api/sessions")).json()) as Session[];
+          return list.find((x) => x.id === sessionId && !x.online);
+        }, "offline");
+        const jobs = (await (await current.api("/api/spawn/status")).json()) as Job[];
+        assert.equal(jobs.find((j) => j.sessionId === sessionId)!.state, "stopped");
+        const again = await current.api(`/api/sessions/${sessionId}/container`, { method: "DELETE" });
+        assert.equal(again.status, 404);
+        await again.body?.cancel();
+        const bad = await current.api(`/api/sessions/${encodeURIComponent("../x")}/container`, {
+          method: "DELETE",
+        });
+        assert.ok(bad.status === 400 || bad.status === 404);
+        await bad.body?.cancel();
+      },
+    );
 
     await t.step("disconnect forgets the token", async () => {
       const res = await current.api("/api/gitlab/connect", { method: "DELETE" });

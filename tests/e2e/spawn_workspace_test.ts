@@ -180,12 +180,14 @@ dockerTest(
       );
 
       await t.step(
-        "stopping a session removes its working copy; deleting it removes its record",
+        "stopping a session keeps its working copy; deleting it removes the copy and its record",
         async () => {
           const stop = await d.api(`/api/sessions/${a.sessionId}/container`, { method: "DELETE" });
           assert.equal(stop.status, 200);
           await stop.body?.cancel();
-          assert.deepEqual(await engine.volumeList({ "lvmh.session": a.sessionId }), []);
+          assert.ok(
+            (await engine.volumeList({ "lvmh.session": a.sessionId })).includes(workVolumeName(a.sessionId)),
+          );
           assert.ok(
             (await engine.volumeList({ "lvmh.kind": "work", "lvmh.repo": repo })).includes(
               workVolumeName(b.sessionId),
@@ -197,6 +199,7 @@ dockerTest(
           }, "a offline");
           const del = await d.api(`/api/sessions/${a.sessionId}`, { method: "DELETE" });
           assert.equal(del.status, 200, await del.text());
+          assert.deepEqual(await engine.volumeList({ "lvmh.session": a.sessionId }), []);
           assert.equal(record(a.sessionId), undefined);
           assert.ok(record(b.sessionId), "the other session keeps its record");
         },
