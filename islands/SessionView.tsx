@@ -25,7 +25,7 @@ import { useScrollPin, useWhenVisible } from "../ui/use_scroll_pin.ts";
 import { sessionActions } from "../ui/session_actions.ts";
 import { useSessionSummary } from "../ui/use_session_summary.ts";
 import { useWatch } from "../ui/use_watch.ts";
-import { writeBases, WriteBasesContext } from "../ui/write_diff.ts";
+import { useWriteBases, WriteBasesContext } from "../ui/write_diff.ts";
 import { sessionTitle } from "../ui/glance.ts";
 import { readLastSeen, summariseSince, writeLastSeen } from "../ui/last_seen.ts";
 import { can, type Me, MeContext } from "../ui/roles.ts";
@@ -118,7 +118,7 @@ export default function SessionView(props: Props) {
   const calls = useMemo(() => conv.toolOrder.map((t) => conv.tools[t]), [conv.tools, conv.toolOrder]);
   const todos = useMemo(() => deriveTodos(calls), [calls]);
   // What each write replaced, as far as the conversation shows it: its card shows the change as a diff.
-  const bases = useMemo(() => writeBases(calls), [calls]);
+  const bases = useWriteBases(calls);
   const subagents = useMemo(() => deriveSubagents(calls), [calls]);
   const running = session.online && session.state === "running";
   // The models a switch may pick: the latest session_info's, else the row's (rendered with the page).

@@ -6,6 +6,7 @@
  * every line added. A `bash` call may change files too; nothing tells which, so it is not accounted for.
  */
 import { createContext } from "preact";
+import { useMemo, useRef } from "preact/hooks";
 import { type DiffLine, lineDiff } from "./approval_view.ts";
 import type { ToolCall } from "./conversation.ts";
 import type { DiffRow } from "./tool_view.ts";
@@ -19,13 +20,24 @@ export type WriteBases = ReadonlyMap<string, string | null>;
 /** The page's `WriteBases` (the session page provides it; a card outside a page knows none). */
 export const WriteBasesContext = createContext<WriteBases>(new Map());
 
+/** The tools whose calls say what a file holds. */
+const FILE_TOOLS = new Set(["write", "read", "edit"]);
+
+// Parsed arguments by call: a call the conversation did not change is the same object, so each update of the
+// page parses only the calls that are new or changed, not every write's content again.
+const parsed = new WeakMap<ToolCall, Record<string, unknown> | null>();
+
 function args(call: ToolCall): Record<string, unknown> | null {
+  let a = parsed.get(call);
+  if (a !== undefined) return a;
   try {
     const v = JSON.parse(call.argsJson || "{}");
-    return v && typeof v === "object" && !Array.isArray(v) ? v : null;
+    a = v && typeof v === "object" && !Array.isArray(v) ? v as Record<string, unknown> : null;
   } catch {
-    return null;
+    a = null;
   }
+  parsed.set(call, a);
+  return a;
 }
 
 function str(a: Record<string, unknown>, ...keys: string[]): string | null {
@@ -74,6 +86,7 @@ export function writeBases(calls: readonly ToolCall[]): Map<string, string | nul
   const known = new Map<string, string>();
   const bases = new Map<string, string | null>();
   for (const call of calls) {
+    if (!FILE_TOOLS.has(call.name)) continue;
     const a = args(call);
     const path = a && str(a, "path", "file_path");
     if (!a || path === null) continue;
@@ -105,6 +118,26 @@ export function writeBases(calls: readonly ToolCall[]): Map<string, string | nul
     }
   }
   return bases;
+}
+
+/** Whether two results of `writeBases` say the same for every write. */
+export function sameBases(a: WriteBases, b: WriteBases): boolean {
+  if (a.size !== b.size) return false;
+  for (const [id, base] of a) if (!b.has(id) || b.get(id) !== base) return false;
+  return true;
+}
+
+/**
+ * `writeBases` for a page: the previous map while nothing it says changed, so the write cards (which read it
+ * from `WriteBasesContext`) are not rendered again by every tool call's progress.
+ */
+export function useWriteBases(calls: readonly ToolCall[]): WriteBases {
+  const last = useRef<WriteBases>(new Map());
+  return useMemo(() => {
+    const next = writeBases(calls);
+    if (!sameBases(next, last.current)) last.current = next;
+    return last.current;
+  }, [calls]);
 }
 
 /** A hunk of a write's diff: git's header and its numbered rows. */

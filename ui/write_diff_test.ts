@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import type { ToolCall } from "./conversation.ts";
-import { writeBases, writeHunks } from "./write_diff.ts";
+import { sameBases, writeBases, writeHunks } from "./write_diff.ts";
 
 let seq = 0;
 function call(name: string, args: unknown, extra: Partial<ToolCall> = {}): ToolCall {
@@ -130,4 +130,15 @@ Deno.test("writeHunks(): changes far apart are two hunks, near ones one; empty l
     [" a", "-b", "+"],
   ]);
   assert.deepEqual(writeHunks("a\nb\nc\n", "a\nc\n")[0].header, "@@ -1,3 +1,2 @@");
+});
+
+Deno.test("writeBases() skips other tools; sameBases() compares by write", () => {
+  const w1 = call("write", { path: "a", content: "1\n" });
+  const bash = call("bash", { command: "echo", path: "a" });
+  const w2 = call("write", { path: "a", content: "2\n" });
+  const one = writeBases([w1, bash, w2]);
+  assert.deepEqual([...one], [[w1.id, null], [w2.id, "1\n"]]);
+  assert.ok(sameBases(one, writeBases([w1, w2])));
+  assert.ok(!sameBases(one, writeBases([w1])));
+  assert.ok(!sameBases(one, new Map([[w1.id, null], [w2.id, "other"]])));
 });
