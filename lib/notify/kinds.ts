@@ -11,6 +11,7 @@ export const NOTIFY_KINDS = [
   "session.lost",
   "session.stalled",
   "spawn.failed",
+  "session.crashed",
   "merge_request.pipeline",
   "merge_request.merged",
 ] as const;
@@ -23,6 +24,7 @@ export const KIND_LABELS: Record<(typeof NOTIFY_KINDS)[number], string> = {
   "session.lost": "a session drops without saying goodbye",
   "session.stalled": "a running session goes quiet",
   "spawn.failed": "a spawn fails",
+  "session.crashed": "a session's worker crashes (it can be resumed)",
   "merge_request.pipeline": "a merge request's pipeline fails or succeeds",
   "merge_request.merged": "a session's merge request is merged",
 };
@@ -56,6 +58,11 @@ export function describe(event: NotifyEvent): { title: string; body: string } {
       return { title: `${name} is stalled`, body: `No event for ${event.data.minutes ?? "?"} minutes.` };
     case "spawn.failed":
       return { title: `Spawn failed`, body: String(event.data.error ?? event.data.repo ?? "") };
+    case "session.crashed":
+      return {
+        title: `${name} crashed`,
+        body: `Its worker ended (${event.data.reason ?? "unknown"}); its work is kept: resume it.`,
+      };
     case "merge_request.pipeline":
       return {
         title: `${name}: pipeline ${event.data.status ?? "finished"}`,

@@ -31,6 +31,8 @@ interface Seen {
   /** Set by an assistant message that ended in error or abort during this run. */
   failure: string | null;
   follower: Subscriber | null;
+  /** The spawned session's worker state last seen (`crashed` is announced once per crash). */
+  container: string | null;
 }
 
 /** Watches the hub and calls `emit` for each event worth a notification. */
@@ -130,6 +132,7 @@ export class Watcher {
       said: false,
       failure: null,
       follower: null,
+      container: s.container ?? null,
     };
     seen.name = s.name;
     seen.repo = s.repo ?? null;
@@ -141,6 +144,14 @@ export class Watcher {
     if (announce && prev) {
       if (prev.online && !s.online && !seen.said) this.#emit("session.lost", s.id, {});
     }
+    if (announce && s.container === "crashed" && (!prev || prev.container !== "crashed")) {
+      this.#emit("session.crashed", s.id, {
+        exitCode: s.exitCode,
+        reason: s.reason,
+        path: `/sessions/${encodeURIComponent(s.id)}`,
+      });
+    }
+    seen.container = s.container ?? null;
     if (s.online && !seen.online) seen.said = false;
     seen.state = s.state;
     seen.online = s.online;
