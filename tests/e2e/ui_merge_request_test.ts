@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { startInProcess } from "../../testing/inproc.ts";
 import { type Daemon, waitFor } from "../../testing/daemon.ts";
 import { connectAgent, sessionInfo } from "../../testing/agent.ts";
-import { ARTIFACTS, gotoHydrated, launchBrowser, openPage } from "../../testing/chromium.ts";
+import { ARTIFACTS, gotoHydrated, launchBrowser, openPage, screenshot } from "../../testing/chromium.ts";
 import { createBareRepo, gitHttpHandler } from "../../testing/fixtures/git_http.ts";
 import { startGitlabFixture } from "../../testing/fixtures/gitlab_fixture.ts";
 import { agentDoes, bundleOf, fillWorkingCopy } from "../../testing/work_copy.ts";
@@ -244,6 +244,7 @@ dockerTest(
         assert.equal(await panel.locator(".mr-link").innerText(), "!1");
         assert.equal(await panel.locator(".mr-comment").count(), 2);
         assert.equal(await panel.locator("[data-mr-update], input[type='checkbox'], .mr-send").count(), 0);
+        await screenshot(viewer.page, "ui-merge-request-viewer-wide");
         await viewer.close();
         assert.deepEqual(viewer.problems, []);
       });
