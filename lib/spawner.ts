@@ -61,6 +61,13 @@ export interface Spawner {
    * @throws {NotFoundError} when there are none (never spawned, or discarded).
    */
   logs(sessionId: string, tail: number): Promise<string>;
+  /**
+   * A spawned session's work as a git bundle: its branch from its base, and its uncommitted changes as one
+   * more commit on top (the working copy is only read).
+   * @throws {NotFoundError} when the session has no working copy record; {StorageGoneError} when its copy is
+   * gone; {UpstreamError} when git failed.
+   */
+  bundle(sessionId: string): Promise<Uint8Array>;
   /** A session's worker state, or undefined for a session that was never spawned. */
   container(sessionId: string): ContainerRecord | undefined;
   /** Check running jobs against the backend now, as the periodic check does (a crash is noticed). */
@@ -288,6 +295,18 @@ export function createSpawner(deps: SpawnDeps): Spawner {
       return lastLines(kept, tail);
     },
     container: (sessionId) => containers.get(sessionId),
+    async bundle(sessionId) {
+      const w = deps.workspaces.get(sessionId);
+      if (!w) throw new NotFoundError(`Session "${sessionId}" has no working copy`);
+      if (!await backend.storageExists(sessionId)) {
+        throw new StorageGoneError(`Session "${sessionId}"'s storage is gone`);
+      }
+      return await backend.bundle(sessionId, {
+        baseSha: w.baseSha,
+        branch: w.branch,
+        message: `Uncommitted changes of lvmh session ${sessionId}`,
+      });
+    },
     recover,
     recovered: () => recovered,
     async shutdown() {

@@ -15,6 +15,7 @@ import { handler as sessionName } from "./api/sessions/[id]/name.ts";
 import { handler as sessionContainer } from "./api/sessions/[id]/container.ts";
 import { handler as sessionContainerLogs } from "./api/sessions/[id]/container/logs.ts";
 import { handler as sessionResume } from "./api/sessions/[id]/resume.ts";
+import { handler as sessionBundle } from "./api/sessions/[id]/bundle.ts";
 import { handler as sessionStream } from "./api/sessions/[id]/stream.ts";
 import { handler as sessionImage } from "./api/sessions/[id]/images/[sha256].ts";
 import { handler as sessionMergeRequest } from "./api/sessions/[id]/merge-request.ts";
@@ -77,6 +78,7 @@ export const routes: RouteDef[] = [
     roles: { GET: "operator" },
   },
   { path: "/api/sessions/:id/resume", handler: sessionResume, auth: "token", roles: { POST: "operator" } },
+  { path: "/api/sessions/:id/bundle", handler: sessionBundle, auth: "token", roles: { GET: "operator" } },
   { path: "/api/sessions/:id/policy", handler: sessionPolicy, auth: "token", roles: { PUT: "operator" } },
   { path: "/api/sessions/:id/approvals", handler: sessionApprovals, auth: "token" },
   {

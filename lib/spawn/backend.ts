@@ -106,6 +106,12 @@ export interface SpawnBackend {
    * @throws {NotFoundError} when the session has no worker.
    */
   stopSession(sessionId: string): Promise<string>;
+  /**
+   * A session's work as a git bundle: `branch` at the working copy's head, plus one commit of the
+   * uncommitted changes on top; made without the network and the credential, writing nothing in the copy.
+   * @throws {UpstreamError} with git's message (no commit, the base rewritten away).
+   */
+  bundle(sessionId: string, o: { baseSha: string; branch: string; message: string }): Promise<Uint8Array>;
   /** How a worker is: running, or how it ended; null when it is gone. */
   workerStatus(id: string): Promise<{ running: boolean; exitCode: number; oom: boolean } | null>;
   /** A worker's last `tail` log lines, stdout and stderr together. @throws {NotFoundError} when it is gone. */

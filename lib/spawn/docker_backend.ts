@@ -12,6 +12,7 @@ import { createEngine, type Engine } from "../../docker/engine.ts";
 import { DockerError, DockerNotFoundError, DockerUnreachableError } from "../../docker/errors.ts";
 import { copyWorkspace, fetchIntoCache } from "../../docker/clone.ts";
 import { createTar } from "../../docker/tar.ts";
+import { sessionBundle } from "../../docker/session_bundle.ts";
 import { buildWorkerImage, MANAGED, workerCreateBody, workerImageStale } from "../../docker/worker.ts";
 import {
   ImageMissingError,
@@ -219,6 +220,18 @@ export function createDockerBackend(
     },
 
     workerLogs: (id, tail) => readLogs(id, tail),
+
+    async bundle(sessionId, o) {
+      const made = await domain(sessionBundle(engine, {
+        image: config.workerImage,
+        volume: workVolumeName(sessionId),
+        baseSha: o.baseSha,
+        branch: o.branch,
+        message: o.message,
+        labels: { ...MANAGED, "lvmh.session": sessionId },
+      }));
+      return made.bundle;
+    },
 
     async listWorkers() {
       const found = await domain(engine.containerList({ ...MANAGED, "lvmh.kind": "worker" }));

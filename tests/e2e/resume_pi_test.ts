@@ -182,6 +182,34 @@ for (const version of ["0.73.1", "1.6.0"]) {
           },
         );
 
+        await t.step("bundle: the branch from its base plus one commit of the uncommitted work", async () => {
+          const changes = await (await d.api(`/api/sessions/${sessionId}/changes`)).json() as Changes;
+          const res = await d.api(`/api/sessions/${sessionId}/bundle`);
+          assert.equal(res.status, 200, res.status === 200 ? "" : await res.text());
+          assert.equal(res.headers.get("content-type"), "application/octet-stream");
+          const bundle = `${dir}/work.bundle`;
+          await Deno.writeFile(bundle, new Uint8Array(await res.arrayBuffer()));
+          const git = async (...args: string[]) => {
+            const out = await new Deno.Command("git", { args, stdout: "piped", stderr: "piped" }).output();
+            assert.ok(out.success, new TextDecoder().decode(out.stderr));
+            return new TextDecoder().decode(out.stdout).trim();
+          };
+          await git("clone", "-q", bundle, `${dir}/clone`);
+          const history = (await git("-C", `${dir}/clone`, "rev-list", "HEAD")).split("\n");
+          assert.equal(history.length, 2, "the base, then the one commit of the uncommitted changes");
+          assert.equal(history[1], changes.base!.sha);
+          assert.equal(
+            await git("-C", `${dir}/clone`, "show", `HEAD:${WRITEFILE_PATH}`),
+            "written by the agent\nsecond line",
+          );
+          const uncommitted = await (await d.api(`/api/sessions/${sessionId}/changes?scope=uncommitted`))
+            .json() as Changes;
+          assert.ok(
+            uncommitted.files.some((f) => f.path === WRITEFILE_PATH),
+            "the session's branch is untouched",
+          );
+        });
+
         await t.step("docker kill: crashed with its reason and logs; resumed again; discarded", async () => {
           const [worker] = await engine.containerList({ "lvmh.session": sessionId, "lvmh.kind": "worker" });
           const kill = await new Deno.Command("docker", {
