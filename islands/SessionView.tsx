@@ -10,6 +10,7 @@ import { AskSetControl } from "../components/AskSetControl.tsx";
 import { ChangesView } from "../components/ChangesView.tsx";
 import { Composer } from "../components/Composer.tsx";
 import { MergeRequestPanel } from "../components/MergeRequestPanel.tsx";
+import { WorkerPanel } from "../components/WorkerPanel.tsx";
 import { MessageBlockView, StreamingMessage } from "../components/Messages.tsx";
 import { SinceCard } from "../components/SinceCard.tsx";
 import { SessionFacts, SubagentPanel, TodoPanel, UsagePanel } from "../components/SidePanels.tsx";
@@ -188,6 +189,16 @@ export default function SessionView(props: Props) {
               refreshKey={settled}
               summaryKey={JSON.stringify(session.mergeRequest ?? null)}
               hasMergeRequest={!!session.mergeRequest}
+            />
+          )}
+          {session.container && (
+            <WorkerPanel
+              sessionId={id}
+              title={title}
+              container={session.container}
+              exitCode={session.exitCode}
+              reason={session.reason}
+              online={session.online}
             />
           )}
           {can(me, "policy")
