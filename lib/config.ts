@@ -66,6 +66,7 @@ const Env = z.object({
   LVMH_SIGNIN_LIMIT: z.coerce.number().int().min(1).max(1_000_000).default(10),
   LVMH_SPAWN_ASK: AskEnv.default(["bash", "edit", "write"]),
   LVMH_STALL_MINUTES: z.coerce.number().positive("must be a positive number of minutes").default(10),
+  LVMH_IDLE_STOP_MINUTES: z.coerce.number().positive("must be a positive number of minutes").optional(),
   // The same rule as `PUT /api/hooks/gitlab`'s body: a secret the API would refuse is refused here too.
   LVMH_GITLAB_HOOK_SECRET: z.string().min(16, "must be at least 16 characters").max(
     256,
@@ -105,6 +106,8 @@ export interface Config {
   signinLimit: number;
   /** Minutes without an event before a running session counts as stalled (`LVMH_STALL_MINUTES`). */
   stallMinutes: number;
+  /** Minutes a spawned session may sit idle before its worker is stopped (`LVMH_IDLE_STOP_MINUTES`); null: never. */
+  idleStopMinutes: number | null;
   /** The GitLab hook secret from the environment, which wins over one set through the API; null when unset. */
   gitlabHookSecret: string | null;
 }
@@ -161,6 +164,7 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
     spawnAsk: e.LVMH_SPAWN_ASK,
     signinLimit: e.LVMH_SIGNIN_LIMIT,
     stallMinutes: e.LVMH_STALL_MINUTES,
+    idleStopMinutes: e.LVMH_IDLE_STOP_MINUTES ?? null,
     gitlabHookSecret: e.LVMH_GITLAB_HOOK_SECRET ?? null,
   };
 }

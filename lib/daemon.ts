@@ -20,6 +20,7 @@ import { CloseCode } from "./protocol.ts";
 import { createSpawner } from "./spawner.ts";
 import { createDockerBackend } from "./spawn/docker_backend.ts";
 import { ContainerStates } from "./spawn/containers.ts";
+import { startIdleStop } from "./spawn/idle.ts";
 import { agentToken } from "./auth.ts";
 import { createGitlab, createGitlabMergeRequests } from "./gitlab.ts";
 import { dockerShipWork, MergeRequests } from "./merge_requests.ts";
@@ -89,6 +90,7 @@ export function createDaemon(config: Config, routes: RouteDef[]): Daemon {
     containers: new ContainerStates(store.db, (id) => sessions.touch(id)),
   });
   sessions.setContainers((id) => spawner.container(id) ?? null);
+  const idleStop = startIdleStop({ minutes: config.idleStopMinutes, spawner, sessions });
   const parts = {
     config,
     store,
@@ -145,6 +147,7 @@ export function createDaemon(config: Config, routes: RouteDef[]): Daemon {
       if (stopped) return;
       stopped = true;
       clearInterval(pruneTimer);
+      idleStop.close();
       stopCollector();
       await notify.close();
       hooks.close();
