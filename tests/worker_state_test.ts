@@ -8,6 +8,7 @@ import { startInProcess } from "../testing/inproc.ts";
 import { ensureBundle } from "../lib/bundle.ts";
 import { connectAgent, sessionInfo } from "../testing/agent.ts";
 import { ContainerStates } from "../lib/spawn/containers.ts";
+import { cliEnv, lvmh } from "../testing/cli.ts";
 
 Deno.test("worker state: rows, logs, the session page's panel, and no engine", async () => {
   await ensureBundle();
@@ -80,6 +81,26 @@ Deno.test("worker state: rows, logs, the session page's panel, and no engine", a
       assert.equal(res.status, status, `${init.method ?? "GET"} ${path}: ${await res.text()}`);
     }
     assert.equal(app.sessions.get("spawned")?.container, "crashed", "nothing was removed without the engine");
+
+    // The CLI's commands for the same routes.
+    const home = await Deno.makeTempDir({ prefix: "lvmh-worker-cli-" });
+    try {
+      const env = cliEnv(home, { url: daemon.url, token: daemon.token });
+      assert.deepEqual(await lvmh(env, ["logs", "spawned", "--tail", "2"]), {
+        code: 0,
+        stdout: "line two\nKilled\n",
+        stderr: "",
+      });
+      assert.equal((await lvmh(env, ["logs", "spawned", "--tail", "0"])).code, 2);
+      const resumed = await lvmh(env, ["resume", "spawned"]);
+      assert.equal(resumed.code, 1);
+      assert.match(resumed.stderr, /Docker/);
+      const bundle = await lvmh(env, ["bundle", "term"]);
+      assert.equal(bundle.code, 1);
+      assert.match(bundle.stderr, /no working copy/);
+    } finally {
+      await Deno.remove(home, { recursive: true });
+    }
   } finally {
     await agent.close();
     await daemon.stop();

@@ -9,6 +9,7 @@ import { sessions } from "./sessions.ts";
 import { spawn, stop } from "./spawn.ts";
 import { tail } from "./tail.ts";
 import { token } from "./token.ts";
+import { bundle, logs, resume } from "./worker.ts";
 
 export const commands = {
   login,
@@ -21,6 +22,9 @@ export const commands = {
   reject,
   spawn,
   stop,
+  resume,
+  logs,
+  bundle,
   token,
   changes,
   mr,

@@ -17,7 +17,10 @@ Commands:
   approve ID [--reason R]           let a waiting tool call run
   reject ID [--reason R]            refuse it
   spawn GROUP/PROJECT [--branch B] [--ask bash,edit|all|none]   start a session in a container
-  stop ID                           stop a spawned session's container
+  stop ID                           stop a spawned session's container (its work is kept)
+  resume ID                         start a stopped or crashed spawned session again, where it was
+  logs ID [--tail N]                its container's last log lines (kept after a stop or a crash)
+  bundle ID > work.bundle           download its work as a git bundle (git clone work.bundle)
   token add NAME --role ROLE | token list [--json] | token revoke NAME   named tokens (admin)
   changes ID [--stat] [--uncommitted] [--json]   what the session changed (a diff, or --stat a summary)
   mr ID [--title T [--description D] [--target B] [--draft]]   push and open or update its merge request
@@ -49,10 +52,21 @@ Lists the tool calls waiting for a person, oldest first.`,
 Approves a waiting tool call; the first answer wins.`,
   reject: `Usage: lvmh reject APPROVAL_ID [--reason R] [--json]
 Rejects a waiting tool call; the agent gets the reason.`,
-  spawn: `Usage: lvmh spawn GROUP/PROJECT [--branch B] [--ask bash,edit|all|none] [--json]
+  spawn:
+    `Usage: lvmh spawn GROUP/PROJECT [--branch B] [--ask bash,edit|all|none] [--json]
 Starts a session in a container from a GitLab repository. Prints the new session's id once it runs.`,
   stop: `Usage: lvmh stop ID
-Stops and removes a spawned session's container (its history stays).`,
+Stops and removes a spawned session's container. Its history and its storage (working copy, conversation)
+stay: "lvmh resume ID" starts it again.`,
+  resume: `Usage: lvmh resume ID [--json]
+Starts a stopped or crashed spawned session again on its kept storage: pi reopens its conversation, under
+the same id, with the same model, on the same working copy. Prints the job id (see /api/spawn/status).`,
+  logs: `Usage: lvmh logs ID [--tail N]
+Prints the last N (1 to 1,000, default 100) log lines of a spawned session's container: the running
+one's, or those kept when it stopped or crashed.`,
+  bundle: `Usage: lvmh bundle ID > work.bundle
+Writes a spawned session's work as a git bundle to stdout: its branch with the uncommitted changes as one
+more commit on top. "git clone work.bundle" gives a repository with that history.`,
   token: `Usage: lvmh token add NAME --role admin|operator|viewer|agent
        lvmh token list [--json]
        lvmh token revoke NAME
@@ -62,7 +76,8 @@ Shows what the session changed: its working tree, untracked files included, agai
 session's recorded start, a terminal session's merge-base with its upstream), with the commits since.
 --uncommitted compares with HEAD instead; --stat prints one line per file instead of the diff. Lockfiles
 and binary files are collapsed, very large diffs cut; each is marked.`,
-  mr: `Usage: lvmh mr ID --title T [--description D] [--target B] [--draft] [--allow-secrets] [--json]
+  mr:
+    `Usage: lvmh mr ID --title T [--description D] [--target B] [--draft] [--allow-secrets] [--json]
        lvmh mr ID [--json]
 Pushes a spawned session's work (its commits, and its uncommitted changes committed with T as the message)
 to its own branch lvmh/<8 hex> and opens a merge request into B (default: the branch it started from), as
