@@ -2,13 +2,13 @@
  * Stop and resume with nothing stubbed but the LLM and GitLab, on pi 0.73.1 (the worker the daemon builds)
  * and on pi 1.6.0 (a worker on a Node 22 base with pi 1.6.0 in place of the bridge's packages): a spawned
  * session writes a file and hears a secret word; stopped, its container goes and its storage stays;
- * resumed, the same session says hello again with the model it had, its seqs go on with no gap and no
+ * the daemon SIGKILLed and started again, it is still stopped; resumed, the same session says hello again with the model it had, its seqs go on with no gap and no
  * repeat, the next request to the LLM carries the earlier conversation, and its working copy still holds
  * the file. Then a `docker kill` makes it `crashed` with readable logs, it resumes once more, and a discard
  * removes its storage.
  */
 import assert from "node:assert/strict";
-import { waitFor } from "../../testing/daemon.ts";
+import { type Daemon, startDaemon, waitFor } from "../../testing/daemon.ts";
 import { dockerTest, ROOT, uniq } from "../../testing/docker.ts";
 import { post, type SpawnEnv, startSpawnEnv } from "../../testing/spawn_env.ts";
 import { modelsJson } from "../../testing/pi.ts";
@@ -78,13 +78,15 @@ for (const version of ["0.73.1", "1.6.0"]) {
       await Deno.writeTextFile(`${dir}/models.json`, modelsJson(llm.url));
       const image = `lvmh-test-resume-worker-${uniq()}:latest`;
       let env: SpawnEnv | null = null;
+      const restarted: Daemon[] = [];
       try {
         if (version === "1.6.0") {
           const { testEngine } = await import("../../testing/docker.ts");
           await buildPi160Worker(testEngine(), image);
         }
         env = await startSpawnEnv({ workerImage: image, env: { LVMH_MODELS_JSON: `${dir}/models.json` } });
-        const { d, engine } = env;
+        const { engine } = env;
+        let d: Daemon = env.d;
         const session = async () =>
           ((await (await d.api("/api/sessions")).json()) as Session[]).find((x) => x.id === sessionId)!;
         const events = async () =>
@@ -149,6 +151,28 @@ for (const version of ["0.73.1", "1.6.0"]) {
           assert.equal(logs.status, 200);
           assert.match(logs.headers.get("content-type")!, /^text\/plain/);
           assert.ok((await logs.text()).split("\n").length <= 6);
+        });
+
+        await t.step("the daemon SIGKILLed and started again: the session is still stopped", async () => {
+          await d.kill("SIGKILL");
+          d = await startDaemon({
+            dataDir: d.dataDir,
+            port: d.port,
+            env: {
+              LVMH_CONTAINER_DOCKER_SOCK: engine.socketPath,
+              LVMH_GITLAB_URL: env!.gitlab.url,
+              LVMH_WORKER_IMAGE: image,
+              LVMH_WORKER_BASE_IMAGE: "lvmh-node-base:latest",
+              LVMH_WORKER_NETWORK: "host",
+              LVMH_MODELS_JSON: `${dir}/models.json`,
+            },
+          });
+          restarted.push(d);
+          const s = await waitFor(
+            async () => (await session())?.container === "stopped" ? session() : null,
+            "stopped",
+          );
+          assert.equal(s.online, false);
         });
 
         await t.step(
@@ -245,6 +269,7 @@ for (const version of ["0.73.1", "1.6.0"]) {
           await gone.body?.cancel();
         });
       } finally {
+        for (const r of restarted) await r.stop();
         await env?.close();
         if (env) await env.engine.imageRemove(image, true).catch(() => {});
         await llm.close();
