@@ -77,6 +77,10 @@ export function createDaemon(config: Config, routes: RouteDef[]): Daemon {
     api: createGitlabMergeRequests(gitlab),
     work: dockerShipWork(config),
   });
+  // A record's change is the session row's: the list shows `!12 · pipeline failed`.
+  sessions.setMergeRequests((id) => mergeRequests.summary(id));
+  mergeRequests.onChange((change) => sessions.touch(change.sessionId));
+  mergeRequests.follow();
   // Workers on the Docker engine; jobs go to browsers as `spawn_status`, spawned sessions into the registry.
   const spawner = createSpawner({
     config,
@@ -150,6 +154,7 @@ export function createDaemon(config: Config, routes: RouteDef[]): Daemon {
       idleStop.close();
       stopCollector();
       await notify.close();
+      await app.mergeRequests.close();
       hooks.close();
       feed.close();
       app.ingest.flush();

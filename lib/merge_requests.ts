@@ -11,9 +11,10 @@
  *
  * Following: an open merge request is read again from GitLab when a person looks (at most every 30 s), by a
  * bounded background poller (`follow`), and at once on the inbound GitLab hook's events (`gitlabEvent`). Each
- * change of the record is told to the `onChange` listeners (the session list's row, notifications, the
- * failed-pipeline follow-up) inside the same SQLite savepoint as the row itself, so what a listener keeps and
- * the row that says it was done commit together. Pipeline announcements and failed-pipeline prompts are
+ * change of the record is told to the `onChange` listeners (the session list's row, notifications) once it is
+ * committed; a listener registered `inTransaction` (the failed-pipeline follow-up, a plain row insert) is told
+ * inside the same SQLite savepoint as the row itself, so what it keeps and the mark that says it was done
+ * commit together. Pipeline announcements and failed-pipeline prompts are
  * recorded per pipeline id, so a restart or a replayed event never repeats them.
  */
 import type { DatabaseSync, StatementSync } from "node:sqlite";
@@ -208,6 +209,7 @@ export class MergeRequests {
   /** What the session list shows, per session with a merge request (read for every row of every list). */
   #summaries = new Map<string, SessionMergeRequest>();
   #listeners = new Set<(change: MergeRequestChange) => void>();
+  #inTransaction = new Set<(change: MergeRequestChange) => void>();
   /** Refreshes from GitLab in flight, per session: a second ask joins the first. */
   #refreshing = new Map<string, Promise<void>>();
   #poller: ReturnType<typeof setInterval> | undefined;
@@ -266,10 +268,18 @@ export class MergeRequests {
     return this.#summaries.get(sessionId);
   }
 
-  /** Hear of every change of a record (see `MergeRequestChange`). @returns the removal */
-  onChange(listener: (change: MergeRequestChange) => void): () => void {
-    this.#listeners.add(listener);
-    return () => this.#listeners.delete(listener);
+  /**
+   * Hear of every change of a record (see `MergeRequestChange`), after it is committed; with `inTransaction`,
+   * inside its savepoint instead (the listener may only write rows: no transaction of its own, no await).
+   * @returns the removal
+   */
+  onChange(
+    listener: (change: MergeRequestChange) => void,
+    options: { inTransaction?: boolean } = {},
+  ): () => void {
+    const set = options.inTransaction ? this.#inTransaction : this.#listeners;
+    set.add(listener);
+    return () => set.delete(listener);
   }
 
   /**
@@ -591,6 +601,7 @@ export class MergeRequests {
       previous.title !== mr.title || previous.mergeStatus !== mr.mergeStatus || previous.notes !== mr.notes ||
       previous.webUrl !== mr.webUrl || previous.targetBranch !== mr.targetBranch ||
       JSON.stringify(previous.pipeline) !== JSON.stringify(mr.pipeline);
+    let change: MergeRequestChange | null = null;
     this.#db.exec("SAVEPOINT merge_request");
     try {
       this.#saveMr.run(
@@ -608,9 +619,8 @@ export class MergeRequests {
       );
       this.#marks.run(notified, prompted, prompts, sessionId);
       const view = this.get(sessionId)!;
-      this.#summaries.set(sessionId, summaryOf(view));
       if (changed || pipelineFinished || promptFailure) {
-        const change: MergeRequestChange = {
+        change = {
           sessionId,
           repo: row.repo,
           previous,
@@ -620,19 +630,23 @@ export class MergeRequests {
           promptFailure,
           ...(extra.failedJobs?.length ? { failedJobs: extra.failedJobs } : {}),
         };
-        for (const listener of this.#listeners) {
-          try {
-            listener(change);
-          } catch (error) {
-            console.error(`lvmh: merge request change of ${sessionId}: ${(error as Error).message}`);
-          }
-        }
+        // A listener that throws undoes the whole change: it is seen again at the next refresh.
+        for (const listener of this.#inTransaction) listener(change);
       }
       this.#db.exec("RELEASE merge_request");
+      this.#summaries.set(sessionId, summaryOf(view));
     } catch (error) {
       this.#db.exec("ROLLBACK TO merge_request");
       this.#db.exec("RELEASE merge_request");
       throw error;
+    }
+    if (!change) return;
+    for (const listener of this.#listeners) {
+      try {
+        listener(change);
+      } catch (error) {
+        console.error(`lvmh: merge request change of ${sessionId}: ${(error as Error).message}`);
+      }
     }
   }
 }

@@ -12,6 +12,7 @@ import type {
   PromptImage,
   SessionActivity,
   SessionInfo,
+  SessionMergeRequest,
   SessionRecord,
   SessionSummary,
 } from "./protocol.ts";
@@ -79,6 +80,8 @@ export interface SessionsOptions {
   waiting?: (sessionId: string) => number;
   /** Keeps the images of prompts (`prompt`); without it a prompt with images is refused. */
   images?: ImageStore;
+  /** A session's merge request as its row shows it (the merge requests owner answers). */
+  mergeRequest?: (sessionId: string) => SessionMergeRequest | undefined;
 }
 
 /** Every session the daemon knows, and which of them have a live plugin socket. */
@@ -90,6 +93,7 @@ export class Sessions {
   #defaultAsk: AskSet;
   #spawnAsk: AskSet;
   #waiting: (sessionId: string) => number;
+  #mergeRequest: (sessionId: string) => SessionMergeRequest | undefined;
   #containerOf: (sessionId: string) => ContainerView | null = () => null;
   #images: ImageStore | null;
   #glances: SessionGlances;
@@ -105,6 +109,7 @@ export class Sessions {
     this.#defaultAsk = options.defaultAsk;
     this.#spawnAsk = options.spawnAsk ?? options.defaultAsk;
     this.#waiting = options.waiting ?? (() => 0);
+    this.#mergeRequest = options.mergeRequest ?? (() => undefined);
     // What the list shows of each session, from the hub's events; a file from before it is backfilled here.
     this.#glances = new SessionGlances(
       store.db,
@@ -123,6 +128,11 @@ export class Sessions {
   /** Late wiring of the approvals owner, which is built on this registry. */
   setWaiting(waiting: (sessionId: string) => number): void {
     this.#waiting = waiting;
+  }
+
+  /** Late wiring of the merge requests owner, which is built after this registry. */
+  setMergeRequests(mergeRequest: (sessionId: string) => SessionMergeRequest | undefined): void {
+    this.#mergeRequest = mergeRequest;
   }
 
   /**
@@ -300,6 +310,7 @@ export class Sessions {
     if (tool) activity.tool = tool;
     if (line) activity.line = line;
     const at = Math.max(row.lastEventAt ?? 0, g.activityAt ?? 0, online ? g.streamAt ?? 0 : 0);
+    const mergeRequest = this.#mergeRequest(row.id);
     return {
       ...row,
       online,
@@ -309,6 +320,7 @@ export class Sessions {
       activity,
       cost: g.cost,
       lastActivityAt: at || null,
+      ...(mergeRequest ? { mergeRequest } : {}),
       ...containerFields(this.#containerOf(row.id)),
     };
   }

@@ -19,6 +19,8 @@ import { handler as sessionBundle } from "./api/sessions/[id]/bundle.ts";
 import { handler as sessionStream } from "./api/sessions/[id]/stream.ts";
 import { handler as sessionImage } from "./api/sessions/[id]/images/[sha256].ts";
 import { handler as sessionMergeRequest } from "./api/sessions/[id]/merge-request.ts";
+import { handler as sessionMergeRequestComments } from "./api/sessions/[id]/merge-request/comments.ts";
+import { handler as sessionMergeRequestSend } from "./api/sessions/[id]/merge-request/comments/send.ts";
 import { handler as sessionChanges } from "./api/sessions/[id]/changes/index.ts";
 import { handler as sessionChangedFile } from "./api/sessions/[id]/changes/file.ts";
 import { handler as daemonStream } from "./api/stream.ts";
@@ -84,6 +86,13 @@ export const routes: RouteDef[] = [
   {
     path: "/api/sessions/:id/merge-request",
     handler: sessionMergeRequest,
+    auth: "token",
+    roles: { POST: "operator" },
+  },
+  { path: "/api/sessions/:id/merge-request/comments", handler: sessionMergeRequestComments, auth: "token" },
+  {
+    path: "/api/sessions/:id/merge-request/comments/send",
+    handler: sessionMergeRequestSend,
     auth: "token",
     roles: { POST: "operator" },
   },

@@ -54,7 +54,7 @@ export class Hooks {
     // ends. Written inside the record's savepoint, so the prompt and the mark that it was made commit together.
     deps.mergeRequests.onChange((change) => {
       if (change.promptFailure) this.#pipelineFailed(change);
-    });
+    }, { inTransaction: true });
   }
 
   #pipelineFailed(change: MergeRequestChange): void {
