@@ -14,6 +14,7 @@ const BENCHES = [
   "hooks.ts",
   "spawn.ts",
   "merge_request.ts",
+  "resume.ts",
   "changes.ts",
 ];
 
