@@ -330,12 +330,50 @@ var mr = async (cfg, args) => {
     "allow-secrets": {
       type: "boolean"
     },
+    comments: {
+      type: "boolean"
+    },
+    send: {
+      type: "string"
+    },
+    note: {
+      type: "string"
+    },
     json: {
       type: "boolean"
     }
   });
   const [id] = need(positionals, 1, "a session id");
   const path = `/api/sessions/${enc(id)}/merge-request`;
+  if (values.send !== void 0) {
+    const ids = values.send.split(",").map((s) => Number(s.trim()));
+    if (!ids.length || ids.some((n) => !Number.isInteger(n) || n <= 0)) {
+      throw usage(`--send takes comment ids separated by commas, not "${values.send}"`);
+    }
+    const body = {
+      ids,
+      ...values.note === void 0 ? {} : {
+        note: values.note
+      }
+    };
+    const sent = await api(cfg, "POST", `${path}/comments/send`, body);
+    return void process7.stdout.write(values.json ? JSON.stringify(sent) + "\n" : `sent ${sent.promptId}
+`);
+  }
+  if (values.comments) {
+    const { comments } = await api(cfg, "GET", `${path}/comments`);
+    if (values.json) {
+      return void process7.stdout.write(JSON.stringify(comments) + "\n");
+    }
+    for (const c of comments) {
+      const where = c.path === void 0 ? "" : ` ${printable(c.path)}${c.line === void 0 ? "" : `:${c.line}`}`;
+      const body = c.body.split("\n").map((l) => `    ${printable(l)}`).join("\n");
+      process7.stdout.write(`#${c.id} @${printable(c.author)}${where} ${printable(c.createdAt)}
+${body}
+`);
+    }
+    return;
+  }
   let shown;
   if (values.title === void 0) {
     shown = await api(cfg, "GET", path);
@@ -365,6 +403,11 @@ var mr = async (cfg, args) => {
 ${shown.webUrl}
 `);
 };
+function printable(text) {
+  return [
+    ...text
+  ].filter((ch) => ch === "	" || ch >= " " && ch !== "\x7F").join("");
+}
 
 // cli/src/prompt.ts
 import process8 from "node:process";
@@ -894,6 +937,7 @@ Commands:
   token add NAME --role ROLE | token list [--json] | token revoke NAME   named tokens (admin)
   changes ID [--stat] [--uncommitted] [--json]   what the session changed (a diff, or --stat a summary)
   mr ID [--title T [--description D] [--target B] [--draft]]   push and open or update its merge request
+  mr ID --comments | --send IDS [--note N]    list its review comments, or send the picked ones to the agent
 
 Configuration: --url/--token, else LVMH_URL and LVMH_TOKEN, else the file written by "lvmh login"
 ($XDG_CONFIG_HOME/lvmh/config.json, default ~/.config/lvmh/config.json). LVMH_URL is the daemon's
@@ -951,7 +995,10 @@ Pushes a spawned session's work (its commits, and its uncommitted changes commit
 to its own branch lvmh/<8 hex> and opens a merge request into B (default: the branch it started from), as
 a draft with --draft; called again, pushes new work and updates the title and description. Refused when an
 added line looks like a secret (the answer names file:line; --allow-secrets needs an admin token). Without
---title, shows the session's merge request. Prints "!IID state: branch \u2192 target at SHA" and its URL.`
+--title, shows the session's merge request. Prints "!IID state: branch \u2192 target at SHA" and its URL.
+  lvmh mr ID --comments [--json]       lists its review comments (people's notes and inline ones: #ID, author,
+                                       path:line), oldest first
+  lvmh mr ID --send ID,ID [--note N]   sends the picked comments to the agent as one follow-up (operator)`
 };
 
 // cli/src/main.ts

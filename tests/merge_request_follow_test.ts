@@ -13,6 +13,7 @@ import { connectAgent, connectBrowser, type Frame } from "../testing/agent.ts";
 import { startGitlabFixture } from "../testing/fixtures/gitlab_fixture.ts";
 import { failedPipeline } from "../testing/fixtures/gitlab_hooks/payloads.ts";
 import { startReceiver } from "../testing/fixtures/webhook_receiver.ts";
+import { cliEnv, lvmh } from "../testing/cli.ts";
 import { generateSecret } from "../lib/webhooks/signing.ts";
 import type { ShipWork } from "../lib/merge_requests.ts";
 
@@ -242,6 +243,29 @@ Deno.test("merge requests are followed: list row, hook events, notifications, ca
         assert.deepEqual(row?.detail, { iid: 1, ids: [inline, general], promptId });
       },
     );
+
+    await t.step("lvmh mr ID --comments lists them; --send sends the picked ones", async () => {
+      const dir = await Deno.makeTempDir({ prefix: "lvmh-cli-mr-" });
+      try {
+        const env = cliEnv(dir, d);
+        const listed = await lvmh(env, ["mr", SESSION, "--comments"]);
+        assert.equal(listed.code, 0, listed.stderr);
+        assert.match(listed.stdout, new RegExp(`^#${general} @alice \\S+\\n    Please add a test\\n`));
+        assert.match(listed.stdout, new RegExp(`#${inline} @bob src/a\\.ts:2 `));
+        const sent = await lvmh(env, ["mr", SESSION, "--send", String(general), "--note", "Just this one."]);
+        assert.equal(sent.code, 0, sent.stderr);
+        const promptId = /^sent (\S+)\n$/.exec(sent.stdout)?.[1];
+        const p = await a.waitFrame(
+          (f) => f.type === "prompt" && f.promptId === promptId,
+          "the CLI's follow-up",
+        );
+        assert.match(String(p.message), /Just this one\.[\s\S]*Please add a test/);
+        const bad = await lvmh(env, ["mr", SESSION, "--send", "x"]);
+        assert.equal(bad.code, 2);
+      } finally {
+        await Deno.remove(dir, { recursive: true });
+      }
+    });
 
     await t.step(
       "a plain note or a merge reads the merge request again; merged is announced once",

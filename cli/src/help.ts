@@ -24,6 +24,7 @@ Commands:
   token add NAME --role ROLE | token list [--json] | token revoke NAME   named tokens (admin)
   changes ID [--stat] [--uncommitted] [--json]   what the session changed (a diff, or --stat a summary)
   mr ID [--title T [--description D] [--target B] [--draft]]   push and open or update its merge request
+  mr ID --comments | --send IDS [--note N]    list its review comments, or send the picked ones to the agent
 
 Configuration: --url/--token, else LVMH_URL and LVMH_TOKEN, else the file written by "lvmh login"
 ($XDG_CONFIG_HOME/lvmh/config.json, default ~/.config/lvmh/config.json). LVMH_URL is the daemon's
@@ -83,5 +84,8 @@ Pushes a spawned session's work (its commits, and its uncommitted changes commit
 to its own branch lvmh/<8 hex> and opens a merge request into B (default: the branch it started from), as
 a draft with --draft; called again, pushes new work and updates the title and description. Refused when an
 added line looks like a secret (the answer names file:line; --allow-secrets needs an admin token). Without
---title, shows the session's merge request. Prints "!IID state: branch → target at SHA" and its URL.`,
+--title, shows the session's merge request. Prints "!IID state: branch → target at SHA" and its URL.
+  lvmh mr ID --comments [--json]       lists its review comments (people's notes and inline ones: #ID, author,
+                                       path:line), oldest first
+  lvmh mr ID --send ID,ID [--note N]   sends the picked comments to the agent as one follow-up (operator)`,
 };
