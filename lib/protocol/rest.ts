@@ -29,6 +29,8 @@ export interface PromptResult {
   ok: true;
   promptId: string;
   commandId: string;
+  /** The session's worker was stopped: it is resumed, and the prompt delivered once it is online and idle. */
+  resumed?: true;
 }
 /** Any JSON body: read first, checked against its schema after a size rule that depends on the content. */
 export const JsonBody = z.unknown();

@@ -14,6 +14,20 @@ export const handler: Handlers = {
     const parsed = parseWith(PromptBody, raw);
     if (!parsed.ok) throw new InvalidError(parsed.message);
     const { message, deliverAs, images } = parsed.value;
+    const id = ctx.params.id;
+    const worker = ctx.app.spawner.container(id)?.state;
+    if (!ctx.app.sessions.isOnline(id) && (worker === "stopped" || worker === "crashed") && !images?.length) {
+      // A stopped spawned session is resumed, and the prompt kept (in SQLite, like a hook's) until its new
+      // worker is online and idle, then delivered once.
+      await ctx.app.spawner.resume(id);
+      const by = actorName(ctx.principal);
+      const promptId = ctx.app.hooks.kept.queueFollowUp(id, message, by, { resumed: true });
+      ctx.audit("prompt", {
+        sessionId: id,
+        detail: { promptId, message, deliverAs: "followUp", resumed: true },
+      });
+      return json({ ok: true, promptId, commandId: promptId, resumed: true });
+    }
     const sent = ctx.app.sessions.prompt(ctx.params.id, {
       message,
       deliverAs,
