@@ -203,6 +203,7 @@ export class MergeRequests {
   #marks: StatementSync;
   #due: StatementSync;
   #byBranch: StatementSync;
+  #postpone: StatementSync;
   #db: DatabaseSync;
   /** One ship at a time per session: a second call waits for the first (it then updates what that made). */
   #running = new Map<string, Promise<unknown>>();
@@ -254,6 +255,7 @@ export class MergeRequests {
       `SELECT sessionId FROM session_merge_requests WHERE iid IS NOT NULL AND state = 'opened' AND refreshedAt <= ?
        ORDER BY refreshedAt LIMIT ?`,
     );
+    this.#postpone = db.prepare("UPDATE session_merge_requests SET refreshedAt = ? WHERE sessionId = ?");
     this.#byBranch = db.prepare(
       "SELECT sessionId FROM session_merge_requests WHERE repo = ? AND sourceBranch = ? AND iid IS NOT NULL",
     );
@@ -305,7 +307,9 @@ export class MergeRequests {
     for (const id of due) {
       if (this.#closed) break;
       await this.refresh(id).catch(() => {
-        // GitLab unreachable or the token gone: tried again at a later round.
+        // GitLab unreachable, the token gone or the project moved: tried again after the others, so a few
+        // broken ones never starve the rest.
+        if (!this.#closed) this.#postpone.run(this.#now(), id);
       });
     }
     return due;

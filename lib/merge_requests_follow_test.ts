@@ -134,6 +134,24 @@ Deno.test("MergeRequests follows a merge request: summary, changes once, prompts
       },
     );
 
+    await t.step("a merge request GitLab cannot read goes to the back of the poller's queue", async () => {
+      const db2 = db;
+      db2.prepare("UPDATE session_merge_requests SET state = 'opened', refreshedAt = 0").run();
+      const original = gl.mergeRequests.splice(0);
+      try {
+        assert.deepEqual(await mrs.poll(), [SESSION]);
+        const row = db2.prepare("SELECT refreshedAt FROM session_merge_requests").get() as {
+          refreshedAt: number;
+        };
+        assert.ok(row.refreshedAt > 0, "postponed");
+        assert.deepEqual(await mrs.poll(), [], "not again at once");
+      } finally {
+        gl.mergeRequests.push(...original);
+        clock.advance(31_000);
+        await mrs.poll();
+      }
+    });
+
     await t.step("marks survive a restart: a new owner on the same file announces nothing again", () => {
       const again = new MergeRequests(db, {
         workspaces: new Workspaces(db),

@@ -33,6 +33,8 @@ const PipelineHook = z.looseObject({
   }),
   builds: z.array(z.looseObject({ name: z.string(), status: z.string(), stage: z.string().optional() }))
     .default([]),
+  // A merge request pipeline runs on `refs/merge-requests/:iid/head`: the payload names its source branch.
+  merge_request: z.looseObject({ iid: z.number(), source_branch: z.string() }).nullish(),
 });
 
 const MergeRequestHook = z.looseObject({
@@ -103,7 +105,7 @@ export function parseGitlab(event: string | null, payload: unknown): GitlabActio
     return {
       kind: "pipeline",
       repo: p.data.project.path_with_namespace,
-      branch: p.data.object_attributes.ref,
+      branch: p.data.merge_request?.source_branch ?? p.data.object_attributes.ref,
       id: p.data.object_attributes.id,
       status: p.data.object_attributes.status,
       failedJobs: p.data.builds.filter((b) => b.status === "failed").map((b) => b.name),

@@ -51,6 +51,12 @@ Deno.test("parseGitlab() reads comments, pipelines and merge request events, and
     if (a.kind === "pipeline") {
       assert.match(promptFor(a), /^The GitLab pipeline on feature\/x failed\. Failed jobs: unit-tests\./);
     }
+    const mrPipeline = {
+      ...failedPipeline("refs/merge-requests/7/head"),
+      merge_request: { iid: 7, source_branch: "lvmh/0a1b2c3d" },
+    };
+    const onMr = parseGitlab("Pipeline Hook", mrPipeline);
+    assert.equal(onMr?.branch, "lvmh/0a1b2c3d", "a merge request pipeline is on its source branch");
     const passed = failedPipeline("main");
     passed.object_attributes.status = "success";
     assert.equal(parseGitlab("Pipeline Hook", passed)?.kind === "pipeline", true);
