@@ -53,8 +53,7 @@ Lists the tool calls waiting for a person, oldest first.`,
 Approves a waiting tool call; the first answer wins.`,
   reject: `Usage: lvmh reject APPROVAL_ID [--reason R] [--json]
 Rejects a waiting tool call; the agent gets the reason.`,
-  spawn:
-    `Usage: lvmh spawn GROUP/PROJECT [--branch B] [--ask bash,edit|all|none] [--json]
+  spawn: `Usage: lvmh spawn GROUP/PROJECT [--branch B] [--ask bash,edit|all|none] [--json]
 Starts a session in a container from a GitLab repository. Prints the new session's id once it runs.`,
   stop: `Usage: lvmh stop ID
 Stops and removes a spawned session's container. Its history and its storage (working copy, conversation)
@@ -77,8 +76,7 @@ Shows what the session changed: its working tree, untracked files included, agai
 session's recorded start, a terminal session's merge-base with its upstream), with the commits since.
 --uncommitted compares with HEAD instead; --stat prints one line per file instead of the diff. Lockfiles
 and binary files are collapsed, very large diffs cut; each is marked.`,
-  mr:
-    `Usage: lvmh mr ID --title T [--description D] [--target B] [--draft] [--allow-secrets] [--json]
+  mr: `Usage: lvmh mr ID --title T [--description D] [--target B] [--draft] [--allow-secrets] [--json]
        lvmh mr ID [--json]
 Pushes a spawned session's work (its commits, and its uncommitted changes committed with T as the message)
 to its own branch lvmh/<8 hex> and opens a merge request into B (default: the branch it started from), as

@@ -82,9 +82,7 @@ export const mr: Command = async (cfg, args) => {
       const body = c.body.split("\n").map((l) => `    ${printable(l)}`)
         .join("\n");
       process.stdout.write(
-        `#${c.id} @${printable(c.author)}${where} ${
-          printable(c.createdAt)
-        }\n${body}\n`,
+        `#${c.id} @${printable(c.author)}${where} ${printable(c.createdAt)}\n${body}\n`,
       );
     }
     return;
@@ -95,16 +93,13 @@ export const mr: Command = async (cfg, args) => {
   } else {
     const body = {
       title: values.title,
-      ...(values.description === undefined
-        ? {}
-        : { description: values.description }),
+      ...(values.description === undefined ? {} : { description: values.description }),
       ...(values.target === undefined ? {} : { targetBranch: values.target }),
       ...(values.draft ? { draft: true } : {}),
       ...(values["allow-secrets"] ? { allowSecrets: true } : {}),
     };
-    shown =
-      (await api<{ mergeRequest: MergeRequestShown }>(cfg, "POST", path, body))
-        .mergeRequest;
+    shown = (await api<{ mergeRequest: MergeRequestShown }>(cfg, "POST", path, body))
+      .mergeRequest;
   }
   if (values.json) {
     return void process.stdout.write(JSON.stringify(shown) + "\n");
