@@ -49,7 +49,11 @@ export function SessionRow({ s, now }: { s: SessionSummary; now: number }) {
           )}
           <span class={`badge ${s.agent ? "container" : "local"}`}>{s.agent ? "container" : "local"}</span>
           <span class={`state ${s.online && s.state === "running" ? "running" : "settled"}`}>
-            {!s.online ? "offline" : s.state === "running" ? "running" : "settled"}
+            {!s.online
+              ? s.container === "stopped" || s.container === "crashed" ? s.container : "offline"
+              : s.state === "running"
+              ? "running"
+              : "settled"}
           </span>
           {s.model && <span class="model" title={s.provider ?? ""}>{s.model}</span>}
           {s.cost > 0 && <span class="cost" title="cost so far">{formatCost(s.cost)}</span>}

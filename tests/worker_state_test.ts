@@ -65,6 +65,9 @@ Deno.test("worker state: rows, logs, the session page's panel, and no engine", a
     assert.match(page, /out of memory/);
     assert.match(page, />Resume</);
     assert.match(page, />Discard…</);
+    const list = await (await daemon.fetch("/", { headers: { cookie } })).text();
+    assert.match(list, /data-group="stopped"/, "the list shows it apart from live and offline sessions");
+    assert.match(list, /Stopped or crashed: resumable/);
     const termPage = await (await daemon.fetch("/sessions/term", { headers: { cookie } })).text();
     assert.ok(!termPage.includes("data-container"), "no worker panel for a terminal session");
 

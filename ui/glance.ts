@@ -47,19 +47,24 @@ export function activityText(a: SessionSummary["activity"]): string {
 }
 
 /** The groups of the list, in the order they are shown. */
-export type Group = "needs-you" | "running" | "idle" | "offline";
+export type Group = "needs-you" | "running" | "idle" | "stopped" | "offline";
 /** Headings of the groups. */
 export const GROUP_LABEL: Record<Group, string> = {
   "needs-you": "Needs you",
   running: "Running",
   idle: "Idle",
+  stopped: "Stopped or crashed: resumable",
   offline: "Offline",
 };
-const RANK: Record<Group, number> = { "needs-you": 0, running: 1, idle: 2, offline: 3 };
+const RANK: Record<Group, number> = { "needs-you": 0, running: 1, idle: 2, stopped: 3, offline: 4 };
 
-/** Which group a session is in: waiting for approval first, then running, idle, offline. */
-export function groupOf(s: Pick<SessionSummary, "waiting" | "online" | "state">): Group {
+/**
+ * Which group a session is in: waiting for approval first, then running, idle, a spawned session whose worker
+ * stopped or crashed (its work kept, resumable), offline.
+ */
+export function groupOf(s: Pick<SessionSummary, "waiting" | "online" | "state" | "container">): Group {
   if (s.waiting > 0) return "needs-you";
+  if (!s.online && (s.container === "stopped" || s.container === "crashed")) return "stopped";
   if (!s.online) return "offline";
   return s.state === "running" ? "running" : "idle";
 }

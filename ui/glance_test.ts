@@ -74,3 +74,15 @@ Deno.test("sortByGroup() puts needs-you, running, idle, offline in that order", 
   assert.deepEqual(sortByGroup(list).map((s) => s.id), ["wait", "run", "idle", "off"]);
   assert.equal(groupOf(summary({ online: false, waiting: 2 })), "needs-you");
 });
+
+Deno.test("groupOf() puts stopped and crashed spawned sessions apart, after idle and before offline", () => {
+  const list = [
+    summary({ id: "off", online: false, lastEventAt: 9 }),
+    summary({ id: "crashed", online: false, container: "crashed", lastEventAt: 1 }),
+    summary({ id: "stopped", online: false, container: "stopped", lastEventAt: 2 }),
+    summary({ id: "idle", container: "running", lastEventAt: 0 }),
+  ];
+  assert.deepEqual(sortByGroup(list).map((s) => s.id), ["idle", "stopped", "crashed", "off"]);
+  assert.equal(groupOf(summary({ online: false, container: "stopped", waiting: 1 })), "needs-you");
+  assert.equal(groupOf(summary({ online: false, container: null })), "offline");
+});
