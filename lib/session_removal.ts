@@ -47,12 +47,28 @@ export async function discardSession(
 }
 
 /**
- * Delete every offline session whose last event (or start, without events) is older than `days`.
+ * Delete every offline session whose last event (or start, without events) is older than `days`; a stopped
+ * spawned session is discarded (in the background: its storage goes too).
  * @returns the ids deleted
  */
-export function pruneSessions(app: Parts, days: number, now = Date.now()): string[] {
+export function pruneSessions(
+  app: Parts & Partial<Pick<App, "spawner">>,
+  days: number,
+  now = Date.now(),
+): string[] {
   const cutoff = now - days * DAY_MS;
   const old = app.sessions.list().filter((s) => !s.online && (s.lastEventAt ?? s.startedAt) < cutoff);
-  for (const s of old) deleteSession(app, s.id);
+  for (const s of old) {
+    // A stopped spawned session is discarded, its storage with it (else its volumes would outlive it);
+    // one whose worker runs is left alone.
+    if (app.spawner?.container(s.id)) {
+      const spawner = app.spawner;
+      discardSession({ ...app, spawner }, s.id).catch((error) => {
+        console.warn(`lvmh: could not discard old session ${s.id}: ${(error as Error).message}`);
+      });
+      continue;
+    }
+    deleteSession(app, s.id);
+  }
   return old.map((s) => s.id);
 }
