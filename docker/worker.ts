@@ -75,6 +75,8 @@ export interface WorkerSpec {
   modelsJson: string | null;
   /** A file the bridge waits for before it opens the session (the working copy is then made). */
   readyFile?: string;
+  /** The session ran before (a resume): `LVMH_RESUME=1`. */
+  resume?: boolean;
   /** Resource limits; a null field (or none at all) is no limit. */
   limits?: { memoryBytes: number | null; cpus: number | null; pids: number | null };
 }
@@ -105,6 +107,7 @@ export function workerCreateBody(s: WorkerSpec): Record<string, unknown> {
   ];
   if (s.branch) env.push(`LVMH_BRANCH=${s.branch}`);
   if (s.readyFile) env.push(`LVMH_READY_FILE=${s.readyFile}`);
+  if (s.resume) env.push("LVMH_RESUME=1");
   if (s.providerKey) env.push(`ZAI_RENAUD_API_KEY=${s.providerKey}`);
   const mounts: Record<string, unknown>[] = [
     { Type: "volume", Source: s.workVolume, Target: "/workspace" },

@@ -14,6 +14,7 @@
  *   LVMH_PROVIDER, LVMH_MODEL   model to use [the first model of the first provider in models.json]
  *   LVMH_WORKSPACE              cwd of the session [/workspace]
  *   LVMH_SESSION_DIR            where pi keeps its session files and the plugin its seq files [/pi-sessions]
+ *   LVMH_RESUME=1               set by the daemon when it resumes a stopped session
  *   LVMH_READY_FILE             wait for this file before opening the session (set by the daemon, which
  *                               starts the container while it still clones the workspace)
  *   LVMH_PLUGIN_DIR             directory holding lvmh-agent.mjs [next to this file, ../plugin, ../../plugin, /plugin]
@@ -86,6 +87,11 @@ function sessionManagerFor(sdk, cwd, sessionDir) {
       repairLastLine(file);
       return { sm: SessionManager.open(file, sessionDir), resumed: true };
     }
+  }
+  // A resumed session without pi's file: pi (0.73.1 writes nothing before the first answer) had not saved
+  // it. Its events stay in lvmh; pi starts empty under the same id.
+  if (id && env.LVMH_RESUME === "1") {
+    say(`pi had not saved this conversation yet: session ${id} starts again with an empty context`);
   }
   // pi 1.6.0 takes the id in create(); 0.73.1 ignores the third argument, so newSession() sets it there.
   const sm = SessionManager.create(cwd, sessionDir, id ? { id } : undefined);

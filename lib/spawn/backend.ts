@@ -21,6 +21,8 @@ export interface WorkerRequest {
   agentUrl: string;
   /** The session-scoped token the worker's plugin presents. */
   token: string;
+  /** A stopped session's new worker (its bridge says so when pi had saved nothing). */
+  resume?: boolean;
 }
 
 /** The repository whose cache to clone or fetch, and how. */

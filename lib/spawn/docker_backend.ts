@@ -122,6 +122,7 @@ export function createDockerBackend(
         providerKey: config.providerKey,
         modelsJson: config.modelsJson,
         readyFile: `/pi-sessions/${READY_MARKER}`,
+        resume: w.resume,
         limits: config.workerLimits,
       });
       try {

@@ -83,6 +83,7 @@ export function createPipeline(deps: PipelineDeps): RunJob {
         branch: job.branch,
         agentUrl: deps.agentUrl,
         token,
+        resume: true,
       });
       await backend.signalReady(workerId);
       jobs.update(job, "running");

@@ -268,6 +268,39 @@ for (const version of ["0.73.1", "1.6.0"]) {
           assert.equal(gone.status, 404);
           await gone.body?.cancel();
         });
+
+        await t.step(
+          "a crash in the first answer: 0.73.1 had saved nothing (said so), 1.6.0 had",
+          async () => {
+            const res = await post(d, "/api/spawn", { repo: env!.repos[0], ask: [] });
+            const body = await res.json();
+            assert.equal(res.status, 201, JSON.stringify(body));
+            sessionId = body.sessionId;
+            await online("a second session's hello");
+            const asked = llm.requests.length;
+            await post(d, `/api/sessions/${sessionId}/prompt`, { message: "SLOW first words" })
+              .then((r) => r.body?.cancel());
+            // The answer streams for seconds: the worker is killed while pi waits for it.
+            await waitFor(() => llm.requests.length > asked, "the LLM asked", 30_000);
+            const [worker] = await engine.containerList({ "lvmh.session": sessionId, "lvmh.kind": "worker" });
+            const kill = await new Deno.Command("docker", {
+              args: ["-H", `unix://${engine.socketPath}`, "kill", worker.Id],
+              stdout: "null",
+              stderr: "piped",
+            }).output();
+            assert.ok(kill.success, new TextDecoder().decode(kill.stderr));
+            await waitFor(async () => (await session()).container === "crashed", "crashed", 30_000);
+            const again = await post(d, `/api/sessions/${sessionId}/resume`, {});
+            assert.equal(again.status, 202, await again.text());
+            await online("the hello after the crash");
+            const logs = await (await d.api(`/api/sessions/${sessionId}/container/logs?tail=1000`)).text();
+            assert.equal(
+              logs.includes("pi had not saved this conversation yet"),
+              version === "0.73.1",
+              logs,
+            );
+          },
+        );
       } finally {
         for (const r of restarted) await r.stop();
         await env?.close();
