@@ -25,6 +25,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { repairLastLine } from "./session_file.mjs";
 
 const env = process.env;
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -84,7 +85,7 @@ function sessionManagerFor(sdk, cwd, sessionDir) {
     const existing = fs.readdirSync(sessionDir).filter((f) => f.endsWith(`_${id}.jsonl`)).sort().at(-1);
     if (existing) {
       const file = path.join(sessionDir, existing);
-      repairLastLine(file);
+      if (repairLastLine(file)) say("repaired the half-written last line of pi's session file");
       return { sm: SessionManager.open(file, sessionDir), resumed: true };
     }
   }
@@ -97,23 +98,6 @@ function sessionManagerFor(sdk, cwd, sessionDir) {
   const sm = SessionManager.create(cwd, sessionDir, id ? { id } : undefined);
   if (id && sm.getSessionId() !== id) sm.newSession({ id });
   return { sm, resumed: false };
-}
-
-/**
- * End a session file with a newline when a killed worker left its last line half-written: pi 0.73.1 would
- * append its next entry to that torn line, and lose it (and the history before it) on the next load.
- */
-function repairLastLine(file) {
-  const fd = fs.openSync(file, "r+");
-  try {
-    const size = fs.fstatSync(fd).size;
-    if (size === 0) return;
-    const last = Buffer.alloc(1);
-    fs.readSync(fd, last, 0, 1, size - 1);
-    if (last[0] !== 0x0a) fs.writeSync(fd, "\n", size);
-  } finally {
-    fs.closeSync(fd);
-  }
 }
 
 /** The model a resumed session last used, when models.json still has it (else the configured one is used). */

@@ -51,6 +51,7 @@ async function buildPi160Worker(engine: Engine, tag: string): Promise<void> {
 RUN mkdir -p /workspace /pi-sessions /etc/lvmh /home/node /bridge && chown 1000:1000 /workspace /pi-sessions /home/node
 COPY ${PI160} /bridge/node_modules
 COPY docker/bridge/index.mjs /bridge/index.mjs
+COPY docker/bridge/session_file.mjs /bridge/session_file.mjs
 COPY plugin/lvmh-agent.mjs /plugin/lvmh-agent.mjs
 ENV HOME=/home/node LVMH_PLUGIN_DIR=/plugin LVMH_SESSION_DIR=/pi-sessions
 LABEL lvmh.test="pi160-worker"
@@ -61,7 +62,7 @@ CMD ["node", "/bridge/index.mjs"]
   );
   try {
     await engine.imageBuild(
-      contextStream(ROOT, [`${dir}/Dockerfile`, PI160, "docker/bridge/index.mjs", "plugin/lvmh-agent.mjs"]),
+      contextStream(ROOT, [`${dir}/Dockerfile`, PI160, "docker/bridge/index.mjs", "docker/bridge/session_file.mjs", "plugin/lvmh-agent.mjs"]),
       { tag, dockerfile: `${dir}/Dockerfile` },
     );
   } finally {
