@@ -144,13 +144,15 @@ export function createSpawner(deps: SpawnDeps): Spawner {
    * the daemon was down, as when the host or the engine restarted) is `stopped`, resumable; a worker still
    * running with no state (spawned before states were kept) is `running`.
    */
+  let settled = false;
   const settleStates = async () => {
     let workers;
     try {
       workers = await backend.listWorkers();
     } catch {
-      return; // Docker down: the states stay as they were until the next start
+      return; // Docker down: the periodic check tries again
     }
+    settled = true;
     const running = new Set(workers.filter((w) => w.running).map((w) => w.sessionId));
     for (const w of workers) {
       if (w.running && !containers.get(w.sessionId)) containers.set(w.sessionId, w.repo, "running");
@@ -178,7 +180,10 @@ export function createSpawner(deps: SpawnDeps): Spawner {
   const recovered = recover();
   let reconciling: Promise<void> | null = null;
   const check = () =>
-    reconciling ??= reconcileJobs(backend, jobs, ended).catch(() => {}).finally(() => reconciling = null);
+    reconciling ??= reconcileJobs(backend, jobs, ended)
+      .then(() => settled ? undefined : recovered.then(settleStates))
+      .catch(() => {})
+      .finally(() => reconciling = null);
   const timer = setInterval(check, RECONCILE_MS);
   Deno.unrefTimer(timer);
 

@@ -150,3 +150,24 @@ Deno.test("lastLines() keeps the last n lines", () => {
   assert.equal(lastLines("a\nb\nc", 5), "a\nb\nc\n");
   assert.equal(lastLines("", 5), "");
 });
+
+Deno.test("a daemon that started without Docker settles its sessions once the engine answers", async () => {
+  const fake = new FakeEngine();
+  const db = new DatabaseSync(":memory:");
+  const first = setup(fake, db);
+  await first.spawner.recovered();
+  const gone = await first.spawner.spawn({ repo: "group/project" });
+  await first.spawner.shutdown();
+  fake.containers.delete(gone.containerId);
+  fake.down = true;
+  const second = setup(fake, db);
+  try {
+    await second.spawner.recovered();
+    assert.equal(second.spawner.container(gone.sessionId)?.state, "running", "nothing known yet");
+    fake.down = false;
+    await second.spawner.check();
+    assert.equal(second.spawner.container(gone.sessionId)?.state, "stopped");
+  } finally {
+    await second.spawner.shutdown();
+  }
+});
