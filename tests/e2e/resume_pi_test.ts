@@ -191,6 +191,7 @@ for (const version of ["0.73.1", "1.6.0"]) {
             const s = await online("the hello after resume");
             assert.equal(s.container, "running");
             assert.equal(s.model, "fake-model-2", "the session's own model, not the bridge's default");
+            assert.equal(s.thinkingLevel, "high", "and its own thinking level (the bridge's is off)");
             const before = llm.requests.length;
             await run("TEXTONLY what was the word?");
             const request = JSON.stringify(llm.requests.slice(before));
