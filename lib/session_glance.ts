@@ -53,7 +53,14 @@ export type ReadEvents = (id: string, after: number, limit: number) => StoredEve
 
 /** One session's glance in memory. */
 export interface LiveGlance {
+  /** The figures; `lastLine` may lag `answers` until `settled()` makes it. */
   record: GlanceRecord;
+  /**
+   * Assistant answers applied since the shown line was last made, oldest first. Making a line reads the
+   * answer's Markdown (a dozen patterns), so it is made once per tick when the row is read or saved, from the
+   * newest answer that has a line, not once per stored message.
+   */
+  answers: string[];
   /** Text streamed since the latest message started (a bounded tail). */
   stream: string;
   /** The seq of the latest streamed delta applied (deltas older than the persisted seq are stale). */
@@ -63,7 +70,20 @@ export interface LiveGlance {
 
 /** A fresh in-memory glance. */
 export function liveGlance(record: GlanceRecord = EMPTY_RECORD): LiveGlance {
-  return { record: { ...record }, stream: "", streamSeq: 0, streamAt: null };
+  return { record: { ...record }, answers: [], stream: "", streamSeq: 0, streamAt: null };
+}
+
+/** Answers kept unread before their line is made anyway (bounds memory; the result is the same). */
+const PENDING_ANSWERS_MAX = 16;
+
+/** The glance's figures with the shown line made from the answers applied since it was last made. */
+export function settled(g: LiveGlance): GlanceRecord {
+  if (g.answers.length === 0) return g.record;
+  let line: string | null = null;
+  for (let i = g.answers.length - 1; i >= 0 && line === null; i--) line = lastLine(g.answers[i]);
+  g.answers = [];
+  if (line !== null) g.record = { ...g.record, lastLine: line };
+  return g.record;
 }
 
 /**
@@ -101,7 +121,7 @@ export function applyEvent(g: LiveGlance, e: AgentEvent): "record" | "line" | nu
       const m: { role?: unknown; text?: unknown } = e.message ?? {};
       const text = typeof m.text === "string" ? m.text : "";
       if (m.role === "user" && r.firstPrompt === null) r.firstPrompt = firstLine(text);
-      if (m.role === "assistant") r.lastLine = lastLine(text) ?? r.lastLine;
+      if (m.role === "assistant") g.answers.push(text);
       g.stream = "";
       break;
     }
@@ -145,6 +165,8 @@ export function applyEvent(g: LiveGlance, e: AgentEvent): "record" | "line" | nu
       e satisfies never;
   }
   g.record = r;
+  // A long catch-up from the store reads no row until its end: keep what it holds of answers bounded.
+  if (g.answers.length >= PENDING_ANSWERS_MAX) settled(g);
   return "record";
 }
 
@@ -201,7 +223,7 @@ export class SessionGlances {
   /** A session's glance, caught up to `lastSeq` first when it is behind. */
   of(sessionId: string, lastSeq: number): Glance {
     const g = this.#catchUp(sessionId, lastSeq);
-    return { ...g.record, streamLine: g.stream ? streamTail(g.stream) : null, streamAt: g.streamAt };
+    return { ...settled(g), streamLine: g.stream ? streamTail(g.stream) : null, streamAt: g.streamAt };
   }
 
   /** Follow an online session's events and deltas (idempotent). */
@@ -245,7 +267,7 @@ export class SessionGlances {
     const rows: [string, GlanceRecord][] = [];
     for (const id of this.#dirty) {
       const g = this.#live.get(id);
-      if (g) rows.push([id, g.record]);
+      if (g) rows.push([id, settled(g)]);
     }
     try {
       this.#table.save(rows);

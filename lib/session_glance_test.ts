@@ -4,7 +4,7 @@ import { Hub, type Subscriber } from "./hub.ts";
 import { Ingest } from "./ingest.ts";
 import { type PluginLink, Sessions } from "./sessions.ts";
 import type { AgentEvent, ServerFrame, SessionInfo } from "./protocol.ts";
-import { applyEvent, LINE_INTERVAL_MS, liveGlance } from "./session_glance.ts";
+import { applyEvent, LINE_INTERVAL_MS, liveGlance, settled } from "./session_glance.ts";
 import { sessionInfo } from "../testing/agent.ts";
 
 const T0 = Date.UTC(2026, 11, 1);
@@ -208,4 +208,25 @@ Deno.test("applyEvent(): stored events apply once, stale deltas not at all", () 
   assert.equal(applyEvent(g, e(3, "message_update", { delta: "" })), null, "the same line");
   assert.equal(applyEvent(g, e(4, "agent_end", { usage: { totalCost: "x" } })), "record");
   assert.equal(g.record.cost, 1, "a cost that is not a number counts nothing");
+});
+
+Deno.test("applyEvent(): the shown line is made when read, from the newest answer that has one", () => {
+  const g = liveGlance();
+  const answer = (seq: number, text: string) =>
+    ({
+      v: 1,
+      sessionId: "s",
+      seq,
+      ts: seq,
+      type: "message_end",
+      message: { role: "assistant", id: `a${seq}`, text },
+    }) as unknown as AgentEvent;
+  applyEvent(g, answer(1, "First **answer**."));
+  applyEvent(g, answer(2, "Then [the docs](https://example.com)."));
+  applyEvent(g, answer(3, "```\n```"));
+  assert.equal(settled(g).lastLine, "Then the docs.", "a newer answer without a line keeps the one before");
+  assert.deepEqual(g.answers, []);
+  for (let i = 0; i < 40; i++) applyEvent(g, answer(10 + i, `answer ${i}`));
+  assert.ok(g.answers.length < 16, "a catch-up keeps a bounded number of answers unread");
+  assert.equal(settled(g).lastLine, "answer 39");
 });
