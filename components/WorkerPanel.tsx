@@ -5,7 +5,8 @@
  */
 import { useState } from "preact/hooks";
 import type { ContainerState } from "../lib/protocol.ts";
-import { api, ApiError, errorText } from "../ui/api.ts";
+import { ApiError, errorText } from "../ui/api.ts";
+import { bundleUrl, containerLogsUrl, deleteSession, resumeSession, stopContainer } from "../ui/rest.ts";
 import { useCan } from "../ui/roles.ts";
 
 /** The session's worker fields, as its row carries them. */
@@ -30,7 +31,6 @@ export function WorkerPanel(p: WorkerPanelProps) {
   const mayDiscard = useCan("delete");
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
-  const base = `/api/sessions/${encodeURIComponent(p.sessionId)}`;
   const ended = p.container === "stopped" || p.container === "crashed";
 
   async function run(call: () => Promise<unknown>) {
@@ -44,8 +44,8 @@ export function WorkerPanel(p: WorkerPanelProps) {
       setBusy(false);
     }
   }
-  const resume = () => run(() => api(`${base}/resume`, { method: "POST", body: "{}" }));
-  const stop = () => run(() => api(`${base}/container`, { method: "DELETE" }));
+  const resume = () => run(() => resumeSession(p.sessionId));
+  const stop = () => run(() => stopContainer(p.sessionId));
   const discard = () => {
     if (
       !confirm(
@@ -55,7 +55,7 @@ export function WorkerPanel(p: WorkerPanelProps) {
       return;
     }
     void run(async () => {
-      await api(base, { method: "DELETE" });
+      await deleteSession(p.sessionId);
       location.assign("/");
     });
   };
@@ -94,14 +94,14 @@ export function WorkerPanel(p: WorkerPanelProps) {
           </button>
         )}
         {mayStop && (
-          <a class="ghost small bundle" href={`${base}/bundle`} download>
+          <a class="ghost small bundle" href={bundleUrl(p.sessionId)} download>
             Download work
           </a>
         )}
         {mayStop && (
           <a
             class="ghost small logs"
-            href={`${base}/container/logs?tail=1000`}
+            href={containerLogsUrl(p.sessionId)}
             target="_blank"
             rel="noopener"
           >

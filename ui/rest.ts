@@ -21,6 +21,7 @@ import type {
   PromptImage,
   PromptResult,
   PushSubscribeBody,
+  ResumeResult,
   SessionSummary,
   SpawnBody,
   SpawnJob,
@@ -111,9 +112,24 @@ export function abortSession(id: string): Promise<{ ok: true }> {
   return api<{ ok: true }>(`${session(id)}/abort`, json("POST", {}));
 }
 
-/** `DELETE /api/sessions/:id/container`: stop a spawned session's container. */
+/** `DELETE /api/sessions/:id/container`: stop a spawned session's container (its storage is kept). */
 export function stopContainer(id: string): Promise<{ ok: true }> {
   return api<{ ok: true }>(`${session(id)}/container`, { method: "DELETE" });
+}
+
+/** `POST /api/sessions/:id/resume`: a new worker on a stopped or crashed spawned session's storage. */
+export function resumeSession(id: string): Promise<ResumeResult> {
+  return api<ResumeResult>(`${session(id)}/resume`, json("POST", {}));
+}
+
+/** `GET /api/sessions/:id/bundle`: where the browser downloads a spawned session's work (a git bundle). */
+export function bundleUrl(id: string): string {
+  return `${session(id)}/bundle`;
+}
+
+/** `GET /api/sessions/:id/container/logs`: where the browser reads a spawned session's worker logs. */
+export function containerLogsUrl(id: string, tail = 1000): string {
+  return `${session(id)}/container/logs?tail=${tail}`;
 }
 
 /** `GET /api/sessions/:id/approvals`: every approval of one session, oldest first. */
