@@ -7,23 +7,11 @@
  * Needs a Docker engine: `LVMH_TEST_DOCKER_SOCK`, or it starts one with `scripts/dockerd.sh` (and stops it).
  * Run: `deno task bench` (all benches) or `deno run -A bench/merge_request.ts [rounds]`.
  */
-import { fileURLToPath } from "node:url";
+import { benchEngine } from "../testing/bench_engine.ts";
 
-const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const ROUNDS = Number(Deno.args[0] ?? 6);
 
-async function sh(args: string[]): Promise<string> {
-  const out = await new Deno.Command("bash", { args, cwd: ROOT, stdout: "piped", stderr: "inherit" })
-    .output();
-  if (!out.success) throw new Error(`${args.join(" ")} failed`);
-  return new TextDecoder().decode(out.stdout).trim();
-}
-
-let ownEngine = false;
-if (!Deno.env.get("LVMH_TEST_DOCKER_SOCK")) {
-  Deno.env.set("LVMH_TEST_DOCKER_SOCK", await sh(["scripts/dockerd.sh", "start"]));
-  ownEngine = true;
-}
+const engineHold = await benchEngine();
 const { buildStubWorker, cleanupDocker, DOCKER_SOCK, testEngine, uniq } = await import(
   "../testing/docker.ts"
 );
@@ -131,5 +119,5 @@ try {
   await engine.volumeRemove(volume, true).catch(() => {});
   await cleanupDocker(engine, { repos: [project], images: [image] });
   await Deno.remove(root, { recursive: true });
-  if (ownEngine) await sh(["scripts/dockerd.sh", "stop"]).catch(() => "");
+  await engineHold.release();
 }

@@ -6,22 +6,12 @@
  * Run: `deno task bench` (all benches) or `deno run -A bench/spawn.ts [runs]`.
  */
 import { fileURLToPath } from "node:url";
+import { benchEngine } from "../testing/bench_engine.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const RUNS = Number(Deno.args[0] ?? 10);
 
-async function sh(args: string[]): Promise<string> {
-  const out = await new Deno.Command("bash", { args, cwd: ROOT, stdout: "piped", stderr: "inherit" })
-    .output();
-  if (!out.success) throw new Error(`${args.join(" ")} failed`);
-  return new TextDecoder().decode(out.stdout).trim();
-}
-
-let ownEngine = false;
-if (!Deno.env.get("LVMH_TEST_DOCKER_SOCK")) {
-  Deno.env.set("LVMH_TEST_DOCKER_SOCK", await sh(["scripts/dockerd.sh", "start"]));
-  ownEngine = true;
-}
+const engineHold = await benchEngine();
 const { startSpawnEnv, post } = await import("../testing/spawn_env.ts");
 const { waitFor } = await import("../testing/daemon.ts");
 
@@ -114,5 +104,5 @@ try {
   if (workerImage) await env.engine.imageRemove(workerImage, true).catch(() => {});
   await llm.close();
   await Deno.remove(dir, { recursive: true });
-  if (ownEngine) await sh(["scripts/dockerd.sh", "stop"]);
+  await engineHold.release();
 }
