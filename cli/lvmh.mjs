@@ -492,7 +492,7 @@ var sessions = async (cfg, args) => {
     "WAITING"
   ], list.map((s) => [
     s.id,
-    s.online ? s.state : "offline",
+    s.online ? s.state : stateOffline(s),
     short(s.name ?? "", 40),
     s.repo ?? s.cwd ?? "",
     s.model ?? "",
@@ -500,6 +500,11 @@ var sessions = async (cfg, args) => {
     s.waiting ?? 0
   ]));
 };
+function stateOffline(s) {
+  if (s.container === "stopped") return "stopped";
+  if (s.container === "crashed") return `crashed (${s.reason ?? "?"})`;
+  return "offline";
+}
 
 // cli/src/spawn.ts
 import process9 from "node:process";

@@ -95,6 +95,8 @@ Deno.test("worker state: rows, logs, the session page's panel, and no engine", a
         stderr: "",
       });
       assert.equal((await lvmh(env, ["logs", "spawned", "--tail", "0"])).code, 2);
+      const listed = await lvmh(env, ["sessions"]);
+      assert.match(listed.stdout, /spawned\s+crashed \(oom\)/);
       const resumed = await lvmh(env, ["resume", "spawned"]);
       assert.equal(resumed.code, 1);
       assert.match(resumed.stderr, /Docker/);

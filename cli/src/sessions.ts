@@ -18,7 +18,7 @@ export const sessions: Command = async (cfg, args) => {
     ["ID", "STATE", "NAME", "WHERE", "MODEL", "LAST ACTIVITY", "WAITING"],
     list.map((s) => [
       s.id,
-      s.online ? s.state : "offline",
+      s.online ? s.state : stateOffline(s),
       short(s.name ?? "", 40),
       s.repo ?? s.cwd ?? "",
       s.model ?? "",
@@ -27,3 +27,10 @@ export const sessions: Command = async (cfg, args) => {
     ]),
   );
 };
+
+/** An offline session's state: a spawned one's worker stopped or crashed (resumable, with why), else offline. */
+function stateOffline(s: SessionSummary): string {
+  if (s.container === "stopped") return "stopped";
+  if (s.container === "crashed") return `crashed (${s.reason ?? "?"})`;
+  return "offline";
+}
