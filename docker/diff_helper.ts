@@ -9,7 +9,7 @@
  */
 import { Buffer } from "node:buffer";
 import type { Engine, Labels } from "./engine.ts";
-import { WORKER_UID } from "./clone.ts";
+import { lastLines, runHelper } from "./helper.ts";
 import { CHANGES_SCRIPT, changesScriptArgs, newBoundary } from "../lib/changes/mod.ts";
 import type { ChangeScope } from "../lib/changes/types.ts";
 
@@ -43,58 +43,27 @@ export const DIFF_HELPER_TIMEOUT_MS = 60_000;
 
 /**
  * Run the helper to completion and remove it.
- * @throws {Error} when the script failed before printing git's outputs (its stderr is in the message) or ran
- *   past the timeout; {DockerError} when the engine refuses (a missing volume or image: not found).
+ * @throws {HelperError} when the script failed (its stderr is in the message) or ran past the timeout;
+ *   {Error} when it printed no outputs; {DockerError} when the engine refuses (a missing volume or image).
  */
 export async function runDiffHelper(engine: Engine, o: DiffHelperOptions): Promise<DiffHelperOutput> {
-  const name = `lvmh-diff-${crypto.randomUUID().slice(0, 12)}`;
   const boundary = newBoundary();
-  const id = await engine.containerCreate(name, {
-    Image: o.image,
-    Entrypoint: ["sh"],
-    Cmd: [
-      "-c",
-      WRAP,
-      "lvmh-diff",
-      CHANGES_SCRIPT,
-      "lvmh-changes",
-      ...changesScriptArgs(boundary, o.scope, o.base),
-    ],
-    User: `${WORKER_UID}:${WORKER_UID}`,
-    WorkingDir: "/workspace",
-    Env: ["HOME=/tmp", "TMPDIR=/tmp"],
-    Labels: { ...o.labels, "lvmh.kind": "diff" },
-    Tty: false,
-    NetworkDisabled: true,
-    HostConfig: {
-      NetworkMode: "none",
-      Init: true,
-      Mounts: [{ Type: "volume", Source: o.volume, Target: "/workspace", ReadOnly: true }],
-    },
+  const { stdout, stderr } = await runHelper(engine, {
+    image: o.image,
+    kind: "diff",
+    cmd: [WRAP, "lvmh-diff", CHANGES_SCRIPT, "lvmh-changes", ...changesScriptArgs(boundary, o.scope, o.base)],
+    labels: o.labels,
+    network: "none",
+    mounts: [{ Type: "volume", Source: o.volume, Target: "/workspace", ReadOnly: true }],
+    stdin: null,
+    env: ["HOME=/tmp", "TMPDIR=/tmp"],
+    workingDir: "/workspace",
+    timeoutMs: o.timeoutMs ?? DIFF_HELPER_TIMEOUT_MS,
+    failure: "git failed in the diff helper",
   });
-  try {
-    await engine.containerStart(id);
-    const timeoutMs = o.timeoutMs ?? DIFF_HELPER_TIMEOUT_MS;
-    let code: number;
-    try {
-      code = await engine.containerWait(id, "not-running", timeoutMs);
-    } catch (error) {
-      throw new Error(`git did not finish within ${timeoutMs} ms: ${(error as Error).message}`);
-    }
-    const { stdout, stderr } = await engine.containerLogs(id);
-    if (code !== 0) {
-      throw new Error(`git failed in the diff helper (exit code ${code}): ${lastLines(stderr)}`);
-    }
-    const output = new TextDecoder().decode(Buffer.from(stdout.replace(/\s+/g, ""), "base64"));
-    if (!output.includes(boundary)) {
-      throw new Error(`git printed nothing in the diff helper: ${lastLines(stderr)}`);
-    }
-    return { output, boundary };
-  } finally {
-    await engine.containerRemove(id, true).catch(() => {});
+  const output = new TextDecoder().decode(Buffer.from(stdout.replace(/\s+/g, ""), "base64"));
+  if (!output.includes(boundary)) {
+    throw new Error(`git printed nothing in the diff helper: ${lastLines(stderr) || "(no message)"}`);
   }
-}
-
-function lastLines(text: string, n = 3): string {
-  return text.trim().split("\n").slice(-n).join(" / ").slice(0, 1000) || "(no message)";
+  return { output, boundary };
 }

@@ -32,13 +32,19 @@ export class DockerUnreachableError extends DockerError {
   override name = "DockerUnreachableError";
 }
 
+/** The engine did not answer within the call's time limit (a `wait` on a container that runs on, say). */
+export class DockerTimeoutError extends DockerUnreachableError {
+  override name = "DockerTimeoutError";
+}
+
 /**
  * The one wording for an engine that did not answer at all (socket missing or refusing, call timed out).
  * @param action what was attempted, e.g. `Cannot attach to container "abc"`.
  */
 export function unreachable(action: string, socketPath: string, error: unknown): DockerUnreachableError {
   const why = error instanceof Error ? error.message : String(error);
-  return new DockerUnreachableError(
+  const timedOut = error instanceof DOMException && error.name === "TimeoutError";
+  return new (timedOut ? DockerTimeoutError : DockerUnreachableError)(
     `${action}: cannot reach the Docker engine at unix://${socketPath}: ${why}`,
     0,
     why,

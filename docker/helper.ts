@@ -9,6 +9,7 @@
 import type { Engine, Labels } from "./engine.ts";
 import { attachStdin } from "./attach.ts";
 import { createTar } from "./tar.ts";
+import { DockerTimeoutError } from "./errors.ts";
 
 /** The uid the worker image runs as; the volumes belong to it. */
 export const HELPER_UID = 1000;
@@ -30,6 +31,10 @@ export interface HelperRun {
   timeoutMs?: number;
   /** The start of the error message when the script fails. */
   failure: string;
+  /** Environment entries (`NAME=value`) beside the image's; never a secret (the engine shows them). */
+  env?: string[];
+  /** The script's working directory (default `/`). */
+  workingDir?: string;
 }
 
 /** A helper's exit code and output (stdout and stderr kept apart; the streams are not a TTY). */
@@ -51,12 +56,14 @@ export async function runHelper(engine: Engine, o: HelperRun): Promise<HelperOut
     Entrypoint: ["sh"],
     Cmd: ["-c", ...o.cmd],
     User: `${HELPER_UID}:${HELPER_UID}`,
-    WorkingDir: "/",
+    WorkingDir: o.workingDir ?? "/",
+    ...(o.env ? { Env: o.env } : {}),
     Labels: { ...o.labels, "lvmh.kind": o.kind },
     Tty: false,
     OpenStdin: withStdin,
     StdinOnce: withStdin,
     AttachStdin: withStdin,
+    ...(o.network === "none" ? { NetworkDisabled: true } : {}),
     HostConfig: {
       NetworkMode: o.network,
       Init: true,
@@ -92,7 +99,11 @@ export async function runHelper(engine: Engine, o: HelperRun): Promise<HelperOut
       await engine.containerStart(id);
     }
     // After start, "not-running" returns as soon as the helper exits, even if that already happened.
-    const code = await engine.containerWait(id, "not-running", o.timeoutMs ?? 10 * 60_000);
+    const timeoutMs = o.timeoutMs ?? 10 * 60_000;
+    const code = await engine.containerWait(id, "not-running", timeoutMs).catch((error) => {
+      if (!(error instanceof DockerTimeoutError)) throw error;
+      throw new HelperError(`${o.failure}: did not finish within ${timeoutMs} ms`, -1);
+    });
     const logs = await engine.containerLogs(id);
     if (code !== 0) {
       throw new HelperError(`${o.failure}: ${lastLines(logs.stderr) || `exit code ${code}`}`, code);
@@ -103,7 +114,10 @@ export async function runHelper(engine: Engine, o: HelperRun): Promise<HelperOut
   }
 }
 
-/** A helper's script exited non-zero; the message carries the end of its stderr (git's own words). */
+/**
+ * A helper's script exited non-zero (the message carries the end of its stderr, git's own words), or ran past
+ * its time limit (`code` -1).
+ */
 export class HelperError extends Error {
   override name = "HelperError";
   constructor(message: string, readonly code: number) {
