@@ -7,23 +7,11 @@
  * Needs a Docker engine: `LVMH_TEST_DOCKER_SOCK`, or it starts one with `scripts/dockerd.sh` (and stops it).
  * Run: `deno task bench` (all benches) or `deno run -A bench/resume.ts [rounds]`.
  */
-import { fileURLToPath } from "node:url";
+import { benchEngine } from "../testing/bench_engine.ts";
 
-const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const ROUNDS = Number(Deno.args[0] ?? 9);
 
-async function sh(args: string[]): Promise<string> {
-  const out = await new Deno.Command("bash", { args, cwd: ROOT, stdout: "piped", stderr: "inherit" })
-    .output();
-  if (!out.success) throw new Error(`${args.join(" ")} failed`);
-  return new TextDecoder().decode(out.stdout).trim();
-}
-
-let ownEngine = false;
-if (!Deno.env.get("LVMH_TEST_DOCKER_SOCK")) {
-  Deno.env.set("LVMH_TEST_DOCKER_SOCK", await sh(["scripts/dockerd.sh", "start"]));
-  ownEngine = true;
-}
+const engineHold = await benchEngine();
 const { uniq } = await import("../testing/docker.ts");
 const { post, startSpawnEnv } = await import("../testing/spawn_env.ts");
 const { modelsJson } = await import("../testing/pi.ts");
@@ -89,5 +77,5 @@ try {
   await llm.close();
   await Deno.remove(dir, { recursive: true });
   for (const line of lines) console.log(line);
-  if (ownEngine) await sh(["scripts/dockerd.sh", "stop"]);
+  await engineHold.release();
 }
