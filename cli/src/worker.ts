@@ -50,9 +50,7 @@ export const bundle: Command = async (cfg, args) => {
   }
   const res = await get(cfg, `/api/sessions/${enc(id)}/bundle`);
   const bytes = new Uint8Array(await res.arrayBuffer());
-  await new Promise<void>((resolve, reject) =>
-    process.stdout.write(bytes, (e) => e ? reject(e) : resolve())
-  );
+  await new Promise<void>((resolve, reject) => process.stdout.write(bytes, (e) => e ? reject(e) : resolve()));
 };
 
 /** A GET whose answer is not JSON (text, bytes); a refusal or unreachability as a `CliError`. */

@@ -62,7 +62,13 @@ CMD ["node", "/bridge/index.mjs"]
   );
   try {
     await engine.imageBuild(
-      contextStream(ROOT, [`${dir}/Dockerfile`, PI160, "docker/bridge/index.mjs", "docker/bridge/session_file.mjs", "plugin/lvmh-agent.mjs"]),
+      contextStream(ROOT, [
+        `${dir}/Dockerfile`,
+        PI160,
+        "docker/bridge/index.mjs",
+        "docker/bridge/session_file.mjs",
+        "plugin/lvmh-agent.mjs",
+      ]),
       { tag, dockerfile: `${dir}/Dockerfile` },
     );
   } finally {
