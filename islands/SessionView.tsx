@@ -215,7 +215,7 @@ export default function SessionView(props: Props) {
                 </p>
               </section>
             )}
-          {!session.online && !deleted && can(me, "delete") && (
+          {!session.online && !deleted && can(me, "delete") && !session.container && (
             <button
               type="button"
               class="ghost small delete-session"
