@@ -1,20 +1,23 @@
 /**
  * Run `fn` at most once per `intervalMs`: the first call runs at once, later calls inside the window
- * collapse into one trailing run, so the last change is never lost.
+ * collapse into one trailing run, so the last change is never lost. Measured on the monotonic clock, and a
+ * timer that fires early (they may, by a fraction of a millisecond) waits out the rest of the window.
  */
 export function throttle(fn: () => void, intervalMs: number): (() => void) & { cancel(): void } {
   let last = -Infinity;
   let timer: ReturnType<typeof setTimeout> | undefined;
   const run = () => {
     timer = undefined;
-    last = Date.now();
+    const wait = last + intervalMs - performance.now();
+    if (wait > 0) {
+      timer = setTimeout(run, wait);
+      return;
+    }
+    last = performance.now();
     fn();
   };
   const throttled = () => {
-    if (timer !== undefined) return;
-    const wait = last + intervalMs - Date.now();
-    if (wait <= 0) run();
-    else timer = setTimeout(run, wait);
+    if (timer === undefined) run();
   };
   return Object.assign(throttled, {
     cancel() {
