@@ -12,49 +12,21 @@ import { benchEngine } from "../testing/bench_engine.ts";
 const ROUNDS = Number(Deno.args[0] ?? 6);
 
 const engineHold = await benchEngine();
-const { buildStubWorker, cleanupDocker, DOCKER_SOCK, testEngine, uniq } = await import(
-  "../testing/docker.ts"
-);
-const { startInProcess } = await import("../testing/inproc.ts");
-const { createBareRepo, gitHttpHandler } = await import("../testing/fixtures/git_http.ts");
-const { startGitlabFixture } = await import("../testing/fixtures/gitlab_fixture.ts");
-const { agentDoes, bundleOf, fillWorkingCopy } = await import("../testing/work_copy.ts");
-const { workspaceBranch, workVolumeName } = await import("../lib/workspaces.ts");
+const { startShipEnv } = await import("../testing/ship_env.ts");
+const { agentDoes } = await import("../testing/work_copy.ts");
 
-const engine = testEngine();
-const id = uniq();
-const image = `lvmh-bench-worker-${id}:latest`;
-const project = `group/bench-mr-${id}`;
-const token = `glpat-${id}-bench-token`;
-const root = await Deno.makeTempDir({ prefix: "lvmh-bench-mr-" });
-const gitHttp = gitHttpHandler({ root, password: token });
-const gl = startGitlabFixture({
-  token,
-  projects: [{ path: project, lastActivityAt: "2026-01-01T00:00:00Z" }],
-  git: gitHttp.handle,
-  gitRoot: root,
-});
-const sessionId = crypto.randomUUID();
-const volume = workVolumeName(sessionId);
-const daemon = await startInProcess({
-  env: {
-    LVMH_CONTAINER_DOCKER_SOCK: DOCKER_SOCK!,
-    LVMH_GITLAB_URL: gl.url,
-    LVMH_WORKER_IMAGE: image,
-    LVMH_WORKER_NETWORK: "host",
-  },
-});
+const env = await startShipEnv("bench-mr");
+const { engine, image, volume, gitHttp, gl, project, token, sessionId, daemon } = env;
 const times: number[] = [];
 // The in-process daemon captures console output while it runs: the figures are printed once it stopped.
 const lines: string[] = [];
 try {
-  await buildStubWorker(engine, image);
   // A repository of some size: 500 files of 200 lines.
   const files: Record<string, string> = {};
   for (let i = 0; i < 500; i++) {
     files[`src/f${i}.txt`] = Array.from({ length: 200 }, (_, j) => `line ${j} of file ${i}\n`).join("");
   }
-  const base = await createBareRepo(root, project, files);
+  await env.prepare(files);
   const app = daemon.daemon.app;
   app.sessions.register({
     id: sessionId,
@@ -65,20 +37,6 @@ try {
     agent: true,
     repo: project,
     startedAt: Date.now(),
-  });
-  const branch = workspaceBranch(sessionId);
-  app.workspaces.record(sessionId, { repo: project, baseBranch: "main", baseSha: base, branch });
-  await engine.volumeCreate(volume, {
-    "lvmh.managed": "true",
-    "lvmh.session": sessionId,
-    "lvmh.kind": "work",
-  });
-  await fillWorkingCopy(engine, {
-    image,
-    volume,
-    bundle: await bundleOf(`${root}/${project}.git`),
-    branch,
-    url: "",
   });
   await app.gitlab.connect(token);
   for (let round = 0; round < ROUNDS; round++) {
@@ -113,11 +71,7 @@ try {
   );
   lines.push("each call runs four helper containers (inspect, commit, bundle, push) one after another");
 } finally {
-  await daemon.stop();
+  await env.close();
   for (const line of lines) console.log(line);
-  await gl.close();
-  await engine.volumeRemove(volume, true).catch(() => {});
-  await cleanupDocker(engine, { repos: [project], images: [image] });
-  await Deno.remove(root, { recursive: true });
   await engineHold.release();
 }

@@ -3,48 +3,16 @@
 // spawn would), its record written through app.workspaces. The branch holds exactly the agent's commits on
 // top of the base; a second call updates the same merge request; a secret stops everything before the push.
 import assert from "node:assert/strict";
-import { startInProcess } from "../../testing/inproc.ts";
-import { createBareRepo, git, gitHttpHandler } from "../../testing/fixtures/git_http.ts";
-import { startGitlabFixture } from "../../testing/fixtures/gitlab_fixture.ts";
-import { agentDoes, bundleOf, fillWorkingCopy } from "../../testing/work_copy.ts";
-import {
-  buildStubWorker,
-  cleanupDocker,
-  DOCKER_SOCK,
-  dockerTest,
-  testEngine,
-  uniq,
-} from "../../testing/docker.ts";
-import { workspaceBranch, workVolumeName } from "../../lib/workspaces.ts";
+import { git } from "../../testing/fixtures/git_http.ts";
+import { agentDoes } from "../../testing/work_copy.ts";
+import { dockerTest } from "../../testing/docker.ts";
+import { startShipEnv } from "../../testing/ship_env.ts";
 import { cliEnv, lvmh } from "../../testing/cli.ts";
 import { TEST_TOKEN } from "../../testing/daemon.ts";
 
 dockerTest("merge request: create, update, refuse secrets; errors as documented", async (t) => {
-  const engine = testEngine();
-  const id = uniq();
-  const image = `lvmh-test-worker-${id}:latest`;
-  const project = `group/mr-${id}`;
-  const token = `glpat-${id}-merge-request-token`;
-  const root = await Deno.makeTempDir({ prefix: "lvmh-mr-" });
-  const gitHttp = gitHttpHandler({ root, password: token });
-  const gl = startGitlabFixture({
-    token,
-    projects: [{ path: project, lastActivityAt: "2026-01-01T00:00:00Z" }],
-    git: gitHttp.handle,
-    gitRoot: root,
-  });
-  const bare = `${root}/${project}.git`;
-  const sessionId = crypto.randomUUID();
-  const branch = workspaceBranch(sessionId);
-  const volume = workVolumeName(sessionId);
-  const daemon = await startInProcess({
-    env: {
-      LVMH_CONTAINER_DOCKER_SOCK: DOCKER_SOCK!,
-      LVMH_GITLAB_URL: gl.url,
-      LVMH_WORKER_IMAGE: image,
-      LVMH_WORKER_NETWORK: "host",
-    },
-  });
+  const env = await startShipEnv("mr");
+  const { engine, image, project, token, bare, gitHttp, gl, sessionId, branch, volume, daemon } = env;
   const app = daemon.daemon.app;
   const post = (sid: string, body: unknown) =>
     daemon.api(`/api/sessions/${sid}/merge-request`, {
@@ -55,8 +23,7 @@ dockerTest("merge request: create, update, refuse secrets; errors as documented"
   const remoteHead = async () =>
     (await git(["--git-dir", bare, "for-each-ref", "--format=%(objectname)", `refs/heads/${branch}`])).trim();
   try {
-    await buildStubWorker(engine, image);
-    const base = await createBareRepo(root, project, { "README.md": "hello\n", "src/a.txt": "a\n" });
+    const base = await env.prepare({ "README.md": "hello\n", "src/a.txt": "a\n" });
     app.sessions.register({
       id: sessionId,
       name: null,
@@ -77,19 +44,6 @@ dockerTest("merge request: create, update, refuse secrets; errors as documented"
       agent: false,
       repo: null,
       startedAt: Date.now(),
-    });
-    app.workspaces.record(sessionId, { repo: project, baseBranch: "main", baseSha: base, branch });
-    await engine.volumeCreate(volume, {
-      "lvmh.managed": "true",
-      "lvmh.session": sessionId,
-      "lvmh.kind": "work",
-    });
-    await fillWorkingCopy(engine, {
-      image,
-      volume,
-      bundle: await bundleOf(bare),
-      branch,
-      url: `${gl.url}/${project}.git`,
     });
 
     await t.step(
@@ -200,7 +154,7 @@ dockerTest("merge request: create, update, refuse secrets; errors as documented"
       const operator = await daemon.api("/api/tokens", {
         method: "POST",
         headers: { "content-type": "application/json" },
-        body: JSON.stringify({ name: `op-${id}`, role: "operator" }),
+        body: JSON.stringify({ name: `op-${sessionId.slice(0, 8)}`, role: "operator" }),
       });
       const opToken = (await operator.json()).token as string;
       const forbidden = await fetch(`${daemon.url}/api/sessions/${sessionId}/merge-request`, {
@@ -245,10 +199,6 @@ dockerTest("merge request: create, update, refuse secrets; errors as documented"
       assert.ok(!text.includes(token));
     });
   } finally {
-    await daemon.stop();
-    await gl.close();
-    await engine.volumeRemove(volume, true).catch(() => {});
-    await cleanupDocker(engine, { repos: [project], images: [image] });
-    await Deno.remove(root, { recursive: true });
+    await env.close();
   }
 });

@@ -7,22 +7,12 @@
  * cards show each write's own change.
  */
 import assert from "node:assert/strict";
-import { startInProcess } from "../../testing/inproc.ts";
 import { type Daemon, waitFor } from "../../testing/daemon.ts";
 import { connectAgent, sessionInfo } from "../../testing/agent.ts";
 import { ARTIFACTS, gotoHydrated, launchBrowser, openPage, screenshot } from "../../testing/chromium.ts";
-import { createBareRepo, gitHttpHandler } from "../../testing/fixtures/git_http.ts";
-import { startGitlabFixture } from "../../testing/fixtures/gitlab_fixture.ts";
-import { agentDoes, bundleOf, fillWorkingCopy } from "../../testing/work_copy.ts";
-import {
-  buildStubWorker,
-  cleanupDocker,
-  DOCKER_SOCK,
-  dockerTest,
-  testEngine,
-  uniq,
-} from "../../testing/docker.ts";
-import { workspaceBranch, workVolumeName } from "../../lib/workspaces.ts";
+import { agentDoes } from "../../testing/work_copy.ts";
+import { dockerTest } from "../../testing/docker.ts";
+import { startShipEnv } from "../../testing/ship_env.ts";
 
 function assistant(id: string, calls: { id: string; name: string; args: unknown }[]) {
   return {
@@ -40,30 +30,8 @@ function assistant(id: string, calls: { id: string; name: string; args: unknown 
 dockerTest(
   "UI: the Merge request panel on a phone: open one, see it listed, send a review comment",
   async (t) => {
-    const engine = testEngine();
-    const id = uniq();
-    const image = `lvmh-test-worker-${id}:latest`;
-    const project = `group/mr-ui-${id}`;
-    const token = `glpat-${id}-merge-request-ui`;
-    const root = await Deno.makeTempDir({ prefix: "lvmh-mr-ui-" });
-    const gitHttp = gitHttpHandler({ root, password: token });
-    const gl = startGitlabFixture({
-      token,
-      projects: [{ path: project, lastActivityAt: "2026-01-01T00:00:00Z" }],
-      git: gitHttp.handle,
-      gitRoot: root,
-    });
-    const sessionId = crypto.randomUUID();
-    const branch = workspaceBranch(sessionId);
-    const volume = workVolumeName(sessionId);
-    const daemon = await startInProcess({
-      env: {
-        LVMH_CONTAINER_DOCKER_SOCK: DOCKER_SOCK!,
-        LVMH_GITLAB_URL: gl.url,
-        LVMH_WORKER_IMAGE: image,
-        LVMH_WORKER_NETWORK: "host",
-      },
-    });
+    const env = await startShipEnv("mr-ui");
+    const { engine, image, project, token, gitHttp, gl, sessionId, branch, volume, daemon } = env;
     const app = daemon.daemon.app;
     // The page helpers read only the URL and the token; this daemon is no process to kill.
     const web: Daemon = { ...daemon, kill: () => Promise.reject(new Error("an in-process daemon")) };
@@ -78,21 +46,7 @@ dockerTest(
       }),
     });
     try {
-      await buildStubWorker(engine, image);
-      const base = await createBareRepo(root, project, { "README.md": "hello\n" });
-      app.workspaces.record(sessionId, { repo: project, baseBranch: "main", baseSha: base, branch });
-      await engine.volumeCreate(volume, {
-        "lvmh.managed": "true",
-        "lvmh.session": sessionId,
-        "lvmh.kind": "work",
-      });
-      await fillWorkingCopy(engine, {
-        image,
-        volume,
-        bundle: await bundleOf(`${root}/${project}.git`),
-        branch,
-        url: `${gl.url}/${project}.git`,
-      });
+      await env.prepare({ "README.md": "hello\n" });
       await agentDoes(engine, image, volume, "printf 'one\\ntwo\\n' > NOTES.md");
       await app.gitlab.connect(token);
       // The session wrote NOTES.md twice: the second card shows only its own change.
@@ -235,7 +189,7 @@ dockerTest(
         const res = await daemon.api("/api/tokens", {
           method: "POST",
           headers: { "content-type": "application/json" },
-          body: JSON.stringify({ name: `viewer-${id}`, role: "viewer" }),
+          body: JSON.stringify({ name: `viewer-${sessionId.slice(0, 8)}`, role: "viewer" }),
         });
         const viewer = await openPage(browser, { ...web, token: (await res.json()).token }, { signIn: true });
         await gotoHydrated(viewer, web, `/sessions/${sessionId}`);
@@ -251,11 +205,7 @@ dockerTest(
     } finally {
       await agent.close();
       await browser.close();
-      await daemon.stop();
-      await gl.close();
-      await engine.volumeRemove(volume, true).catch(() => {});
-      await cleanupDocker(engine, { repos: [project], images: [image] });
-      await Deno.remove(root, { recursive: true });
+      await env.close();
     }
   },
 );
