@@ -10,7 +10,7 @@ import { ConflictError, isDomainError, NotFoundError, UpstreamError } from "./er
 import type { AskSet, SessionInfo, SpawnBody, SpawnJob } from "./protocol.ts";
 import { MAX_LOG_LINES, type SpawnBackend, StorageGoneError } from "./spawn/backend.ts";
 import {
-  type ContainerRecord,
+  type ContainerRow,
   ContainerStates,
   endReason,
   lastLines,
@@ -69,7 +69,7 @@ export interface Spawner {
    */
   bundle(sessionId: string): Promise<Uint8Array>;
   /** A session's worker state, or undefined for a session that was never spawned. */
-  container(sessionId: string): ContainerRecord | undefined;
+  container(sessionId: string): ContainerRow | undefined;
   /** Check running jobs against the backend now, as the periodic check does (a crash is noticed). */
   check(): Promise<void>;
   /** Find lvmh's containers again by label (daemon restart). Never throws. */
@@ -295,7 +295,7 @@ export function createSpawner(deps: SpawnDeps): Spawner {
           if (!(error instanceof NotFoundError)) throw error;
         }
       }
-      const kept = containers.get(sessionId)?.logs;
+      const kept = containers.logs(sessionId);
       if (kept == null) throw new NotFoundError(`Session "${sessionId}" has no worker logs`);
       return lastLines(kept, tail);
     },

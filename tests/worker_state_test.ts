@@ -7,12 +7,24 @@ import assert from "node:assert/strict";
 import { startInProcess } from "../testing/inproc.ts";
 import { ensureBundle } from "../lib/bundle.ts";
 import { connectAgent, sessionInfo } from "../testing/agent.ts";
+import { DatabaseSync } from "node:sqlite";
 import { ContainerStates } from "../lib/spawn/containers.ts";
 import { cliEnv, lvmh } from "../testing/cli.ts";
 
 Deno.test("worker state: rows, logs, the session page's panel, and no engine", async () => {
   await ensureBundle();
-  const daemon = await startInProcess({ env: { LVMH_CONTAINER_DOCKER_SOCK: "/nonexistent/docker.sock" } });
+  // The daemon's own table, written as the spawner would after an OOM kill, before the daemon reads it.
+  const dataDir = await Deno.makeTempDir({ prefix: "lvmh-worker-state-" });
+  const db = new DatabaseSync(`${dataDir}/lvmh.db`);
+  new ContainerStates(db).set("spawned", "g/p", "crashed", {
+    end: { exitCode: 137, reason: "oom" },
+    logs: "line one\nline two\nKilled\n",
+  });
+  db.close();
+  const daemon = await startInProcess({
+    dataDir,
+    env: { LVMH_CONTAINER_DOCKER_SOCK: "/nonexistent/docker.sock" },
+  });
   const agent = await connectAgent(daemon, { sessionId: "term", session: sessionInfo("term") });
   try {
     const { app } = daemon.daemon;
@@ -26,12 +38,6 @@ Deno.test("worker state: rows, logs, the session page's panel, and no engine", a
       repo: "g/p",
       startedAt: Date.now(),
     });
-    // The daemon's own table, written as the spawner would after an OOM kill.
-    new ContainerStates(app.store.db).set("spawned", "g/p", "crashed", {
-      end: { exitCode: 137, reason: "oom" },
-      logs: "line one\nline two\nKilled\n",
-    });
-    app.sessions.touch("spawned");
 
     const rows = await (await daemon.api("/api/sessions")).json() as Record<string, unknown>[];
     const term = rows.find((r) => r.id === "term")!;
@@ -109,5 +115,6 @@ Deno.test("worker state: rows, logs, the session page's panel, and no engine", a
   } finally {
     await agent.close();
     await daemon.stop();
+    await Deno.remove(dataDir, { recursive: true });
   }
 });

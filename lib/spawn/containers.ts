@@ -35,19 +35,24 @@ export interface WorkerEnd {
   reason: string;
 }
 
-/** The rows of one database; `onChange` hears of every session whose row changed (the list shows it). */
+/** A worker's state without its kept logs: what the session list reads of every session. */
+export type ContainerRow = Omit<ContainerRecord, "logs">;
+
+/**
+ * The rows of one database; `onChange` hears of every session whose row changed (the list shows it). The
+ * states are also held in memory: the session list reads one for every session it lists (3,000 point reads
+ * per list cost more than the rest of the list), and the logs, up to 256 KiB a row, are read only when asked.
+ */
 export class ContainerStates {
-  #get: StatementSync;
+  #rows = new Map<string, ContainerRow>();
+  #logs: StatementSync;
   #put: StatementSync;
   #delete: StatementSync;
-  #all: StatementSync;
   #onChange: (sessionId: string) => void;
 
   constructor(db: DatabaseSync, onChange: (sessionId: string) => void = () => {}) {
     db.exec(SCHEMA);
-    this.#get = db.prepare(
-      "SELECT sessionId, repo, state, exitCode, reason, logs, updatedAt FROM session_containers WHERE sessionId = ?",
-    );
+    this.#logs = db.prepare("SELECT logs FROM session_containers WHERE sessionId = ?");
     this.#put = db.prepare(
       `INSERT INTO session_containers(sessionId, repo, state, exitCode, reason, logs, updatedAt)
        VALUES (?, ?, ?, ?, ?, ?, ?)
@@ -56,21 +61,28 @@ export class ContainerStates {
          updatedAt = excluded.updatedAt`,
     );
     this.#delete = db.prepare("DELETE FROM session_containers WHERE sessionId = ?");
-    this.#all = db.prepare(
-      "SELECT sessionId, repo, state, exitCode, reason, logs, updatedAt FROM session_containers",
+    const all = db.prepare(
+      "SELECT sessionId, repo, state, exitCode, reason, updatedAt FROM session_containers",
     );
+    for (const row of all.all() as unknown as ContainerRow[]) this.#rows.set(row.sessionId, { ...row });
     this.#onChange = onChange;
   }
 
-  /** One session's row, or undefined for a session that was never spawned. */
-  get(sessionId: string): ContainerRecord | undefined {
-    const row = this.#get.get(sessionId) as ContainerRecord | undefined;
+  /** One session's worker state, or undefined for a session that was never spawned. */
+  get(sessionId: string): ContainerRow | undefined {
+    const row = this.#rows.get(sessionId);
     return row ? { ...row } : undefined;
   }
 
+  /** The logs kept of a session's last worker, or null. */
+  logs(sessionId: string): string | null {
+    const row = this.#logs.get(sessionId) as { logs: string | null } | undefined;
+    return row?.logs ?? null;
+  }
+
   /** Every row. */
-  list(): ContainerRecord[] {
-    return (this.#all.all() as unknown as ContainerRecord[]).map((r) => ({ ...r }));
+  list(): ContainerRow[] {
+    return [...this.#rows.values()].map((r) => ({ ...r }));
   }
 
   /**
@@ -86,23 +98,39 @@ export class ContainerStates {
   ): void {
     const before = this.get(sessionId);
     const ended = state === "stopped" || state === "crashed";
-    const logs = state === "starting" ? null : o.logs !== undefined ? keepTail(o.logs) : before?.logs ?? null;
+    const logs = state === "starting"
+      ? null
+      : o.logs !== undefined
+      ? keepTail(o.logs)
+      : before
+      ? this.logs(sessionId)
+      : null;
     const end = state === "crashed" ? o.end ?? { exitCode: before?.exitCode ?? -1, reason: "unknown" } : null;
+    const row: ContainerRow = {
+      sessionId,
+      repo,
+      state,
+      exitCode: end?.exitCode ?? null,
+      reason: end?.reason ?? null,
+      updatedAt: Date.now(),
+    };
     this.#put.run(
       sessionId,
       repo,
       state,
-      end?.exitCode ?? null,
-      end?.reason ?? null,
+      row.exitCode,
+      row.reason,
       ended || state === "running" ? logs : null,
-      Date.now(),
+      row.updatedAt,
     );
+    this.#rows.set(sessionId, row);
     this.#onChange(sessionId);
   }
 
   /** Forget a session's row (discarded, or a first spawn that failed and left nothing). */
   delete(sessionId: string): void {
     this.#delete.run(sessionId);
+    this.#rows.delete(sessionId);
     this.#onChange(sessionId);
   }
 }
