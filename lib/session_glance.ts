@@ -159,6 +159,7 @@ export function applyEvent(g: LiveGlance, e: AgentEvent): "record" | "line" | nu
     case "session_info":
     case "buffer_overflow":
     case "command_result":
+    case "session_notice":
       // Only the seq and the time of the latest activity move.
       break;
     default:

@@ -52,6 +52,8 @@ export const FieldMax = {
   commandId: 100,
   commandError: 2000,
   byeReason: 200,
+  /** The text of a `session_notice`. */
+  noticeText: 1000,
 } as const;
 
 /** pi's own rule for session ids (SessionManager), with a length bound of ours. */

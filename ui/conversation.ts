@@ -224,6 +224,9 @@ function applyPersisted(conv: Conversation, ev: Exclude<UiEvent, Ev<"message_upd
         text: `The plugin dropped ${num(ev.dropped)} events while the daemon was unreachable`,
       });
       return;
+    case "session_notice":
+      conv.items.push({ kind: "notice", key, seq: ev.seq, text: ev.text });
+      return;
     case "command_result":
       conv.commands[ev.commandId] = { ok: ev.ok, error: ev.ok ? null : ev.error ?? "refused" };
       return;

@@ -158,6 +158,22 @@ Deno.test("buildConversation() marks failed tools and notes bye and buffer_overf
   assert.match(String(notices[0]), /dropped 7 events/);
 });
 
+Deno.test("buildConversation() shows a session_notice as a notice line in its place", () => {
+  const text =
+    "pi had not saved this conversation yet: the agent starts this resumed session without its earlier context";
+  const c = buildConversation([
+    msg(1, "user", "u1", "hello"),
+    ev(2, "session_notice", { kind: "not_saved", text }),
+    msg(3, "user", "u2", "again"),
+  ]);
+  const kinds = c.items.map((i) => i.kind);
+  const at = c.items.findIndex((i) => i.kind === "notice");
+  assert.ok(at > 0 && at < kinds.length - 1, `the notice sits between the two messages: ${kinds}`);
+  const notice = c.items[at];
+  assert.equal(notice.kind === "notice" && notice.text, text);
+  assert.equal(notice.seq, 2);
+});
+
 Deno.test("mergeEvents() fills a gap behind newer events without duplicates", () => {
   const events = run();
   let c = buildConversation(events.slice(0, 3));

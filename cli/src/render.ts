@@ -84,6 +84,10 @@ export function createRenderer(
       case "buffer_overflow":
         write(`!! the plugin lost ${e.dropped} events\n`);
         return;
+      case "session_notice":
+        endStream();
+        write(`!! ${e.text}\n`);
+        return;
       // Not shown: the message's text comes with message_end, tool output with tool_execution_end, a run's
       // start and settling add nothing to its end, and the snapshot and command answers are the list's.
       case "message_start":

@@ -215,6 +215,7 @@ export class Watcher {
       case "approval_request":
       case "approval_resolved":
       case "command_result":
+      case "session_notice":
         // Nothing to announce: approvals come from the hub's `approvals` frames, stalls from the rows.
         return;
       default:

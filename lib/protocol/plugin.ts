@@ -68,6 +68,16 @@ export const BufferOverflowEvent = event("buffer_overflow", {
   lastDroppedSeq: z.number().int().nonnegative().optional(),
 });
 
+/**
+ * Something the person should know about this run of the session, shown in its timeline. `not_saved`: a
+ * resumed worker found no pi session file (pi 0.73.1 writes nothing before the first answer), so pi starts
+ * without the conversation's earlier context.
+ */
+export const SessionNoticeEvent = event("session_notice", {
+  kind: z.enum(["not_saved"]),
+  text: z.string().max(FieldMax.noticeText),
+});
+
 /** The plugin waits for a person before running a tool call in the session's ask set. */
 export const ApprovalRequestEvent = event("approval_request", {
   approvalId: z.string().min(1).max(FieldMax.approvalId),
@@ -152,6 +162,7 @@ export const AgentEvent = z.discriminatedUnion("type", [
   ApprovalRequestEvent,
   ApprovalResolvedEvent,
   CommandResultEvent,
+  SessionNoticeEvent,
 ]);
 export type AgentEvent = z.infer<typeof AgentEvent>;
 export type AgentEventType = AgentEvent["type"];
