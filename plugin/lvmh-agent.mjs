@@ -3738,7 +3738,9 @@ var FieldMax = {
   /** A `command_result`: the command's id and the error text. */
   commandId: 100,
   commandError: 2e3,
-  byeReason: 200
+  byeReason: 200,
+  /** The text of a `session_notice`. */
+  noticeText: 1e3
 };
 var CloseCode = {
   normal: 1e3,
@@ -3785,6 +3787,7 @@ var HEARTBEAT_PING_MS = 5e3;
 var HEARTBEAT_DEAD_MS = 15e3;
 var BATCH_MAX_EVENTS = 512;
 var MAX_WEB_PROMPTS = 50;
+var NOT_SAVED_TEXT = "pi had not saved this conversation yet: the agent starts this resumed session without its earlier context";
 
 // plugin/src/origins.ts
 import { Buffer as Buffer2 } from "node:buffer";
@@ -5867,6 +5870,8 @@ var PiBinding = class {
   #toolUpdates = /* @__PURE__ */ new Map();
   /** pi 1.6.0 emits agent_settled itself; 0.73.1 does not, and the run polls for idle instead. */
   #native;
+  /** A `not_saved` session_notice is still to be sent (config `notSaved`). */
+  #notSaved;
   #settle;
   #delivery;
   #approvals;
@@ -5880,6 +5885,7 @@ var PiBinding = class {
   constructor(pi, cfg, log) {
     this.#pi = pi;
     this.#cfg = cfg;
+    this.#notSaved = cfg.notSaved;
     this.#log = log;
     this.#links = processSlot("links", () => /* @__PURE__ */ new Map());
     let settle = null;
@@ -5995,6 +6001,13 @@ var PiBinding = class {
     this.#link = link;
     link.binding = this;
     link.start();
+    if (this.#notSaved) {
+      this.#notSaved = false;
+      link.emit("session_notice", {
+        kind: "not_saved",
+        text: NOT_SAVED_TEXT
+      });
+    }
     if (!this.#native && !this.#renameTimer) {
       this.#renameTimer = unref(setInterval(() => {
         try {
@@ -6248,7 +6261,8 @@ function readConfig(options) {
     settingsFile: path3.join((env.PI_CODING_AGENT_DIR || "").replace(/^~(?=$|\/)/, home) || path3.join(home, ".pi", "agent"), "settings.json"),
     ask: parseAsk(env.LVMH_ASK),
     askTimeoutMs: Number.isFinite(timeout) && timeout > 0 ? timeout * 1e3 : 0,
-    heartbeat: options.heartbeat
+    heartbeat: options.heartbeat,
+    notSaved: env.LVMH_RESUME_NOTICE === "not-saved"
   };
 }
 function disabled(cfg, options) {

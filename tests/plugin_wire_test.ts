@@ -1,8 +1,8 @@
 /**
  * The plugin's optional protocol parts, in-process against a loopback fake daemon: `batch` frames when the
  * daemon lists the feature, the application heartbeat (ping/pong, a silent daemon is dropped and the
- * socket reopened with nothing lost or repeated; an older daemon's error answer counts as alive), and
- * `command_result` for commands that carry a commandId.
+ * socket reopened with nothing lost or repeated; an older daemon's error answer counts as alive),
+ * `command_result` for commands that carry a commandId, and the `session_notice` of a resume pi had not saved.
  */
 import assert from "node:assert/strict";
 import { waitFor } from "../testing/daemon.ts";
@@ -134,3 +134,34 @@ Deno.test("commands with a commandId are answered with command_result", opts, as
   );
   await fake.fire("session_shutdown", { reason: "quit" });
 });
+
+Deno.test(
+  "session_notice: LVMH_RESUME_NOTICE=not-saved sends one not_saved notice after the hello, else none",
+  opts,
+  async () => {
+    await using d = fakeDaemon();
+    await using h = await tempHome();
+    const fake = fakePi("notice-1");
+    createLvmhAgent({ url: d.url, token: d.token, home: h.home, env: { LVMH_RESUME_NOTICE: "not-saved" } })(
+      fake.pi,
+    );
+    await fake.fire("session_start", { reason: "startup" });
+    await fake.fire("agent_start");
+    await waitFor(() => events(d).length >= 2, "the notice and agent_start");
+    const [first, second] = events(d);
+    assert.equal(first.type, "session_notice");
+    assert.equal(first.kind, "not_saved");
+    assert.match(String(first.text), /^pi had not saved this conversation yet/);
+    assert.equal(second.type, "agent_start");
+    // Without the variable (a first start, or a resume pi had saved): no notice.
+    await fake.fire("session_shutdown", { reason: "quit" });
+
+    await using d2 = fakeDaemon();
+    const plain = plugin(d2, h.home, "notice-2");
+    await plain.fire("session_start", { reason: "startup" });
+    await plain.fire("agent_start");
+    await waitFor(() => events(d2).length >= 1, "agent_start");
+    assert.deepEqual(events(d2).map((f) => f.type), ["agent_start"]);
+    await plain.fire("session_shutdown", { reason: "quit" });
+  },
+);

@@ -5,7 +5,7 @@
 import { FieldMax } from "../../lib/wire.ts";
 import { Approvals } from "./approvals.ts";
 import type { Config } from "./config.ts";
-import { PREVIEW_CHARS, RENAME_POLL_MS, TOOL_UPDATE_MS } from "./constants.ts";
+import { NOT_SAVED_TEXT, PREVIEW_CHARS, RENAME_POLL_MS, TOOL_UPDATE_MS } from "./constants.ts";
 import { Delivery } from "./delivery.ts";
 import type { FrameOf } from "./frames.ts";
 import { type Binding, Link } from "./link.ts";
@@ -55,6 +55,8 @@ export class PiBinding implements Binding {
   #toolUpdates = new Map<string, ToolUpdate>();
   /** pi 1.6.0 emits agent_settled itself; 0.73.1 does not, and the run polls for idle instead. */
   #native: boolean;
+  /** A `not_saved` session_notice is still to be sent (config `notSaved`). */
+  #notSaved: boolean;
   #settle: Settle;
   #delivery: Delivery;
   #approvals: Approvals;
@@ -67,6 +69,7 @@ export class PiBinding implements Binding {
   constructor(pi: PiApi, cfg: Config, log: Logger) {
     this.#pi = pi;
     this.#cfg = cfg;
+    this.#notSaved = cfg.notSaved;
     this.#log = log;
     this.#links = processSlot("links", () => new Map<string, Link>());
     // pi 1.6.0's `on` returns an unsubscribe function; 0.73.1 has no agent_settled and returns nothing.
@@ -184,6 +187,11 @@ export class PiBinding implements Binding {
     this.#link = link;
     link.binding = this;
     link.start();
+    if (this.#notSaved) {
+      // Once per process: the first session is the resumed one; a later /new or /resume is pi's own.
+      this.#notSaved = false;
+      link.emit("session_notice", { kind: "not_saved", text: NOT_SAVED_TEXT });
+    }
     // pi 0.73.1 tells extensions nothing about a /name typed while idle; 1.6.0 has session_info_changed.
     if (!this.#native && !this.#renameTimer) {
       this.#renameTimer = unref(setInterval(() => {

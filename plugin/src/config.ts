@@ -36,6 +36,11 @@ export interface Config {
   heartbeat?: { pingMs: number; deadMs: number };
   /** pi's global settings.json (PI_CODING_AGENT_DIR, else ~/.pi/agent), guarded after a web model switch. */
   settingsFile: string;
+  /**
+   * LVMH_RESUME_NOTICE=not-saved: the bridge resumed this session but pi had no file for it, so the plugin
+   * tells the session's timeline (once) that pi starts without the earlier conversation.
+   */
+  notSaved: boolean;
 }
 
 /** `all`, or the comma list's names; empty or unset = none. */
@@ -66,6 +71,7 @@ export function readConfig(options: AgentOptions): Config {
     ask: parseAsk(env.LVMH_ASK),
     askTimeoutMs: Number.isFinite(timeout) && timeout > 0 ? timeout * 1000 : 0,
     heartbeat: options.heartbeat,
+    notSaved: env.LVMH_RESUME_NOTICE === "not-saved",
   };
 }
 

@@ -55,3 +55,7 @@ export const HEARTBEAT_DEAD_MS = 15_000;
 export const BATCH_MAX_EVENTS = 512;
 /** Delivered prompts remembered until their user message shows (older ones are forgotten first). */
 export const MAX_WEB_PROMPTS = 50;
+
+/** The `session_notice` of a resumed session pi had not saved (pi 0.73.1 writes nothing before an answer). */
+export const NOT_SAVED_TEXT =
+  "pi had not saved this conversation yet: the agent starts this resumed session without its earlier context";
