@@ -735,6 +735,11 @@ function createRenderer(write) {
         write(`!! the plugin lost ${e.dropped} events
 `);
         return;
+      case "session_notice":
+        endStream();
+        write(`!! ${e.text}
+`);
+        return;
       // Not shown: the message's text comes with message_end, tool output with tool_execution_end, a run's
       // start and settling add nothing to its end, and the snapshot and command answers are the list's.
       case "message_start":
