@@ -90,9 +90,11 @@ function sessionManagerFor(sdk, cwd, sessionDir) {
     }
   }
   // A resumed session without pi's file: pi (0.73.1 writes nothing before the first answer) had not saved
-  // it. Its events stay in lvmh; pi starts empty under the same id.
+  // it. Its events stay in lvmh; pi starts empty under the same id, and the plugin (which reads pi's
+  // environment, this process's) puts a notice in the session's timeline so the person sees it too.
   if (id && env.LVMH_RESUME === "1") {
     say(`pi had not saved this conversation yet: session ${id} starts again with an empty context`);
+    env.LVMH_RESUME_NOTICE = "not-saved";
   }
   // pi 1.6.0 takes the id in create(); 0.73.1 ignores the third argument, so newSession() sets it there.
   const sm = SessionManager.create(cwd, sessionDir, id ? { id } : undefined);
