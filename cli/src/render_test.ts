@@ -67,3 +67,13 @@ Deno.test("render: tool calls, approvals, run and session ends; quiet events pri
     ].join("\n"),
   );
 });
+
+Deno.test("render: a session_notice prints its text on a line of its own, after any streamed text", () => {
+  assert.equal(
+    rendered([
+      ev("message_update", { delta: "Hal" }),
+      ev("session_notice", { kind: "not_saved", text: "pi had not saved this conversation yet" }),
+    ]),
+    "assistant: Hal\n!! pi had not saved this conversation yet\n",
+  );
+});
