@@ -1,10 +1,12 @@
 /**
- * The follow-up that carries picked review comments of a merge request to the agent. Comments are untrusted
+ * Review comments of a merge request: a GitLab note as lvmh shows it (with the diff hunk above an inline
+ * comment's line), and the follow-up that carries picked ones to the agent. Comments are untrusted
  * input (anyone who can comment on the project wrote them): each body and diff hunk goes inside a fence longer
  * than any run of backticks in it, so no comment can close its fence and pass for lvmh's own words; paths and
  * authors are quoted on one line.
  */
 import type { MergeRequestComment, MergeRequestView } from "./protocol.ts";
+import type { GitlabMergeRequests, GitlabNote } from "./gitlab.ts";
 import { InvalidError, TooLargeError } from "./errors.ts";
 import { MAX_PROMPT_CHARS } from "./wire.ts";
 
@@ -64,4 +66,58 @@ export function commentsFollowUp(
     );
   }
   return message;
+}
+
+/** Lines of diff kept before the commented line (GitLab shows about as many around an inline comment). */
+const HUNK_LINES = 6;
+/** A diff hunk quoted to the agent is cut at this many characters. */
+const HUNK_CHARS = 4000;
+
+/** A GitLab note as lvmh shows it, with the diff hunk above an inline comment's line. */
+export function toComment(
+  n: GitlabNote,
+  diffs: Awaited<ReturnType<GitlabMergeRequests["diffs"]>>,
+): MergeRequestComment {
+  const c: MergeRequestComment = { id: n.id, author: n.author, body: n.body, createdAt: n.createdAt };
+  if (n.position) {
+    c.path = n.position.path;
+    c.line = n.position.line;
+    const file = diffs.find((d) => d.newPath === n.position!.path || d.oldPath === n.position!.oldPath);
+    const hunk = file ? hunkAround(file.diff, n.position.newLine, n.position.oldLine) : null;
+    if (hunk) c.diffHunk = hunk;
+  }
+  return c;
+}
+
+/**
+ * The hunk header and the lines of a unified diff up to the commented line (new side, else old side), as
+ * GitHub's `diff_hunk` shows them; null when the line is in no hunk.
+ */
+export function hunkAround(diff: string, newLine: number | null, oldLine: number | null): string | null {
+  const lines = diff.split("\n");
+  let header = "";
+  let oldNo = 0;
+  let newNo = 0;
+  let kept: string[] = [];
+  for (const line of lines) {
+    const h = /^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@/.exec(line);
+    if (h) {
+      header = line;
+      oldNo = Number(h[1]);
+      newNo = Number(h[2]);
+      kept = [];
+      continue;
+    }
+    if (!header) continue;
+    const sign = line[0];
+    if (sign !== "+" && sign !== "-" && sign !== " ") continue;
+    kept.push(line);
+    if (kept.length > HUNK_LINES) kept.shift();
+    const atNew = sign !== "-" && newLine !== null && newNo === newLine;
+    const atOld = sign !== "+" && newLine === null && oldLine !== null && oldNo === oldLine;
+    if (atNew || atOld) return [header, ...kept].join("\n").slice(0, HUNK_CHARS);
+    if (sign !== "-") newNo++;
+    if (sign !== "+") oldNo++;
+  }
+  return null;
 }

@@ -18,17 +18,14 @@
  * recorded per pipeline id, so a restart or a replayed event never repeats them.
  */
 import type { DatabaseSync, StatementSync } from "node:sqlite";
-import type { Config } from "./config.ts";
-import type { Gitlab, GitlabMergeRequest, GitlabMergeRequests, GitlabNote } from "./gitlab.ts";
+import type { Gitlab, GitlabMergeRequest, GitlabMergeRequests } from "./gitlab.ts";
 import type { Workspaces } from "./workspaces.ts";
 import type { MergeRequestComment, MergeRequestView, SessionMergeRequest } from "./protocol.ts";
-import { workVolumeName } from "./workspaces.ts";
-import { ConflictError, isDomainError, NotFoundError, UnavailableError, UpstreamError } from "./errors.ts";
-import { describeFindings, scanDiff, type SecretFinding } from "./secret_scan.ts";
-import { createEngine, type Engine } from "../docker/engine.ts";
-import { DockerUnreachableError } from "../docker/errors.ts";
-import { bundleWork, commitWork, inspectWork, type WorkState } from "../docker/export_helper.ts";
-import { LVMH_BRANCH_RE, pushBundle } from "../docker/push_helper.ts";
+import { ConflictError, NotFoundError } from "./errors.ts";
+import { scanDiff } from "./secret_scan.ts";
+import { SecretsFoundError, type ShipRequest, type ShipWork } from "./ship_work.ts";
+import { toComment } from "./merge_request_comments.ts";
+import { LVMH_BRANCH_RE } from "../docker/push_helper.ts";
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS session_merge_requests(sessionId TEXT PRIMARY KEY, repo TEXT NOT NULL,
@@ -85,93 +82,6 @@ export interface MergeRequestChange {
   promptFailure: boolean;
   /** The failed jobs, when the hook's event named them. */
   failedJobs?: string[];
-}
-
-/** The request of `ship`. */
-export interface ShipRequest {
-  title: string;
-  description?: string;
-  targetBranch?: string;
-  draft?: boolean;
-  /** Push even when an added line looks like a secret (admins only; the route checks the role). */
-  allowSecrets?: boolean;
-}
-
-/** An added line looks like a secret: nothing was pushed. → 422 with `findings`. */
-export class SecretsFoundError extends Error {
-  override name = "SecretsFoundError";
-  constructor(readonly findings: SecretFinding[], committed: boolean) {
-    super(
-      `Refusing to push: added lines look like secrets: ${describeFindings(findings)}` +
-        (committed ? " (committed in the working copy, not pushed)" : "") +
-        "; remove them from the session's commits, or an admin may pass allowSecrets",
-    );
-  }
-}
-
-/** The git steps on a session's working copy and the push; Docker helpers in the daemon, fakes in unit tests. */
-export interface ShipWork {
-  inspect(sessionId: string, baseSha: string): Promise<WorkState>;
-  commit(
-    sessionId: string,
-    o: { message: string; authorName: string; authorEmail: string },
-  ): Promise<{ head: string; committed: boolean; patch: string }>;
-  bundle(sessionId: string, baseSha: string): Promise<{ head: string; bundle: Uint8Array }>;
-  push(o: {
-    repo: string;
-    url: string;
-    branch: string;
-    baseSha: string;
-    baseBranch: string;
-    head: string;
-    lease: string | null;
-    bundle: Uint8Array;
-    token: string;
-  }): Promise<void>;
-}
-
-/** The helpers on the daemon's Docker engine; engine and git failures become the kinds of `lib/errors.ts`. */
-export function dockerShipWork(
-  config: Pick<Config, "dockerSock" | "workerImage" | "workerNetwork">,
-  options: { engine?: Engine } = {},
-): ShipWork {
-  const engine = options.engine ?? createEngine({ socketPath: config.dockerSock });
-  const base = (sessionId: string) => ({
-    image: config.workerImage,
-    volume: workVolumeName(sessionId),
-    labels: { "lvmh.managed": "true", "lvmh.session": sessionId },
-  });
-  return {
-    inspect: (sessionId, baseSha) => domain(inspectWork(engine, { ...base(sessionId), baseSha })),
-    commit: (sessionId, o) => domain(commitWork(engine, { ...base(sessionId), ...o })),
-    bundle: (sessionId, baseSha) => domain(bundleWork(engine, { ...base(sessionId), baseSha })),
-    push: (o) =>
-      domain(pushBundle(engine, {
-        image: config.workerImage,
-        url: o.url,
-        branch: o.branch,
-        baseSha: o.baseSha,
-        baseBranch: o.baseBranch,
-        head: o.head,
-        lease: o.lease,
-        bundle: o.bundle,
-        token: o.token,
-        network: config.workerNetwork,
-        labels: { "lvmh.managed": "true", "lvmh.repo": o.repo },
-      })),
-  };
-}
-
-async function domain<T>(call: Promise<T>): Promise<T> {
-  try {
-    return await call;
-  } catch (error) {
-    if (error instanceof DockerUnreachableError) {
-      throw new UnavailableError(`Docker is unreachable: ${error.message}`);
-    }
-    if (isDomainError(error)) throw error;
-    throw new UpstreamError(error instanceof Error ? error.message : String(error));
-  }
 }
 
 interface Row {
@@ -677,59 +587,6 @@ function fromRow(row: Row): Fields {
 
 function summaryOf(view: MergeRequestView): SessionMergeRequest {
   return { iid: view.iid, state: view.state, pipeline: view.pipeline?.status ?? null };
-}
-
-/** Lines of diff kept before the commented line (GitLab shows about as many around an inline comment). */
-const HUNK_LINES = 6;
-/** A diff hunk quoted to the agent is cut at this many characters. */
-const HUNK_CHARS = 4000;
-
-function toComment(
-  n: GitlabNote,
-  diffs: Awaited<ReturnType<GitlabMergeRequests["diffs"]>>,
-): MergeRequestComment {
-  const c: MergeRequestComment = { id: n.id, author: n.author, body: n.body, createdAt: n.createdAt };
-  if (n.position) {
-    c.path = n.position.path;
-    c.line = n.position.line;
-    const file = diffs.find((d) => d.newPath === n.position!.path || d.oldPath === n.position!.oldPath);
-    const hunk = file ? hunkAround(file.diff, n.position.newLine, n.position.oldLine) : null;
-    if (hunk) c.diffHunk = hunk;
-  }
-  return c;
-}
-
-/**
- * The hunk header and the lines of a unified diff up to the commented line (new side, else old side), as
- * GitHub's `diff_hunk` shows them; null when the line is in no hunk.
- */
-export function hunkAround(diff: string, newLine: number | null, oldLine: number | null): string | null {
-  const lines = diff.split("\n");
-  let header = "";
-  let oldNo = 0;
-  let newNo = 0;
-  let kept: string[] = [];
-  for (const line of lines) {
-    const h = /^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@/.exec(line);
-    if (h) {
-      header = line;
-      oldNo = Number(h[1]);
-      newNo = Number(h[2]);
-      kept = [];
-      continue;
-    }
-    if (!header) continue;
-    const sign = line[0];
-    if (sign !== "+" && sign !== "-" && sign !== " ") continue;
-    kept.push(line);
-    if (kept.length > HUNK_LINES) kept.shift();
-    const atNew = sign !== "-" && newLine !== null && newNo === newLine;
-    const atOld = sign !== "+" && newLine === null && oldLine !== null && oldNo === oldLine;
-    if (atNew || atOld) return [header, ...kept].join("\n").slice(0, HUNK_CHARS);
-    if (sign !== "-") newNo++;
-    if (sign !== "+") oldNo++;
-  }
-  return null;
 }
 
 /** GitLab is not connected. → 412 */

@@ -7,14 +7,9 @@
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import { createGitlabMergeRequests } from "./gitlab.ts";
-import {
-  hunkAround,
-  MAX_PIPELINE_PROMPTS,
-  type MergeRequestChange,
-  MergeRequests,
-  type ShipWork,
-} from "./merge_requests.ts";
-import { commentsFollowUp, fenceFor } from "./merge_request_comments.ts";
+import { MAX_PIPELINE_PROMPTS, type MergeRequestChange, MergeRequests } from "./merge_requests.ts";
+import type { ShipWork } from "./ship_work.ts";
+import { commentsFollowUp, fenceFor, hunkAround } from "./merge_request_comments.ts";
 import { Workspaces } from "./workspaces.ts";
 import { startGitlabFixture } from "../testing/fixtures/gitlab_fixture.ts";
 

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import { createGitlabMergeRequests } from "./gitlab.ts";
-import { MergeRequests, NotConnectedError, SecretsFoundError, type ShipWork } from "./merge_requests.ts";
+import { MergeRequests, NotConnectedError } from "./merge_requests.ts";
+import { SecretsFoundError, type ShipWork } from "./ship_work.ts";
 import { UpstreamError } from "./errors.ts";
 import { Workspaces } from "./workspaces.ts";
 import { startGitlabFixture } from "../testing/fixtures/gitlab_fixture.ts";

@@ -15,7 +15,7 @@ import { failedPipeline } from "../testing/fixtures/gitlab_hooks/payloads.ts";
 import { startReceiver } from "../testing/fixtures/webhook_receiver.ts";
 import { cliEnv, lvmh } from "../testing/cli.ts";
 import { generateSecret } from "../lib/webhooks/signing.ts";
-import type { ShipWork } from "../lib/merge_requests.ts";
+import type { ShipWork } from "../lib/ship_work.ts";
 
 const TOKEN = "fixture-token-follow";
 const PROJECT = "group/app";
