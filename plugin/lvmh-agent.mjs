@@ -4835,7 +4835,9 @@ printf '\\n%s meta 0\\n%s\\n%s\\n%s\\n%s\\n' "$b" "$head" "$branch" "$base" "$ba
 against=\${base:-4b825dc642cb6eb9a060e54bf8d69288fbee4904}
 gi=$(g rev-parse --git-path index) || exit 3
 od=$(g rev-parse --git-path objects) && od=$(cd "$od" && pwd) || exit 3
-if [ -f "$gi" ]; then cp "$gi" "$tmp/index" || exit 3; fi
+# -p keeps the index's mtime: git's racy-clean check compares it with each entry's, and a copy stamped now
+# would make a file rewritten at the same size within the index's second look unchanged.
+if [ -f "$gi" ]; then cp -p "$gi" "$tmp/index" || exit 3; fi
 mkdir "$tmp/objects" || exit 3
 export GIT_INDEX_FILE="$tmp/index" GIT_OBJECT_DIRECTORY="$tmp/objects" GIT_ALTERNATE_OBJECT_DIRECTORIES="$od"
 g add -A --ignore-errors >/dev/null 2>>"$tmp/err"
