@@ -6,7 +6,7 @@
  * authors are quoted on one line.
  */
 import type { MergeRequestComment, MergeRequestView } from "./protocol.ts";
-import type { GitlabMergeRequests, GitlabNote } from "./gitlab.ts";
+import type { GitlabMergeRequests, GitlabNote } from "./gitlab_merge_requests.ts";
 import { InvalidError, TooLargeError } from "./errors.ts";
 import { MAX_PROMPT_CHARS } from "./wire.ts";
 

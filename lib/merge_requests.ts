@@ -18,7 +18,8 @@
  * recorded per pipeline id, so a restart or a replayed event never repeats them.
  */
 import type { DatabaseSync, StatementSync } from "node:sqlite";
-import type { Gitlab, GitlabMergeRequest, GitlabMergeRequests } from "./gitlab.ts";
+import type { Gitlab } from "./gitlab.ts";
+import type { GitlabMergeRequest, GitlabMergeRequests } from "./gitlab_merge_requests.ts";
 import type { Workspaces } from "./workspaces.ts";
 import type { MergeRequestComment, MergeRequestView, SessionMergeRequest } from "./protocol.ts";
 import { ConflictError, NotFoundError } from "./errors.ts";

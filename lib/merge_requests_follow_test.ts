@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
-import { createGitlabMergeRequests } from "./gitlab.ts";
+import { createGitlabMergeRequests } from "./gitlab_merge_requests.ts";
 import { MAX_PIPELINE_PROMPTS, type MergeRequestChange, MergeRequests } from "./merge_requests.ts";
 import type { ShipWork } from "./ship_work.ts";
 import { commentsFollowUp, fenceFor, hunkAround } from "./merge_request_comments.ts";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
-import { createGitlabMergeRequests } from "./gitlab.ts";
+import { createGitlabMergeRequests } from "./gitlab_merge_requests.ts";
 import { MergeRequests, NotConnectedError } from "./merge_requests.ts";
 import { SecretsFoundError, type ShipWork } from "./ship_work.ts";
 import { UpstreamError } from "./errors.ts";
