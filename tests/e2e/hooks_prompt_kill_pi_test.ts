@@ -79,8 +79,11 @@ for (const v of PI_VERSIONS) {
           detail: { promptId?: string };
         }[];
         const sends = audit.filter((e) => e.action === "hook.prompt" && e.detail.promptId === promptId);
-        assert.equal(sends.length, 2, `${window}: sent before the kill and again after it`);
-        if (mode === "deliver") {
+        // Sent before the kill; again after it unless the plugin's replayed answer was stored first (the
+        // restarted daemon then finds it in the log and does not send again). pi has it once either way.
+        const resent = sends.length === 2;
+        assert.ok(sends.length === 1 || resent, `${window}: ${sends.length} sends`);
+        if (mode === "deliver" && resent) {
           // The plugin's log is written every 100 ms.
           await waitFor(
             () => home.pluginLog().includes(`prompt ${promptId} came again: not run twice`),
