@@ -1,7 +1,8 @@
 /**
  * Run `fn` at most once per `intervalMs`: the first call runs at once, later calls inside the window
- * collapse into one trailing run, so the last change is never lost. Measured on the monotonic clock, and a
- * timer that fires early (they may, by a fraction of a millisecond) waits out the rest of the window.
+ * collapse into one trailing run, so the last change is never lost. Measured on the monotonic clock from the
+ * end of the previous run (a slow run never squeezes the next one closer to it), and a timer that fires
+ * early (they may, by a fraction of a millisecond) waits out the rest of the window.
  */
 export function throttle(fn: () => void, intervalMs: number): (() => void) & { cancel(): void } {
   let last = -Infinity;
@@ -13,8 +14,11 @@ export function throttle(fn: () => void, intervalMs: number): (() => void) & { c
       timer = setTimeout(run, wait);
       return;
     }
-    last = performance.now();
-    fn();
+    try {
+      fn();
+    } finally {
+      last = performance.now();
+    }
   };
   const throttled = () => {
     if (timer === undefined) run();

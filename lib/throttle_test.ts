@@ -19,3 +19,22 @@ Deno.test("throttle(): the first call runs at once, a burst runs once more at th
   assert.ok(runs.at(-1)! >= deadline - 1, "the last call's change is not lost");
   t.cancel();
 });
+
+Deno.test("throttle(): the window starts when a run ends, so a slow run does not bring the next one closer", async () => {
+  const ends: number[] = [];
+  let slow = true;
+  const t = throttle(() => {
+    // The first run works for 15 ms before its effect (a frame sent at its end); the next is quick.
+    const until = performance.now() + (slow ? 15 : 0);
+    while (performance.now() < until) { /* busy */ }
+    slow = false;
+    ends.push(performance.now());
+  }, 30);
+  t();
+  t();
+  const deadline = performance.now() + 500;
+  while (ends.length < 2 && performance.now() < deadline) await new Promise((r) => setTimeout(r, 1));
+  assert.equal(ends.length, 2, "the trailing run happened");
+  assert.ok(ends[1] - ends[0] >= 30, `effects ${ends[1] - ends[0]} ms apart`);
+  t.cancel();
+});
