@@ -3,10 +3,11 @@
 # touches /var/run/docker.sock or a system daemon. No bridge and no iptables: lvmh's containers use host
 # networking (a test engine here has no bridge network), and the VM's netfilter stays untouched.
 #
-# Usage: scripts/dockerd.sh install|start|stop|status|env     (env: LVMH_DOCKERD_DIR, default /tmp/lvmh-docker)
+# Usage: scripts/dockerd.sh install|start|restart|stop|status|env     (env: LVMH_DOCKERD_DIR, default /tmp/lvmh-docker)
 #   install  apt-get install docker.io when dockerd is missing
 #   start    install if needed, start dockerd unless it already answers, build the test base image
 #            (scripts/mkrootfs.sh); prints the socket path as the only line on stdout
+#   restart  stop dockerd as a host shutdown does and start it again on the same data (a test of engine restarts)
 #   stop     remove every container, stop dockerd, unmount what it left, delete the directory; when several
 #            callers ran `start` on one engine, only the last `stop` does that (`stop --force`: always)
 #   env      prints LVMH_TEST_DOCKER_SOCK=<socket> (for `eval "export $(scripts/dockerd.sh env)"`)
@@ -46,28 +47,45 @@ start_engine() {
   if ping_engine; then
     log "dockerd already answers on $SOCK"
   else
-    # cgroups are mounted by the VM's init; only mount them if that did not happen.
-    if [ ! -d /sys/fs/cgroup/memory ] && [ ! -f /sys/fs/cgroup/cgroup.controllers ]; then
-      if command -v cgroupfs-mount >/dev/null; then cgroupfs-mount || true; fi
-    fi
-    local t0 pid
-    t0=$(date +%s%N)
-    nohup dockerd --host "unix://$SOCK" --data-root "$DIR/data" --exec-root "$DIR/exec" \
-      --pidfile "$PIDFILE" --iptables=false --ip6tables=false --bridge=none --storage-driver=overlay2 \
-      >"$DIR/dockerd.log" 2>&1 </dev/null &
-    pid=$!
-    for _ in $(seq 1 300); do
-      if ping_engine; then break; fi
-      if ! kill -0 "$pid" 2>/dev/null; then
-        log "dockerd died:"; tail -30 "$DIR/dockerd.log" >&2; exit 1
-      fi
-      sleep 0.1
-    done
-    if ! ping_engine; then log "dockerd not ready after 30 s"; tail -30 "$DIR/dockerd.log" >&2; exit 1; fi
-    log "dockerd ready after $(( ($(date +%s%N) - t0) / 1000000 )) ms on $SOCK"
+    launch_dockerd
   fi
   DOCKER_HOST="unix://$SOCK" "$ROOT/scripts/mkrootfs.sh" >&2
   users +1 >/dev/null
+  echo "$SOCK"
+}
+
+launch_dockerd() {
+  # cgroups are mounted by the VM's init; only mount them if that did not happen.
+  if [ ! -d /sys/fs/cgroup/memory ] && [ ! -f /sys/fs/cgroup/cgroup.controllers ]; then
+    if command -v cgroupfs-mount >/dev/null; then cgroupfs-mount || true; fi
+  fi
+  local t0 pid
+  t0=$(date +%s%N)
+  nohup dockerd --host "unix://$SOCK" --data-root "$DIR/data" --exec-root "$DIR/exec" \
+    --pidfile "$PIDFILE" --iptables=false --ip6tables=false --bridge=none --storage-driver=overlay2 \
+    >>"$DIR/dockerd.log" 2>&1 </dev/null &
+  pid=$!
+  for _ in $(seq 1 300); do
+    if ping_engine; then break; fi
+    if ! kill -0 "$pid" 2>/dev/null; then
+      log "dockerd died:"; tail -30 "$DIR/dockerd.log" >&2; exit 1
+    fi
+    sleep 0.1
+  done
+  if ! ping_engine; then log "dockerd not ready after 30 s"; tail -30 "$DIR/dockerd.log" >&2; exit 1; fi
+  log "dockerd ready after $(( ($(date +%s%N) - t0) / 1000000 )) ms on $SOCK"
+}
+
+# Stop the engine as a host's shutdown does (SIGTERM: it stops its containers, then exits) and start it again
+# on the same data: images, volumes and exited containers stay; callers and their count are untouched.
+restart_engine() {
+  if ! ping_engine || [ ! -f "$PIDFILE" ]; then log "not running"; exit 1; fi
+  local pid
+  pid=$(cat "$PIDFILE")
+  kill "$pid"
+  for _ in $(seq 1 600); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  if kill -0 "$pid" 2>/dev/null; then log "dockerd did not stop within 60 s"; exit 1; fi
+  launch_dockerd
   echo "$SOCK"
 }
 
@@ -114,8 +132,9 @@ stop_engine() {
 case "${1:-start}" in
   install) install_engine ;;
   start) start_engine ;;
+  restart) restart_engine ;;
   stop) stop_engine "${2:-}" ;;
   status) if ping_engine; then echo "$SOCK"; else log "not running"; exit 1; fi ;;
   env) echo "LVMH_TEST_DOCKER_SOCK=$SOCK" ;;
-  *) log "usage: $0 install|start|stop|status|env"; exit 2 ;;
+  *) log "usage: $0 install|start|restart|stop|status|env"; exit 2 ;;
 esac
