@@ -1,6 +1,8 @@
 /**
  * The prompt box. While the agent runs, Enter steers (interrupts after the current tool) and Alt+Enter queues a
- * follow-up (waits until the run ends); the two buttons say which is which. Disabled, with the reason, offline.
+ * follow-up (waits until the run ends); the two buttons say which is which. Disabled, with the reason, offline;
+ * but a stopped spawned session takes a prompt without images, which resumes it (the daemon keeps the prompt
+ * until the new worker is online, then delivers it once).
  * With the session given, it also takes images (pasted, dropped or picked; thumbnails with a remove button; a
  * warning when the model takes no images), and carries the model picker and a rename button.
  */
@@ -13,6 +15,8 @@ import { ModelPicker } from "./ModelPicker.tsx";
 
 interface ComposerProps {
   online: boolean;
+  /** Offline, but a prompt resumes it (a stopped or crashed spawned session). */
+  resumable?: boolean;
   running: boolean;
   /** Resolves to an error message, or null on success; images only when the session is given. */
   onSend(message: string, deliverAs: DeliverAs, images: ComposerImage[]): Promise<string | null>;
@@ -46,7 +50,9 @@ function readImage(file: File): Promise<ComposerImage> {
   });
 }
 
-export function Composer({ online, running, onSend, onAbort, session, commands = {} }: ComposerProps) {
+export function Composer(
+  { online, resumable = false, running, onSend, onAbort, session, commands = {} }: ComposerProps,
+) {
   const [text, setText] = useState("");
   const [busy, setBusy] = useState(false);
   const [sentNote, setNote] = useState<{ kind: "ok" | "error"; text: string } | null>(null);
@@ -96,7 +102,14 @@ export function Composer({ online, running, onSend, onAbort, session, commands =
 
   async function send(deliverAs: DeliverAs) {
     const message = text.trim();
-    if (!message || busy || !online) return;
+    if (!message || busy || disabled) return;
+    const resuming = !online;
+    if (resuming && images.length) {
+      return setNote({
+        kind: "error",
+        text: "A stopped session takes no images: remove them, or resume it first.",
+      });
+    }
     setBusy(true);
     const error = await onSend(message, deliverAs, images);
     setBusy(false);
@@ -105,7 +118,13 @@ export function Composer({ online, running, onSend, onAbort, session, commands =
     setImages([]);
     setNote({
       kind: "ok",
-      text: deliverAs === "followUp" ? "Queued as a follow-up." : running ? "Sent to steer." : "Sent.",
+      text: resuming
+        ? "Resuming the session: the prompt is delivered once it is back."
+        : deliverAs === "followUp"
+        ? "Queued as a follow-up."
+        : running
+        ? "Sent to steer."
+        : "Sent.",
     });
     area.current?.focus();
   }
@@ -121,7 +140,9 @@ export function Composer({ online, running, onSend, onAbort, session, commands =
     void send(e.altKey ? "followUp" : "steer");
   }
 
-  const disabled = !online;
+  const disabled = !online && !resumable;
+  /** Only a prompt can go to a stopped session: images, the model and renames wait for its worker. */
+  const offlineOnly = !online;
   return (
     <form
       class={`composer ${running ? "is-running" : ""}`}
@@ -136,9 +157,11 @@ export function Composer({ online, running, onSend, onAbort, session, commands =
         void addFiles([...(e.dataTransfer?.files ?? [])]);
       }}
     >
-      {disabled && (
+      {!online && (
         <p class="offline-reason" role="status">
-          This session is offline: prompts can be sent again when its pi process reconnects.
+          {resumable
+            ? "This session is stopped: sending a prompt resumes it."
+            : "This session is offline: prompts can be sent again when its pi process reconnects."}
         </p>
       )}
       <label class="sr-only" for="prompt">Message to the agent</label>
@@ -149,6 +172,8 @@ export function Composer({ online, running, onSend, onAbort, session, commands =
         disabled={disabled}
         placeholder={disabled
           ? "Session offline"
+          : !online
+          ? "Message the agent to resume this session"
           : running
           ? "Steer the running agent (Enter) or queue a follow-up (Alt+Enter)"
           : "Message the agent (Enter to send, Shift+Enter for a new line)"}
@@ -210,7 +235,7 @@ export function Composer({ online, running, onSend, onAbort, session, commands =
             <button
               type="button"
               class="ghost attach"
-              disabled={disabled}
+              disabled={offlineOnly}
               onClick={() => picker.current?.click()}
             >
               Image…
@@ -255,7 +280,7 @@ export function Composer({ online, running, onSend, onAbort, session, commands =
           <button
             type="button"
             class="ghost small rename"
-            disabled={disabled}
+            disabled={offlineOnly}
             onClick={async () => {
               const name = prompt("New name for this session", session.name ?? "")?.trim();
               if (!name) return;

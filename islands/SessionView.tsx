@@ -272,6 +272,8 @@ export default function SessionView(props: Props) {
           <div class="composer-dock">
             <Composer
               online={session.online}
+              resumable={!session.online &&
+                (session.container === "stopped" || session.container === "crashed")}
               running={running}
               onSend={actions.send}
               onAbort={actions.abort}

@@ -1,7 +1,8 @@
 /**
  * The session page's Worker panel in real Chromium against the real daemon, a real Docker engine (stub
  * bridge) and the GitLab fixture: Stop keeps the work (the panel says stopped, the list groups it apart),
- * Resume brings the same session back online, Discard (confirmed) removes it with its storage.
+ * Resume brings the same session back online, a prompt typed on the stopped session's page resumes it and
+ * is delivered once, Discard (confirmed) removes it with its storage.
  */
 import assert from "node:assert/strict";
 import { waitFor } from "../../testing/daemon.ts";
@@ -49,6 +50,37 @@ dockerTest("UI: the worker panel stops, resumes and discards a spawned session",
       await gotoHydrated(ui, d, "/");
       await page.waitForSelector(`.session-row[data-session="${id}"][data-group=stopped]`);
     });
+
+    await t.step(
+      "a prompt typed on the stopped session's page resumes it and is delivered once",
+      async () => {
+        await gotoHydrated(ui, d, `/sessions/${id}`);
+        await page.waitForSelector(".offline-reason:has-text('sending a prompt resumes it')");
+        assert.equal(await page.isEnabled("#prompt"), true, "the composer takes a prompt");
+        assert.equal(await page.isEnabled("button.attach"), false, "but no images");
+        await page.fill("#prompt", "wake from the page");
+        await page.press("#prompt", "Enter");
+        await page.waitForSelector(".composer :text('Resuming the session')");
+        type Event = { message?: { role: string; text?: string } };
+        const events = await waitFor(
+          async () => {
+            const all = (await (await d.api(`/api/sessions/${id}/events`)).json()) as Event[];
+            return all.some((e) => e.message?.text === "echo: wake from the page") ? all : null;
+          },
+          "the prompt delivered after the resume",
+          60_000,
+        );
+        const sent = events.filter((e) =>
+          e.message?.role === "user" && e.message.text === "wake from the page"
+        );
+        assert.equal(sent.length, 1, "delivered once");
+        await page.waitForSelector(".worker[data-container=running]", { timeout: 30_000 });
+        const stop = await d.api(`/api/sessions/${id}/container`, { method: "DELETE" });
+        assert.equal(stop.status, 200);
+        await stop.body?.cancel();
+        await waitFor(async () => !(await online()), "offline again", 20_000);
+      },
+    );
 
     await t.step("Discard, confirmed: the session and its storage are gone", async () => {
       await gotoHydrated(ui, d, `/sessions/${id}`);
