@@ -7,6 +7,7 @@ import type { AgentEvent, AskSet, SessionInfo, SessionRecord, StoredEvent } from
 import { type EncodedEvent, eventJson, type EventRow, payloadOf, storedForm } from "./event_codec.ts";
 import { manyRowInsert, RowBuffer } from "./row_buffer.ts";
 import { BUSY_TIMEOUT_MS, gateOf, type WriteGate } from "./write_gate.ts";
+import { SqliteSearch } from "./search/sqlite_index.ts";
 
 export { BUSY_TIMEOUT_MS, wholeFileError, WriteGate, WriteRefused } from "./write_gate.ts";
 
@@ -78,14 +79,16 @@ export class Store {
   #selectAfter: StatementSync;
   #selectBefore: StatementSync;
   #updateSession: StatementSync;
+  #search: SqliteSearch | null;
   /** Whether the file takes writes: every write of this file (this store's and the other tables') goes through. */
   readonly gate: WriteGate;
 
   /**
    * Open (creating if needed) the database at `path`; every session starts offline.
+   * @param options.search false: keep no search index (benchmarks compare ingest with and without it).
    * @throws {Error} when the file cannot be opened or is not an lvmh database.
    */
-  constructor(path: string) {
+  constructor(path: string, options: { search?: boolean } = {}) {
     this.#db = new DatabaseSync(path);
     this.#db.exec(
       `PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=${OPEN_BUSY_TIMEOUT_MS};`,
@@ -116,8 +119,14 @@ export class Store {
     this.#updateSession = this.#db.prepare(
       "UPDATE sessions SET info = ?, lastSeq = ?, lastEventAt = ?, state = ?, ask = ? WHERE id = ?",
     );
+    this.#search = options.search === false ? null : new SqliteSearch(this.#db);
     this.#db.exec(`PRAGMA busy_timeout=${BUSY_TIMEOUT_MS}`);
     this.gate = gateOf(this.#db);
+  }
+
+  /** The full-text index of the event log (lib/search/), written in the events' own transactions. */
+  get search(): SqliteSearch | null {
+    return this.#search;
   }
 
   /** The database handle, for the other tables' stores (approvals) that share this file. */
@@ -142,7 +151,16 @@ export class Store {
       };
       // A plugin reconnecting with the same snapshot writes nothing, so it is welcomed even while the file
       // refuses writes (disk full, locked): its replay then meets the failure and is not acked.
-      if (next.info !== row.info || next.ask !== row.ask) this.#write(next);
+      if (next.info === row.info && next.ask === row.ask) return;
+      if (next.info === row.info || !this.#search) return this.#write(next);
+      const search = this.#search;
+      this.gate.run(() =>
+        this.#inTransaction(() => {
+          this.#updateSession.run(next.info, next.lastSeq, next.lastEventAt, next.state, next.ask, next.id);
+          search.setSession(info.id, info);
+        })
+      );
+      this.#sessions.set(next.id, next);
       return;
     }
     const fresh = {
@@ -153,11 +171,14 @@ export class Store {
       ask: ask ?? null,
     };
     this.gate.run(() =>
-      this.#db.prepare("INSERT INTO sessions(id, info, ask) VALUES (?, ?, ?)").run(
-        fresh.id,
-        fresh.info,
-        fresh.ask,
-      )
+      this.#inTransaction(() => {
+        this.#db.prepare("INSERT INTO sessions(id, info, ask) VALUES (?, ?, ?)").run(
+          fresh.id,
+          fresh.info,
+          fresh.ask,
+        );
+        this.#search?.setSession(info.id, info);
+      })
     );
     this.#sessions.set(info.id, { ...fresh, state: "idle" });
   }
@@ -166,6 +187,18 @@ export class Store {
   askOf(id: string): AskSet | null {
     const ask = this.#sessions.get(id)?.ask;
     return ask ? JSON.parse(ask) as AskSet : null;
+  }
+
+  /** Run `write` in a transaction of its own (rolled back when it throws). */
+  #inTransaction(write: () => void): void {
+    this.#db.exec("BEGIN IMMEDIATE");
+    try {
+      write();
+      this.#db.exec("COMMIT");
+    } catch (error) {
+      if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
+      throw error;
+    }
   }
 
   /** Mark a session no longer running (its plugin went away mid-run). */
@@ -202,6 +235,7 @@ export class Store {
   #appendBatch(events: AgentEvent[], manyAtOnce = true): SessionCommit[] {
     const commits = new Map<string, { commit: SessionCommit; row: SessionRow }>();
     const rows = new RowBuffer(this.#insertEvent, this.#insertEvents);
+    const searchable: AgentEvent[] = [];
     this.#db.exec("BEGIN IMMEDIATE");
     try {
       for (const event of events) {
@@ -232,12 +266,16 @@ export class Store {
         } else if (rows.insertOne(event.sessionId, event.seq, ts, event.type, payload) === 0) continue;
         const json = eventJson({ sessionId: event.sessionId, seq: event.seq, ts, type: event.type, payload });
         commit.inserted.push({ seq: event.seq, json, event: storedForm(event, ts) });
+        searchable.push(event);
         commit.lastSeq = row.lastSeq = Math.max(row.lastSeq, event.seq);
         row.lastEventAt = Math.max(row.lastEventAt ?? 0, ts);
         const state = stateAfter(event.type, row.state);
         if (state !== row.state || event.type === "session_info") commit.infoChanged = true;
         row.state = state;
-        if (event.type === "session_info") row.info = JSON.stringify(event.session);
+        if (event.type === "session_info") {
+          row.info = JSON.stringify(event.session);
+          this.#search?.setSession(row.id, event.session);
+        }
       }
       if (!rows.flush()) {
         // A row counted as new was already in the file: the cache of highest seqs is wrong. Never seen; if
@@ -246,6 +284,8 @@ export class Store {
         console.error("lvmh: a batch met rows it did not expect in the events table; stored row by row");
         return this.#appendBatch(events, false);
       }
+      // In this transaction: a hit is findable as soon as its event is readable, and a crash keeps neither.
+      this.#search?.addEvents(searchable);
       for (const { commit, row } of commits.values()) {
         if (commit.infoChanged) {
           this.#updateSession.run(row.info, row.lastSeq, row.lastEventAt, row.state, row.ask, row.id);
@@ -273,6 +313,7 @@ export class Store {
       try {
         this.#db.prepare("DELETE FROM events WHERE sessionId = ?").run(id);
         this.#db.prepare("DELETE FROM sessions WHERE id = ?").run(id);
+        this.#search?.removeSession(id);
         this.#db.exec("COMMIT");
       } catch (error) {
         if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
