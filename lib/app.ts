@@ -21,11 +21,14 @@ import type { DaemonFeed } from "./daemon_feed.ts";
 import type { Workspaces } from "./workspaces.ts";
 import type { MergeRequests } from "./merge_requests.ts";
 import type { SessionChanges } from "./changes/session_changes.ts";
+import type { SearchIndex } from "./search/types.ts";
 
 export interface App {
   config: Config;
   /** SQLite: the event log, session rows and settings (read here; session rows change only via `sessions`). */
   store: Store;
+  /** Full-text search over every session's events (the store's index, written with the events). */
+  search: SearchIndex;
   /** Batches plugin events into one transaction per tick, then publishes them. */
   ingest: Ingest;
   /** Fans frames out to browser subscribers and the in-process followers. */

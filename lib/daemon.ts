@@ -36,6 +36,7 @@ import { startIdleCollector } from "./memory.ts";
 import { WalCheckpointer } from "./wal_checkpointer.ts";
 import { Workspaces } from "./workspaces.ts";
 import { SessionChanges } from "./changes/session_changes.ts";
+import { startBackfill } from "./search/backfill.ts";
 
 /** How often sessions past the retention period are looked for (also once at start). */
 const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
@@ -54,6 +55,9 @@ export interface Daemon {
 export function createDaemon(config: Config, routes: RouteDef[]): Daemon {
   const store = new Store(config.dbPath);
   const checkpointer = new WalCheckpointer(store.db, config.dbPath);
+  // The daemon's store always keeps the index; events stored before it existed are indexed in the background.
+  const search = store.search!;
+  const stopBackfill = startBackfill(search, store.gate);
   const hub = new Hub();
   // Ingest tells the registry which sessions a commit changed; the registry reads committed seqs from ingest.
   const ingest = new Ingest(store, hub, (commits) => {
@@ -100,6 +104,7 @@ export function createDaemon(config: Config, routes: RouteDef[]): Daemon {
   const parts = {
     config,
     store,
+    search,
     hub,
     ingest,
     sessions,
@@ -164,6 +169,7 @@ export function createDaemon(config: Config, routes: RouteDef[]): Daemon {
       await app.spawner.shutdown();
       app.sessions.closeAll(CloseCode.goingAway, "daemon shutting down");
       hub.closeAll(CloseCode.goingAway, "daemon shutting down");
+      stopBackfill();
       await checkpointer.close();
       store.close();
     },

@@ -27,6 +27,7 @@ export * from "./protocol/shapes.ts";
 export * from "./protocol/plugin.ts";
 export * from "./protocol/rest.ts";
 export * from "./protocol/browser.ts";
+export * from "./protocol/search.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Parsing

@@ -37,6 +37,7 @@ import { handler as tokens } from "./api/tokens/index.ts";
 import { handler as token } from "./api/tokens/[name].ts";
 import { handler as audit } from "./api/audit.ts";
 import { handler as me } from "./api/me.ts";
+import { handler as search } from "./api/search.ts";
 import { handler as webhooks } from "./api/webhooks/index.ts";
 import { handler as webhook } from "./api/webhooks/[id]/index.ts";
 import { handler as webhookDeliveries } from "./api/webhooks/[id]/deliveries.ts";
@@ -106,6 +107,7 @@ export const routes: RouteDef[] = [
   { path: "/api/tokens/:name", handler: token, auth: "token" },
   { path: "/api/audit", handler: audit, auth: "token", roles: { GET: "admin" } },
   { path: "/api/me", handler: me, auth: "token" },
+  { path: "/api/search", handler: search, auth: "token" },
   { path: "/api/webhooks", handler: webhooks, auth: "token", roles: { GET: "admin", POST: "admin" } },
   { path: "/api/webhooks/:id", handler: webhook, auth: "token", roles: { DELETE: "admin" } },
   {

@@ -92,6 +92,11 @@ export class SqliteSearch implements SearchIndex {
     }
   }
 
+  /** The connection the index writes with (the store's). */
+  get db(): DatabaseSync {
+    return this.#db;
+  }
+
   /** Index the searchable text of stored events; called inside the transaction that inserts them. */
   addEvents(events: readonly IndexedEvent[]): void {
     for (const event of events) {
