@@ -2,17 +2,23 @@
  * Client process of bench/scale.ts: opens N plugin sockets (hello → welcome), then makes the first `working`
  * sessions run every `interval` ms (agent_start, a user message, 5 streamed `message_update` deltas stamped with
  * the wall clock, message_end, agent_end), until stdin closes. Prints `ready` once every socket is welcomed.
- * Args: agentUrl token n working intervalMs
+ * Args: agentUrl token n working intervalMs [from]: the sessions are `scale-<from>` … `scale-<from+n-1>`, so the
+ * idle sockets and the working ones can be two processes, as a deployment has them (bench/latency.ts).
+ * Deltas are stamped with testing/proc.ts `wallClock`, comparable with the browsers' processes.
  *
  * The sockets are npm `ws` ones, as in the real plugin: they set TCP_NODELAY, while Deno's own WebSocket client
  * leaves Nagle on, which holds each small delta until the previous one is acknowledged (~40 ms on loopback).
  */
 import WebSocket from "ws";
 import { eventFrame, helloFrame, sessionInfo } from "../testing/agent.ts";
-import { lagMonitor, nowMs } from "../testing/proc.ts";
+import { lagMonitor, wallClock } from "../testing/proc.ts";
 
-const [url, token, nArg, workingArg, intervalArg] = Deno.args;
-const N = Number(nArg), WORKING = Number(workingArg), INTERVAL = Number(intervalArg);
+const [url, token, nArg, workingArg, intervalArg, fromArg] = Deno.args;
+const N = Number(nArg),
+  WORKING = Number(workingArg),
+  INTERVAL = Number(intervalArg),
+  FROM = Number(fromArg ?? 0);
+const clock = wallClock();
 const TEXT = "lorem ipsum dolor sit amet ".repeat(4);
 
 interface Agent {
@@ -44,7 +50,7 @@ const wave = Math.ceil(N / WAVES);
 const opening: Promise<Agent>[] = [];
 for (let i = 0; i < N; i += wave) {
   const t0 = performance.now();
-  for (let k = i; k < Math.min(N, i + wave); k++) opening.push(open(k));
+  for (let k = i; k < Math.min(N, i + wave); k++) opening.push(open(FROM + k));
   const wait = SPREAD_MS / WAVES - (performance.now() - t0);
   if (N > WAVES && wait > 0) await new Promise((r) => setTimeout(r, wait));
 }
@@ -65,7 +71,7 @@ async function work(a: Agent) {
   send(a, "message_end", msg("user", `u${r}`));
   send(a, "message_start", { message: { role: "assistant", id: `a${r}` } });
   for (let k = 0; k < 5; k++) {
-    send(a, "message_update", { delta: "token ", sentAt: nowMs() });
+    send(a, "message_update", { delta: "token ", sentAt: clock.now() });
     await new Promise((res) => setTimeout(res, 10));
   }
   send(a, "message_end", msg("assistant", `a${r}`));

@@ -1,20 +1,22 @@
 /**
- * Client process of bench/scale.ts: one browser on `/ws` following one session. After `warmupMs` it counts
- * every byte it receives and the delay of every `message_update` (wall clock now − the sender's `sentAt`) for
- * `windowMs`, then prints one JSON line {bytesPerSec, delays, frames} and exits.
+ * Client process of bench/scale.ts and bench/latency.ts: one browser on `/ws` following one session. After
+ * `warmupMs` it counts every byte it receives and the delay of every `message_update` (testing/proc.ts
+ * `wallClock` now − the sender's `sentAt`, stamped on the same aligned clock) for `windowMs`, then prints one
+ * JSON line {bytesPerSec, delays, frames} and exits.
  * Args: browserUrl sessionId warmupMs windowMs
  */
-import { lagMonitor, nowMs } from "../testing/proc.ts";
+import { lagMonitor, wallClock } from "../testing/proc.ts";
 
 const [url, sessionId, warmupArg, windowArg] = Deno.args;
 const WARMUP = Number(warmupArg), WINDOW = Number(windowArg);
+const clock = wallClock();
 const socket = new WebSocket(url);
 let counting = false;
 let bytes = 0;
 let frames = 0;
 const delays: number[] = [];
 socket.onmessage = (e) => {
-  const now = nowMs();
+  const now = clock.now();
   if (!counting) return;
   const text = e.data as string;
   bytes += new TextEncoder().encode(text).byteLength;

@@ -6,6 +6,7 @@ const BENCHES = [
   "daemon.ts",
   "scale.ts",
   "fanout.ts",
+  "latency.ts",
   "plugin.ts",
   "render.ts",
   "render_list.ts",

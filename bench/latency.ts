@@ -1,0 +1,208 @@
+/**
+ * Delta latency against this machine's own floor: how long a `message_update` takes from the plugin's stamp to
+ * a browser through lvmh, beside the same load through the smallest server that can do that job
+ * (bench/_relay.mjs: answers hello, forwards each delta to the session's followers, stores nothing). Absolute
+ * milliseconds depend on the machine and on what else runs on it; the ratio to a floor measured in the same run
+ * does not, so the goal is a ratio: lvmh's p50 and p99 each within 1.3× of the relay's.
+ *
+ * Two loads, each on the relay then on lvmh, alternating, several rounds (a fresh server each time):
+ * - scale: N plugin sockets connected (the idle ones in one process, the 10 working ones in another, a run
+ *   every 200 ms: agent_start, a user message, 5 deltas, message_end, agent_end), 5 browsers in 5 processes
+ *   each following one working session, at 100 and 3,000 sessions;
+ * - fan-out: one plugin streaming 1,000 deltas 1 ms apart to 20 browsers in 4 processes (bench/fanout.ts's load).
+ * Every process stamps and reads the wall clock aligned to the system clock (testing/proc.ts `wallClock`).
+ * lvmh's browsers receive what they always do (persisted events, list updates); the relay's only the deltas,
+ * and the per-browser traffic is printed beside. Run: `deno run -A bench/latency.ts` (ROUNDS=n, default 3).
+ */
+import { startDaemon } from "../testing/daemon.ts";
+import { cpuMs, daemonPid, lineReader, pct } from "../testing/proc.ts";
+import { type FanOutTarget, independentLoad, PROCESSES, WATCHERS } from "./fanout.ts";
+
+const SIZES = [100, 3000];
+const ROUNDS = Number(Deno.env.get("ROUNDS") ?? 3);
+const WORKING = 10;
+const INTERVAL_MS = 200;
+const BROWSERS = 5;
+const WARMUP_MS = 1500;
+const WINDOW_MS = 6000;
+const GOAL_RATIO = 1.3;
+const here = (name: string) => new URL(name, import.meta.url).pathname;
+
+/** A server under load: where plugins and browsers connect, and its process (for its CPU). */
+interface Target extends FanOutTarget {
+  close(): Promise<void>;
+}
+
+async function startRelay(): Promise<Target> {
+  const child = new Deno.Command("node", {
+    args: [here("_relay.mjs")],
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const next = lineReader(child.stdout);
+  const port = /^ready (\d+)$/.exec(await next() ?? "")?.[1];
+  if (!port) throw new Error("the relay did not start (is `ws` in node_modules? run `deno task bench` once)");
+  return {
+    agentUrl: `ws://127.0.0.1:${port}/agent/ws`,
+    browserUrl: `ws://127.0.0.1:${port}/ws`,
+    token: "relay",
+    pid: child.pid,
+    async close() {
+      await child.stdin.close();
+      await child.status;
+    },
+  };
+}
+
+async function startLvmh(): Promise<Target> {
+  const d = await startDaemon();
+  return { ...d, pid: daemonPid(d.dataDir), close: () => d.stop() };
+}
+
+/** A process of plugin sockets `scale-<from>` … (bench/_scale_agents.ts), once every one is welcomed. */
+async function agents(t: Target, n: number, from: number, working: number) {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "-A",
+      here("_scale_agents.ts"),
+      t.agentUrl,
+      t.token,
+      ...[n, working, INTERVAL_MS, from].map(String),
+    ],
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const next = lineReader(child.stdout);
+  if (await next() !== "ready") throw new Error("a plugin process ended before every socket was welcomed");
+  return async () => {
+    await child.stdin.close();
+    await child.status;
+    await child.stdout.cancel().catch(() => {});
+  };
+}
+
+interface Figures {
+  p50: number;
+  p99: number;
+  /** Mean per-browser traffic, KiB/s. */
+  kibPerSec: number;
+  deltas: number;
+  /** The server's CPU over the window, % of one core. */
+  cpu: number;
+}
+
+/** The scale load against `t` with `n` sessions connected. */
+async function scaleLoad(t: Target, n: number): Promise<Figures> {
+  const stopIdle = await agents(t, n - WORKING, WORKING, 0);
+  const stopWorking = await agents(t, WORKING, 0, WORKING);
+  try {
+    const cpu0 = cpuMs(t.pid), t0 = performance.now();
+    const browsers = await Promise.all(Array.from({ length: BROWSERS }, async (_, i) => {
+      const out = await new Deno.Command(Deno.execPath(), {
+        args: [
+          "run",
+          "-A",
+          here("_scale_browser.ts"),
+          t.browserUrl,
+          `scale-${i}`,
+          String(WARMUP_MS),
+          String(WINDOW_MS),
+        ],
+        stdout: "piped",
+        stderr: "inherit",
+      }).output();
+      if (!out.success) throw new Error("a browser process failed");
+      return JSON.parse(new TextDecoder().decode(out.stdout)) as { bytesPerSec: number; delays: number[] };
+    }));
+    const cpu = ((cpuMs(t.pid) - cpu0) / (performance.now() - t0)) * 100;
+    const delays = browsers.flatMap((b) => b.delays).sort((a, b) => a - b);
+    if (!delays.length) throw new Error("no message_update reached a browser");
+    return {
+      p50: pct(delays, 0.5),
+      p99: pct(delays, 0.99),
+      kibPerSec: browsers.reduce((s, b) => s + b.bytesPerSec, 0) / browsers.length / 1024,
+      deltas: delays.length,
+      cpu,
+    };
+  } finally {
+    await stopWorking();
+    await stopIdle();
+  }
+}
+
+/** The fan-out load against `t`: 20 browsers in 4 processes following one streaming plugin. */
+async function fanOutLoad(t: Target): Promise<Figures> {
+  const cpu0 = cpuMs(t.pid), t0 = performance.now();
+  const load = await independentLoad(t, PROCESSES, WATCHERS / PROCESSES);
+  if (load.missing) throw new Error(`${load.missing} deltas never reached a browser`);
+  return {
+    p50: pct(load.delays, 0.5),
+    p99: pct(load.delays, 0.99),
+    kibPerSec: NaN,
+    deltas: load.delays.length,
+    cpu: ((cpuMs(t.pid) - cpu0) / (performance.now() - t0)) * 100,
+  };
+}
+
+/** Run `load` on a fresh relay, then on a fresh lvmh. */
+async function pair(load: (t: Target) => Promise<Figures>) {
+  const figures = [];
+  for (const start of [startRelay, startLvmh]) {
+    const t = await start();
+    try {
+      figures.push(await load(t));
+    } finally {
+      await t.close();
+    }
+  }
+  return { relay: figures[0], lvmh: figures[1] };
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const ms = (x: number) => `${x.toFixed(2)} ms`;
+
+if (import.meta.main) {
+  const loads: { name: string; run: (t: Target) => Promise<Figures> }[] = [
+    ...SIZES.map((n) => ({
+      name: `${n.toLocaleString("en")} sessions`,
+      run: (t: Target) => scaleLoad(t, n),
+    })),
+    { name: `fan-out ${WATCHERS} browsers`, run: fanOutLoad },
+  ];
+  const rounds: Record<string, { relay: Figures; lvmh: Figures }[]> = {};
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const load of loads) (rounds[load.name] ??= []).push(await pair(load.run));
+  }
+  console.log(
+    `latency: message_update from the plugin's stamp to each browser, lvmh beside a relay that only forwards ` +
+      `(bench/_relay.mjs), ${ROUNDS} rounds alternating, a fresh server each time; scale: ${WORKING} sessions ` +
+      `working (a run every ${INTERVAL_MS} ms), ${BROWSERS} browsers in their own processes, ` +
+      `${WINDOW_MS / 1000} s window; fan-out: ${WATCHERS} browsers in ${PROCESSES} processes`,
+  );
+  for (const load of loads) {
+    const rs = rounds[load.name];
+    for (const [i, r] of rs.entries()) {
+      console.log(
+        `  ${load.name}, round ${i + 1}: relay p50 ${ms(r.relay.p50)} p99 ${ms(r.relay.p99)} ` +
+          `(CPU ${r.relay.cpu.toFixed(0)} %), lvmh p50 ${ms(r.lvmh.p50)} p99 ${ms(r.lvmh.p99)} ` +
+          `(CPU ${r.lvmh.cpu.toFixed(0)} %), ${r.lvmh.deltas} deltas`,
+      );
+    }
+    const m = (side: "relay" | "lvmh", k: "p50" | "p99" | "kibPerSec") => median(rs.map((r) => r[side][k]));
+    const r50 = m("lvmh", "p50") / m("relay", "p50"), r99 = m("lvmh", "p99") / m("relay", "p99");
+    const met = r50 <= GOAL_RATIO && r99 <= GOAL_RATIO;
+    const traffic = Number.isNaN(m("lvmh", "kibPerSec"))
+      ? ""
+      : `; per-browser traffic relay ${m("relay", "kibPerSec").toFixed(1)} KiB/s, lvmh ${
+        m("lvmh", "kibPerSec").toFixed(1)
+      } KiB/s`;
+    console.log(
+      `  ${load.name}, medians: relay p50 ${ms(m("relay", "p50"))} p99 ${ms(m("relay", "p99"))}; lvmh p50 ` +
+        `${ms(m("lvmh", "p50"))} p99 ${ms(m("lvmh", "p99"))}; lvmh/relay p50 ${r50.toFixed(2)}× p99 ` +
+        `${r99.toFixed(2)}× (goal ≤ ${GOAL_RATIO}×: ${met ? "met" : "NOT met"})${traffic}`,
+    );
+  }
+}
