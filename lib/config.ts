@@ -5,6 +5,7 @@ import { z } from "zod";
 import { join } from "node:path";
 import { generateToken } from "./auth.ts";
 import { type AskSet, ToolName } from "./protocol.ts";
+import { type KubeSettings, resolveKube } from "./kube/settings.ts";
 
 /** A configuration value that cannot be used; the message names the variable. */
 export class ConfigError extends Error {
@@ -26,6 +27,18 @@ const AskEnv = z.string().transform((v, ctx): AskSet => {
   return [...new Set(names)];
 });
 
+/** A budget: dollars (`5`, `$2.50`) or input+output tokens (`200000t`), then `,ask` (default) or `,stop`. */
+const BudgetEnv = z.string().transform((v, ctx): ConfigBudget => {
+  const m = /^\s*(\$?)([0-9]+(?:\.[0-9]+)?)\s*(t)?\s*(?:,\s*(ask|stop)\s*)?$/i.exec(v);
+  const amount = m ? Number(m[2]) : NaN;
+  if (!m || !(amount > 0) || (m[1] && m[3])) {
+    ctx.addIssue({ code: "custom", message: "must be dollars (5) or tokens (200000t), then ,ask or ,stop" });
+    return z.NEVER;
+  }
+  const onReach = (m[4]?.toLowerCase() ?? "ask") as ConfigBudget["onReach"];
+  return m[3] ? { maxTokens: Math.trunc(amount), onReach } : { maxCost: amount, onReach };
+});
+
 const Env = z.object({
   LVMH_TOKEN: z.string().min(16, "must be at least 16 characters").regex(
     /^[\x21-\x7e]+$/,
@@ -43,7 +56,10 @@ const Env = z.object({
   LVMH_GITLAB_URL: z.url().refine((u) => /^https?:\/\//.test(u), "must be http(s)").default(
     "https://gitlab.com",
   ),
-  LVMH_WORKER_IMAGE: z.string().regex(/^[a-z0-9][a-z0-9._\/:-]*$/, "must be an image reference").default(
+  LVMH_WORKER_IMAGE: z.string().regex(
+    /^[a-z0-9][a-z0-9._\/:-]*(@sha256:[0-9a-f]{64})?$/,
+    "must be an image reference (name:tag or name@sha256:digest)",
+  ).default(
     "lvmh-worker:latest",
   ),
   LVMH_WORKER_BASE_IMAGE: z.string().regex(/^[a-z0-9][a-z0-9._\/:-]*$/, "must be an image reference").default(
@@ -65,6 +81,22 @@ const Env = z.object({
   LVMH_ASK: AskEnv.optional(),
   LVMH_SIGNIN_LIMIT: z.coerce.number().int().min(1).max(1_000_000).default(10),
   LVMH_SPAWN_ASK: AskEnv.default(["bash", "edit", "write"]),
+  LVMH_SPAWN_BUDGET: BudgetEnv.optional(),
+  LVMH_BUDGET: BudgetEnv.optional(),
+  LVMH_DAILY_BUDGET: BudgetEnv.optional(),
+  LVMH_SPAWN_BACKEND: z.enum(["docker", "kubernetes"]).default("docker"),
+  LVMH_KUBE_URL: z.url().refine((u) => /^https?:\/\//.test(u), "must be http(s)").optional(),
+  LVMH_KUBE_TOKEN_FILE: z.string().startsWith("/", "must be an absolute path").optional(),
+  LVMH_KUBE_CA_FILE: z.string().startsWith("/", "must be an absolute path").optional(),
+  LVMH_KUBE_NAMESPACE: z.string().regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, "must be a namespace name")
+    .optional(),
+  LVMH_KUBE_STORAGE_CLASS: z.string().regex(/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/, "must be a class name")
+    .optional(),
+  LVMH_KUBE_STORAGE_SIZE: z.string().regex(/^[1-9][0-9]*(Ki|Mi|Gi|Ti)$/, "must be a size such as 10Gi")
+    .default("10Gi"),
+  LVMH_KUBE_LLM_SECRET: z.string().regex(/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/, "must be a Secret name")
+    .optional(),
+  LVMH_KUBE_START_TIMEOUT: z.coerce.number().positive("must be a positive number of seconds").default(300),
   LVMH_STALL_MINUTES: z.coerce.number().positive("must be a positive number of minutes").default(10),
   LVMH_IDLE_STOP_MINUTES: z.coerce.number().positive("must be a positive number of minutes").optional(),
   // The same rule as `PUT /api/hooks/gitlab`'s body: a secret the API would refuse is refused here too.
@@ -76,6 +108,13 @@ const Env = z.object({
 
 /** Variables whose value is a secret: a refusal names them but never echoes what they hold. */
 const SECRET_VARIABLES = new Set(["LVMH_TOKEN", "LVMH_GITLAB_HOOK_SECRET", "ZAI_RENAUD_API_KEY"]);
+
+/** A budget from the environment: one limit or both, and what reaching it does. */
+export interface ConfigBudget {
+  maxCost?: number;
+  maxTokens?: number;
+  onReach: "ask" | "stop";
+}
 
 export interface Config {
   token: string;
@@ -102,6 +141,12 @@ export interface Config {
   localAsk: AskSet;
   /** The ask set of spawned sessions unless the spawn names one (`LVMH_SPAWN_ASK`). */
   spawnAsk: AskSet;
+  /** Budget of spawned sessions without one of their own (`LVMH_SPAWN_BUDGET`); null: none. */
+  spawnBudget: ConfigBudget | null;
+  /** Budget of terminal sessions without one of their own (`LVMH_BUDGET`); null: none. */
+  localBudget: ConfigBudget | null;
+  /** Deployment-wide cap per UTC day across all sessions (`LVMH_DAILY_BUDGET`, always `stop`); null: none. */
+  dailyBudget: ConfigBudget | null;
   /** Failed authentications per minute and address before they are slowed (`LVMH_SIGNIN_LIMIT`). */
   signinLimit: number;
   /** Minutes without an event before a running session counts as stalled (`LVMH_STALL_MINUTES`). */
@@ -110,6 +155,10 @@ export interface Config {
   idleStopMinutes: number | null;
   /** The GitLab hook secret from the environment, which wins over one set through the API; null when unset. */
   gitlabHookSecret: string | null;
+  /** Where spawned sessions run (`LVMH_SPAWN_BACKEND`). */
+  spawnBackend: "docker" | "kubernetes";
+  /** The Kubernetes settings (`LVMH_KUBE_*`); null unless the backend is `kubernetes`. */
+  kube: KubeSettings | null;
 }
 
 /**
@@ -136,6 +185,19 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
       `LVMH_DATA_DIR: cannot create ${JSON.stringify(e.LVMH_DATA_DIR)}: ${(error as Error).message}`,
     );
   }
+  const kube = e.LVMH_SPAWN_BACKEND === "kubernetes"
+    ? resolveKube({
+      url: e.LVMH_KUBE_URL,
+      tokenFile: e.LVMH_KUBE_TOKEN_FILE,
+      caFile: e.LVMH_KUBE_CA_FILE,
+      namespace: e.LVMH_KUBE_NAMESPACE,
+      storageClass: e.LVMH_KUBE_STORAGE_CLASS,
+      storageSize: e.LVMH_KUBE_STORAGE_SIZE,
+      llmSecret: e.LVMH_KUBE_LLM_SECRET,
+      startTimeoutSeconds: e.LVMH_KUBE_START_TIMEOUT,
+    }, set)
+    : null;
+  if (typeof kube === "string") throw new ConfigError(kube);
   const { token, generated } = e.LVMH_TOKEN
     ? { token: e.LVMH_TOKEN, generated: false }
     : tokenFile(e.LVMH_DATA_DIR);
@@ -162,10 +224,15 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
     providerKey: e.ZAI_RENAUD_API_KEY ?? null,
     localAsk: e.LVMH_ASK ?? [],
     spawnAsk: e.LVMH_SPAWN_ASK,
+    spawnBudget: e.LVMH_SPAWN_BUDGET ?? null,
+    localBudget: e.LVMH_BUDGET ?? null,
+    dailyBudget: e.LVMH_DAILY_BUDGET ? { ...e.LVMH_DAILY_BUDGET, onReach: "stop" } : null,
     signinLimit: e.LVMH_SIGNIN_LIMIT,
     stallMinutes: e.LVMH_STALL_MINUTES,
     idleStopMinutes: e.LVMH_IDLE_STOP_MINUTES ?? null,
     gitlabHookSecret: e.LVMH_GITLAB_HOOK_SECRET ?? null,
+    spawnBackend: e.LVMH_SPAWN_BACKEND,
+    kube,
   };
 }
 

@@ -19,6 +19,7 @@ import { createRouter, type RouteDef } from "./router.ts";
 import { CloseCode } from "./protocol.ts";
 import { createSpawner } from "./spawner.ts";
 import { createDockerBackend } from "./spawn/docker_backend.ts";
+import { createKubeBackend } from "./spawn/kube_backend.ts";
 import { ContainerStates } from "./spawn/containers.ts";
 import { startIdleStop } from "./spawn/idle.ts";
 import { agentToken } from "./auth.ts";
@@ -37,6 +38,7 @@ import { WalCheckpointer } from "./wal_checkpointer.ts";
 import { Workspaces } from "./workspaces.ts";
 import { SessionChanges } from "./changes/session_changes.ts";
 import { startBackfill } from "./search/backfill.ts";
+import { Budgets } from "./budgets.ts";
 
 /** How often sessions past the retention period are looked for (also once at start). */
 const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
@@ -62,6 +64,7 @@ export function createDaemon(config: Config, routes: RouteDef[]): Daemon {
   // Ingest tells the registry which sessions a commit changed; the registry reads committed seqs from ingest.
   const ingest = new Ingest(store, hub, (commits) => {
     for (const c of commits) sessions.touch(c.sessionId);
+    for (const c of commits) budgets.committed(c.sessionId);
   });
   const images = new ImageStore(store.db);
   const sessions = new Sessions(store, ingest, hub, {
@@ -69,10 +72,18 @@ export function createDaemon(config: Config, routes: RouteDef[]): Daemon {
     spawnAsk: config.spawnAsk,
     images,
   });
+  // Budgets count from the committed log and reach plugins with a `policy` frame (their ask set unchanged).
+  const budgets = new Budgets(store.db, config, {
+    session: (id) => store.getSession(id),
+    send: (id, budget) => sessions.trySend(id, { type: "policy", ask: sessions.askOf(id), budget }),
+    online: () => sessions.list().filter((s) => s.online).map((s) => s.id),
+    sessions: () => store.listSessions(),
+  });
   const approvals = new Approvals(new ApprovalStore(store.db), {
     trySend: (id, command) => sessions.trySend(id, command),
     touch: (id) => sessions.touch(id),
     broadcast: (frame) => hub.broadcast(frame),
+    budgetApproved: (id) => budgets.approved(id),
   });
   sessions.setWaiting((id) => approvals.waiting(id));
   const gitlab = createGitlab({ config, store });
@@ -88,9 +99,16 @@ export function createDaemon(config: Config, routes: RouteDef[]): Daemon {
   mergeRequests.onChange((change) => sessions.touch(change.sessionId));
   mergeRequests.follow();
   // Workers on the Docker engine; jobs go to browsers as `spawn_status`, spawned sessions into the registry.
+  // Kubernetes workers clone for themselves; the clone's base is recorded here as the Docker pipeline does.
+  const backend = config.kube
+    ? createKubeBackend({ ...config, kube: config.kube }, {
+      credential: () => gitlab.credential(),
+      onCloned: (sessionId, repo, base) => workspaces.record(sessionId, { ...base, repo }),
+    })
+    : createDockerBackend(config);
   const spawner = createSpawner({
     config,
-    backend: createDockerBackend(config),
+    backend,
     publishJobs: (jobs) => hub.broadcast({ type: "spawn_status", jobs }),
     registerSession: (info, ask) => sessions.register(info, ask),
     repos: gitlab,
@@ -125,7 +143,10 @@ export function createDaemon(config: Config, routes: RouteDef[]): Daemon {
   const feed = new DaemonFeed(parts);
   // The same object, not a copy: hooks and the feed read their parts at each use, so a part a test swaps on
   // `app` (a recording spawner) is the one they use.
-  const app: App = Object.assign(parts, { hooks, feed });
+  const app: App = Object.assign(parts, { hooks, feed, budgets });
+  budgets.onReached((event) =>
+    app.audit.append({ actor: "lvmh", role: null, action: "budget", sessionId: event.sessionId, detail: event.data })
+  );
   const notify = startNotify(app);
 
   const prune = () => {
@@ -158,6 +179,7 @@ export function createDaemon(config: Config, routes: RouteDef[]): Daemon {
       if (stopped) return;
       stopped = true;
       clearInterval(pruneTimer);
+      budgets.close();
       idleStop.close();
       stopCollector();
       await notify.close();
@@ -167,6 +189,7 @@ export function createDaemon(config: Config, routes: RouteDef[]): Daemon {
       app.ingest.flush();
       app.tokens.close();
       await app.spawner.shutdown();
+      await backend.close?.();
       app.sessions.closeAll(CloseCode.goingAway, "daemon shutting down");
       hub.closeAll(CloseCode.goingAway, "daemon shutting down");
       stopBackfill();

@@ -70,6 +70,8 @@ export interface Spawner {
   bundle(sessionId: string): Promise<Uint8Array>;
   /** A session's worker state, or undefined for a session that was never spawned. */
   container(sessionId: string): ContainerRow | undefined;
+  /** The clone credential for a worker that clones for itself (Kubernetes), once; null otherwise. */
+  cloneCredential?(sessionId: string): { credential: string | null } | null;
   /** Check running jobs against the backend now, as the periodic check does (a crash is noticed). */
   check(): Promise<void>;
   /** Find lvmh's containers again by label (daemon restart). Never throws. */
@@ -300,6 +302,7 @@ export function createSpawner(deps: SpawnDeps): Spawner {
       return lastLines(kept, tail);
     },
     container: (sessionId) => containers.get(sessionId),
+    cloneCredential: (sessionId) => backend.takeCloneCredential?.(sessionId) ?? null,
     async bundle(sessionId) {
       const w = deps.workspaces.get(sessionId);
       if (!w) throw new NotFoundError(`Session "${sessionId}" has no working copy`);

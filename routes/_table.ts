@@ -4,6 +4,7 @@
  */
 import type { RouteDef } from "../lib/router.ts";
 import { handler as agentWs } from "./agent/ws.ts";
+import { handler as cloneCredential } from "./agent/clone_credential.ts";
 import { handler as browserWs } from "./ws.ts";
 import { handler as sessions } from "./api/sessions/index.ts";
 import { handler as session } from "./api/sessions/[id]/index.ts";
@@ -30,6 +31,7 @@ import { handler as gitlabConnect } from "./api/gitlab/connect.ts";
 import { handler as gitlabStatus } from "./api/gitlab/status.ts";
 import { handler as gitlabRepos } from "./api/gitlab/repos.ts";
 import { handler as sessionPolicy } from "./api/sessions/[id]/policy.ts";
+import { handler as sessionBudget } from "./api/sessions/[id]/budget.ts";
 import { handler as sessionApprovals } from "./api/sessions/[id]/approvals.ts";
 import { handler as approvals } from "./api/approvals/index.ts";
 import { handler as approval } from "./api/approvals/[id].ts";
@@ -50,6 +52,7 @@ import { handler as pushSubscriptions } from "./api/push/subscriptions.ts";
 import { handler as pushVisible } from "./api/push/visible.ts";
 import { handler as indexPage } from "./index.tsx";
 import { handler as sessionPage } from "./sessions/[id].tsx";
+import { handler as searchPage } from "./search.tsx";
 import { handler as auditPage } from "./audit.tsx";
 import { handler as tokensPage } from "./tokens.tsx";
 import { handler as notificationsPage } from "./notifications.tsx";
@@ -59,6 +62,7 @@ import { handler as staticAssets } from "./static.ts";
 
 export const routes: RouteDef[] = [
   { path: "/agent/ws", handler: agentWs, auth: "agent" },
+  { path: "/agent/clone-credential", handler: cloneCredential, auth: "agent" },
   { path: "/ws", handler: browserWs, auth: "token" },
   { path: "/api/sessions", handler: sessions, auth: "token" },
   { path: "/api/sessions/:id", handler: session, auth: "token" },
@@ -83,6 +87,7 @@ export const routes: RouteDef[] = [
   { path: "/api/sessions/:id/resume", handler: sessionResume, auth: "token", roles: { POST: "operator" } },
   { path: "/api/sessions/:id/bundle", handler: sessionBundle, auth: "token", roles: { GET: "operator" } },
   { path: "/api/sessions/:id/policy", handler: sessionPolicy, auth: "token", roles: { PUT: "operator" } },
+  { path: "/api/sessions/:id/budget", handler: sessionBudget, auth: "token", roles: { PUT: "operator" } },
   { path: "/api/sessions/:id/approvals", handler: sessionApprovals, auth: "token" },
   {
     path: "/api/sessions/:id/merge-request",
@@ -138,6 +143,7 @@ export const routes: RouteDef[] = [
   { path: "/api/gitlab/repos", handler: gitlabRepos, auth: "token" },
   { path: "/", handler: indexPage, auth: "page" },
   { path: "/sessions/:id", handler: sessionPage, auth: "page" },
+  { path: "/search", handler: searchPage, auth: "page" },
   { path: "/audit", handler: auditPage, auth: "page" },
   { path: "/tokens", handler: tokensPage, auth: "page" },
   { path: "/notifications", handler: notificationsPage, auth: "page" },

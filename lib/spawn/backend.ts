@@ -23,6 +23,8 @@ export interface WorkerRequest {
   token: string;
   /** A stopped session's new worker (its bridge says so when pi had saved nothing). */
   resume?: boolean;
+  /** For a backend whose worker makes its own working copy (`awaitStart`): what to clone, onto which branch. */
+  clone?: { url: string; baseBranch: string | null; baseSha: string | null; branch: string };
 }
 
 /** The repository whose cache to clone or fetch, and how. */
@@ -122,6 +124,24 @@ export interface SpawnBackend {
   listWorkers(): Promise<ManagedWorker[]>;
   /** Remove what a crashed daemon left behind mid-spawn (fetch and copy helpers). Never throws. */
   sweep(): Promise<void>;
+  /**
+   * Only on backends whose worker makes its own working copy (Kubernetes: an init container clones into the
+   * session's claim, so `refreshCache`, `makeWorkingCopy` and `signalReady` are not used): wait until a
+   * created worker runs, telling `progress` each state it passes.
+   * @throws {UpstreamError} with the reason it will not run (the clone's message, an image pull error).
+   */
+  awaitStart?(
+    id: string,
+    progress: (state: "queued" | "cloning" | "starting", message: string | null) => void,
+  ): Promise<void>;
+  /**
+   * The clone credential for a session whose worker is cloning, handed out once (`GET
+   * /agent/clone-credential`); null when there is none to hand out, `{credential: null}` for an anonymous
+   * clone.
+   */
+  takeCloneCredential?(sessionId: string): { credential: string | null } | null;
+  /** Stop background work (a watch). */
+  close?(): Promise<void>;
 }
 
 /** The most log lines a worker's logs are read (and kept) with. */

@@ -99,7 +99,58 @@ export function createPipeline(deps: PipelineDeps): RunJob {
     }
   };
 
+  /**
+   * A backend whose worker clones for itself (Kubernetes): storage, then the worker with what to clone
+   * (a session spawned again keeps its recorded base), listed offline, then followed until it runs. The
+   * backend records the clone's base (`onCloned`), also for a worker a restarted daemon finds mid-clone.
+   */
+  const runSelfCloning = async (job: SpawnJob, ask: AskSet | undefined, resuming: boolean) => {
+    let workerId: string | null = null;
+    try {
+      if (!resuming) await backend.createStorage({ sessionId: job.sessionId, repo: job.repo });
+      const known = deps.workspaces.get(job.sessionId);
+      workerId = job.containerId = await backend.createWorker({
+        sessionId: job.sessionId,
+        repo: job.repo,
+        branch: job.branch,
+        agentUrl: deps.agentUrl,
+        token: await deps.agentToken(job.sessionId),
+        resume: resuming,
+        clone: {
+          url: deps.repos.cloneUrl(job.repo),
+          baseBranch: known?.baseBranch ?? job.branch,
+          baseSha: known?.baseSha ?? null,
+          branch: known?.branch ?? workspaceBranch(job.sessionId),
+        },
+      });
+      if (!resuming) {
+        deps.registerSession({
+          id: job.sessionId,
+          name: null,
+          cwd: "/workspace",
+          model: null,
+          provider: null,
+          agent: true,
+          repo: job.repo,
+          startedAt: job.createdAt,
+        }, ask);
+      }
+      await backend.awaitStart!(workerId, (state, message) => jobs.update(job, state, { error: message }));
+      jobs.update(job, "running", { error: null });
+      return workerId;
+    } catch (error) {
+      if (workerId) await backend.removeWorker(workerId);
+      if (!resuming) await backend.removeSessionStorage(job.sessionId);
+      jobs.update(job, "failed", {
+        containerId: null,
+        error: error instanceof Error ? error.message : String(error),
+      });
+      throw error;
+    }
+  };
+
   return async function run(job, ask, mode = {}) {
+    if (backend.awaitStart) return await runSelfCloning(job, ask, mode.resume === true);
     if (mode.resume) return await resume(job);
     let workerId: string | null = null;
     try {
