@@ -152,6 +152,7 @@ export function acceptAgentSocket(app: App, socket: WebSocket, principal: Princi
         ts: Date.now(),
         lastSeq,
         policy: { ask },
+        budget: app.budgets.wire(sessionId),
         features: [Feature.batch],
       });
       // What the plugin supports (`hello.features`); a kept hook prompt unanswered on an older socket goes again.

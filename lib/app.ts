@@ -22,6 +22,7 @@ import type { Workspaces } from "./workspaces.ts";
 import type { MergeRequests } from "./merge_requests.ts";
 import type { SessionChanges } from "./changes/session_changes.ts";
 import type { SearchIndex } from "./search/types.ts";
+import type { Budgets } from "./budgets.ts";
 
 export interface App {
   config: Config;
@@ -63,4 +64,6 @@ export interface App {
   hooks: Hooks;
   /** The daemon-wide SSE stream (`GET /api/stream`): the hub's broadcasts, numbered for resuming. */
   feed: DaemonFeed;
+  /** Each session's budget and what it spent (counted from the log), and the daily cap. */
+  budgets: Budgets;
 }

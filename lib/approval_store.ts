@@ -20,13 +20,14 @@ export interface ApprovalRecord extends Approval {
   source: ApprovalSource | null;
 }
 
-interface Row extends Omit<ApprovalRecord, "args"> {
+interface Row extends Omit<ApprovalRecord, "args" | "kind"> {
   args: string;
+  kind: string | null;
 }
 
 const COLUMNS =
   "id, sessionId, toolCallId, toolName, args, state, decidedBy, decidedAt, reason, createdAt, " +
-  "appliedAt, source";
+  "appliedAt, source, kind";
 
 /** SQL for approvals; rows come back as `ApprovalRecord`s. */
 export class ApprovalStore {
@@ -45,8 +46,11 @@ export class ApprovalStore {
     this.#db = db;
     this.#gate = gateOf(db);
     db.exec(SCHEMA);
+    // Added with budget cards: a file from before gets the column (null: a tool call).
+    const columns = db.prepare("PRAGMA table_info(approvals)").all() as { name: string }[];
+    if (!columns.some((c) => c.name === "kind")) db.exec("ALTER TABLE approvals ADD COLUMN kind TEXT");
     this.#insert = db.prepare(
-      "INSERT OR IGNORE INTO approvals(id, sessionId, toolCallId, toolName, args, createdAt) VALUES (?, ?, ?, ?, ?, ?)",
+      "INSERT OR IGNORE INTO approvals(id, sessionId, toolCallId, toolName, args, createdAt, kind) VALUES (?, ?, ?, ?, ?, ?, ?)",
     );
     this.#get = db.prepare(`SELECT ${COLUMNS} FROM approvals WHERE id = ?`);
     this.#decide = db.prepare(
@@ -61,10 +65,13 @@ export class ApprovalStore {
   }
 
   /** Insert a new pending approval; false when one with this id exists (a re-sent request). */
-  insert(a: Pick<Approval, "id" | "sessionId" | "toolCallId" | "toolName" | "args" | "createdAt">): boolean {
+  insert(
+    a: Pick<Approval, "id" | "sessionId" | "toolCallId" | "toolName" | "args" | "createdAt" | "kind">,
+  ): boolean {
     const args = JSON.stringify(a.args ?? null);
     return this.#gate.run(() =>
-      this.#insert.run(a.id, a.sessionId, a.toolCallId, a.toolName, args, a.createdAt).changes > 0
+      this.#insert.run(a.id, a.sessionId, a.toolCallId, a.toolName, args, a.createdAt, a.kind ?? null)
+        .changes > 0
     );
   }
 
@@ -116,5 +123,6 @@ export class ApprovalStore {
 }
 
 function record(row: Row): ApprovalRecord {
-  return { ...row, args: JSON.parse(row.args) };
+  const { kind, ...rest } = row;
+  return { ...rest, args: JSON.parse(row.args), ...(kind === "budget" ? { kind } : {}) };
 }

@@ -24,12 +24,14 @@ export interface ApprovalDeps {
   touch(sessionId: string): void;
   /** Tell every browser. */
   broadcast(frame: ServerFrame): void;
+  /** A budget card was approved: raise the session's budget (before the plugin hears the answer). */
+  budgetApproved?(sessionId: string): void;
 }
 
 /** What an approval request carries here: the protocol's `approval_request` event, as agent_conn passes it. */
 type RequestEvent = Pick<
   Extract<AgentEvent, { type: "approval_request" }>,
-  "sessionId" | "ts" | "approvalId" | "toolCallId" | "toolName" | "args"
+  "sessionId" | "ts" | "approvalId" | "toolCallId" | "toolName" | "args" | "kind"
 >;
 /** The protocol's `approval_resolved` event, as far as the answer goes. */
 type ResolvedEvent = Pick<
@@ -68,6 +70,7 @@ export class Approvals {
       toolName: event.toolName,
       args: event.args,
       createdAt: Math.trunc(event.ts) || Date.now(),
+      ...(event.kind === "budget" ? { kind: "budget" as const } : {}),
     });
     if (inserted) {
       this.#track(event.sessionId, event.approvalId, true);
@@ -90,6 +93,8 @@ export class Approvals {
         : STATE_OF[event.decision];
       this.#store.decide(known.id, state, event.by, null);
       this.#track(known.sessionId, known.id, false);
+      // Approved in pi's terminal: the plugin raised its own limit, the stored budget follows.
+      if (state === "approved" && known.kind === "budget") this.#deps.budgetApproved?.(known.sessionId);
     } else if (
       known.appliedAt === null && event.source === "terminal" && known.state !== STATE_OF[event.decision]
     ) {
@@ -112,6 +117,8 @@ export class Approvals {
     const wanted = STATE_OF[body.decision];
     if (known.state === "pending" && this.#store.decide(id, wanted, by, body.reason || null)) {
       this.#track(known.sessionId, id, false);
+      // The raised budget reaches the plugin before the answer, so the run does not stop again at once.
+      if (wanted === "approved" && known.kind === "budget") this.#deps.budgetApproved?.(known.sessionId);
       const decided = this.#store.get(id)!;
       this.#deliver(decided);
       this.#changed(known.sessionId);

@@ -394,20 +394,20 @@ var require_permessage_deflate = __commonJS({
             value = value[0];
             if (key === "client_max_window_bits") {
               if (value !== true) {
-                const num = +value;
-                if (!Number.isInteger(num) || num < 8 || num > 15) {
+                const num2 = +value;
+                if (!Number.isInteger(num2) || num2 < 8 || num2 > 15) {
                   throw new TypeError(`Invalid value for parameter "${key}": ${value}`);
                 }
-                value = num;
+                value = num2;
               } else if (!this._isServer) {
                 throw new TypeError(`Invalid value for parameter "${key}": ${value}`);
               }
             } else if (key === "server_max_window_bits") {
-              const num = +value;
-              if (!Number.isInteger(num) || num < 8 || num > 15) {
+              const num2 = +value;
+              if (!Number.isInteger(num2) || num2 < 8 || num2 > 15) {
                 throw new TypeError(`Invalid value for parameter "${key}": ${value}`);
               }
-              value = num;
+              value = num2;
             } else if (key === "client_no_context_takeover" || key === "server_no_context_takeover") {
               if (value !== true) {
                 throw new TypeError(`Invalid value for parameter "${key}": ${value}`);
@@ -1019,13 +1019,13 @@ var require_receiver = __commonJS({
           return;
         }
         const buf = this.consume(8);
-        const num = buf.readUInt32BE(0);
-        if (num > Math.pow(2, 53 - 32) - 1) {
+        const num2 = buf.readUInt32BE(0);
+        if (num2 > Math.pow(2, 53 - 32) - 1) {
           const error = this.createError(RangeError, "Unsupported WebSocket frame: payload length > 2^53 - 1", false, 1009, "WS_ERR_UNSUPPORTED_DATA_PAYLOAD_LENGTH");
           cb(error);
           return;
         }
-        this._payloadLength = num * Math.pow(2, 32) + buf.readUInt32BE(4);
+        this._payloadLength = num2 * Math.pow(2, 32) + buf.readUInt32BE(4);
         this.haveLength(cb);
       }
       /**
@@ -2056,7 +2056,7 @@ var require_extension = __commonJS({
       ];
       else dest[name].push(elem);
     }
-    function parse(header) {
+    function parse2(header) {
       const offers = /* @__PURE__ */ Object.create(null);
       let params = /* @__PURE__ */ Object.create(null);
       let mustUnescape = false;
@@ -2202,7 +2202,7 @@ var require_extension = __commonJS({
     }
     module.exports = {
       format,
-      parse
+      parse: parse2
     };
   }
 });
@@ -2226,7 +2226,7 @@ var require_websocket = __commonJS({
     var { isBlob } = require_validation();
     var { BINARY_TYPES, CLOSE_TIMEOUT, EMPTY_BUFFER, GUID, kForOnEventAttribute, kListener, kStatusCode, kWebSocket, NOOP } = require_constants();
     var { EventTarget: { addEventListener, removeEventListener } } = require_event_target();
-    var { format, parse } = require_extension();
+    var { format, parse: parse2 } = require_extension();
     var { toBuffer } = require_buffer_util();
     var kAborted = Symbol("kAborted");
     var protocolVersions = [
@@ -2942,7 +2942,7 @@ var require_websocket = __commonJS({
           }
           let extensions;
           try {
-            extensions = parse(secWebSocketExtensions);
+            extensions = parse2(secWebSocketExtensions);
           } catch (err) {
             const message = "Invalid Sec-WebSocket-Extensions header";
             abortHandshake(websocket, socket, message);
@@ -3245,7 +3245,7 @@ var require_subprotocol = __commonJS({
   "node_modules/.deno/ws@8.23.0/node_modules/ws/lib/subprotocol.js"(exports, module) {
     "use strict";
     var { tokenChars } = require_validation();
-    function parse(header) {
+    function parse2(header) {
       const protocols = /* @__PURE__ */ new Set();
       let start = -1;
       let end = -1;
@@ -3282,7 +3282,7 @@ var require_subprotocol = __commonJS({
       return protocols;
     }
     module.exports = {
-      parse
+      parse: parse2
     };
   }
 });
@@ -4043,6 +4043,31 @@ var Approvals = class {
       };
     });
   }
+  /**
+   * The session's budget is reached: a card of its own kind (`kind: "budget"`, toolName `budget`) waits for
+   * the first answer like a tool call's. Resolves true when approved.
+   */
+  askBudget(ctx, args, title) {
+    const link = this.#link();
+    if (!link) return Promise.resolve(false);
+    const approvalId = this.#uuid();
+    const frame = link.emitFrame("approval_request", {
+      approvalId,
+      toolCallId: "",
+      toolName: "budget",
+      args,
+      kind: "budget"
+    }, 600);
+    return this.#wait(frame, ctx, title).then((o) => {
+      (this.#link() ?? link).emitNow("approval_resolved", {
+        approvalId,
+        decision: o.decision,
+        by: o.by.slice(0, FieldMax.by),
+        source: o.source
+      });
+      return o.decision === "approve";
+    });
+  }
   /** The daemon's `approval_decision`; one for an unknown or already answered request is ignored. */
   decide(f) {
     const p = this.#pending.get(String(f.approvalId));
@@ -4492,6 +4517,154 @@ var Heartbeat = class {
       this.stop();
       this.#dead();
     }, ms));
+  }
+};
+
+// plugin/src/budget.ts
+var num = (v) => typeof v === "number" && Number.isFinite(v) && v > 0 ? v : 0;
+function parse(raw) {
+  if (typeof raw !== "object" || raw === null) return null;
+  const b = raw;
+  const limit = (v) => num(v) > 0 ? num(v) : void 0;
+  const step = typeof b.step === "object" && b.step !== null ? b.step : {};
+  const spent = typeof b.spent === "object" && b.spent !== null ? b.spent : {};
+  return {
+    maxCost: limit(b.maxCost),
+    maxTokens: limit(b.maxTokens),
+    onReach: b.onReach === "stop" ? "stop" : "ask",
+    step: {
+      maxCost: limit(step.maxCost),
+      maxTokens: limit(step.maxTokens)
+    },
+    spent: {
+      cost: num(spent.cost),
+      tokens: num(spent.tokens)
+    },
+    stopped: typeof b.stopped === "string" && b.stopped ? b.stopped : void 0,
+    dailyLeft: typeof b.dailyLeft === "object" && b.dailyLeft !== null ? {
+      cost: typeof b.dailyLeft.cost === "number" ? b.dailyLeft.cost : void 0,
+      tokens: typeof b.dailyLeft.tokens === "number" ? b.dailyLeft.tokens : void 0
+    } : void 0
+  };
+}
+function messageUsage(usage) {
+  if (typeof usage !== "object" || usage === null) return null;
+  const u = usage;
+  return {
+    inputTokens: num(u.input),
+    outputTokens: num(u.output),
+    totalCost: num(u.cost?.total)
+  };
+}
+function describe(limits, spent) {
+  const parts = [];
+  if (limits.maxCost !== void 0) parts.push(`$${spent.cost.toFixed(2)} of $${limits.maxCost.toFixed(2)}`);
+  if (limits.maxTokens !== void 0) {
+    parts.push(`${Math.round(spent.tokens).toLocaleString("en")} of ${limits.maxTokens.toLocaleString("en")} tokens`);
+  }
+  return parts.join(", ");
+}
+function describeStep(step) {
+  const parts = [];
+  if (step.maxCost !== void 0) parts.push(`$${step.maxCost.toFixed(2)}`);
+  if (step.maxTokens !== void 0) parts.push(`${step.maxTokens.toLocaleString("en")} tokens`);
+  return parts.join(" and ");
+}
+var BudgetGuard = class {
+  #budget = null;
+  #spent = {
+    cost: 0,
+    tokens: 0
+  };
+  /** What was spent when the daemon last said what is left of the daily cap. */
+  #spentAtUpdate = {
+    cost: 0,
+    tokens: 0
+  };
+  /** The budget card being asked, shared by every call that reaches it meanwhile. */
+  asking = null;
+  /** What was spent, as far as this process knows. */
+  get spent() {
+    return {
+      ...this.#spent
+    };
+  }
+  /** The limits in force, or null without a budget. */
+  get limits() {
+    const b = this.#budget;
+    if (!b || b.maxCost === void 0 && b.maxTokens === void 0) return null;
+    return {
+      maxCost: b.maxCost,
+      maxTokens: b.maxTokens
+    };
+  }
+  /** The daemon's budget from `welcome` or `policy`; `undefined` (an older daemon's policy) keeps the one held. */
+  update(raw) {
+    if (raw === void 0) return;
+    const b = parse(raw);
+    this.#budget = b;
+    if (!b) return;
+    this.#spent = {
+      cost: Math.max(this.#spent.cost, b.spent.cost),
+      tokens: Math.max(this.#spent.tokens, b.spent.tokens)
+    };
+    this.#spentAtUpdate = {
+      ...this.#spent
+    };
+  }
+  /** Count one assistant message's usage. */
+  add(u) {
+    this.#spent = {
+      cost: this.#spent.cost + u.totalCost,
+      tokens: this.#spent.tokens + u.inputTokens + u.outputTokens
+    };
+  }
+  /** True when a limit is reached. */
+  get reached() {
+    const l = this.limits;
+    return !!l && (l.maxCost !== void 0 && this.#spent.cost >= l.maxCost || l.maxTokens !== void 0 && this.#spent.tokens >= l.maxTokens);
+  }
+  /** Why every run must stop now (a `stop` budget reached, or the daemon's daily cap), else null. */
+  get stopReason() {
+    if (this.#budget?.stopped) return this.#budget.stopped;
+    const left = this.#budget?.dailyLeft;
+    if (left && (left.cost !== void 0 && this.#spent.cost - this.#spentAtUpdate.cost >= left.cost || left.tokens !== void 0 && this.#spent.tokens - this.#spentAtUpdate.tokens >= left.tokens)) {
+      return "Daily budget reached";
+    }
+    if (this.#budget?.onReach === "stop" && this.reached) {
+      return `Budget reached: ${describe(this.limits, this.#spent)}`;
+    }
+    return null;
+  }
+  /** True when an `ask` budget is reached: the next tool call or turn waits for a person. */
+  get mustAsk() {
+    return this.#budget?.onReach === "ask" && this.reached;
+  }
+  /** What the budget card shows (its `args`) and the terminal's question. */
+  card() {
+    const limits = this.limits ?? {};
+    const step = this.#budget?.step ?? {};
+    const title = `Budget reached: ${describe(limits, this.#spent)}. Continue with another ${describeStep(step)}?`;
+    return {
+      args: {
+        spent: this.spent,
+        budget: limits,
+        step,
+        text: title
+      },
+      title: `lvmh: ${title}`
+    };
+  }
+  /**
+   * A budget card was approved: raise the limits by one step, unless `asked` (the limits when the card was
+   * raised) already changed, which means the daemon sent the raised budget first.
+   */
+  raise(asked) {
+    const b = this.#budget;
+    if (!b) return;
+    if (asked && (asked.maxCost !== b.maxCost || asked.maxTokens !== b.maxTokens)) return;
+    if (b.maxCost !== void 0 && b.step.maxCost) b.maxCost += b.step.maxCost;
+    if (b.maxTokens !== void 0 && b.step.maxTokens) b.maxTokens += b.step.maxTokens;
   }
 };
 
@@ -5064,6 +5237,8 @@ var Link = class {
   policy = [];
   /** Optional protocol features the daemon listed in its last `welcome`. */
   features = /* @__PURE__ */ new Set();
+  /** The session's budget and what this process counted (outlives a /reload, like the link). */
+  budget = new BudgetGuard();
   /**
    * Settles at the first welcome, or POLICY_WAIT_MS after the link was made: until then the daemon's ask
    * set is unknown, and a tool call that may need approval waits for it rather than run unasked.
@@ -5220,11 +5395,14 @@ var Link = class {
       case "welcome":
         this.policy = askSet(f.policy?.ask);
         this.features = new Set(Array.isArray(f.features) ? f.features : []);
+        this.budget.update(f.budget ?? null);
         this.#policyKnown();
-        return this.#onWelcome(Number(f.lastSeq) || 0);
+        this.#onWelcome(Number(f.lastSeq) || 0);
+        return run?.budgetChanged?.();
       case "policy":
         this.policy = askSet(f.ask);
-        return;
+        this.budget.update(f.budget);
+        return run?.budgetChanged?.();
       case "ack":
         return this.#buf.trim(Number(f.lastSeq) || 0);
       case "pong":
@@ -5927,6 +6105,7 @@ var PiBinding = class {
     this.#on("tool_execution_update", (e) => this.toolExecutionUpdate(e));
     this.#on("tool_execution_end", (e) => this.toolExecutionEnd(e));
     this.#on("tool_call", (e, ctx2) => this.toolCall(e, ctx2));
+    this.#on("context", (_e, ctx2) => this.#budgetGate(ctx2)?.then(() => void 0));
     this.#on("model_select", (e, ctx2) => this.modelSelect(e, ctx2));
     for (const name of [
       "input",
@@ -5985,6 +6164,10 @@ var PiBinding = class {
   waiting() {
     return this.#approvals.ids;
   }
+  budgetChanged() {
+    const ctx = this.#ctx;
+    if (ctx && this.#link?.budget.stopReason && this.#settle.running) this.#abortForBudget(ctx);
+  }
   // ---------------------------------------------------------------------------------------------
   // pi's events
   sessionStart(ctx) {
@@ -6040,6 +6223,7 @@ var PiBinding = class {
   agentStart(ctx) {
     if (this.#settle.agentStart()) this.#emitSettled();
     this.#link?.emit("agent_start", {});
+    if (this.#link?.budget.stopReason) this.#abortForBudget(ctx);
     this.#checkInfo(ctx);
     this.#delivery.pump();
   }
@@ -6110,6 +6294,12 @@ var PiBinding = class {
       this.#matched.delete(key);
     }
     const message = toMessage(m, id, web);
+    const usage = m.role === "assistant" ? messageUsage(m.usage) : null;
+    if (usage) {
+      message.usage = usage;
+      link.budget.add(usage);
+      if (link.budget.stopReason && this.#ctx) this.#abortForBudget(this.#ctx);
+    }
     let size = 300 + message.text.length + (message.thinking?.length ?? 0) + (message.images?.length ?? 0) * 200;
     for (const c of message.toolCalls) size += c.argsJson.length;
     link.emit("message_end", web ? {
@@ -6172,6 +6362,11 @@ var PiBinding = class {
     }, 300 + PREVIEW_CHARS);
   }
   toolCall(e, ctx) {
+    const gate = this.#budgetGate(ctx);
+    if (gate) return gate.then((block) => block ?? this.#toolApproval(e, ctx));
+    return this.#toolApproval(e, ctx);
+  }
+  #toolApproval(e, ctx) {
     return this.#approvals.toolCall(e, ctx)?.catch((err) => {
       this.#log("approval failed", err);
       return {
@@ -6195,6 +6390,55 @@ var PiBinding = class {
         this.#log(`handler ${name} failed`, err);
       }
     });
+  }
+  /**
+   * The budget's say before a tool call or a turn: undefined when within it; else a promise of a block (the
+   * run stops) or undefined (a person approved another step of the budget).
+   */
+  #budgetGate(ctx) {
+    const guard = this.#link?.budget;
+    if (!guard) return void 0;
+    const stop = guard.stopReason;
+    if (stop) {
+      this.#abortForBudget(ctx);
+      return Promise.resolve({
+        block: true,
+        reason: stop
+      });
+    }
+    if (!guard.mustAsk) return void 0;
+    if (!guard.asking) {
+      const asked = guard.limits;
+      const { args, title } = guard.card();
+      guard.asking = this.#approvals.askBudget(ctx, args, title).then((ok) => {
+        if (ok) guard.raise(asked);
+        return ok;
+      }, (err) => {
+        this.#log("budget approval failed", err);
+        return false;
+      }).finally(() => guard.asking = null);
+    }
+    return guard.asking.then((ok) => {
+      if (ok) return void 0;
+      this.#abortForBudget(ctx);
+      return {
+        block: true,
+        reason: "Budget reached: the run was stopped"
+      };
+    });
+  }
+  /**
+   * Abort the run now: before a model request (`context`) the request then fails at once. pi's abort waits
+   * for the run to end, which this handler is part of, so it is not awaited.
+   */
+  #abortForBudget(ctx) {
+    try {
+      if (!ctx.isIdle()) {
+        void Promise.resolve(ctx.abort()).catch((err) => this.#log("budget abort failed", err));
+      }
+    } catch (err) {
+      this.#log("budget abort failed", err);
+    }
   }
   /** The answer to a command: a `command_result` when the frame carries a commandId. */
   #answer(f) {

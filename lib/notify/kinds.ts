@@ -14,6 +14,7 @@ export const NOTIFY_KINDS = [
   "session.crashed",
   "merge_request.pipeline",
   "merge_request.merged",
+  "budget.reached",
 ] as const;
 
 /** What each kind means, in words for the settings pages ("notify me when …"). */
@@ -27,6 +28,7 @@ export const KIND_LABELS: Record<(typeof NOTIFY_KINDS)[number], string> = {
   "session.crashed": "a session's worker crashes (it can be resumed)",
   "merge_request.pipeline": "a merge request's pipeline fails or succeeds",
   "merge_request.merged": "a session's merge request is merged",
+  "budget.reached": "a session's budget, or the daily cap, is reached",
 };
 
 /** One kind of notification. */
@@ -73,5 +75,9 @@ export function describe(event: NotifyEvent): { title: string; body: string } {
         title: `${name}: merged`,
         body: `!${event.data.iid ?? "?"} ${String(event.data.title ?? "")}`.trim(),
       };
+    case "budget.reached":
+      return event.data.scope === "daily"
+        ? { title: "Daily budget reached", body: "Every run is stopped until tomorrow (UTC) or a raise." }
+        : { title: `${name}: budget reached`, body: String(event.data.text ?? "The run waits or stopped.") };
   }
 }

@@ -65,11 +65,13 @@ export function startNotify(app: App): { close(): Promise<void> } {
       }
     }
   });
+  const unbudget = app.budgets.onReached(emit);
   watcher.prime(app.sessions.list(), app.approvals.list({ state: "pending" }));
   app.webhooks.start();
   return {
     async close() {
       unfollow();
+      unbudget();
       watcher.close();
       app.push.close();
       await app.webhooks.close();

@@ -2,7 +2,16 @@
 import { z } from "zod";
 import { FieldMax, MAX_BATCH_EVENTS, PROTOCOL_VERSION } from "../wire.ts";
 import { CHANGE_SCOPES, type Changes, type ChangeScope, MAX_AUTHOR, MAX_TITLE } from "../changes/types.ts";
-import { AskSet, Message, MessageFrom, SessionId, SessionInfo, ThinkingLevel, Usage } from "./shapes.ts";
+import {
+  AskSet,
+  Message,
+  MessageFrom,
+  PluginBudget,
+  SessionId,
+  SessionInfo,
+  ThinkingLevel,
+  Usage,
+} from "./shapes.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Plugin → daemon (Transport 1)
@@ -84,6 +93,8 @@ export const ApprovalRequestEvent = event("approval_request", {
   toolCallId: z.string().max(FieldMax.toolCallId),
   toolName: z.string().max(FieldMax.toolName),
   args: z.unknown(),
+  /** `budget`: not a tool call but the session's budget, reached (newer plugins); absent means a tool call. */
+  kind: z.enum(["tool", "budget"]).optional(),
 });
 export const ApprovalDecision = z.enum(["approve", "reject"]);
 export type ApprovalDecision = z.infer<typeof ApprovalDecision>;
@@ -211,6 +222,8 @@ export const WelcomeFrame = z.object({
   lastSeq: z.number().int().nonnegative(),
   /** The daemon's ask set for this session; absent from older daemons (no asking). */
   policy: z.object({ ask: AskSet }).optional(),
+  /** The session's budget, which the plugin enforces; null or absent: none. */
+  budget: PluginBudget.nullable().optional(),
   /** Optional features of version 1 this daemon supports (`batch`). */
   features: z.array(z.string()).optional(),
 });
@@ -269,7 +282,13 @@ export const ChangesFrame = z.object({
   path: z.string().optional(),
 });
 /** The session's ask set changed; replaces the one from `welcome`. */
-export const PolicyFrame = z.object({ ...daemonEnvelope, type: z.literal("policy"), ask: AskSet });
+export const PolicyFrame = z.object({
+  ...daemonEnvelope,
+  type: z.literal("policy"),
+  ask: AskSet,
+  /** The session's budget now (null: none); absent from older daemons, which keep the plugin's as it is. */
+  budget: PluginBudget.nullable().optional(),
+});
 /** A person answered an `approval_request`; sent again whenever the plugin re-sends the request. */
 export const ApprovalDecisionFrame = z.object({
   ...daemonEnvelope,

@@ -5,11 +5,13 @@ import { NotifyKind } from "../notify/kinds.ts";
 import { isSecret } from "../webhooks/secret_format.ts";
 import {
   AskSet,
+  BudgetOnReach,
   EVENTS_PAGE_DEFAULT,
   EVENTS_PAGE_MAX,
   type MergeRequestState,
   SessionInfo,
   type SessionMergeRequest,
+  type Spent,
   ThinkingLevel,
 } from "./shapes.ts";
 import { ApprovalDecision, DeliverAs, PromptImage } from "./plugin.ts";
@@ -113,6 +115,32 @@ export interface SessionActivity {
 }
 
 export const PolicyBody = z.object({ ask: AskSet });
+/** `PUT /api/sessions/:id/budget`: dollars and/or input+output tokens; `{}` removes the budget. */
+export const BudgetBody = z.strictObject({
+  maxCost: z.number().positive().max(1_000_000).optional(),
+  maxTokens: z.number().int().positive().max(1e12).optional(),
+  onReach: BudgetOnReach.default("ask"),
+}).transform((b) => (b.maxCost === undefined && b.maxTokens === undefined ? null : b));
+export type BudgetBody = z.infer<typeof BudgetBody>;
+/** A session's budget as set (the size of one approval) and in force (raised by approvals). */
+export interface SessionBudget {
+  maxCost?: number;
+  maxTokens?: number;
+  onReach: BudgetOnReach;
+  /** The limits now: the set ones plus every approved raise. */
+  current: { maxCost?: number; maxTokens?: number };
+  /** Where the budget came from: set on the session, or a default (`LVMH_SPAWN_BUDGET`, `LVMH_BUDGET`). */
+  source: "session" | "spawn" | "default";
+}
+/** `GET`/`PUT /api/sessions/:id/budget`: the budget (null: none), what was spent, and whether it is reached. */
+export interface BudgetView {
+  budget: SessionBudget | null;
+  spent: Spent;
+  /** Why prompts are refused now (`budget reached`, `daily budget reached`), or null. */
+  reached: string | null;
+  /** The deployment-wide daily cap (`LVMH_DAILY_BUDGET`) and what today cost, when one is set. */
+  daily?: { maxCost?: number; maxTokens?: number; spent: Spent };
+}
 export const DecisionBody = z.object({
   decision: ApprovalDecision,
   reason: z.string().trim().max(2000).optional(),
@@ -136,6 +164,8 @@ export interface Approval {
   reason: string | null;
   /** When the plugin reported the answer applied (`approval_resolved`): "delivered to the agent". */
   appliedAt: number | null;
+  /** `budget`: the session's budget was reached and approving raises it; absent for a tool call. */
+  kind?: "budget";
 }
 
 /** A persisted (or live) event as the REST API and `/ws` deliver it: envelope plus payload. */
@@ -161,7 +191,13 @@ export const BranchName = z.string()
   .refine((s) => !s.includes("..") && !s.includes("//") && !s.endsWith("/") && !s.endsWith(".lock"), {
     message: "branch is not a valid git ref name",
   });
-export const SpawnBody = z.object({ repo: RepoPath, branch: BranchName.optional(), ask: AskSet.optional() });
+export const SpawnBody = z.object({
+  repo: RepoPath,
+  branch: BranchName.optional(),
+  ask: AskSet.optional(),
+  /** The spawned session's budget (`LVMH_SPAWN_BUDGET` without one). */
+  budget: BudgetBody.optional(),
+});
 export type SpawnBody = z.infer<typeof SpawnBody>;
 /** A project as `GET /api/gitlab/repos` returns it. */
 export interface GitlabRepo {

@@ -74,6 +74,8 @@ export const Message = z.looseObject({
   toolCallId: z.string().nullable().default(null),
   /** The images of a user message (absent from older plugins, whose text says `[image]` instead). */
   images: z.array(MessageImage).max(FieldMax.images).optional(),
+  /** What an assistant message cost (newer plugins): budgets and usage are counted from these. */
+  usage: z.lazy(() => Usage).optional(),
 });
 export type Message = z.infer<typeof Message>;
 
@@ -93,6 +95,32 @@ export const Usage = z.looseObject({
   totalCost: z.number().nonnegative().optional(),
 });
 export type Usage = z.infer<typeof Usage>;
+
+/** What a session's budget reacts with when reached: wait for a person, or stop the run. */
+export const BudgetOnReach = z.enum(["ask", "stop"]);
+export type BudgetOnReach = z.infer<typeof BudgetOnReach>;
+/** What a session has spent: dollars, and input+output tokens. */
+export const Spent = z.object({ cost: z.number().nonnegative(), tokens: z.number().nonnegative() });
+export type Spent = z.infer<typeof Spent>;
+/**
+ * A session's budget as the plugin enforces it (`welcome.budget`, `policy.budget`): the limits in force
+ * (raised by each approved budget card), the size one approval adds (`step`), what the daemon counted from
+ * the log, and `stopped` when the daemon stops every run (the daily cap).
+ */
+export const PluginBudget = z.object({
+  maxCost: z.number().positive().optional(),
+  maxTokens: z.number().positive().optional(),
+  onReach: BudgetOnReach,
+  step: z.object({ maxCost: z.number().positive().optional(), maxTokens: z.number().positive().optional() }),
+  spent: Spent,
+  stopped: z.string().max(200).optional(),
+  /**
+   * What is left of the daily cap when this was sent: the plugin stops by itself once its own spending since
+   * then uses it up, without waiting for the daemon to count it (other sessions' spending the daemon sees).
+   */
+  dailyLeft: z.object({ cost: z.number().optional(), tokens: z.number().optional() }).optional(),
+});
+export type PluginBudget = z.infer<typeof PluginBudget>;
 
 /** A merge request's state on GitLab. */
 export type MergeRequestState = "opened" | "merged" | "closed";

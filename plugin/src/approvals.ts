@@ -122,6 +122,32 @@ export class Approvals {
     });
   }
 
+  /**
+   * The session's budget is reached: a card of its own kind (`kind: "budget"`, toolName `budget`) waits for
+   * the first answer like a tool call's. Resolves true when approved.
+   */
+  askBudget(ctx: PiContext, args: Record<string, unknown>, title: string): Promise<boolean> {
+    const link = this.#link();
+    if (!link) return Promise.resolve(false);
+    const approvalId = this.#uuid();
+    const frame = link.emitFrame("approval_request", {
+      approvalId,
+      toolCallId: "",
+      toolName: "budget",
+      args,
+      kind: "budget",
+    }, 600);
+    return this.#wait(frame, ctx, title).then((o) => {
+      (this.#link() ?? link).emitNow("approval_resolved", {
+        approvalId,
+        decision: o.decision,
+        by: o.by.slice(0, FieldMax.by),
+        source: o.source,
+      });
+      return o.decision === "approve";
+    });
+  }
+
   /** The daemon's `approval_decision`; one for an unknown or already answered request is ignored. */
   decide(f: FrameOf<"approval_decision">): void {
     const p = this.#pending.get(String(f.approvalId));

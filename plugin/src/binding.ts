@@ -19,6 +19,7 @@ import { SettingsGuard } from "./settings_guard.ts";
 import { field, modelList, snapshot } from "./snapshot.ts";
 import { setModel, setName, type SteerDeps, type SwitchState } from "./steer.ts";
 import { unref } from "./timers.ts";
+import { messageUsage } from "./budget.ts";
 
 /** The refusal of a prompt still queued for pi when its session shuts down. */
 function notDelivered(reason: unknown): string {
@@ -107,6 +108,8 @@ export class PiBinding implements Binding {
     this.#on("tool_execution_update", (e) => this.toolExecutionUpdate(e));
     this.#on("tool_execution_end", (e) => this.toolExecutionEnd(e));
     this.#on("tool_call", (e, ctx) => this.toolCall(e, ctx));
+    // Before each model request: a reached budget holds the turn (ask) or ends the run (stop).
+    this.#on("context", (_e, ctx) => this.#budgetGate(ctx)?.then(() => undefined));
     this.#on("model_select", (e, ctx) => this.modelSelect(e, ctx));
     for (
       const name of ["input", "turn_end", "session_info_changed", "thinking_level_select", "session_compact"]
@@ -171,6 +174,12 @@ export class PiBinding implements Binding {
     return this.#approvals.ids;
   }
 
+  budgetChanged(): void {
+    // The daily cap (or a lowered budget) stops a run that is going on now.
+    const ctx = this.#ctx;
+    if (ctx && this.#link?.budget.stopReason && this.#settle.running) this.#abortForBudget(ctx);
+  }
+
   // ---------------------------------------------------------------------------------------------
   // pi's events
 
@@ -226,6 +235,7 @@ export class PiBinding implements Binding {
   agentStart(ctx: PiContext): void {
     if (this.#settle.agentStart()) this.#emitSettled();
     this.#link?.emit("agent_start", {});
+    if (this.#link?.budget.stopReason) this.#abortForBudget(ctx);
     this.#checkInfo(ctx);
     this.#delivery.pump();
   }
@@ -282,6 +292,13 @@ export class PiBinding implements Binding {
       this.#matched.delete(key);
     }
     const message = toMessage(m, id, web);
+    const usage = m.role === "assistant" ? messageUsage(m.usage) : null;
+    if (usage) {
+      // Budgets and the usage page count these; the plugin's own count stops a run without the daemon.
+      message.usage = usage;
+      link.budget.add(usage);
+      if (link.budget.stopReason && this.#ctx) this.#abortForBudget(this.#ctx);
+    }
     let size = 300 + message.text.length + (message.thinking?.length ?? 0) +
       (message.images?.length ?? 0) * 200;
     for (const c of message.toolCalls) size += c.argsJson.length;
@@ -337,6 +354,12 @@ export class PiBinding implements Binding {
   }
 
   toolCall(e: PiEvent, ctx: PiContext): Promise<unknown> | undefined {
+    const gate = this.#budgetGate(ctx);
+    if (gate) return gate.then((block) => block ?? this.#toolApproval(e, ctx));
+    return this.#toolApproval(e, ctx);
+  }
+
+  #toolApproval(e: PiEvent, ctx: PiContext): Promise<unknown> | undefined {
     return this.#approvals.toolCall(e, ctx)?.catch((err) => {
       // Fail closed: a tool that needs approval must not run because the plugin broke.
       this.#log("approval failed", err);
@@ -362,6 +385,51 @@ export class PiBinding implements Binding {
         this.#log(`handler ${name} failed`, err);
       }
     });
+  }
+
+  /**
+   * The budget's say before a tool call or a turn: undefined when within it; else a promise of a block (the
+   * run stops) or undefined (a person approved another step of the budget).
+   */
+  #budgetGate(ctx: PiContext): Promise<{ block: true; reason: string } | undefined> | undefined {
+    const guard = this.#link?.budget;
+    if (!guard) return undefined;
+    const stop = guard.stopReason;
+    if (stop) {
+      this.#abortForBudget(ctx);
+      return Promise.resolve({ block: true, reason: stop });
+    }
+    if (!guard.mustAsk) return undefined;
+    if (!guard.asking) {
+      const asked = guard.limits;
+      const { args, title } = guard.card();
+      guard.asking = this.#approvals.askBudget(ctx, args, title).then((ok) => {
+        if (ok) guard.raise(asked);
+        return ok;
+      }, (err) => {
+        this.#log("budget approval failed", err);
+        return false; // fail closed: a budget that cannot be asked about stops the run
+      }).finally(() => guard.asking = null);
+    }
+    return guard.asking.then((ok) => {
+      if (ok) return undefined;
+      this.#abortForBudget(ctx);
+      return { block: true, reason: "Budget reached: the run was stopped" };
+    });
+  }
+
+  /**
+   * Abort the run now: before a model request (`context`) the request then fails at once. pi's abort waits
+   * for the run to end, which this handler is part of, so it is not awaited.
+   */
+  #abortForBudget(ctx: PiContext): void {
+    try {
+      if (!ctx.isIdle()) {
+        void Promise.resolve(ctx.abort()).catch((err) => this.#log("budget abort failed", err));
+      }
+    } catch (err) {
+      this.#log("budget abort failed", err);
+    }
   }
 
   /** The answer to a command: a `command_result` when the frame carries a commandId. */

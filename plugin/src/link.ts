@@ -28,6 +28,7 @@ import type {
   SessionInfo,
 } from "./frames.ts";
 import { Heartbeat } from "./heartbeat.ts";
+import { BudgetGuard } from "./budget.ts";
 import { computeChanges } from "./changes.ts";
 import type { Logger } from "./log.ts";
 import { TakenPrompts } from "./prompt_once.ts";
@@ -48,6 +49,8 @@ export interface Binding {
   welcomed?(): void;
   /** The approval ids this run still waits for, announced in `hello` so the daemon can drop the rest. */
   waiting?(): string[];
+  /** The daemon sent the session's budget (`welcome`, `policy`): a run it stops is aborted at once. */
+  budgetChanged?(): void;
 }
 
 /**
@@ -86,6 +89,8 @@ export class Link {
   policy: AskSet = [];
   /** Optional protocol features the daemon listed in its last `welcome`. */
   features: ReadonlySet<string> = new Set();
+  /** The session's budget and what this process counted (outlives a /reload, like the link). */
+  readonly budget = new BudgetGuard();
   /**
    * Settles at the first welcome, or POLICY_WAIT_MS after the link was made: until then the daemon's ask
    * set is unknown, and a tool call that may need approval waits for it rather than run unasked.
@@ -259,11 +264,15 @@ export class Link {
       case "welcome":
         this.policy = askSet(f.policy?.ask);
         this.features = new Set(Array.isArray(f.features) ? f.features : []);
+        // A welcome without one (an older daemon, or none set) means no budget.
+        this.budget.update(f.budget ?? null);
         this.#policyKnown();
-        return this.#onWelcome(Number(f.lastSeq) || 0);
+        this.#onWelcome(Number(f.lastSeq) || 0);
+        return run?.budgetChanged?.();
       case "policy":
         this.policy = askSet(f.ask);
-        return;
+        this.budget.update(f.budget);
+        return run?.budgetChanged?.();
       case "ack":
         return this.#buf.trim(Number(f.lastSeq) || 0);
       case "pong":

@@ -8,7 +8,10 @@ export const handler: Handlers = {
     // Parsed before anything runs: a bad repo path or branch is a 400 with no job and no Docker call.
     const body = await readJson(ctx.req, SpawnBody);
     ctx.audit("spawn", { detail: body });
-    const { sessionId, containerId, jobId } = await ctx.app.spawner.spawn(body);
+    const { budget, ...spawn } = body;
+    const { sessionId, containerId, jobId } = await ctx.app.spawner.spawn(spawn);
+    // Set once the session is registered; a plugin already online hears of it in a `policy` frame.
+    if (budget !== undefined) ctx.app.budgets.set(sessionId, budget);
     return json({ sessionId, containerId, jobId }, 201);
   },
 };

@@ -15,6 +15,8 @@ export const handler: Handlers = {
     if (!parsed.ok) throw new InvalidError(parsed.message);
     const { message, deliverAs, images } = parsed.value;
     const id = ctx.params.id;
+    // A `stop` budget or the daily cap reached: 409 until someone raises it.
+    if (ctx.app.store.getSession(id)) ctx.app.budgets.checkPrompt(id);
     const worker = ctx.app.spawner.container(id)?.state;
     if (!ctx.app.sessions.isOnline(id) && (worker === "stopped" || worker === "crashed") && !images?.length) {
       // A stopped spawned session is resumed, and the prompt kept (in SQLite, like a hook's) until its new
