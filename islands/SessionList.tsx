@@ -14,6 +14,7 @@ import { useClock } from "../ui/use_clock.ts";
 import { EMPTY_DIRECTORY } from "../ui/session_directory.ts";
 import { useLive } from "../ui/use_live.ts";
 import { GROUP_LABEL, groupOf, PAGE_ROWS, sortByGroup } from "../ui/glance.ts";
+import { ContentSearch } from "../components/ContentSearch.tsx";
 
 interface Props {
   /** The rows the server rendered: the first page, in the order shown. */
@@ -89,6 +90,7 @@ export default function SessionList(props: Props) {
     [sessions],
   );
   const total = dir.loaded || !props.counts ? sessions.length : props.counts.total;
+  const titles = useMemo(() => Object.fromEntries(sessions.map((s) => [s.id, s.title])), [sessions]);
 
   return (
     <main class="sessions-page">
@@ -97,7 +99,7 @@ export default function SessionList(props: Props) {
           type="search"
           id="filter"
           aria-label="Filter sessions"
-          placeholder="Filter by name, path, repo or model (press /)"
+          placeholder="Filter by name, path, repo, model or what was said (press /)"
           value={query}
           onInput={(e) => (setQuery((e.target as HTMLInputElement).value), setLimit(PAGE_ROWS))}
         />
@@ -159,6 +161,7 @@ export default function SessionList(props: Props) {
               : <p>No session matches the filter.</p>}
           </div>
         )}
+      <ContentSearch query={query} names={titles} now={now} />
     </main>
   );
 }

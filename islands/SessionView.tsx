@@ -30,6 +30,7 @@ import { useWriteBases, WriteBasesContext } from "../ui/write_diff.ts";
 import { sessionTitle } from "../ui/glance.ts";
 import { readLastSeen, summariseSince, writeLastSeen } from "../ui/last_seen.ts";
 import { can, type Me, MeContext } from "../ui/roles.ts";
+import { useMoment } from "../ui/use_moment.ts";
 
 interface Props {
   session: SessionSummary;
@@ -41,6 +42,8 @@ interface Props {
   me?: Me | null;
   /** The first line of the session's first prompt, for the title while pi has no name for it. */
   firstPrompt?: string | null;
+  /** `?at=SEQ`: open the conversation at that event, highlighted. */
+  at?: number | null;
 }
 
 export default function SessionView(props: Props) {
@@ -79,6 +82,7 @@ export default function SessionView(props: Props) {
   ]);
   const dividerAt = seenAt === null ? -1 : conv.items.findIndex((i) => i.seq > seenAt);
   const pin = useScrollPin(conv);
+  useMoment(props.at ?? null, conv.items);
   const top = useRef<HTMLDivElement>(null);
   useWhenVisible(top, hasOlder, () => void loadOlder(pin.keepPlace), [loadingOlder]);
   const [watched, toggleWatch] = useWatch(id);

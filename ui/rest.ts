@@ -26,6 +26,7 @@ import type {
   SpawnBody,
   SpawnJob,
 } from "../lib/protocol.ts";
+import type { ExportFormat, RunSummary, SearchPage } from "../lib/protocol.ts";
 import type { z } from "zod";
 import { api } from "./api.ts";
 import type {
@@ -315,4 +316,29 @@ export function savePushSubscription(body: PushSubscribeBody): Promise<unknown> 
 /** `DELETE /api/push/subscriptions?endpoint=…`. */
 export function removePushSubscription(endpoint: string): Promise<unknown> {
   return api(`/api/push/subscriptions?endpoint=${encodeURIComponent(endpoint)}`, { method: "DELETE" });
+}
+
+/** `GET /api/search`: ranked hits over every session (or one); `before` is the previous page's `next`. */
+export function searchEvents(query: {
+  q: string;
+  sessionId?: string;
+  type?: "message" | "tool" | "prompt";
+  limit?: number;
+  before?: string;
+}): Promise<SearchPage> {
+  const params = new URLSearchParams({ q: query.q, limit: String(query.limit ?? 20) });
+  if (query.sessionId) params.set("sessionId", query.sessionId);
+  if (query.type) params.set("type", query.type);
+  if (query.before) params.set("before", query.before);
+  return api<SearchPage>(`/api/search?${params}`);
+}
+
+/** `GET /api/sessions/:id/runs`: the session's runs, newest first (those starting below `before`). */
+export function sessionRuns(id: string, before?: number): Promise<RunSummary[]> {
+  return api<RunSummary[]>(`${session(id)}/runs${before === undefined ? "" : `?before=${before}`}`);
+}
+
+/** `GET /api/sessions/:id/export`: where the browser downloads the session as Markdown, JSONL or HTML. */
+export function exportUrl(id: string, format: ExportFormat): string {
+  return `${session(id)}/export?format=${format}`;
 }

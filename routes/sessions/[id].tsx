@@ -30,8 +30,13 @@ export const handler = {
       const id = ctx.params.id;
       const session = SESSION_ID_RE.test(id) ? ctx.app.sessions.get(id) : null;
       if (!session) return notFound(id);
+      // `?at=SEQ` opens the conversation at that event: the page of history around it (the live catch-up
+      // brings what follows).
+      const atParam = Number(ctx.url.searchParams.get("at"));
+      const at = Number.isInteger(atParam) && atParam > 0 && atParam <= session.lastSeq ? atParam : null;
+      const end = at === null ? session.lastSeq : Math.min(session.lastSeq, at + HISTORY_PAGE / 2);
       // The latest page of history; older pages are fetched as the reader scrolls up.
-      const stored = ctx.app.store.events(id, { after: 0, before: session.lastSeq + 1, limit: HISTORY_PAGE });
+      const stored = ctx.app.store.events(id, { after: 0, before: end + 1, limit: HISTORY_PAGE });
       const events = asUiEvents(stored);
       const hasOlder = events.length === HISTORY_PAGE && events[0].seq > 1;
       // The title falls back to the first prompt, which the latest page may not hold: read the first events.
@@ -48,7 +53,7 @@ export const handler = {
           <Island
             name="SessionView"
             component={SessionView}
-            props={{ session, events, hasOlder, now: Date.now(), me, firstPrompt }}
+            props={{ session, events, hasOlder, now: Date.now(), me, firstPrompt, at }}
           />
         ),
       };

@@ -1,0 +1,112 @@
+/**
+ * Search in real Chromium against the real daemon and a scripted plugin: the search page's hits, grouped by
+ * session, with matches as `<mark>` text (a message holding markup stays text); typing searches again; the
+ * sessions list's filter also finds what was said; a hit opens its session at that event, highlighted and on
+ * screen, even far back in a long history.
+ */
+import assert from "node:assert/strict";
+import { freePort, startDaemon, waitFor } from "../../testing/daemon.ts";
+import { connectAgent, sessionInfo, userEnd } from "../../testing/agent.ts";
+import { gotoHydrated, launchBrowser, openPage, screenshot } from "../../testing/chromium.ts";
+
+function assistant(id: string, text: string) {
+  return { message: { role: "assistant", id, text, thinking: null, toolCalls: [], toolCallId: null } };
+}
+
+Deno.test("UI: search page, list filter over content, jump to a moment", async (t) => {
+  const dataDir = await Deno.makeTempDir({ prefix: "lvmh-ui-search-" });
+  const daemon = await startDaemon({ dataDir, port: freePort() });
+  const browser = await launchBrowser();
+  const agent = await connectAgent(daemon, {
+    sessionId: "find-long",
+    session: sessionInfo("find-long", { name: "long night" }),
+  });
+  const other = await connectAgent(daemon, {
+    sessionId: "find-other",
+    session: sessionInfo("find-other", { name: "other work" }),
+  });
+  const ui = await openPage(browser, daemon, { signIn: true });
+  try {
+    // A hit far back: 400 more messages come after it, more than the page's first history page.
+    const hostile = agent.send(
+      "message_end",
+      userEnd("u1", 'deploy the zebrafish build <img src=x onerror="window.pwned=1"> and «quote»'),
+    );
+    for (let i = 0; i < 400; i++) agent.send("message_end", assistant(`a${i}`, `step ${i} of the plan`));
+    const last = other.send("message_end", assistant("o1", "zebrafish tests pass now"));
+    await waitFor(async () => {
+      const res = await daemon.api("/api/search?q=zebrafish");
+      return (await res.json()).hits.length === 2 || undefined;
+    }, "both hits indexed");
+    await waitFor(async () => {
+      const res = await daemon.api(`/api/sessions/find-long/events?after=400&limit=10`);
+      return (await res.json()).length === 1 || undefined;
+    }, "every event stored");
+    assert.ok(last > 0);
+
+    await t.step("the search page renders hits grouped by session, matches marked as text", async () => {
+      await gotoHydrated(ui, daemon, "/search?q=zebrafish");
+      const groups = ui.page.locator("[data-search-session]");
+      assert.equal(await groups.count(), 2);
+      const long = ui.page.locator("[data-search-session='find-long']");
+      assert.equal(await long.locator("h3 a").innerText(), "long night");
+      assert.deepEqual(await long.locator("mark").allInnerTexts(), ["zebrafish"]);
+      // The message's markup is text: no element came of it, no script ran.
+      assert.equal(await ui.page.locator(".search-results img").count(), 0);
+      assert.match(await long.locator(".snippet").innerText(), /<img src=x onerror=/);
+      assert.match(await long.locator(".snippet").innerText(), /‹quote›/);
+      assert.equal(await ui.page.evaluate(() => (window as unknown as { pwned?: number }).pwned), undefined);
+      await screenshot(ui.page, "search-page");
+    });
+
+    await t.step("typing searches again: phrases, exclusions", async () => {
+      await ui.page.fill("#search-q", '"tests pass" -deploy');
+      await ui.page.waitForSelector("[data-search-session='find-other'] mark");
+      await waitFor(
+        async () => await ui.page.locator("[data-search-session]").count() === 1 || undefined,
+        "one group",
+      );
+      assert.deepEqual(await ui.page.locator("mark").allInnerTexts(), ["tests pass"]);
+      assert.match(ui.page.url(), /q=%22tests\+pass%22\+-deploy|q=%22tests%20pass%22%20-deploy/);
+    });
+
+    await t.step("the sessions list's filter also finds what was said", async () => {
+      await gotoHydrated(ui, daemon, "/");
+      await ui.page.fill("#filter", "zebrafish");
+      await ui.page.waitForSelector("[data-content-search] [data-search-session='find-long'] mark");
+      assert.equal(await ui.page.locator("[data-content-search] [data-search-session]").count(), 2);
+    });
+
+    await t.step("a hit opens its session at that event, highlighted and on screen", async () => {
+      await gotoHydrated(ui, daemon, "/search?q=zebrafish+build");
+      await Promise.all([
+        ui.page.waitForURL(`**/sessions/find-long?at=${hostile}`),
+        ui.page.click(`[data-search-session='find-long'] a[data-hit-seq='${hostile}']`),
+      ]);
+      await ui.page.waitForSelector("html[data-hydrated='1']");
+      const moment = ui.page.locator(`[data-moment='${hostile}']`);
+      await moment.waitFor({ timeout: 10_000 });
+      assert.equal(await moment.getAttribute("data-seq"), String(hostile));
+      assert.match(await moment.getAttribute("class") ?? "", /at-moment/);
+      assert.match(await moment.innerText(), /zebrafish build <img src=x/);
+      // On screen, not the newest message at the bottom.
+      await waitFor(
+        async () =>
+          await moment.evaluate((el) => {
+            const r = el.getBoundingClientRect();
+            return r.bottom > 0 && r.top < innerHeight;
+          }) || undefined,
+        "the moment in the viewport",
+      );
+      await screenshot(ui.page, "search-moment");
+    });
+    assert.deepEqual(ui.problems, []);
+  } finally {
+    await ui.close();
+    await browser.close();
+    await agent.close();
+    await other.close();
+    await daemon.stop();
+    await Deno.remove(dataDir, { recursive: true }).catch(() => {});
+  }
+});
