@@ -1,0 +1,77 @@
+/**
+ * The plain manifests in deploy/kubernetes/ parse, and the Role grants exactly the verbs the Kubernetes
+ * backend uses (the list its preflight checks), so neither can drift from the other.
+ */
+import assert from "node:assert/strict";
+import { parseAllDocuments } from "npm:yaml@2.8.1";
+import { KUBE_PERMISSIONS } from "../lib/kube/preflight.ts";
+
+const DIR = new URL("../deploy/kubernetes/", import.meta.url);
+
+// deno-lint-ignore no-explicit-any
+async function manifests(): Promise<any[]> {
+  const out = [];
+  for await (const entry of Deno.readDir(DIR)) {
+    if (!entry.name.endsWith(".yaml")) continue;
+    for (const doc of parseAllDocuments(await Deno.readTextFile(new URL(entry.name, DIR)))) {
+      assert.equal(doc.errors.length, 0, `${entry.name}: ${doc.errors.join("; ")}`);
+      out.push(doc.toJS());
+    }
+  }
+  return out;
+}
+
+Deno.test("deploy/kubernetes: the Role's verbs are exactly the backend's", async () => {
+  const role = (await manifests()).find((m) => m.kind === "Role");
+  const granted: Record<string, string[]> = {};
+  for (const rule of role.rules) {
+    assert.deepEqual(rule.apiGroups, [""]);
+    for (const r of rule.resources) granted[r] = [...(granted[r] ?? []), ...rule.verbs].sort();
+  }
+  const used = Object.fromEntries(KUBE_PERMISSIONS.map((p) => [p.resource, [...p.verbs].sort()]));
+  assert.deepEqual(granted, used);
+});
+
+Deno.test("deploy/kubernetes: one daemon replica on its own claim, bound to the Role, workers fenced in", async () => {
+  const all = await manifests();
+  const kinds = all.map((m) => m.kind).sort();
+  assert.deepEqual(kinds, [
+    "Deployment",
+    "Namespace",
+    "NetworkPolicy",
+    "PersistentVolumeClaim",
+    "Role",
+    "RoleBinding",
+    "Service",
+    "ServiceAccount",
+  ]);
+  for (const m of all.filter((m) => m.kind !== "Namespace")) {
+    assert.equal(m.metadata.namespace, "lvmh", m.kind);
+  }
+  const deployment = all.find((m) => m.kind === "Deployment");
+  assert.equal(deployment.spec.replicas, 1);
+  assert.equal(deployment.spec.strategy.type, "Recreate");
+  const pod = deployment.spec.template.spec;
+  assert.equal(pod.serviceAccountName, "lvmh");
+  assert.equal(pod.volumes[0].persistentVolumeClaim.claimName, "lvmh-data");
+  const env = Object.fromEntries(
+    pod.containers[0].env.map((e: { name: string; value?: string }) => [e.name, e.value]),
+  );
+  assert.equal(env.LVMH_SPAWN_BACKEND, "kubernetes");
+  assert.match(env.LVMH_WORKER_IMAGE, /@sha256:[0-9a-f]{64}$/);
+  const binding = all.find((m) => m.kind === "RoleBinding");
+  assert.deepEqual(binding.subjects, [{ kind: "ServiceAccount", name: "lvmh", namespace: "lvmh" }]);
+  assert.equal(binding.roleRef.name, all.find((m) => m.kind === "Role").metadata.name);
+  const policy = all.find((m) => m.kind === "NetworkPolicy");
+  assert.deepEqual(policy.spec.podSelector.matchLabels, {
+    "app.kubernetes.io/managed-by": "lvmh",
+    "app.kubernetes.io/component": "worker",
+  });
+  assert.deepEqual(policy.spec.policyTypes, ["Ingress", "Egress"]);
+  assert.deepEqual(policy.spec.ingress, []);
+  // Egress: the daemon, DNS, and public addresses on 443 only.
+  assert.equal(policy.spec.egress.length, 3);
+  const open = policy.spec.egress[2];
+  assert.deepEqual(open.ports, [{ protocol: "TCP", port: 443 }]);
+  assert.ok(open.to[0].ipBlock.except.includes("10.0.0.0/8"));
+});
