@@ -3,6 +3,7 @@ import { resolveKube } from "./settings.ts";
 import { statusError } from "./client.ts";
 import { ConflictError, InvalidError, NotFoundError, UnavailableError, UpstreamError } from "../errors.ts";
 import { accessReviewBody } from "./preflight.ts";
+import { ConfigError, loadConfig } from "../config.ts";
 
 const vars = { storageSize: "10Gi", startTimeoutSeconds: 300 };
 
@@ -63,4 +64,51 @@ Deno.test("accessReviewBody(): a subresource is split off its resource", () => {
     kind: "SelfSubjectAccessReview",
     spec: { resourceAttributes: { namespace: "ns", verb: "get", resource: "pods", subresource: "log" } },
   });
+});
+
+Deno.test("loadConfig(): the Kubernetes variables, each refused by name", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "lvmh-kube-config-" });
+  try {
+    const base = { LVMH_TOKEN: "test-token-0123456789abcdef", LVMH_DATA_DIR: dir };
+    assert.equal(loadConfig(base).spawnBackend, "docker");
+    assert.equal(loadConfig(base).kube, null);
+    const digest = "registry.example/lvmh-worker@sha256:" + "0".repeat(64);
+    assert.equal(loadConfig({ ...base, LVMH_WORKER_IMAGE: digest }).workerImage, digest);
+    const kube = loadConfig({
+      ...base,
+      LVMH_SPAWN_BACKEND: "kubernetes",
+      LVMH_KUBE_URL: "https://127.0.0.1:6443",
+      LVMH_KUBE_NAMESPACE: "team-a",
+      LVMH_KUBE_START_TIMEOUT: "30",
+    }).kube;
+    assert.equal(kube?.connection.namespace, "team-a");
+    assert.equal(kube?.startTimeoutMs, 30_000);
+    assert.equal(kube?.storageSize, "10Gi");
+    const k8s = { ...base, LVMH_SPAWN_BACKEND: "kubernetes", LVMH_KUBE_URL: "https://127.0.0.1:6443" };
+    for (
+      const [name, value] of [
+        ["LVMH_SPAWN_BACKEND", "nomad"],
+        ["LVMH_KUBE_URL", "ftp://x"],
+        ["LVMH_KUBE_NAMESPACE", "Team_A"],
+        ["LVMH_KUBE_STORAGE_SIZE", "10GB"],
+        ["LVMH_KUBE_START_TIMEOUT", "-1"],
+        ["LVMH_KUBE_LLM_SECRET", "has space"],
+        ["LVMH_KUBE_TOKEN_FILE", "/nonexistent/token"],
+        ["LVMH_WORKER_IMAGE", "x@sha256:short"],
+      ]
+    ) {
+      assert.throws(
+        () => loadConfig({ ...k8s, [name]: value }),
+        (e) => e instanceof ConfigError && e.message.startsWith(`${name}: `),
+        name,
+      );
+    }
+    // Outside a cluster without a URL: the variable to set is named.
+    assert.throws(
+      () => loadConfig({ ...base, LVMH_SPAWN_BACKEND: "kubernetes" }),
+      (e) => e instanceof ConfigError && e.message.startsWith("LVMH_KUBE_URL: "),
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });

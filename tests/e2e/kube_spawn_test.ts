@@ -1,0 +1,229 @@
+/**
+ * Spawned sessions on Kubernetes, end to end: the real daemon (subprocess) with LVMH_SPAWN_BACKEND=kubernetes
+ * against the fake API server (TLS, bearer token) whose "docker" kubelet really runs each Pod's containers on
+ * the test engine: the init container clones from the GitLab fixture's git server with the credential it
+ * fetched once from the daemon, the worker runs the real bridge and pi against the fake LLM. The states the
+ * scripted kubelet reaches (image pull, unschedulable, OOM, broken watches, restart) are in
+ * lib/spawn/kube_backend_test.ts.
+ */
+import assert from "node:assert/strict";
+import { startDaemon, waitFor } from "../../testing/daemon.ts";
+import { BASE_IMAGE, cleanupDocker, dockerTest, testEngine, uniq } from "../../testing/docker.ts";
+import { post, startSpawnEnv } from "../../testing/spawn_env.ts";
+import { modelsJson } from "../../testing/pi.ts";
+import { startFakeLlm } from "../../testing/fixtures/fake_llm.mjs";
+import { startFakeKube } from "../../testing/fixtures/kube_api.ts";
+import { buildWorkerImage } from "../../docker/worker.ts";
+
+type Session = { id: string; online: boolean; agent: boolean; repo: string | null; model: string | null };
+type Job = { sessionId: string; state: string; error: string | null };
+type Event = { type: string; message?: { role: string; text?: string } };
+
+async function setup(extraEnv: Record<string, string> = {}) {
+  const engine = testEngine();
+  const image = `lvmh-test-kube-worker-${uniq()}:latest`;
+  await buildWorkerImage(engine, { image, baseImage: BASE_IMAGE, network: "host" });
+  const fake = await startFakeKube({ kubelet: "docker", dockerEngine: engine, bookmarkMs: 1000 });
+  const llm = await startFakeLlm();
+  const dir = await Deno.makeTempDir({ prefix: "lvmh-kube-e2e-" });
+  await Deno.writeTextFile(`${dir}/models.json`, modelsJson(llm.url));
+  const kubeEnv = {
+    LVMH_SPAWN_BACKEND: "kubernetes",
+    LVMH_KUBE_URL: fake.url,
+    LVMH_KUBE_TOKEN_FILE: fake.tokenFile,
+    LVMH_KUBE_CA_FILE: fake.caFile,
+    LVMH_KUBE_NAMESPACE: fake.namespace,
+    LVMH_MODELS_JSON: `${dir}/models.json`,
+    ...extraEnv,
+  };
+  const env = await startSpawnEnv({ workerImage: image, env: kubeEnv });
+  await post(env.d, "/api/gitlab/connect", { token: env.pat }).then((r) => r.body?.cancel());
+  const sessions = async () => (await (await env.d.api("/api/sessions")).json()) as Session[];
+  const jobs = async () => (await (await env.d.api("/api/spawn/status")).json()) as Job[];
+  return {
+    engine,
+    image,
+    fake,
+    env,
+    kubeEnv,
+    sessions,
+    jobs,
+    async close() {
+      await env.close();
+      await fake.close();
+      await llm.close();
+      await cleanupDocker(engine, { images: [image] });
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+    },
+  };
+}
+
+dockerTest(
+  "kubernetes: spawn → hello → prompt → stop → resume → discard, with no GitLab token anywhere",
+  async (t) => {
+    const s = await setup();
+    const { d } = s.env;
+    const repo = s.env.repos[0];
+    let sessionId = "";
+    try {
+      await t.step(
+        "spawn: 201 once the Pod runs, the clone made the session's branch, the plugin says hello",
+        async () => {
+          const res = await post(d, "/api/spawn", { repo, ask: "none" });
+          const body = await res.json();
+          assert.equal(res.status, 201, JSON.stringify(body));
+          sessionId = body.sessionId;
+          assert.equal(body.containerId, `lvmh-w-${sessionId}`);
+          const online = await waitFor(
+            async () => (await s.sessions()).find((x) => x.id === sessionId && x.online),
+            "the worker's hello",
+            120_000,
+          ).catch((error) => {
+            throw new Error(`${error.message}\ndaemon:\n${d.output()}`);
+          });
+          assert.equal(online.agent, true);
+          assert.equal(online.repo, repo);
+          assert.equal((await s.jobs()).find((j) => j.sessionId === sessionId)?.state, "running");
+          const pod = s.fake.get("pods", `lvmh-w-${sessionId}`)!;
+          const clone =
+            (pod.status as { initContainerStatuses: { state: { terminated?: { message?: string } } }[] })
+              .initContainerStatuses[0].state.terminated;
+          const branch = `lvmh/${sessionId.replaceAll("-", "").slice(0, 8)}`;
+          assert.match(clone?.message ?? "", new RegExp(`^lvmh: base main [0-9a-f]{40} ${branch}$`));
+          // The one-shot credential is gone: asking again with the session's own token finds nothing.
+          const secret = s.fake.get("secrets", `lvmh-s-${sessionId}`) as
+            | { data: { token: string } }
+            | undefined;
+          const token = atob(secret!.data.token);
+          const again = await fetch(`${d.url}/agent/clone-credential`, {
+            headers: { authorization: `Bearer ${token}` },
+          });
+          assert.equal(again.status, 404, await again.text());
+        },
+      );
+
+      await t.step("a prompt is answered by pi in the Pod", async () => {
+        const res = await post(d, `/api/sessions/${sessionId}/prompt`, {
+          message: "TEXTONLY hello from kubernetes",
+        });
+        assert.equal(res.status, 200, await res.text());
+        await waitFor(
+          async () => {
+            const list = (await (await d.api(`/api/sessions/${sessionId}/events`)).json()) as Event[];
+            return list.some((e) =>
+              e.type === "message_end" &&
+              e.message?.text?.includes("You said: TEXTONLY hello from kubernetes")
+            );
+          },
+          "the answer",
+          60_000,
+        );
+      });
+
+      await t.step(
+        "stop deletes the Pod and keeps claim and Secret; the session is stopped, not crashed",
+        async () => {
+          const res = await d.api(`/api/sessions/${sessionId}/container`, { method: "DELETE" });
+          assert.equal(res.status, 200, await res.text());
+          assert.equal(s.fake.get("pods", `lvmh-w-${sessionId}`), undefined);
+          assert.ok(s.fake.get("persistentvolumeclaims", `lvmh-ws-${sessionId}`));
+          assert.ok(s.fake.get("secrets", `lvmh-s-${sessionId}`));
+          const row = await (await d.api(`/api/sessions/${sessionId}`)).json();
+          assert.equal(row.container, "stopped");
+          // The worker's last lines were read from pods/log before the Pod went, and are kept.
+          const logs = await d.api(`/api/sessions/${sessionId}/container/logs?tail=50`);
+          assert.equal(logs.status, 200);
+          assert.match(await logs.text(), /lvmh-bridge: session .* ready/);
+        },
+      );
+
+      await t.step("resume: a new Pod on the same claim, the same session back online", async () => {
+        const claimUid = s.fake.get("persistentvolumeclaims", `lvmh-ws-${sessionId}`)!.metadata.uid;
+        const res = await post(d, `/api/sessions/${sessionId}/resume`, {});
+        assert.equal(res.status, 202, await res.text());
+        await waitFor(
+          async () => (await s.sessions()).find((x) => x.id === sessionId && x.online),
+          "the resumed worker's hello",
+          120_000,
+        );
+        assert.equal(s.fake.get("persistentvolumeclaims", `lvmh-ws-${sessionId}`)!.metadata.uid, claimUid);
+        const pod = s.fake.get("pods", `lvmh-w-${sessionId}`)!;
+        const clone =
+          (pod.status as { initContainerStatuses: { state: { terminated?: { message?: string } } }[] })
+            .initContainerStatuses[0].state.terminated;
+        assert.equal(clone?.message, "lvmh: kept", "the working copy was kept, not cloned again");
+      });
+
+      await t.step("discard deletes the claim and the Secret", async () => {
+        await d.api(`/api/sessions/${sessionId}/container`, { method: "DELETE" }).then((r) =>
+          r.body?.cancel()
+        );
+        const res = await d.api(`/api/sessions/${sessionId}`, { method: "DELETE" });
+        assert.equal(res.status, 200, await res.text());
+        await waitFor(
+          () => !s.fake.get("persistentvolumeclaims", `lvmh-ws-${sessionId}`),
+          "the claim deleted",
+          30_000,
+        );
+        assert.equal(s.fake.get("secrets", `lvmh-s-${sessionId}`), undefined);
+      });
+
+      await t.step("the GitLab token is in no request to the API server and not in the daemon's log", () => {
+        for (const r of s.fake.requests) {
+          assert.ok(!JSON.stringify(r).includes(s.env.pat), `${r.method} ${r.url} holds the GitLab token`);
+        }
+        assert.ok(!d.output().includes(s.env.pat), "the daemon's log holds the GitLab token");
+      });
+    } finally {
+      await s.close();
+    }
+  },
+);
+
+dockerTest("kubernetes: a clone of an unknown branch fails the spawn with git's own message", async () => {
+  const s = await setup();
+  const { d } = s.env;
+  try {
+    const res = await post(d, "/api/spawn", { repo: s.env.repos[0], branch: "no-such-branch" });
+    const body = await res.json();
+    assert.equal(res.status, 502, JSON.stringify(body));
+    assert.match(body.error, /clone failed: .*Remote branch no-such-branch not found/s);
+    const job = (await s.jobs())[0];
+    assert.equal(job.state, "failed");
+    assert.match(job.error ?? "", /Remote branch no-such-branch not found/);
+    await waitFor(() => s.fake.list("persistentvolumeclaims").length === 0, "the claim removed", 30_000);
+    assert.equal(s.fake.list("secrets").length, 0);
+  } finally {
+    await s.close();
+  }
+});
+
+dockerTest(
+  "kubernetes: a missing permission → spawn answers 503 with the log's sentence; the rest works",
+  async () => {
+    const fake = await startFakeKube({ kubelet: "script" });
+    fake.deny("create", "pods");
+    const d = await startDaemon({
+      env: {
+        LVMH_SPAWN_BACKEND: "kubernetes",
+        LVMH_KUBE_URL: fake.url,
+        LVMH_KUBE_TOKEN_FILE: fake.tokenFile,
+        LVMH_KUBE_CA_FILE: fake.caFile,
+        LVMH_KUBE_NAMESPACE: fake.namespace,
+      },
+    });
+    try {
+      const sentence = `Kubernetes: lvmh may not create pods in namespace "${fake.namespace}"`;
+      await waitFor(() => d.output().includes(sentence), "the preflight's line in the log", 20_000);
+      const res = await post(d, "/api/spawn", { repo: "group/project" });
+      const body = await res.json();
+      assert.equal(res.status, 503);
+      assert.ok(body.error.startsWith(sentence), body.error);
+      assert.equal((await d.api("/api/sessions")).status, 200);
+      assert.equal(fake.list("pods").length, 0);
+    } finally {
+      await d.stop();
+      await fake.close();
+    }
+  },
+);
