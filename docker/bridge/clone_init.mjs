@@ -25,7 +25,7 @@ const claim = env.LVMH_CLAIM_DIR ?? "/claim";
 const work = path.join(claim, "workspace");
 const sessions = path.join(claim, "pi-sessions");
 const credFile = "/tmp/lvmh-credential";
-const TERMINATION_LOG = "/dev/termination-log";
+const TERMINATION_LOG = env.LVMH_TERMINATION_LOG ?? "/dev/termination-log";
 
 /** Say it on stderr and in the termination log (the last 2,000 bytes: the kubelet keeps no more). */
 function report(text) {
