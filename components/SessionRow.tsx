@@ -7,6 +7,7 @@ import type { SessionSummary } from "../lib/protocol.ts";
 import { formatCost, relativeTime, shortPath } from "../ui/format.ts";
 import { activeAt, activityText, groupOf } from "../ui/glance.ts";
 import { mergeRequestBadge } from "../ui/merge_request_view.ts";
+import { BudgetMarker } from "./BudgetBar.tsx";
 
 export function SessionRow({ s, now }: { s: SessionSummary; now: number }) {
   const where = s.repo ?? shortPath(s.cwd || "?");
@@ -38,6 +39,7 @@ export function SessionRow({ s, now }: { s: SessionSummary; now: number }) {
               {s.waiting} waiting
             </span>
           )}
+          <BudgetMarker budget={s.budget} />
           {mr && (
             <span
               class={`badge mr ${mr.tone}`}

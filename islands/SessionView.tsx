@@ -14,6 +14,7 @@ import { WorkerPanel } from "../components/WorkerPanel.tsx";
 import { MessageBlockView, StreamingMessage } from "../components/Messages.tsx";
 import { SinceCard } from "../components/SinceCard.tsx";
 import { SessionFacts, SubagentPanel, TodoPanel, UsagePanel } from "../components/SidePanels.tsx";
+import { BudgetBar } from "../components/BudgetBar.tsx";
 import { streamingText, streamingThinking } from "../ui/conversation.ts";
 import { deriveSubagents, deriveTodos } from "../ui/derive.ts";
 import { messageBlocks } from "../ui/message_blocks.ts";
@@ -229,6 +230,7 @@ export default function SessionView(props: Props) {
             </button>
           )}
           <UsagePanel conv={conv} />
+          <BudgetBar budget={session.budget} />
           <TodoPanel state={todos} />
           <SubagentPanel runs={subagents} />
         </aside>

@@ -8,7 +8,7 @@
  */
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { gateOf, type WriteGate } from "./write_gate.ts";
-import type { BudgetBody, BudgetView, PluginBudget, SessionBudget, Spent } from "./protocol.ts";
+import type { BudgetBody, BudgetGlance, BudgetView, PluginBudget, SessionBudget, Spent } from "./protocol.ts";
 import type { ConfigBudget } from "./config.ts";
 import type { NotifyEvent } from "./notify/kinds.ts";
 import { ConflictError, sessionNotFound } from "./errors.ts";
@@ -80,6 +80,8 @@ export class Budgets {
   #today = utcDay(Date.now());
   #dailyOver = false;
   #listeners = new Set<(event: NotifyEvent) => void>();
+  /** Sessions with a row of their own. */
+  #rows: Set<string>;
   #timer: ReturnType<typeof setInterval> | undefined;
 
   constructor(db: DatabaseSync, defaults: BudgetDefaults, deps: BudgetDeps) {
@@ -100,6 +102,11 @@ export class Budgets {
         raisedTokens = raisedTokens + COALESCE(maxTokens, 0), updatedAt = ? WHERE sessionId = ?`,
     );
     this.#delete = db.prepare("DELETE FROM session_budgets WHERE sessionId = ?");
+    this.#rows = new Set(
+      (db.prepare("SELECT sessionId FROM session_budgets").all() as { sessionId: string }[]).map((r) =>
+        r.sessionId
+      ),
+    );
     this.#maxSeq = db.prepare("SELECT COALESCE(MAX(seq), 0) AS seq FROM events WHERE sessionId = ?");
     this.#scan = db.prepare(
       `SELECT seq, ts, type, payload FROM events WHERE sessionId = ? AND seq > ? AND seq <= ?
@@ -130,12 +137,26 @@ export class Budgets {
 
   /** The budget in force for a session: its own, else the default for its kind; null when none. */
   budgetOf(sessionId: string): SessionBudget | null {
+    // Asked for every row of every list: sessions without a row and no defaults cost no query.
+    if (!this.#rows.has(sessionId) && !this.#defaults.spawnBudget && !this.#defaults.localBudget) return null;
     const row = this.#get.get(sessionId) as unknown as Row | undefined;
     if (row) return row.maxCost === null && row.maxTokens === null ? null : view(row);
     const info = this.#deps.session(sessionId);
     const d = info?.agent ? this.#defaults.spawnBudget : this.#defaults.localBudget;
     if (!info || !d) return null;
     return { ...d, current: { ...limitsOf(d) }, source: info.agent ? "spawn" : "default" };
+  }
+
+  /** What a session's row shows of its budget; undefined without one. */
+  glance(sessionId: string): BudgetGlance | undefined {
+    const b = this.budgetOf(sessionId);
+    if (!b) return undefined;
+    const spent = this.spent(sessionId);
+    const used = Math.max(
+      b.current.maxCost ? spent.cost / b.current.maxCost : 0,
+      b.current.maxTokens ? spent.tokens / b.current.maxTokens : 0,
+    );
+    return { spent, limits: b.current, onReach: b.onReach, used };
   }
 
   /** `GET /api/sessions/:id/budget`. @throws {NotFoundError} for an unknown session. */
@@ -170,6 +191,7 @@ export class Budgets {
         Date.now(),
       )
     );
+    this.#rows.add(sessionId);
     this.#over.delete(sessionId);
     if (this.#reachedOf(sessionId)) this.#over.add(sessionId);
     this.#push(sessionId);
@@ -194,6 +216,7 @@ export class Budgets {
           Date.now(),
         )
       );
+      this.#rows.add(sessionId);
     }
     this.#gate.run(() => this.#raise.run(Date.now(), sessionId));
     if (!this.#reachedOf(sessionId)) this.#over.delete(sessionId);
@@ -289,6 +312,7 @@ export class Budgets {
     this.#counted.delete(sessionId);
     this.#over.delete(sessionId);
     this.#gate.run(() => this.#delete.run(sessionId));
+    this.#rows.delete(sessionId);
   }
 
   /** Stop the day timer. */

@@ -75,7 +75,10 @@ export function createDaemon(config: Config, routes: RouteDef[]): Daemon {
   // Budgets count from the committed log and reach plugins with a `policy` frame (their ask set unchanged).
   const budgets = new Budgets(store.db, config, {
     session: (id) => store.getSession(id),
-    send: (id, budget) => sessions.trySend(id, { type: "policy", ask: sessions.askOf(id), budget }),
+    send: (id, budget) => {
+      sessions.touch(id); // the row shows the budget
+      return sessions.trySend(id, { type: "policy", ask: sessions.askOf(id), budget });
+    },
     online: () => sessions.list().filter((s) => s.online).map((s) => s.id),
     sessions: () => store.listSessions(),
   });
@@ -86,6 +89,7 @@ export function createDaemon(config: Config, routes: RouteDef[]): Daemon {
     budgetApproved: (id) => budgets.approved(id),
   });
   sessions.setWaiting((id) => approvals.waiting(id));
+  sessions.setBudgets((id) => budgets.glance(id));
   const gitlab = createGitlab({ config, store });
   const workspaces = new Workspaces(store.db);
   const mergeRequests = new MergeRequests(store.db, {
@@ -145,7 +149,13 @@ export function createDaemon(config: Config, routes: RouteDef[]): Daemon {
   // `app` (a recording spawner) is the one they use.
   const app: App = Object.assign(parts, { hooks, feed, budgets });
   budgets.onReached((event) =>
-    app.audit.append({ actor: "lvmh", role: null, action: "budget", sessionId: event.sessionId, detail: event.data })
+    app.audit.append({
+      actor: "lvmh",
+      role: null,
+      action: "budget",
+      sessionId: event.sessionId,
+      detail: event.data,
+    })
   );
   const notify = startNotify(app);
 

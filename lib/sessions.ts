@@ -6,6 +6,7 @@
 import { CloseCode, PROTOCOL_VERSION } from "./wire.ts";
 import type {
   AskSet,
+  BudgetGlance,
   ContainerState,
   DaemonFrame,
   DeliverAs,
@@ -95,6 +96,7 @@ export class Sessions {
   #waiting: (sessionId: string) => number;
   #mergeRequest: (sessionId: string) => SessionMergeRequest | undefined;
   #containerOf: (sessionId: string) => ContainerView | null = () => null;
+  #budgetOf: (sessionId: string) => BudgetGlance | undefined = () => undefined;
   #images: ImageStore | null;
   #glances: SessionGlances;
   #store: Store;
@@ -128,6 +130,11 @@ export class Sessions {
   /** Late wiring of the approvals owner, which is built on this registry. */
   setWaiting(waiting: (sessionId: string) => number): void {
     this.#waiting = waiting;
+  }
+
+  /** Late wiring of the budgets owner: what a session's row shows of its budget. */
+  setBudgets(budgetOf: (sessionId: string) => BudgetGlance | undefined): void {
+    this.#budgetOf = budgetOf;
   }
 
   /** Late wiring of the merge requests owner, which is built after this registry. */
@@ -311,6 +318,7 @@ export class Sessions {
     if (line) activity.line = line;
     const at = Math.max(row.lastEventAt ?? 0, g.activityAt ?? 0, online ? g.streamAt ?? 0 : 0);
     const mergeRequest = this.#mergeRequest(row.id);
+    const budget = this.#budgetOf(row.id);
     return {
       ...row,
       online,
@@ -321,6 +329,7 @@ export class Sessions {
       cost: g.cost,
       lastActivityAt: at || null,
       ...(mergeRequest ? { mergeRequest } : {}),
+      ...(budget ? { budget } : {}),
       ...containerFields(this.#containerOf(row.id)),
     };
   }

@@ -85,6 +85,8 @@ export interface SessionSummary extends SessionRecord {
   lastActivityAt: number | null;
   /** The session's merge request, when it has one (spawned sessions that shipped their work). */
   mergeRequest?: SessionMergeRequest;
+  /** The session's budget, when it has one: what was spent of it (`used` 1 = reached). */
+  budget?: BudgetGlance;
   /** A spawned session's worker: starting, running, stopped (resumable) or crashed; null for a terminal one
    * (always present in answers; optional for summaries made elsewhere, as in tests). */
   container?: ContainerState | null;
@@ -131,6 +133,13 @@ export interface SessionBudget {
   current: { maxCost?: number; maxTokens?: number };
   /** Where the budget came from: set on the session, or a default (`LVMH_SPAWN_BUDGET`, `LVMH_BUDGET`). */
   source: "session" | "spawn" | "default";
+}
+/** What the list and the session page show of a budget: spent of the limits, `used` the larger share. */
+export interface BudgetGlance {
+  spent: Spent;
+  limits: { maxCost?: number; maxTokens?: number };
+  onReach: BudgetOnReach;
+  used: number;
 }
 /** `GET`/`PUT /api/sessions/:id/budget`: the budget (null: none), what was spent, and whether it is reached. */
 export interface BudgetView {
