@@ -300,12 +300,26 @@ export function createKubeBackend(config: KubeBackendConfig, deps: KubeBackendDe
 
     async createWorker(w) {
       const clone = w.clone ?? { url: "", baseBranch: null, baseSha: null, branch: "" };
-      await createOrReuse(
-        "secrets",
-        secretName(w.sessionId),
-        w.sessionId,
-        secretBody(w.sessionId, { token: w.token, modelsJson: modelsText() }),
+      const secret = secretBody(w.sessionId, { token: w.token, modelsJson: modelsText() });
+      await createOrReuse("secrets", secretName(w.sessionId), w.sessionId, secret);
+      // The Secret is immutable: one kept from before a change (a new daemon token, another models.json) is
+      // made again, since the worker would otherwise present a token the daemon no longer accepts.
+      const kept = await client.json<{ data?: Record<string, string> }>(
+        "GET",
+        client.path("secrets", secretName(w.sessionId)),
       );
+      const wanted = (secret as { stringData: Record<string, string> }).stringData;
+      const same = Object.keys(wanted).length === Object.keys(kept.data ?? {}).length &&
+        Object.entries(wanted).every(([key, v]) => kept.data?.[key] === encodeBase64(v));
+      if (!same) {
+        await client.json("DELETE", client.path("secrets", secretName(w.sessionId))).catch((error) => {
+          if (codeOf(error) !== 404) throw error;
+        });
+        await client.json("POST", client.path("secrets"), {
+          body: secret,
+          query: { fieldValidation: "Strict" },
+        });
+      }
       const spec: WorkerPodSpec = {
         sessionId: w.sessionId,
         repo: w.repo,
@@ -499,6 +513,13 @@ export function createKubeBackend(config: KubeBackendConfig, deps: KubeBackendDe
     },
   };
   return wrap(backend);
+}
+
+/** Base64 of UTF-8 text, as the API server shows a Secret's `data`. */
+function encodeBase64(text: string): string {
+  let binary = "";
+  for (const b of new TextEncoder().encode(text)) binary += String.fromCharCode(b);
+  return btoa(binary);
 }
 
 /** Every method's failures as domain kinds (a retryable API answer is the pipeline's RetryableError). */

@@ -26,6 +26,8 @@ interface Env {
   workspaces: Workspaces;
   jobs: SpawnJob[];
   logs: string[];
+  /** The daemon token's part of each agent token (a changed LVMH_TOKEN changes it). */
+  tokenSuffix: string;
   /** Another backend and spawner on the same cluster (a restarted daemon). */
   restart(): Promise<void>;
   close(): Promise<void>;
@@ -37,7 +39,7 @@ async function setup(o: { startTimeoutMs?: number } = {}): Promise<Env> {
   const workspaces = new Workspaces(db);
   const containers = new ContainerStates(db);
   const logs: string[] = [];
-  const env = { fake, workspaces, logs, jobs: [] as SpawnJob[] } as Env;
+  const env = { fake, workspaces, logs, jobs: [] as SpawnJob[], tokenSuffix: "hmac" } as Env;
   const make = () => {
     env.backend = createKubeBackend({
       workerImage: "registry.example/lvmh-worker:1",
@@ -67,7 +69,7 @@ async function setup(o: { startTimeoutMs?: number } = {}): Promise<Env> {
       publishJobs: (jobs) => env.jobs = jobs,
       registerSession: () => {},
       repos: { cloneUrl: (repo) => `https://gitlab.example/${repo}.git`, credential: () => GITLAB_TOKEN },
-      agentToken: (id) => Promise.resolve(`agent.${id}.hmac`),
+      agentToken: (id) => Promise.resolve(`agent.${id}.${env.tokenSuffix}`),
       workspaces,
       containers,
     });
@@ -399,6 +401,32 @@ Deno.test("kube backend: a missing permission is one sentence naming verb and re
       !env.fake.requests.some((r) => r.url.includes("dryRun=All")),
       "no dry run before the rights are there",
     );
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test("kube backend: a resume after the daemon's token changed makes the immutable Secret again", async () => {
+  const env = await setup();
+  try {
+    const spawned = env.spawner.spawn({ repo: "group/sub/proj" });
+    await podMade(env);
+    const id = jobOf(env).sessionId;
+    env.fake.setPodStatus(podName(id), running(id));
+    await spawned;
+    await env.spawner.stopSession(id);
+    const before = env.fake.get("secrets", secretName(id))!;
+    env.tokenSuffix = "rotated";
+    const resumed = env.spawner.resume(id);
+    await waitFor(() => env.fake.get("pods", podName(id)), "the resumed Pod", 5000);
+    env.fake.setPodStatus(podName(id), { ...running(id), initContainerStatuses: [cloned("lvmh: kept")] });
+    await resumed;
+    const after = env.fake.get("secrets", secretName(id)) as unknown as {
+      metadata: { uid: string };
+      data: { token: string };
+    };
+    assert.notEqual(after.metadata.uid, before.metadata.uid);
+    assert.equal(atob(after.data.token), `agent.${id}.rotated`);
   } finally {
     await env.close();
   }
