@@ -5,6 +5,7 @@
  */
 import nodeAssert from "node:assert/strict";
 import { type FakeKube, type KubeObject, startFakeKube } from "../testing/fixtures/kube_api.ts";
+import { kubeClient as client } from "../testing/fixtures/kube/client.ts";
 
 type Json = Record<string, unknown>;
 
@@ -12,66 +13,6 @@ const assert: (v: unknown, msg?: string) => asserts v = nodeAssert.ok;
 const assertEquals = (a: unknown, b: unknown, msg?: string) => nodeAssert.deepEqual(a, b, msg);
 const assertNotEquals = (a: unknown, b: unknown, msg?: string) => nodeAssert.notDeepEqual(a, b, msg);
 const assertMatch = (s: string, re: RegExp, msg?: string) => nodeAssert.match(s, re, msg);
-interface WatchEvent {
-  type: string;
-  object: Json & { metadata: Json; code?: number; reason?: string; message?: string };
-}
-
-/** A JSON client for the fake: its CA, its token, answers parsed. */
-async function client(k: FakeKube) {
-  const http = Deno.createHttpClient({ caCerts: [await Deno.readTextFile(k.caFile)] });
-  const token = (await Deno.readTextFile(k.tokenFile)).trim();
-  const ns = `/api/v1/namespaces/${k.namespace}`;
-  async function call(method: string, path: string, body?: unknown, type = "application/json") {
-    const res = await fetch(k.url + path.replace(/^~/, ns), {
-      method,
-      client: http,
-      headers: { authorization: `Bearer ${token}`, "content-type": type },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.text();
-    return {
-      status: res.status,
-      headers: res.headers,
-      body: (text ? JSON.parse(text) : null) as Json & { items: Json[]; metadata: Json },
-    };
-  }
-  /** Open a watch; `next` gives the next event (null at the end of the stream), failing after a deadline. */
-  async function watch(path: string) {
-    const res = await fetch(k.url + path.replace(/^~/, ns), {
-      client: http,
-      headers: { authorization: `Bearer ${token}` },
-    });
-    const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
-    let buf = "";
-    async function next(ms = 5000): Promise<WatchEvent | null> {
-      const end = Date.now() + ms;
-      while (!buf.includes("\n")) {
-        let timer: ReturnType<typeof setTimeout> | undefined;
-        const timeout = new Promise<never>((_, rej) => {
-          timer = setTimeout(
-            () => rej(new Error(`no watch event within ${ms} ms`)),
-            Math.max(0, end - Date.now()),
-          );
-        });
-        try {
-          const { value, done } = await Promise.race([reader.read(), timeout]);
-          if (done) return null;
-          buf += value;
-        } finally {
-          clearTimeout(timer);
-        }
-      }
-      const i = buf.indexOf("\n");
-      const line = buf.slice(0, i);
-      buf = buf.slice(i + 1);
-      return JSON.parse(line);
-    }
-    return { status: res.status, next, close: () => reader.cancel().catch(() => {}) };
-  }
-  return { call, watch, close: () => http.close(), token };
-}
-
 const labels = { "app.kubernetes.io/managed-by": "lvmh", "lvmh.dev/session": "s1" };
 const pod = (name: string, extra: Json = {}) => ({
   apiVersion: "v1",
