@@ -632,3 +632,86 @@ Deno.test("kube fake: kubectl get/create/wait/delete and the raw 410 watch line"
     await Deno.remove(home, { recursive: true });
   }
 });
+
+Deno.test("kube fake: scripted Pod steps carry the kubelet's reasons and bind the Pod", () =>
+  withFake(async (k, c) => {
+    await c.call("POST", "~/pods", {
+      ...pod("steps"),
+      spec: {
+        restartPolicy: "Never",
+        initContainers: [{ name: "clone", image: "busybox:1" }],
+        containers: [{ name: "worker", image: "busybox:1" }],
+      },
+    });
+    const rv = (await c.call("GET", "~/pods")).body.metadata.resourceVersion;
+    const w = await c.watch(`~/pods?watch=1&resourceVersion=${rv}`);
+    k.scriptPod("steps", "unschedulable", { message: "0/3 nodes are available: 3 Insufficient cpu." });
+    let e = await w.next();
+    const sched = ((e!.object.status as Json).conditions as Json[])[0];
+    assertEquals([sched.type, sched.status, sched.reason, sched.message], [
+      "PodScheduled",
+      "False",
+      "Unschedulable",
+      "0/3 nodes are available: 3 Insufficient cpu.",
+    ]);
+    assertEquals((e!.object.spec as Json).nodeName, undefined, "not bound while unschedulable");
+    k.scriptPod("steps", "initRunning");
+    e = await w.next();
+    assertEquals((e!.object.spec as Json).nodeName, "fake-node");
+    const init = ((e!.object.status as Json).initContainerStatuses as Json[])[0];
+    assert((init.state as Json).running);
+    k.scriptPod("steps", "initFailed", { message: "fatal: repository 'x' not found" });
+    e = await w.next();
+    const st = e!.object.status as Json;
+    assertEquals(st.phase, "Failed");
+    const term = ((st.initContainerStatuses as Json[])[0].state as Json).terminated as Json;
+    assertEquals([term.exitCode, term.message], [1, "fatal: repository 'x' not found"]);
+    k.scriptPod("steps", "evicted");
+    e = await w.next();
+    assertEquals([(e!.object.status as Json).phase, (e!.object.status as Json).reason], [
+      "Failed",
+      "Evicted",
+    ]);
+    k.scriptPod("steps", "oomKilled");
+    e = await w.next();
+    const s2 = e!.object.status as Json;
+    assertEquals(s2.reason, undefined, "a later step clears the eviction reason");
+    const worker = ((s2.containerStatuses as Json[])[0].state as Json).terminated as Json;
+    assertEquals([worker.reason, worker.exitCode], ["OOMKilled", 137]);
+    k.scriptPod("steps", "imagePull", { reason: "ErrImagePull" });
+    e = await w.next();
+    const waiting = (((e!.object.status as Json).containerStatuses as Json[])[0].state as Json)
+      .waiting as Json;
+    assertEquals(waiting.reason, "ErrImagePull");
+    await w.close();
+  }));
+
+Deno.test("kube fake: PUT with a stale resourceVersion is a 409 Conflict; JSON patch; Pod spec is immutable", () =>
+  withFake(async (_k, c) => {
+    const s = await c.call("POST", "~/secrets", secret("upd"));
+    const stale = { ...s.body, metadata: { ...(s.body.metadata as Json), labels: { a: "1" } } };
+    assertEquals((await c.call("PUT", "~/secrets/upd", stale)).status, 200);
+    const again = await c.call("PUT", "~/secrets/upd", stale);
+    assertEquals([again.status, again.body.reason], [409, "Conflict"]);
+    assertMatch(
+      String(again.body.message),
+      /Operation cannot be fulfilled on secrets "upd": the object has been modified/,
+    );
+    const jp = await c.call(
+      "PATCH",
+      "~/secrets/upd",
+      [{ op: "add", path: "/metadata/labels/b", value: "2" }, { op: "remove", path: "/metadata/labels/a" }],
+      "application/json-patch+json",
+    );
+    assertEquals((jp.body.metadata as Json).labels, { b: "2" });
+    const apply = await c.call("PATCH", "~/secrets/upd", {}, "application/apply-patch+yaml");
+    assertEquals(apply.status, 415);
+    await c.call("POST", "~/pods", pod("imm"));
+    const change = await c.call(
+      "PATCH",
+      "~/pods/imm",
+      { spec: { restartPolicy: "Always" } },
+      "application/strategic-merge-patch+json",
+    );
+    assertEquals([change.status, change.body.reason], [422, "Invalid"]);
+  }));
