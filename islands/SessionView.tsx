@@ -32,6 +32,7 @@ import { sessionTitle } from "../ui/glance.ts";
 import { readLastSeen, summariseSince, writeLastSeen } from "../ui/last_seen.ts";
 import { can, type Me, MeContext } from "../ui/roles.ts";
 import { useMoment } from "../ui/use_moment.ts";
+import { ExportLinks, RunsView } from "../components/RunsView.tsx";
 
 interface Props {
   session: SessionSummary;
@@ -133,7 +134,7 @@ export default function SessionView(props: Props) {
     conv.models,
   ]);
   // The Changes view replaces the conversation while open, and reloads each time a run settles.
-  const [view, setView] = useState<"conversation" | "changes">("conversation");
+  const [view, setView] = useState<"conversation" | "changes" | "runs">("conversation");
   const [settled, setSettled] = useState(0);
   const wasRunning = useRef(running);
   useEffect(() => {
@@ -172,7 +173,7 @@ export default function SessionView(props: Props) {
             </button>
           </div>
           <div class="view-switch" role="group" aria-label="Show">
-            {(["conversation", "changes"] as const).map((v) => (
+            {(["conversation", "runs", "changes"] as const).map((v) => (
               <button
                 type="button"
                 key={v}
@@ -181,11 +182,12 @@ export default function SessionView(props: Props) {
                 data-view={v}
                 onClick={() => setView(v)}
               >
-                {v === "conversation" ? "Conversation" : "Changes"}
+                {v === "conversation" ? "Conversation" : v === "runs" ? "Runs" : "Changes"}
               </button>
             ))}
           </div>
           <SessionFacts s={session} now={now} />
+          <ExportLinks sessionId={id} />
           {session.agent && (
             <MergeRequestPanel
               sessionId={id}
@@ -235,7 +237,8 @@ export default function SessionView(props: Props) {
           <SubagentPanel runs={subagents} />
         </aside>
         {view === "changes" && <ChangesView sessionId={id} refreshKey={settled} />}
-        <main class="conversation" aria-live="off" hidden={view === "changes"}>
+        {view === "runs" && <RunsView sessionId={id} now={now} refreshKey={settled} />}
+        <main class="conversation" aria-live="off" hidden={view !== "conversation"}>
           {deleted && <p class="notice deleted" role="status">This session was deleted.</p>}
           <div ref={top} class="history-top">
             {hasOlder

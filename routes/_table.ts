@@ -9,6 +9,8 @@ import { handler as browserWs } from "./ws.ts";
 import { handler as sessions } from "./api/sessions/index.ts";
 import { handler as session } from "./api/sessions/[id]/index.ts";
 import { handler as sessionEvents } from "./api/sessions/[id]/events.ts";
+import { handler as sessionRuns } from "./api/sessions/[id]/runs.ts";
+import { handler as sessionExport } from "./api/sessions/[id]/export.ts";
 import { handler as sessionPrompt } from "./api/sessions/[id]/prompt.ts";
 import { handler as sessionAbort } from "./api/sessions/[id]/abort.ts";
 import { handler as sessionModel } from "./api/sessions/[id]/model.ts";
@@ -67,6 +69,8 @@ export const routes: RouteDef[] = [
   { path: "/api/sessions", handler: sessions, auth: "token" },
   { path: "/api/sessions/:id", handler: session, auth: "token" },
   { path: "/api/sessions/:id/events", handler: sessionEvents, auth: "token" },
+  { path: "/api/sessions/:id/runs", handler: sessionRuns, auth: "token" },
+  { path: "/api/sessions/:id/export", handler: sessionExport, auth: "token" },
   { path: "/api/sessions/:id/images/:sha256", handler: sessionImage, auth: "token" },
   { path: "/api/sessions/:id/prompt", handler: sessionPrompt, auth: "token", roles: { POST: "operator" } },
   { path: "/api/sessions/:id/abort", handler: sessionAbort, auth: "token", roles: { POST: "operator" } },

@@ -6,14 +6,22 @@
  */
 import { useEffect, useRef } from "preact/hooks";
 
-/** The element of the conversation that shows `seq`: the one with that seq, else the last one before it. */
+/** How long after the conversation changed the moment is kept on screen against other scrolls. */
+const SETTLE_MS = 3000;
+
+/**
+ * The element of the conversation that shows `seq`: the one with that seq, else the last one before it (a
+ * tool call inside its message), else the first one after it (a run's start, before its prompt).
+ */
 export function momentElement(root: ParentNode, seq: number): HTMLElement | null {
-  let best: HTMLElement | null = null;
+  let before: HTMLElement | null = null;
+  let after: HTMLElement | null = null;
   for (const el of root.querySelectorAll<HTMLElement>("[data-seq]")) {
     const s = Number(el.dataset.seq);
-    if (s <= seq && (!best || s >= Number(best.dataset.seq))) best = el;
+    if (s <= seq && (!before || s >= Number(before.dataset.seq))) before = el;
+    if (s > seq && (!after || s < Number(after.dataset.seq))) after = el;
   }
-  return best;
+  return before ?? after;
 }
 
 /**
@@ -40,8 +48,21 @@ export function useMoment(at: number | null, content: unknown): void {
     }
     el.classList.add("at-moment");
     el.dataset.moment = String(at);
+    const place = () => el.scrollIntoView({ block: "center" });
     // After the scroll pin's own placement (it starts at the newest message) and this frame's layout.
-    const frame = requestAnimationFrame(() => el.scrollIntoView({ block: "center" }));
-    return () => cancelAnimationFrame(frame);
+    const frame = requestAnimationFrame(place);
+    // The pin may still follow the bottom in the same frame (history laid out late): for a moment after each
+    // change, a scroll that takes the moment off screen, and was not the reader's, puts it back.
+    const until = performance.now() + SETTLE_MS;
+    const onScroll = () => {
+      if (released.current || performance.now() > until) return;
+      const r = el.getBoundingClientRect();
+      if (r.bottom < 0 || r.top > innerHeight) place();
+    };
+    addEventListener("scroll", onScroll, { passive: true });
+    return () => {
+      cancelAnimationFrame(frame);
+      removeEventListener("scroll", onScroll);
+    };
   }, [at, content]);
 }

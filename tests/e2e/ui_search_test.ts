@@ -28,18 +28,22 @@ Deno.test("UI: search page, list filter over content, jump to a moment", async (
   const ui = await openPage(browser, daemon, { signIn: true });
   try {
     // A hit far back: 400 more messages come after it, more than the page's first history page.
+    const runStart = agent.send("agent_start");
     const hostile = agent.send(
       "message_end",
       userEnd("u1", 'deploy the zebrafish build <img src=x onerror="window.pwned=1"> and «quote»'),
     );
     for (let i = 0; i < 400; i++) agent.send("message_end", assistant(`a${i}`, `step ${i} of the plan`));
+    const runEnd = agent.send("agent_end", {
+      usage: { inputTokens: 5000, outputTokens: 700, totalCost: 0.05 },
+    });
     const last = other.send("message_end", assistant("o1", "zebrafish tests pass now"));
     await waitFor(async () => {
       const res = await daemon.api("/api/search?q=zebrafish");
       return (await res.json()).hits.length === 2 || undefined;
     }, "both hits indexed");
     await waitFor(async () => {
-      const res = await daemon.api(`/api/sessions/find-long/events?after=400&limit=10`);
+      const res = await daemon.api(`/api/sessions/find-long/events?after=${runEnd - 1}&limit=10`);
       return (await res.json()).length === 1 || undefined;
     }, "every event stored");
     assert.ok(last > 0);
@@ -99,6 +103,37 @@ Deno.test("UI: search page, list filter over content, jump to a moment", async (
         "the moment in the viewport",
       );
       await screenshot(ui.page, "search-moment");
+    });
+    await t.step("the Runs view lists the run and opens the conversation at its start", async () => {
+      await ui.page.click("[data-view='runs']");
+      await ui.page.waitForSelector("[data-runs-loaded]");
+      const rows = ui.page.locator("tr[data-run]");
+      assert.equal(await rows.count(), 1);
+      assert.equal(await rows.first().getAttribute("data-run"), String(runStart));
+      assert.match(await rows.first().innerText(), /deploy the zebrafish build/);
+      assert.match(await rows.first().innerText(), /done/);
+      await Promise.all([
+        ui.page.waitForURL(`**/sessions/find-long?at=${runStart}`),
+        ui.page.click(`tr[data-run='${runStart}'] td.prompt a`),
+      ]);
+      await ui.page.waitForSelector("html[data-hydrated='1']");
+      await ui.page.locator(".at-moment").waitFor({ timeout: 10_000 });
+    });
+
+    await t.step("the HTML export renders in Chromium with no script", async () => {
+      const href = await ui.page.locator("[data-export] a", { hasText: "HTML" }).getAttribute("href");
+      assert.equal(href, "/api/sessions/find-long/export?format=html");
+      const html = await (await daemon.api(href!)).text();
+      const view = await ui.context.newPage();
+      const errors: string[] = [];
+      view.on("pageerror", (e) => errors.push(e.message));
+      await view.setContent(html);
+      assert.equal(await view.locator("script").count(), 0);
+      assert.equal(await view.locator("img").count(), 0);
+      assert.match(await view.locator(".msg.user").first().innerText(), /zebrafish build <img src=x/);
+      assert.equal(await view.evaluate(() => (window as unknown as { pwned?: number }).pwned), undefined);
+      assert.deepEqual(errors, []);
+      await view.close();
     });
     assert.deepEqual(ui.problems, []);
   } finally {
