@@ -559,7 +559,7 @@ async function kubectl(k: FakeKube, home: string, ...args: string[]) {
   return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
 }
 
-Deno.test("kube fake: kubectl get/create/wait/delete and the raw 410 watch line", async () => {
+Deno.test("kube fake: kubectl get/create/wait/logs/patch/auth can-i/delete and the raw 410 watch line", async () => {
   const home = await Deno.makeTempDir({ prefix: "lvmh-kubectl-" });
   try {
     await withFake(async (k, c) => {
@@ -622,6 +622,29 @@ Deno.test("kube fake: kubectl get/create/wait/delete and the raw 410 watch line"
       assertEquals(raw.code, 0, raw.stderr);
       const line = JSON.parse(raw.stdout.trim().split("\n")[0]);
       assertEquals([line.type, line.object.code, line.object.reason], ["ERROR", 410, "Expired"]);
+
+      k.setLogs("lvmh-w-b", "one\ntwo\n");
+      const logs = await kubectl(k, home, "logs", "lvmh-w-b", "-c", "worker", "--tail=1");
+      assertEquals([logs.code, logs.stdout], [0, "two\n"], logs.stderr);
+
+      const patched = await kubectl(
+        k,
+        home,
+        "patch",
+        "pod",
+        "lvmh-w-b",
+        "--type=merge",
+        "-p",
+        '{"metadata":{"labels":{"x":"y"}}}',
+      );
+      assertEquals(patched.code, 0, patched.stderr);
+      assertEquals(k.get("pods", "lvmh-w-b")?.metadata.labels, { ...labels, x: "y" });
+
+      k.deny("delete", "persistentvolumeclaims");
+      const canI = await kubectl(k, home, "auth", "can-i", "delete", "persistentvolumeclaims");
+      assertEquals([canI.code, canI.stdout.trim()], [1, "no"]);
+      const canGet = await kubectl(k, home, "auth", "can-i", "get", "pods");
+      assertEquals([canGet.code, canGet.stdout.trim()], [0, "yes"]);
 
       const del = await kubectl(k, home, "delete", "pod", "lvmh-w-b", "--timeout=30s");
       assertEquals(del.code, 0, del.stderr);
