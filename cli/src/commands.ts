@@ -5,6 +5,7 @@ import type { Command } from "./command.ts";
 import { login } from "./login.ts";
 import { mr } from "./mr.ts";
 import { abort, prompt } from "./prompt.ts";
+import { exportSession, search } from "./search.ts";
 import { sessions } from "./sessions.ts";
 import { spawn, stop } from "./spawn.ts";
 import { tail } from "./tail.ts";
@@ -28,6 +29,8 @@ export const commands = {
   token,
   changes,
   mr,
+  search,
+  export: exportSession,
 } satisfies Record<string, Command>;
 
 export type CommandName = keyof typeof commands;

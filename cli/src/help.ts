@@ -25,6 +25,8 @@ Commands:
   changes ID [--stat] [--uncommitted] [--json]   what the session changed (a diff, or --stat a summary)
   mr ID [--title T [--description D] [--target B] [--draft]]   push and open or update its merge request
   mr ID --comments | --send IDS [--note N]    list its review comments, or send the picked ones to the agent
+  search QUERY [--session ID] [--type T] [--json]   find what any session said or did
+  export ID [--format md|jsonl|html] > FILE   a session as Markdown, JSONL or HTML
 
 Configuration: --url/--token, else LVMH_URL and LVMH_TOKEN, else the file written by "lvmh login"
 ($XDG_CONFIG_HOME/lvmh/config.json, default ~/.config/lvmh/config.json). LVMH_URL is the daemon's
@@ -86,4 +88,13 @@ added line looks like a secret (the answer names file:line; --allow-secrets need
   lvmh mr ID --comments [--json]       lists its review comments (people's notes and inline ones: #ID, author,
                                        path:line), oldest first
   lvmh mr ID --send ID,ID [--note N]   sends the picked comments to the agent as one follow-up (operator)`,
+  search: `Usage: lvmh search QUERY [--session ID] [--type message|prompt|tool] [--limit N] [--json]
+Finds what any session said or did: prompts, answers and thinking, tool calls and their results, session
+names, cwd and repo. QUERY takes words (all must match), "a phrase", deploy* (a prefix) and -word (not
+this). Prints the best hits first: session, event seq, kind, when, and the text with «matches» marked;
+/sessions/ID?at=SEQ opens one in the browser. --json prints each hit as one JSON line.`,
+  export: `Usage: lvmh export ID [--format md|jsonl|html] > FILE
+Writes a session to stdout: Markdown (default; the conversation, tool calls as fenced blocks, who
+prompted, tokens and cost per run), JSONL (the stored events, one per line, as the events API gives them)
+or HTML (one self-contained file, no script).`,
 };
