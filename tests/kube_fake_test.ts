@@ -6,6 +6,7 @@
 import nodeAssert from "node:assert/strict";
 import { type FakeKube, type KubeObject, startFakeKube } from "../testing/fixtures/kube_api.ts";
 import { kubeClient as client } from "../testing/fixtures/kube/client.ts";
+import { expand, memoryBytes, nanoCpus } from "../testing/fixtures/kube/docker_kubelet.ts";
 
 type Json = Record<string, unknown>;
 
@@ -738,3 +739,13 @@ Deno.test("kube fake: PUT with a stale resourceVersion is a 409 Conflict; JSON p
     );
     assertEquals([change.status, change.body.reason], [422, "Invalid"]);
   }));
+
+Deno.test("kube fake: the Docker kubelet's quantities and $(VAR) expansion", () => {
+  assertEquals(memoryBytes("256Mi"), 256 * 1024 * 1024);
+  assertEquals(memoryBytes("1G"), 1e9);
+  assertEquals(memoryBytes("1024"), 1024);
+  assertEquals(nanoCpus("500m"), 5e8);
+  assertEquals(nanoCpus("2"), 2e9);
+  const env = new Map([["A", "x"], ["B", "y"]]);
+  assertEquals(expand("$(A)-$(B)-$(C)-$$(A)", env), "x-y-$(C)-$(A)");
+});
