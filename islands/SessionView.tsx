@@ -15,6 +15,7 @@ import { MessageBlockView, StreamingMessage } from "../components/Messages.tsx";
 import { SinceCard } from "../components/SinceCard.tsx";
 import { SessionFacts, SubagentPanel, TodoPanel, UsagePanel } from "../components/SidePanels.tsx";
 import { BudgetBar } from "../components/BudgetBar.tsx";
+import { PresenceBar } from "../components/PresenceBar.tsx";
 import { streamingText, streamingThinking } from "../ui/conversation.ts";
 import { deriveSubagents, deriveTodos } from "../ui/derive.ts";
 import { messageBlocks } from "../ui/message_blocks.ts";
@@ -172,6 +173,7 @@ export default function SessionView(props: Props) {
               {watched ? "✓ Notifying when done" : "Notify when done"}
             </button>
           </div>
+          <PresenceBar sessionId={id} me={me?.name ?? null} now={now} />
           <div class="view-switch" role="group" aria-label="Show">
             {(["conversation", "runs", "changes"] as const).map((v) => (
               <button
@@ -231,8 +233,8 @@ export default function SessionView(props: Props) {
               Delete session…
             </button>
           )}
-          <UsagePanel conv={conv} />
           <BudgetBar budget={session.budget} />
+          <UsagePanel conv={conv} />
           <TodoPanel state={todos} />
           <SubagentPanel runs={subagents} />
         </aside>

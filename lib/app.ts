@@ -23,6 +23,7 @@ import type { MergeRequests } from "./merge_requests.ts";
 import type { SessionChanges } from "./changes/session_changes.ts";
 import type { SearchIndex } from "./search/types.ts";
 import type { Budgets } from "./budgets.ts";
+import type { Presence } from "./presence.ts";
 
 export interface App {
   config: Config;
@@ -66,4 +67,6 @@ export interface App {
   feed: DaemonFeed;
   /** Each session's budget and what it spent (counted from the log), and the daily cap. */
   budgets: Budgets;
+  /** Who has each session's page open (typing or not), and who holds its wheel. */
+  presence: Presence;
 }

@@ -8,7 +8,7 @@ import { eventsFrame, type Subscriber } from "./hub.ts";
 import { CloseCode, MAX_FRAME_BYTES, parseBrowserFrame, type ServerFrame } from "./protocol.ts";
 import { tooBig } from "./frame_precheck.ts";
 import { eventJson } from "./event_codec.ts";
-import type { Principal } from "./auth.ts";
+import { actorName, type Principal } from "./auth.ts";
 
 /** Catch-up sent on subscribe is at most this many events; older history comes over REST. */
 export const CATCH_UP_MAX = 5000;
@@ -22,6 +22,8 @@ export function acceptBrowserSocket(app: App, socket: WebSocket, principal: Prin
     close: (code, reason) => socket.close(code, reason),
   };
   const sendFrame = (frame: ServerFrame) => app.hub.sendTo(sub, JSON.stringify(frame));
+  /** This socket in presence: its pages are shown under the token's name. */
+  const conn = crypto.randomUUID();
 
   // A revoked token closes the sockets it opened, at once.
   const unwatch = app.tokens.closeOnRevoke(principal, () => socket.close(CloseCode.policy, "token revoked"));
@@ -30,6 +32,7 @@ export function acceptBrowserSocket(app: App, socket: WebSocket, principal: Prin
     sendFrame({ type: "session_list", sessions: app.sessions.list() });
     sendFrame({ type: "spawn_status", jobs: app.spawner.jobs() });
     sendFrame(app.approvals.frame());
+    for (const frame of app.presence.frames()) sendFrame(frame);
   };
   const errors = errorBudget();
   socket.onmessage = (e: MessageEvent) => {
@@ -43,6 +46,11 @@ export function acceptBrowserSocket(app: App, socket: WebSocket, principal: Prin
       return socket.close(CloseCode.policy, "too many refused frames");
     }
     const frame = parsed.value;
+    app.presence.seen(conn);
+    if (frame.type === "watch") {
+      if (frame.leave) return app.presence.leave(conn, frame.sessionId);
+      return app.presence.watch(conn, actorName(principal), frame.sessionId, frame.typing);
+    }
     if (frame.type === "unsubscribe") return app.hub.unsubscribe(sub, frame.sessionId);
     if (frame.type === "list") return sendFrame({ type: "session_list", sessions: app.sessions.list() });
     if (frame.type === "ping") return sendFrame({ type: "pong" });
@@ -56,6 +64,7 @@ export function acceptBrowserSocket(app: App, socket: WebSocket, principal: Prin
   };
   socket.onclose = () => {
     unwatch();
+    app.presence.leave(conn);
     app.hub.leave(sub);
   };
   socket.onerror = () => {};

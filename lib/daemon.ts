@@ -39,6 +39,7 @@ import { Workspaces } from "./workspaces.ts";
 import { SessionChanges } from "./changes/session_changes.ts";
 import { startBackfill } from "./search/backfill.ts";
 import { Budgets } from "./budgets.ts";
+import { Presence } from "./presence.ts";
 
 /** How often sessions past the retention period are looked for (also once at start). */
 const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
@@ -147,7 +148,8 @@ export function createDaemon(config: Config, routes: RouteDef[]): Daemon {
   const feed = new DaemonFeed(parts);
   // The same object, not a copy: hooks and the feed read their parts at each use, so a part a test swaps on
   // `app` (a recording spawner) is the one they use.
-  const app: App = Object.assign(parts, { hooks, feed, budgets });
+  const presence = new Presence((frame) => hub.broadcast(frame));
+  const app: App = Object.assign(parts, { hooks, feed, budgets, presence });
   budgets.onReached((event) =>
     app.audit.append({
       actor: "lvmh",
@@ -190,6 +192,7 @@ export function createDaemon(config: Config, routes: RouteDef[]): Daemon {
       stopped = true;
       clearInterval(pruneTimer);
       budgets.close();
+      presence.close();
       idleStop.close();
       stopCollector();
       await notify.close();

@@ -34,6 +34,7 @@ import { handler as gitlabStatus } from "./api/gitlab/status.ts";
 import { handler as gitlabRepos } from "./api/gitlab/repos.ts";
 import { handler as sessionPolicy } from "./api/sessions/[id]/policy.ts";
 import { handler as sessionBudget } from "./api/sessions/[id]/budget.ts";
+import { handler as sessionWheel } from "./api/sessions/[id]/wheel.ts";
 import { handler as sessionApprovals } from "./api/sessions/[id]/approvals.ts";
 import { handler as approvals } from "./api/approvals/index.ts";
 import { handler as approval } from "./api/approvals/[id].ts";
@@ -92,6 +93,12 @@ export const routes: RouteDef[] = [
   { path: "/api/sessions/:id/bundle", handler: sessionBundle, auth: "token", roles: { GET: "operator" } },
   { path: "/api/sessions/:id/policy", handler: sessionPolicy, auth: "token", roles: { PUT: "operator" } },
   { path: "/api/sessions/:id/budget", handler: sessionBudget, auth: "token", roles: { PUT: "operator" } },
+  {
+    path: "/api/sessions/:id/wheel",
+    handler: sessionWheel,
+    auth: "token",
+    roles: { POST: "operator", DELETE: "operator" },
+  },
   { path: "/api/sessions/:id/approvals", handler: sessionApprovals, auth: "token" },
   {
     path: "/api/sessions/:id/merge-request",

@@ -6,6 +6,7 @@
  * server render never opens a socket).
  */
 import type { Approval, ServerFrame, SpawnJob } from "../lib/protocol.ts";
+import { applyPresence, type PresenceMap } from "./presence.ts";
 import { credentialsAccepted as restCredentialsAccepted, onSignInRequired, socketUrl } from "./api.ts";
 import { connectLive, type LiveSocket, type SocketStatus } from "./live_socket.ts";
 import { applySessionFrame, EMPTY_DIRECTORY, type SessionDirectory } from "./session_directory.ts";
@@ -31,6 +32,14 @@ export interface PageLive {
   spawnJobs: Topic<SpawnJob[] | null>;
   /** True once the daemon refused this browser's credentials: the page asks for the token again. */
   needSignIn: Topic<boolean>;
+  /** Who watches or steers each session (from `presence` frames). */
+  presence: Topic<PresenceMap>;
+  /**
+   * Say this page shows a session (and whether its composer is being typed in), now and after every
+   * reconnect; call again as typing changes.
+   * @returns a function that says the page left
+   */
+  watch(sessionId: string, typing: boolean): () => void;
   /**
    * Follow a session's events now and after every reconnect.
    * @returns a function that stops following
@@ -63,6 +72,8 @@ export function createPageLive(opts: PageLiveOptions = {}): PageLive {
   const approvals = createTopic<Approval[] | null>(null);
   const spawnJobs = createTopic<SpawnJob[] | null>(null);
   const needSignIn = createTopic(false);
+  const presence = createTopic<PresenceMap>(new Map());
+  const watching = new Map<string, boolean>();
   const followers = new Map<string, Follower>();
   const accepted = opts.credentialsAccepted ?? (() => restCredentialsAccepted());
 
@@ -85,6 +96,9 @@ export function createPageLive(opts: PageLiveOptions = {}): PageLive {
       case "spawn_status":
         spawnJobs.set(frame.jobs);
         return;
+      case "presence":
+        presence.set(applyPresence(presence.get(), frame));
+        return;
       default:
         // `pong`, `error` and frames of newer daemons need nothing from the page.
         return;
@@ -96,6 +110,9 @@ export function createPageLive(opts: PageLiveOptions = {}): PageLive {
     WebSocketImpl: opts.WebSocketImpl,
     minDelayMs: opts.minDelayMs,
     onOpen(send) {
+      // The daemon's presence is per socket: a new one starts empty, and is told again what this page shows.
+      presence.set(new Map());
+      for (const [sessionId, typing] of watching) send({ type: "watch", sessionId, typing });
       for (const [sessionId, f] of followers) send({ type: "subscribe", sessionId, after: f.after() });
     },
     onStatus(s) {
@@ -122,6 +139,15 @@ export function createPageLive(opts: PageLiveOptions = {}): PageLive {
         if (followers.get(sessionId) !== follower) return;
         followers.delete(sessionId);
         socket.send({ type: "unsubscribe", sessionId });
+      };
+    },
+    presence,
+    watch(sessionId, typing) {
+      watching.set(sessionId, typing);
+      socket.send({ type: "watch", sessionId, typing });
+      return () => {
+        watching.delete(sessionId);
+        socket.send({ type: "watch", sessionId, typing: false, leave: true });
       };
     },
     requestList: () => void socket.send({ type: "list" }),

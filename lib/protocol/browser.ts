@@ -17,11 +17,22 @@ export const UnsubscribeFrame = z.object({ type: z.literal("unsubscribe"), sessi
 export const ListFrame = z.object({ type: z.literal("list") });
 /** Application heartbeat, answered by `pong`. */
 export const BrowserPingFrame = z.object({ type: z.literal("ping") });
+/**
+ * This page shows the session (sent when it opens, again whenever `typing` changes and after a reconnect), or
+ * with `leave` no longer does. Answered by `presence` frames to every browser.
+ */
+export const WatchFrame = z.object({
+  type: z.literal("watch"),
+  sessionId: SessionId,
+  typing: z.boolean().default(false),
+  leave: z.boolean().optional(),
+});
 export const BrowserFrame = z.discriminatedUnion("type", [
   SubscribeFrame,
   UnsubscribeFrame,
   ListFrame,
   BrowserPingFrame,
+  WatchFrame,
 ]);
 export type BrowserFrame = z.infer<typeof BrowserFrame>;
 
@@ -34,8 +45,20 @@ export type ServerFrame =
   | { type: "pong" }
   | { type: "events"; sessionId: string; after: number; events: StoredEvent[] }
   | { type: "spawn_status"; jobs: SpawnJob[] }
+  /** Who has the session's page open (by token name, typing or not) and who holds its wheel. */
+  | { type: "presence"; sessionId: string; watchers: PresenceWatcher[]; wheel?: Wheel }
   | { type: "error"; message: string };
 export type ServerFrameType = ServerFrame["type"];
+/** A person with the session's page open (several tabs are one), typing in its composer or not. */
+export interface PresenceWatcher {
+  name: string;
+  typing: boolean;
+}
+/** Who steers a session, until when (ms): other people's prompts and aborts wait, unless forced. */
+export interface Wheel {
+  holder: string;
+  until: number;
+}
 /**
  * Every `ServerFrame` type once. The daemon only writes these frames, so they have no schema to list them;
  * the annotation makes the compiler check this record against the union both ways (a type missing here, or
@@ -48,6 +71,7 @@ const SERVER_FRAME_TYPES: Record<ServerFrameType, true> = {
   pong: true,
   events: true,
   spawn_status: true,
+  presence: true,
   error: true,
 };
 export const serverFrameTypes = Object.keys(SERVER_FRAME_TYPES) as ServerFrameType[];

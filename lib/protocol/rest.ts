@@ -24,8 +24,14 @@ export const PromptBody = z.object({
   deliverAs: DeliverAs.default("steer"),
   /** Checked further (count, type, base64, magic bytes, sizes) by `checkImages` in `lib/images.ts`. */
   images: z.array(PromptImage).max(FieldMax.images).optional(),
+  /** Send while someone else holds the session's wheel (audited as `wheel.override`). */
+  force: z.boolean().optional(),
 });
 export type PromptBody = z.infer<typeof PromptBody>;
+/** `POST /api/sessions/:id/abort`'s optional body. */
+export const AbortBody = z.object({ force: z.boolean().optional() });
+/** `POST /api/sessions/:id/wheel`: steer the session alone for this many minutes. */
+export const WheelBody = z.object({ minutes: z.number().int().min(1).max(120) });
 /** `POST /api/sessions/:id/prompt`'s answer: the prompt's id, which its `command_result` names too. */
 export interface PromptResult {
   ok: true;

@@ -17,6 +17,10 @@ export const handler: Handlers = {
     const id = ctx.params.id;
     // A `stop` budget or the daily cap reached: 409 until someone raises it.
     if (ctx.app.store.getSession(id)) ctx.app.budgets.checkPrompt(id);
+    // Someone else holds the wheel: 409 unless forced, and a forced prompt is audited as such.
+    if (ctx.app.presence.checkSteer(id, actorName(ctx.principal), parsed.value.force)) {
+      ctx.audit("wheel.override", { sessionId: id, detail: { action: "prompt" } });
+    }
     const worker = ctx.app.spawner.container(id)?.state;
     if (!ctx.app.sessions.isOnline(id) && (worker === "stopped" || worker === "crashed") && !images?.length) {
       // A stopped spawned session is resumed, and the prompt kept (in SQLite, like a hook's) until its new
