@@ -22,6 +22,14 @@ export function budgetText(b: BudgetGlance): string {
   return parts.join(" · ");
 }
 
+/** "$5.00" and/or "200k tokens": a budget's size. */
+export function limitText(limits: { maxCost?: number; maxTokens?: number }): string {
+  const parts: string[] = [];
+  if (limits.maxCost !== undefined) parts.push(formatCost(limits.maxCost));
+  if (limits.maxTokens !== undefined) parts.push(`${formatTokens(limits.maxTokens)} tokens`);
+  return parts.join(" and ");
+}
+
 export function BudgetBar({ budget }: { budget?: BudgetGlance }) {
   if (!budget) return null;
   const tone = budgetTone(budget.used);

@@ -159,6 +159,21 @@ export class Budgets {
     return { spent, limits: b.current, onReach: b.onReach, used };
   }
 
+  /** The budgets of their own in force (sessions with a row), with what each spent; and the defaults. */
+  inForce(): {
+    sessions: { sessionId: string; glance: BudgetGlance }[];
+    defaults: BudgetDefaults;
+    today: Spent;
+  } {
+    const sessions: { sessionId: string; glance: BudgetGlance }[] = [];
+    for (const id of this.#rows) {
+      const glance = this.glance(id);
+      if (glance) sessions.push({ sessionId: id, glance });
+    }
+    sessions.sort((a, b) => b.glance.used - a.glance.used);
+    return { sessions, defaults: this.#defaults, today: this.#dailyView() };
+  }
+
   /** `GET /api/sessions/:id/budget`. @throws {NotFoundError} for an unknown session. */
   get(sessionId: string): BudgetView {
     if (!this.#deps.session(sessionId)) throw sessionNotFound(sessionId);

@@ -6297,6 +6297,7 @@ var PiBinding = class {
     const usage = m.role === "assistant" ? messageUsage(m.usage) : null;
     if (usage) {
       message.usage = usage;
+      if (typeof m.model === "string" && m.model) message.model = m.model.slice(0, FieldMax.model);
       link.budget.add(usage);
       if (link.budget.stopReason && this.#ctx) this.#abortForBudget(this.#ctx);
     }

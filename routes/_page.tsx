@@ -117,6 +117,7 @@ function TopBar({ children, me }: { children?: ComponentChildren; me: Me }) {
       <nav class="crumbs" aria-label="Breadcrumb">{children}</nav>
       <nav class="me" aria-label="Signed in">
         {me.role !== "agent" && <a href="/search" class="small">Search</a>}
+        {me.role !== "agent" && <a href="/usage" class="small">Usage</a>}
         {can(me, "audit") && <a href="/audit" class="small">Audit</a>}
         {can(me, "tokens") && <a href="/tokens" class="small">Tokens</a>}
         {can(me, "webhooks") && <a href="/webhooks" class="small">Webhooks</a>}

@@ -35,6 +35,8 @@ import { handler as gitlabRepos } from "./api/gitlab/repos.ts";
 import { handler as sessionPolicy } from "./api/sessions/[id]/policy.ts";
 import { handler as sessionBudget } from "./api/sessions/[id]/budget.ts";
 import { handler as sessionWheel } from "./api/sessions/[id]/wheel.ts";
+import { handler as usageApi } from "./api/usage.ts";
+import { handler as usagePage } from "./usage.tsx";
 import { handler as sessionApprovals } from "./api/sessions/[id]/approvals.ts";
 import { handler as approvals } from "./api/approvals/index.ts";
 import { handler as approval } from "./api/approvals/[id].ts";
@@ -116,6 +118,7 @@ export const routes: RouteDef[] = [
   { path: "/api/sessions/:id/changes", handler: sessionChanges, auth: "token" },
   { path: "/api/sessions/:id/changes/file", handler: sessionChangedFile, auth: "token" },
   { path: "/api/approvals", handler: approvals, auth: "token" },
+  { path: "/api/usage", handler: usageApi, auth: "token" },
   { path: "/api/approvals/:id", handler: approval, auth: "token", roles: { POST: "operator" } },
   { path: "/api/sessions/:id/stream", handler: sessionStream, auth: "token" },
   { path: "/api/stream", handler: daemonStream, auth: "token" },
@@ -156,6 +159,7 @@ export const routes: RouteDef[] = [
   { path: "/sessions/:id", handler: sessionPage, auth: "page" },
   { path: "/search", handler: searchPage, auth: "page" },
   { path: "/audit", handler: auditPage, auth: "page" },
+  { path: "/usage", handler: usagePage, auth: "page" },
   { path: "/tokens", handler: tokensPage, auth: "page" },
   { path: "/notifications", handler: notificationsPage, auth: "page" },
   { path: "/webhooks", handler: webhooksPage, auth: "page" },

@@ -296,6 +296,8 @@ export class PiBinding implements Binding {
     if (usage) {
       // Budgets and the usage page count these; the plugin's own count stops a run without the daemon.
       message.usage = usage;
+      // Which model answered: usage reports group by it (the session's model may have changed since).
+      if (typeof m.model === "string" && m.model) message.model = m.model.slice(0, FieldMax.model);
       link.budget.add(usage);
       if (link.budget.stopReason && this.#ctx) this.#abortForBudget(this.#ctx);
     }
