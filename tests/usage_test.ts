@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { startDaemon, waitFor } from "../testing/daemon.ts";
 import { connectAgent, sessionInfo } from "../testing/agent.ts";
+import { cliEnv, lvmh } from "../testing/cli.ts";
 
 function assistant(id: string, input: number, output: number, cost: number, model: string) {
   return {
@@ -79,6 +80,22 @@ Deno.test("GET /api/usage and /usage", async (t) => {
         const res = await d.api(`/api/usage?${q}`);
         assert.equal(res.status, 400, q);
         assert.equal(typeof (await res.json()).error, "string");
+      }
+    });
+    await t.step("lvmh usage --by repo --since 7d", async () => {
+      const dir = await Deno.makeTempDir({ prefix: "lvmh-cli-" });
+      try {
+        const out = await lvmh(cliEnv(dir, d), ["usage", "--by", "repo", "--since", "7d"]);
+        assert.equal(out.code, 0, out.stderr);
+        assert.match(out.stdout, /^REPO\s+RUNS\s+INPUT\s+OUTPUT\s+COST/);
+        assert.match(out.stdout, /team\/app\s+1\s+300\s+30\s+\$2\.0000/);
+        assert.match(out.stdout, /total \$2\.25 since /);
+        const json = await lvmh(cliEnv(dir, d), ["usage", "--by", "person", "--json"]);
+        assert.equal(JSON.parse(json.stdout.split("\n")[0]).key, "alice");
+        const bad = await lvmh(cliEnv(dir, d), ["usage", "--since", "week"]);
+        assert.equal(bad.code, 2);
+      } finally {
+        await Deno.remove(dir, { recursive: true });
       }
     });
     await t.step("the page: SVG bars per day, tables, budgets in force", async () => {

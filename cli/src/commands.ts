@@ -11,6 +11,7 @@ import { spawn, stop } from "./spawn.ts";
 import { tail } from "./tail.ts";
 import { token } from "./token.ts";
 import { bundle, logs, resume } from "./worker.ts";
+import { usage } from "./usage.ts";
 
 export const commands = {
   login,
@@ -31,6 +32,7 @@ export const commands = {
   mr,
   search,
   export: exportSession,
+  usage,
 } satisfies Record<string, Command>;
 
 export type CommandName = keyof typeof commands;

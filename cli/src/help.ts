@@ -27,6 +27,7 @@ Commands:
   mr ID --comments | --send IDS [--note N]    list its review comments, or send the picked ones to the agent
   search QUERY [--session ID] [--type T] [--json]   find what any session said or did
   export ID [--format md|jsonl|html] > FILE   a session as Markdown, JSONL or HTML
+  usage [--by repo] [--since 7d] [--json]   runs, tokens and cost by day, session, repo, person or model
 
 Configuration: --url/--token, else LVMH_URL and LVMH_TOKEN, else the file written by "lvmh login"
 ($XDG_CONFIG_HOME/lvmh/config.json, default ~/.config/lvmh/config.json). LVMH_URL is the daemon's
@@ -97,4 +98,8 @@ this). Prints the best hits first: session, event seq, kind, when, and the text 
 Writes a session to stdout: Markdown (default; the conversation, tool calls as fenced blocks, who
 prompted, tokens and cost per run), JSONL (the stored events, one per line, as the events API gives them)
 or HTML (one self-contained file, no script).`,
+  usage: `Usage: lvmh usage [--by day|session|repo|person|model] [--since 7d] [--json]
+Runs, input and output tokens and cost of the last days (30 by default, UTC), grouped by day (default),
+session, repository, person (the token that prompted; terminal for prompts typed into pi) or model; the most
+expensive first. --json prints each row as one JSON line.`,
 };
