@@ -63,10 +63,17 @@ export function ApprovalCard({ approval: a, onDecide }: Props) {
       onKeyDown={onKeyDown}
     >
       <header>
-        <span class="tool-name">{a.toolName}</span>
+        <span class="tool-name">{a.kind === "budget" ? "Budget reached" : a.toolName}</span>
         <span class={`chip ${pending ? "awaiting" : a.state}`}>{STATE_TEXT[a.state]}</span>
       </header>
-      <ApprovalArgs toolName={a.toolName} args={a.args} />
+      {a.kind === "budget"
+        // A budget card: approving raises the session's budget by its size, rejecting stops the run.
+        ? (
+          <p class="budget-card" data-budget-card>
+            {String((a.args as { text?: unknown } | null)?.text ?? "")}
+          </p>
+        )
+        : <ApprovalArgs toolName={a.toolName} args={a.args} />}
       {pending && !mayDecide && <p class="muted small approval-readonly">An operator can answer this.</p>}
       {pending
         ? mayDecide && (

@@ -40,6 +40,7 @@ export function approvalView(
     reason: record?.reason ?? null,
     appliedAt: record?.appliedAt ?? null,
     source: resolved?.source ?? null,
+    ...(record?.kind === "budget" ? { kind: "budget" as const } : {}),
   };
 }
 

@@ -56,6 +56,23 @@ Deno.test("UI: the list marks a session near and over its budget; the page shows
     await up.body?.cancel();
     await ui.page.waitForSelector("[data-budget='ok']");
     assert.equal(await ui.page.locator(".budget-bar").getAttribute("aria-valuenow"), "50");
+
+    // A budget card from the plugin shows its question; approving it from the page raises the budget.
+    const text = "Budget reached: 2,200 of 2,200 tokens. Continue with another 2,200 tokens?";
+    agent.send("approval_request", {
+      approvalId: "bud-1",
+      toolCallId: "",
+      toolName: "budget",
+      args: { text },
+      kind: "budget",
+    });
+    await ui.page.waitForSelector("[data-approval='bud-1'] [data-budget-card]");
+    assert.equal(await ui.page.locator("[data-approval='bud-1'] [data-budget-card]").innerText(), text);
+    assert.equal(await ui.page.locator("[data-approval='bud-1'] .tool-name").innerText(), "Budget reached");
+    await ui.page.locator("[data-approval='bud-1'] button.approve").click();
+    await ui.page.waitForSelector("[data-approval='bud-1'][data-state='approved']");
+    const view = await (await daemon.api("/api/sessions/b-one/budget")).json();
+    assert.equal(view.budget.current.maxTokens, 4400, "raised by its size");
   } finally {
     await agent.close();
     await browser.close();
