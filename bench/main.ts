@@ -17,6 +17,7 @@ const BENCHES = [
   "merge_request.ts",
   "resume.ts",
   "changes.ts",
+  "search.ts",
 ];
 
 let failed = 0;

@@ -7,7 +7,7 @@ import type { AgentEvent, AskSet, SessionInfo, SessionRecord, StoredEvent } from
 import { type EncodedEvent, eventJson, type EventRow, payloadOf, storedForm } from "./event_codec.ts";
 import { manyRowInsert, RowBuffer } from "./row_buffer.ts";
 import { BUSY_TIMEOUT_MS, gateOf, type WriteGate } from "./write_gate.ts";
-import { SqliteSearch } from "./search/sqlite_index.ts";
+import { dropSearchIndex, SqliteSearch } from "./search/sqlite_index.ts";
 
 export { BUSY_TIMEOUT_MS, wholeFileError, WriteGate, WriteRefused } from "./write_gate.ts";
 
@@ -85,7 +85,8 @@ export class Store {
 
   /**
    * Open (creating if needed) the database at `path`; every session starts offline.
-   * @param options.search false: keep no search index (benchmarks compare ingest with and without it).
+   * @param options.search false: keep no search index (benchmarks compare ingest with and without it); an index
+   * the file had is dropped, and built again from the events by the next open with it.
    * @throws {Error} when the file cannot be opened or is not an lvmh database.
    */
   constructor(path: string, options: { search?: boolean } = {}) {
@@ -119,6 +120,7 @@ export class Store {
     this.#updateSession = this.#db.prepare(
       "UPDATE sessions SET info = ?, lastSeq = ?, lastEventAt = ?, state = ?, ask = ? WHERE id = ?",
     );
+    if (options.search === false) dropSearchIndex(this.#db);
     this.#search = options.search === false ? null : new SqliteSearch(this.#db);
     this.#db.exec(`PRAGMA busy_timeout=${BUSY_TIMEOUT_MS}`);
     this.gate = gateOf(this.#db);
@@ -311,9 +313,10 @@ export class Store {
     this.gate.run(() => {
       this.#db.exec("BEGIN IMMEDIATE");
       try {
+        // The index finds a session's rows by its events' and its own rowids: it goes first.
+        this.#search?.removeSession(id);
         this.#db.prepare("DELETE FROM events WHERE sessionId = ?").run(id);
         this.#db.prepare("DELETE FROM sessions WHERE id = ?").run(id);
-        this.#search?.removeSession(id);
         this.#db.exec("COMMIT");
       } catch (error) {
         if (this.#db.isTransaction) this.#db.exec("ROLLBACK");

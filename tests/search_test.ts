@@ -158,7 +158,7 @@ Deno.test("search: a database with events from before the index is indexed at st
     assert.match(d.output(), /search: indexing the events stored before the index existed/);
     assert.equal((await search(d.api, { q: '"ancient 2999"' })).hits[0]?.seq, 2999);
     const docs = d.daemon.app.store.db.prepare(
-      "SELECT count(*) AS n FROM search_docs WHERE kind = 'prompt'",
+      "SELECT count(*) AS n FROM search_fts WHERE kind = 'prompt'",
     ).get() as { n: number };
     assert.equal(docs.n, 3001);
     await agent.close();

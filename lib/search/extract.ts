@@ -15,15 +15,8 @@ export interface SearchDoc {
 
 /** Characters of one event that are indexed: a 5 MB file written by a tool is found by its beginning. */
 export const MAX_DOC_CHARS = 32 * 1024;
-/** The snippet marks lvmh uses inside SQLite, from the private use area: stripped from indexed text. */
-export const MARK_OPEN = "\uE000";
-export const MARK_CLOSE = "\uE001";
-const MARKS = /[\uE000\uE001]/g;
-const HAS_MARK = /[\uE000\uE001]/;
-
 function clip(text: string): string {
-  const cut = text.length > MAX_DOC_CHARS ? text.slice(0, MAX_DOC_CHARS) : text;
-  return HAS_MARK.test(cut) ? cut.replace(MARKS, " ") : cut;
+  return text.length > MAX_DOC_CHARS ? text.slice(0, MAX_DOC_CHARS) : text;
 }
 
 function str(value: unknown): string {

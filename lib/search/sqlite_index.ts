@@ -1,39 +1,36 @@
 /**
  * The search index of the SQLite store: FTS5 over the searchable text of each event (lib/search/extract.ts).
- * `search_docs` holds one row per searchable event (and one per session, at seq 0) with its text; `search_fts`
- * indexes that text as an external-content table, kept in step by triggers. The store writes documents in
- * the transaction that stores their events, so a hit is findable as soon as its event is readable, and a
- * crash leaves both or neither.
+ * The index keeps no copy of the text (contentless, with deletes): a row's id is its event's rowid in
+ * `events` (a session's own names use minus its rowid in `sessions`), and beside the index it keeps only the
+ * small columns a hit shows. A hit's snippet is made from the event itself (lib/search/snippet.ts). The store
+ * writes rows in the transaction that stores their events, so a hit is findable as soon as its event is
+ * readable, and a crash leaves both or neither.
  */
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { InvalidError } from "../errors.ts";
-import { docOf, MARK_CLOSE, MARK_OPEN, type SearchDoc, sessionText } from "./extract.ts";
+import { docOf, type SearchDoc, sessionText } from "./extract.ts";
 import { parseQuery, type QueryTerm } from "./query.ts";
+import { makeSnippet } from "./snippet.ts";
 import type { SearchHit, SearchIndex, SearchKind, SearchPage, SearchRequest } from "./types.ts";
 
 const SCHEMA = `
-CREATE TABLE IF NOT EXISTS search_docs(
-  id INTEGER PRIMARY KEY, sessionId TEXT NOT NULL, seq INTEGER NOT NULL, ts INTEGER NOT NULL,
-  kind TEXT NOT NULL, role TEXT, toolName TEXT, body TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS search_docs_session ON search_docs(sessionId, seq);
 CREATE VIRTUAL TABLE IF NOT EXISTS search_fts USING fts5(
-  body, content='search_docs', content_rowid='id', tokenize='unicode61 remove_diacritics 2');
-CREATE TRIGGER IF NOT EXISTS search_docs_ai AFTER INSERT ON search_docs BEGIN
-  INSERT INTO search_fts(rowid, body) VALUES (new.id, new.body);
-END;
-CREATE TRIGGER IF NOT EXISTS search_docs_ad AFTER DELETE ON search_docs BEGIN
-  INSERT INTO search_fts(search_fts, rowid, body) VALUES ('delete', old.id, old.body);
-END;
+  body, tags, sessionId UNINDEXED, seq UNINDEXED, ts UNINDEXED, kind UNINDEXED, role UNINDEXED, toolName UNINDEXED,
+  content='', contentless_delete=1, contentless_unindexed=1, tokenize='unicode61 remove_diacritics 2');
 CREATE TABLE IF NOT EXISTS search_meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 `;
+/** The index's layout: a file with another (or none recorded) has its index dropped and built again. */
+const LAYOUT = 3;
 
 /**
  * Matches ranked per query: the newest this many, by bm25. A word in half of a million events would otherwise
  * rank every one of them for each page; a person reviewing agent work wants the recent ones first anyway.
  */
 export const RANKED_WINDOW = 2000;
-/** Tokens of text around the matches in a snippet. */
-const SNIPPET_TOKENS = 24;
+
+/** Rows per multi-row insert into the index: one statement run crosses into SQLite once (lib/row_buffer.ts). */
+const DOCS_PER_INSERT = 32;
+const DOC_COLUMNS = 9;
 
 /** The event-row fields the index reads. */
 export interface IndexedEvent {
@@ -49,7 +46,7 @@ export interface BackfillState {
   end: number;
 }
 
-interface DocRow {
+interface HitRow {
   id: number;
   sessionId: string;
   seq: number;
@@ -57,30 +54,48 @@ interface DocRow {
   kind: SearchKind;
   role: string | null;
   toolName: string | null;
-  snip: string;
 }
 
 /** The SQLite store's search index (it shares the store's connection and transactions). */
 export class SqliteSearch implements SearchIndex {
   #db: DatabaseSync;
   #insert: StatementSync;
+  #insertMany: StatementSync;
+  #rowidsOf: StatementSync;
   #statements = new Map<string, StatementSync>();
 
   /**
-   * Create the index's tables when missing. A database that had events before the index existed is marked
-   * for indexing (`backfillStep`); its sessions are indexed at once (one row each).
+   * Create the index when missing. A database that had events before the index existed is marked for
+   * indexing (`backfillStep`); its sessions are indexed at once (one row each).
    */
   constructor(db: DatabaseSync) {
     this.#db = db;
-    const existed = db.prepare("SELECT 1 FROM sqlite_master WHERE name = 'search_docs'").get() !== undefined;
+    const has = (name: string) =>
+      db.prepare("SELECT 1 FROM sqlite_master WHERE name = ?").get(name) !== undefined;
+    const layout = has("search_meta")
+      ? (db.prepare("SELECT value FROM search_meta WHERE key = 'layout'").get() as
+        | { value: number }
+        | undefined)
+        ?.value
+      : undefined;
+    const existed = has("search_fts") && layout === LAYOUT;
+    if (!existed) dropSearchIndex(db);
     db.exec(SCHEMA);
     this.#insert = db.prepare(
-      "INSERT INTO search_docs(sessionId, seq, ts, kind, role, toolName, body) VALUES (?, ?, ?, ?, ?, ?, ?)",
+      "INSERT INTO search_fts(rowid, body, tags, sessionId, seq, ts, kind, role, toolName) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    );
+    this.#insertMany = db.prepare(
+      "INSERT INTO search_fts(rowid, body, tags, sessionId, seq, ts, kind, role, toolName) VALUES " +
+        Array(DOCS_PER_INSERT).fill("(?, ?, ?, ?, ?, ?, ?, ?, ?)").join(", "),
+    );
+    this.#rowidsOf = db.prepare(
+      "SELECT seq, rowid AS r FROM events WHERE sessionId = ? AND seq BETWEEN ? AND ?",
     );
     if (existed) return;
     db.exec("BEGIN IMMEDIATE");
     try {
       const end = (db.prepare("SELECT max(rowid) AS m FROM events").get() as { m: number | null }).m ?? 0;
+      this.#setMeta("layout", LAYOUT);
       this.#setMeta("backfill_next", 0);
       this.#setMeta("backfill_end", end);
       const sessions = db.prepare("SELECT id, info FROM sessions").all() as { id: string; info: string }[];
@@ -97,38 +112,83 @@ export class SqliteSearch implements SearchIndex {
     return this.#db;
   }
 
-  /** Index the searchable text of stored events; called inside the transaction that inserts them. */
+  /** Index the searchable text of stored events; called inside the transaction that inserted them. */
   addEvents(events: readonly IndexedEvent[]): void {
+    const found: { event: IndexedEvent; doc: SearchDoc }[] = [];
     for (const event of events) {
       const doc = docOf(event as IndexedEvent & Record<string, unknown>);
-      if (doc) this.#add(event, doc);
+      if (doc) found.push({ event, doc });
     }
+    if (!found.length) return;
+    // Rowids by one range read per session of the batch, not one lookup per event.
+    const rowids = new Map<string, Map<number, number>>();
+    const bySession = Map.groupBy(found, (f) => f.event.sessionId);
+    for (const [sessionId, group] of bySession) {
+      let lo = Infinity;
+      let hi = -Infinity;
+      for (const { event } of group) (lo = Math.min(lo, event.seq), hi = Math.max(hi, event.seq));
+      const rows = this.#rowidsOf.all(sessionId, lo, hi) as { seq: number; r: number }[];
+      rowids.set(sessionId, new Map(rows.map((r) => [r.seq, r.r])));
+    }
+    const args: (string | number | null)[] = [];
+    for (const { event, doc } of found) {
+      const rowid = rowids.get(event.sessionId)?.get(event.seq);
+      if (rowid === undefined) continue;
+      args.push(
+        rowid,
+        doc.body,
+        tagsOf(event.sessionId, doc.kind),
+        event.sessionId,
+        event.seq,
+        Math.trunc(event.ts),
+        doc.kind,
+        doc.role,
+        doc.toolName,
+      );
+      if (args.length === DOCS_PER_INSERT * DOC_COLUMNS) this.#insertMany.run(...args.splice(0));
+    }
+    for (let i = 0; i < args.length; i += DOC_COLUMNS) this.#insert.run(...args.slice(i, i + DOC_COLUMNS));
   }
 
-  #add(event: IndexedEvent, doc: SearchDoc): void {
+  #add(rowid: number, event: IndexedEvent, doc: SearchDoc): void {
     this.#insert.run(
+      rowid,
+      doc.body,
+      tagsOf(event.sessionId, doc.kind),
       event.sessionId,
       event.seq,
       Math.trunc(event.ts),
       doc.kind,
       doc.role,
       doc.toolName,
-      doc.body,
     );
   }
 
   /** Index (or index again) a session's name, title, cwd and repo; called inside the store's write. */
   setSession(id: string, info: Record<string, unknown>): void {
-    this.#prepared("DELETE FROM search_docs WHERE sessionId = ? AND seq = 0 AND kind = 'session'").run(id);
+    const docid = this.#sessionDocid(id);
+    if (docid === null) return;
+    this.#prepared("DELETE FROM search_fts WHERE rowid = ?").run(docid);
     const body = sessionText(info);
     if (!body) return;
     const ts = typeof info.startedAt === "number" ? info.startedAt : 0;
-    this.#insert.run(id, 0, ts, "session", null, null, body);
+    this.#insert.run(docid, body, tagsOf(id, "session"), id, 0, ts, "session", null, null);
   }
 
-  /** Remove everything of a session; called inside the transaction that deletes it. */
+  /** Remove everything of a session; called inside the transaction that deletes it, before its rows go. */
   removeSession(id: string): void {
-    this.#prepared("DELETE FROM search_docs WHERE sessionId = ?").run(id);
+    this.#prepared("DELETE FROM search_fts WHERE rowid IN (SELECT rowid FROM events WHERE sessionId = ?)")
+      .run(id);
+    const docid = this.#sessionDocid(id);
+    if (docid !== null) this.#prepared("DELETE FROM search_fts WHERE rowid = ?").run(docid);
+  }
+
+  /** A session's own row: minus its rowid in `sessions` (events' rowids are positive). */
+  #sessionDocid(id: string): number | null {
+    const row = this.#prepared("SELECT rowid AS r FROM sessions WHERE id = ?").get(id) as
+      | { r: number }
+      | undefined;
+    return row ? -row.r : null;
   }
 
   /** Indexing of events stored before the index existed: where it stands (null when there is none to do). */
@@ -148,14 +208,12 @@ export class SqliteSearch implements SearchIndex {
     const page = this.#prepared(
       "SELECT rowid, sessionId, seq, ts, type, payload FROM events WHERE rowid > ? AND rowid <= ? ORDER BY rowid LIMIT ?",
     ).all(state.next, state.end, rows) as unknown as (IndexedEvent & { rowid: number; payload: string })[];
-    const have = this.#prepared(
-      "SELECT 1 FROM search_docs WHERE sessionId = ? AND seq = ? AND kind != 'session' LIMIT 1",
-    );
+    const have = this.#prepared("SELECT 1 FROM search_fts WHERE rowid = ?");
     for (const row of page) {
       const doc = docOf({ ...JSON.parse(row.payload), type: row.type });
       // A row stored after the index existed can take a rowid below `end` (when the highest rows were deleted
       // in between): it was indexed with its transaction.
-      if (doc && have.get(row.sessionId, row.seq) === undefined) this.#add(row, doc);
+      if (doc && have.get(row.rowid) === undefined) this.#add(row.rowid, row, doc);
     }
     const next = page.length < rows ? state.end : page[page.length - 1].rowid;
     this.#setMeta("backfill_next", next);
@@ -166,59 +224,89 @@ export class SqliteSearch implements SearchIndex {
     const parsed = parseQuery(request.q);
     if (!parsed.match) return { hits: [] };
     const cursor = request.cursor === undefined ? null : decodeCursor(request.cursor);
-    const max = cursor?.max ??
-      (this.#prepared("SELECT max(id) AS m FROM search_docs").get() as { m: number | null }).m ?? 0;
+    const max = cursor?.max ?? Number.MAX_SAFE_INTEGER;
     const offset = cursor?.offset ?? 0;
     try {
-      return this.#search(request, parsed.match, max, offset);
+      return this.#search(request, parsed.match, parsed.terms, max, offset);
     } catch {
       // The quoting in lib/search/query.ts leaves FTS5 nothing to refuse; should it refuse anyway, the words
       // alone are searched, and failing that nothing is found: a person's query never becomes a 500.
       const plain = plainMatch(parsed.terms);
       if (!plain) return { hits: [] };
       try {
-        return this.#search(request, plain, max, offset);
+        return this.#search(request, plain, parsed.terms, max, offset);
       } catch {
         return { hits: [] };
       }
     }
   }
 
-  #search(request: SearchRequest, match: string, max: number, offset: number): SearchPage {
+  #search(
+    request: SearchRequest,
+    match: string,
+    terms: QueryTerm[],
+    max: number,
+    offset: number,
+  ): SearchPage {
+    // What a person typed is matched in the text only; the filters go through the tags column, so FTS5
+    // intersects them with the words instead of reading every match's columns (then checked exactly).
+    let full = `body : (${match})`;
     const filters: string[] = [];
-    const args: (string | number)[] = [match, max];
+    const args: (string | number)[] = [];
     if (request.sessionId !== undefined) {
-      filters.push("d.sessionId = ?");
+      full += ` AND tags : ${quoteTag(request.sessionId)}`;
+      filters.push("sessionId = ?");
       args.push(request.sessionId);
     }
-    if (request.type === "prompt") filters.push("d.kind = 'prompt'");
-    else if (request.type === "message") filters.push("d.kind IN ('prompt', 'message')");
-    else if (request.type === "tool") filters.push("d.kind = 'tool'");
-    const join = filters.length ? "JOIN search_docs d ON d.id = f.rowid" : "";
+    if (request.type === "prompt") full += " AND tags : kprompt";
+    else if (request.type === "message") full += " AND tags : (kprompt OR kmessage)";
+    else if (request.type === "tool") full += " AND tags : ktool";
     const where = filters.map((f) => ` AND ${f}`).join("");
-    const ids = this.#prepared(
-      `SELECT id FROM (SELECT f.rowid AS id, bm25(search_fts) AS r FROM search_fts f ${join}
-        WHERE search_fts MATCH ? AND f.rowid <= ?${where} ORDER BY f.rowid DESC LIMIT ${RANKED_WINDOW})
-       ORDER BY r, id DESC LIMIT ? OFFSET ?`,
-    ).all(...args, request.limit + 1, offset) as { id: number }[];
-    const more = ids.length > request.limit;
-    const page = ids.slice(0, request.limit).map((r) => r.id);
-    if (!page.length) return { hits: [] };
+    // Fixed at the first page: events stored while a person pages on do not shift the pages.
+    const top = cursor(max) ??
+      (this.#prepared("SELECT max(rowid) AS m FROM events").get() as { m: number | null })
+        .m ??
+      0;
+    args.unshift(full, top);
     const rows = this.#prepared(
-      `SELECT d.id, d.sessionId, d.seq, d.ts, d.kind, d.role, d.toolName,
-         snippet(search_fts, 0, '${MARK_OPEN}', '${MARK_CLOSE}', '…', ${SNIPPET_TOKENS}) AS snip
-       FROM search_fts f JOIN search_docs d ON d.id = f.rowid
-       WHERE search_fts MATCH ? AND f.rowid IN (SELECT value FROM json_each(?))`,
-    ).all(match, JSON.stringify(page)) as unknown as DocRow[];
-    const byId = new Map(rows.map((r) => [r.id, r]));
-    const hits = page.flatMap((id) => {
-      const row = byId.get(id);
-      return row ? [hitOf(row)] : [];
-    });
+      `SELECT id, sessionId, seq, ts, kind, role, toolName FROM (
+         SELECT rowid AS id, sessionId, seq, ts, kind, role, toolName, bm25(search_fts) AS r FROM search_fts
+         WHERE search_fts MATCH ? AND rowid <= ?${where} ORDER BY rowid DESC LIMIT ${RANKED_WINDOW})
+       ORDER BY r, id DESC LIMIT ? OFFSET ?`,
+    ).all(...args, request.limit + 1, offset) as unknown as HitRow[];
+    const more = rows.length > request.limit;
+    const hits = rows.slice(0, request.limit).map((row) => this.#hit(row, terms));
     const next = more && offset + request.limit < RANKED_WINDOW
-      ? encodeCursor({ max, offset: offset + request.limit })
+      ? encodeCursor({ max: top, offset: offset + request.limit })
       : undefined;
     return next ? { hits, next } : { hits };
+  }
+
+  #hit(row: HitRow, terms: QueryTerm[]): SearchHit {
+    const hit: SearchHit = {
+      sessionId: row.sessionId,
+      seq: row.seq,
+      ts: row.ts,
+      type: row.kind,
+      snippet: makeSnippet(this.#bodyOf(row), terms),
+    };
+    if (row.role) hit.role = row.role;
+    if (row.toolName) hit.toolName = row.toolName;
+    return hit;
+  }
+
+  /** The indexed text of a hit, read back from its event (or its session's row). */
+  #bodyOf(row: HitRow): string {
+    if (row.id < 0) {
+      const s = this.#prepared("SELECT info FROM sessions WHERE rowid = ?").get(-row.id) as
+        | { info: string }
+        | undefined;
+      return s ? sessionText(JSON.parse(s.info)) : "";
+    }
+    const e = this.#prepared("SELECT type, payload FROM events WHERE rowid = ?").get(row.id) as
+      | { type: string; payload: string }
+      | undefined;
+    return e ? docOf({ ...JSON.parse(e.payload), type: e.type })?.body ?? "" : "";
   }
 
   #prepared(sql: string): StatementSync {
@@ -245,24 +333,28 @@ export class SqliteSearch implements SearchIndex {
 }
 
 /**
- * A snippet as the API gives it: `«` and `»` around matches and nowhere else (the text's own become `‹ ›`, so
- * a highlight is always lvmh's).
+ * Drop the index from a file that is about to take events without it, so the next open with the index builds it
+ * again from the events instead of trusting an index that misses some.
  */
-export function markSnippet(raw: string): string {
-  return raw.replaceAll("«", "‹").replaceAll("»", "›").replaceAll(MARK_OPEN, "«").replaceAll(MARK_CLOSE, "»");
+export function dropSearchIndex(db: DatabaseSync): void {
+  db.exec(
+    "DROP TABLE IF EXISTS search_docs; DROP TABLE IF EXISTS search_fts; DROP TABLE IF EXISTS search_meta",
+  );
 }
 
-function hitOf(row: DocRow): SearchHit {
-  const hit: SearchHit = {
-    sessionId: row.sessionId,
-    seq: row.seq,
-    ts: row.ts,
-    type: row.kind,
-    snippet: markSnippet(row.snip ?? ""),
-  };
-  if (row.role) hit.role = row.role;
-  if (row.toolName) hit.toolName = row.toolName;
-  return hit;
+/** The indexed tags of a row: its session id and its kind (`kprompt`), for filters that FTS5 itself applies. */
+function tagsOf(sessionId: string, kind: SearchKind): string {
+  return `k${kind} ${sessionId}`;
+}
+
+/** A session id as a phrase of the tags column (its tokens in order; the exact id is checked after). */
+function quoteTag(sessionId: string): string {
+  return `"${sessionId.replaceAll('"', '""')}"`;
+}
+
+/** The cursor's fixed top, or null on a first page. */
+function cursor(max: number): number | null {
+  return max === Number.MAX_SAFE_INTEGER ? null : max;
 }
 
 function plainMatch(terms: QueryTerm[]): string | null {

@@ -173,10 +173,14 @@ Deno.test("SqliteSearch forgets a deleted session's rows", () =>
     assert.deepEqual(seqs(store, "shared"), [["b", 1]]);
     const db = new DatabaseSync(path);
     try {
-      const left = db.prepare("SELECT count(*) AS n FROM search_docs WHERE sessionId = 'a'").get() as {
+      const left = db.prepare("SELECT count(*) AS n FROM search_fts WHERE sessionId = 'a'").get() as {
         n: number;
       };
       assert.equal(left.n, 0);
+      const kept = db.prepare("SELECT count(*) AS n FROM search_fts WHERE sessionId = 'b'").get() as {
+        n: number;
+      };
+      assert.equal(kept.n, 2, "b's message and b's own row");
       // The FTS index itself holds no row of it either (its integrity check compares it with the docs).
       db.exec("INSERT INTO search_fts(search_fts, rank) VALUES ('integrity-check', 1)");
     } finally {
@@ -207,10 +211,9 @@ Deno.test("SqliteSearch indexes a database that predates it, step by step, with 
       }
       assert.equal(steps, 3);
       assert.equal(find(store, "oldword", { limit: 100 }).next !== undefined, true);
-      const count =
-        (store.db.prepare("SELECT count(*) AS n FROM search_docs WHERE kind = 'prompt'").get() as {
-          n: number;
-        }).n;
+      const count = (store.db.prepare("SELECT count(*) AS n FROM search_fts WHERE kind = 'prompt'").get() as {
+        n: number;
+      }).n;
       assert.equal(count, 251, "every event once");
     } finally {
       store.close();
@@ -237,3 +240,23 @@ Deno.test("parseQuery() output is accepted by FTS5 for every hostile input", () 
   }
   db.close();
 });
+
+Deno.test("SqliteSearch indexes every event of a large batch over many sessions, replays once", () =>
+  withStore((store) => {
+    const events = [];
+    for (const id of ["a", "b", "c"]) {
+      store.upsertSession(info(id));
+      for (let seq = 1; seq <= 70; seq++) events.push(msg(id, seq, "user", `bulk ${id} ${seq}`));
+    }
+    store.appendBatch(events);
+    store.appendBatch([msg("a", 5, "user", "bulk replay"), msg("a", 71, "user", "bulk a 71")]);
+    const count = (where: string) =>
+      (store.db.prepare(`SELECT count(*) AS n FROM search_fts WHERE kind = 'prompt'${where}`).get() as {
+        n: number;
+      })
+        .n;
+    assert.equal(count(""), 211);
+    assert.equal(count(" AND sessionId = 'b'"), 70);
+    assert.deepEqual(seqs(store, '"bulk c 69"'), [["c", 69]]);
+    assert.deepEqual(seqs(store, "replay"), [], "a replayed seq is not indexed again");
+  }));
