@@ -1,6 +1,7 @@
 /**
  * The `approvals` table, in the store's SQLite file: one row per tool call that waited for a person. Only
- * `lib/approvals.ts` calls this; every change is one statement, so a SIGKILL leaves each row before or after it.
+ * `lib/approvals.ts` calls this; every change is one statement (a decision with the writes that belong to
+ * it: one transaction), so a SIGKILL leaves each row before or after it.
  */
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { gateOf, type WriteGate } from "./write_gate.ts";
@@ -81,9 +82,35 @@ export class ApprovalStore {
     return row ? record(row) : null;
   }
 
-  /** Move a pending approval to a final state; false when it was no longer pending. */
-  decide(id: string, state: Exclude<ApprovalState, "pending">, by: string, reason: string | null): boolean {
-    return this.#gate.run(() => this.#decide.run(state, by, Date.now(), reason, id).changes > 0);
+  /**
+   * Move a pending approval to a final state; false when it was no longer pending.
+   * @param also writes that belong to the decision (a budget card's raise): run in the same transaction
+   * when the decision is stored, so a crash keeps both or neither; when it throws, neither is stored.
+   */
+  decide(
+    id: string,
+    state: Exclude<ApprovalState, "pending">,
+    by: string,
+    reason: string | null,
+    also?: () => void,
+  ): boolean {
+    const write = () => {
+      const changed = this.#decide.run(state, by, Date.now(), reason, id).changes > 0;
+      if (changed) also?.();
+      return changed;
+    };
+    if (!also || this.#db.isTransaction) return this.#gate.run(write);
+    return this.#gate.run(() => {
+      this.#db.exec("BEGIN IMMEDIATE");
+      try {
+        const changed = write();
+        this.#db.exec("COMMIT");
+        return changed;
+      } catch (error) {
+        if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
+        throw error;
+      }
+    });
   }
 
   /** Correct a decided approval to what the agent really applied (the terminal answered first). */

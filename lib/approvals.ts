@@ -24,7 +24,9 @@ export interface ApprovalDeps {
   touch(sessionId: string): void;
   /** Tell every browser. */
   broadcast(frame: ServerFrame): void;
-  /** A budget card was approved: raise the session's budget (before the plugin hears the answer). */
+  /** A budget card is being approved: store the raise, in the transaction that stores the decision. */
+  raiseBudget?(sessionId: string): void;
+  /** A budget card was approved (raise stored): tell the plugin, before it hears the answer. */
   budgetApproved?(sessionId: string): void;
 }
 
@@ -91,10 +93,11 @@ export class Approvals {
         : event.source === "timeout"
         ? "expired"
         : STATE_OF[event.decision];
-      this.#store.decide(known.id, state, event.by, null);
+      const budget = state === "approved" && known.kind === "budget";
+      this.#store.decide(known.id, state, event.by, null, budget ? this.#raise(known.sessionId) : undefined);
       this.#track(known.sessionId, known.id, false);
       // Approved in pi's terminal: the plugin raised its own limit, the stored budget follows.
-      if (state === "approved" && known.kind === "budget") this.#deps.budgetApproved?.(known.sessionId);
+      if (budget) this.#deps.budgetApproved?.(known.sessionId);
     } else if (
       known.appliedAt === null && event.source === "terminal" && known.state !== STATE_OF[event.decision]
     ) {
@@ -115,10 +118,12 @@ export class Approvals {
     const known = this.#store.get(id);
     if (!known) throw new NotFoundError(`Approval "${id}" does not exist`);
     const wanted = STATE_OF[body.decision];
-    if (known.state === "pending" && this.#store.decide(id, wanted, by, body.reason || null)) {
+    const budget = wanted === "approved" && known.kind === "budget";
+    const raise = budget ? this.#raise(known.sessionId) : undefined;
+    if (known.state === "pending" && this.#store.decide(id, wanted, by, body.reason || null, raise)) {
       this.#track(known.sessionId, id, false);
       // The raised budget reaches the plugin before the answer, so the run does not stop again at once.
-      if (wanted === "approved" && known.kind === "budget") this.#deps.budgetApproved?.(known.sessionId);
+      if (budget) this.#deps.budgetApproved?.(known.sessionId);
       const decided = this.#store.get(id)!;
       this.#deliver(decided);
       this.#changed(known.sessionId);
@@ -178,6 +183,12 @@ export class Approvals {
   /** The `approvals` frame: every pending approval. */
   frame(): ServerFrame {
     return { type: "approvals", pending: this.#store.pending() };
+  }
+
+  /** A budget card's raise, written with its decision (one transaction: a crash keeps both or neither). */
+  #raise(sessionId: string): (() => void) | undefined {
+    const raise = this.#deps.raiseBudget;
+    return raise ? () => raise(sessionId) : undefined;
   }
 
   #deliver(a: ApprovalRecord): void {

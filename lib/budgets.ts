@@ -215,25 +215,36 @@ export class Budgets {
 
   /** A budget card was approved: raise the budget by its original size and tell the plugin. */
   approved(sessionId: string): void {
+    this.#gate.run(() => this.raise(sessionId));
+    this.raised(sessionId);
+  }
+
+  /**
+   * Store the raise of an approved budget card: its writes only, so that `Approvals` runs them in the
+   * transaction that stores the decision (a crash keeps both or neither). `raised` tells the plugin after.
+   */
+  raise(sessionId: string): void {
     const budget = this.budgetOf(sessionId);
     if (!budget) return;
     if (budget.source !== "session" && !this.#get.get(sessionId)) {
       // A default budget gets a row of its own, so the raise outlives a restart.
-      this.#gate.run(() =>
-        this.#put.run(
-          sessionId,
-          budget.maxCost ?? null,
-          budget.maxTokens ?? null,
-          budget.onReach,
-          0,
-          0,
-          budget.source,
-          Date.now(),
-        )
+      this.#put.run(
+        sessionId,
+        budget.maxCost ?? null,
+        budget.maxTokens ?? null,
+        budget.onReach,
+        0,
+        0,
+        budget.source,
+        Date.now(),
       );
       this.#rows.add(sessionId);
     }
-    this.#gate.run(() => this.#raise.run(Date.now(), sessionId));
+    this.#raise.run(Date.now(), sessionId);
+  }
+
+  /** The raise of a budget card is stored: the session may be under its budget again; the plugin hears. */
+  raised(sessionId: string): void {
     if (!this.#reachedOf(sessionId)) this.#over.delete(sessionId);
     this.#push(sessionId);
   }

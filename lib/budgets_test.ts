@@ -5,6 +5,8 @@ import type { AgentEvent, PluginBudget, SessionInfo } from "./protocol.ts";
 import type { NotifyEvent } from "./notify/kinds.ts";
 import { sessionInfo } from "../testing/agent.ts";
 import { ConflictError } from "./errors.ts";
+import { Approvals } from "./approvals.ts";
+import { ApprovalStore } from "./approval_store.ts";
 
 const reply = (sessionId: string, seq: number, tokens: number, cost = 0) =>
   ({
@@ -106,4 +108,74 @@ Deno.test("Budgets: the daily cap stops every online session and says what is le
       assert.throws(() => b.checkPrompt(id), /daily budget reached/);
     }
   });
+});
+
+Deno.test("Budgets: a budget card's decision and raise are one transaction (a failure between keeps neither)", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "lvmh-budgets-tx-" });
+  const path = `${dir}/lvmh.db`;
+  const open = () => {
+    const store = new Store(path);
+    const budgets = new Budgets(store.db, { spawnBudget: null, localBudget: null, dailyBudget: null }, {
+      session: (id) => store.getSession(id),
+      send: () => true,
+      online: () => [],
+      sessions: () => store.listSessions(),
+    });
+    return { store, budgets };
+  };
+  const card = (approvalId: string) => ({
+    sessionId: "s",
+    ts: Date.now(),
+    approvalId,
+    toolCallId: approvalId,
+    toolName: "budget",
+    args: {},
+    kind: "budget" as const,
+  });
+  try {
+    let { store, budgets } = open();
+    store.upsertSession(sessionInfo("s") as SessionInfo);
+    budgets.set("s", { maxCost: 1, onReach: "ask" });
+    const fail = new Error("injected between the decision and the raise");
+    let failAfterRaise = false;
+    const approvals = new Approvals(new ApprovalStore(store.db), {
+      trySend: () => true,
+      touch: () => {},
+      broadcast: () => {},
+      raiseBudget: (id) => {
+        if (!failAfterRaise) throw fail; // the decision's UPDATE ran, the raise did not
+        budgets.raise(id);
+        throw fail; // both ran, the commit did not
+      },
+      budgetApproved: (id) => budgets.raised(id),
+    });
+    approvals.requested(card("c1"));
+    assert.throws(() => approvals.decide("c1", { decision: "approve" }), fail);
+    failAfterRaise = true;
+    assert.throws(() => approvals.decide("c1", { decision: "approve" }), fail);
+    // What the file holds, read by a fresh open: the card still waits, the budget is not raised.
+    budgets.close();
+    store.close();
+    ({ store, budgets } = open());
+    assert.equal(new ApprovalStore(store.db).get("c1")?.state, "pending");
+    assert.deepEqual(budgets.budgetOf("s")?.current, { maxCost: 1 });
+    // Without a failure both land, and survive the reopen.
+    const ok = new Approvals(new ApprovalStore(store.db), {
+      trySend: () => true,
+      touch: () => {},
+      broadcast: () => {},
+      raiseBudget: (id) => budgets.raise(id),
+      budgetApproved: (id) => budgets.raised(id),
+    });
+    assert.equal(ok.decide("c1", { decision: "approve" }).state, "approved");
+    budgets.close();
+    store.close();
+    ({ store, budgets } = open());
+    assert.equal(new ApprovalStore(store.db).get("c1")?.state, "approved");
+    assert.deepEqual(budgets.budgetOf("s")?.current, { maxCost: 2 });
+    budgets.close();
+    store.close();
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });

@@ -87,7 +87,8 @@ export function createDaemon(config: Config, routes: RouteDef[]): Daemon {
     trySend: (id, command) => sessions.trySend(id, command),
     touch: (id) => sessions.touch(id),
     broadcast: (frame) => hub.broadcast(frame),
-    budgetApproved: (id) => budgets.approved(id),
+    raiseBudget: (id) => budgets.raise(id),
+    budgetApproved: (id) => budgets.raised(id),
   });
   sessions.setWaiting((id) => approvals.waiting(id));
   sessions.setBudgets((id) => budgets.glance(id));
