@@ -12,6 +12,7 @@ import { tail } from "./tail.ts";
 import { token } from "./token.ts";
 import { bundle, logs, resume } from "./worker.ts";
 import { usage } from "./usage.ts";
+import { budget } from "./budget.ts";
 
 export const commands = {
   login,
@@ -33,6 +34,7 @@ export const commands = {
   search,
   export: exportSession,
   usage,
+  budget,
 } satisfies Record<string, Command>;
 
 export type CommandName = keyof typeof commands;

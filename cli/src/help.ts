@@ -28,6 +28,7 @@ Commands:
   search QUERY [--session ID] [--type T] [--json]   find what any session said or did
   export ID [--format md|jsonl|html] > FILE   a session as Markdown, JSONL or HTML
   usage [--by repo] [--since 7d] [--json]   runs, tokens and cost by day, session, repo, person or model
+  budget ID [--cost D] [--tokens N] [--on ask|stop] [--clear]   show or set its spending limit
 
 Configuration: --url/--token, else LVMH_URL and LVMH_TOKEN, else the file written by "lvmh login"
 ($XDG_CONFIG_HOME/lvmh/config.json, default ~/.config/lvmh/config.json). LVMH_URL is the daemon's
@@ -102,4 +103,8 @@ or HTML (one self-contained file, no script).`,
 Runs, input and output tokens and cost of the last days (30 by default, UTC), grouped by day (default),
 session, repository, person (the token that prompted; terminal for prompts typed into pi) or model; the most
 expensive first. --json prints each row as one JSON line.`,
+  budget: `Usage: lvmh budget ID [--cost D] [--tokens N] [--on ask|stop] [--clear] [--json]
+Shows a session's budget (spent of the limits in force, what happens when reached) or sets it (operator):
+--cost in dollars and/or --tokens (input+output), --on ask (a card asks to go on; approving raises it by
+its size) or stop (prompts refused until raised). What is not given stays as in force. --clear removes it.`,
 };
