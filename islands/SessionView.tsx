@@ -16,7 +16,7 @@ import { SinceCard } from "../components/SinceCard.tsx";
 import { SessionFacts, SubagentPanel, TodoPanel, UsagePanel } from "../components/SidePanels.tsx";
 import { BudgetBar } from "../components/BudgetBar.tsx";
 import { PresenceBar } from "../components/PresenceBar.tsx";
-import { streamingText, streamingThinking } from "../ui/conversation.ts";
+import { buildConversation, streamingText, streamingThinking } from "../ui/conversation.ts";
 import { deriveSubagents, deriveTodos } from "../ui/derive.ts";
 import { messageBlocks } from "../ui/message_blocks.ts";
 import type { UiEvent } from "../ui/types.ts";
@@ -124,7 +124,14 @@ export default function SessionView(props: Props) {
   );
 
   const calls = useMemo(() => conv.toolOrder.map((t) => conv.tools[t]), [conv.tools, conv.toolOrder]);
-  const todos = useMemo(() => deriveTodos(calls), [calls]);
+  // `?at=SEQ`: the usage and todo panels as they were at that event, folded from the log up to it.
+  const [atSeq, setAtSeq] = useState(props.at ?? null);
+  const past = useMemo(
+    () => atSeq === null ? null : buildConversation(conv.events.filter((e) => e.seq <= atSeq)),
+    [conv.events, atSeq],
+  );
+  const panels = past ?? conv;
+  const todos = useMemo(() => deriveTodos(panels.toolOrder.map((t) => panels.tools[t])), [panels]);
   // What each write replaced, as far as the conversation shows it: its card shows the change as a diff.
   const bases = useWriteBases(calls);
   const subagents = useMemo(() => deriveSubagents(calls), [calls]);
@@ -234,7 +241,13 @@ export default function SessionView(props: Props) {
             </button>
           )}
           <BudgetBar budget={session.budget} />
-          <UsagePanel conv={conv} />
+          {atSeq !== null && (
+            <p class="small as-at" data-as-at={atSeq}>
+              As at event #{atSeq}.{" "}
+              <button type="button" class="ghost small" onClick={() => setAtSeq(null)}>Show now</button>
+            </p>
+          )}
+          <UsagePanel conv={panels} />
           <TodoPanel state={todos} />
           <SubagentPanel runs={subagents} />
         </aside>

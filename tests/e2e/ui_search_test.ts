@@ -135,6 +135,46 @@ Deno.test("UI: search page, list filter over content, jump to a moment", async (
       assert.deepEqual(errors, []);
       await view.close();
     });
+    await t.step("?at= shows the todo list and usage as they were at that event", async () => {
+      const todo = await connectAgent(daemon, { sessionId: "find-todo" });
+      const call = (id: string, args: Record<string, unknown>, result: string) => {
+        todo.send("tool_execution_start", { toolCallId: id, toolName: "todo", args });
+        return todo.send("tool_execution_end", {
+          toolCallId: id,
+          toolName: "todo",
+          isError: false,
+          resultPreview: result,
+        });
+      };
+      todo.send("agent_start");
+      call("t1", { action: "add", text: "write tests" }, "Added todo #1: write tests");
+      const before = call("t2", { action: "add", text: "ship it" }, "Added todo #2: ship it");
+      todo.send("agent_end", { usage: { inputTokens: 1000, outputTokens: 10, totalCost: 0.01 } });
+      todo.send("agent_start");
+      call("t3", { action: "toggle", id: 1 }, "Todo #1 completed");
+      const last = todo.send("agent_end", {
+        usage: { inputTokens: 2000, outputTokens: 20, totalCost: 0.02 },
+      });
+      await waitFor(async () => {
+        const res = await daemon.api(`/api/sessions/find-todo/events?after=${last - 1}&limit=1`);
+        return (await res.json()).length === 1 || undefined;
+      }, "todo events stored");
+      await gotoHydrated(ui, daemon, `/sessions/find-todo?at=${before}`);
+      await ui.page.waitForSelector(`[data-as-at='${before}']`);
+      const todos = ui.page.locator(".panel.todos");
+      assert.equal(await todos.locator(".count").innerText(), "0/2");
+      assert.equal(await todos.locator("li.done").count(), 0);
+      // No run had ended at that event: no tokens yet.
+      assert.match(await ui.page.locator(".panel.usage").innerText(), /^USAGE\n0\ninput/i);
+      await ui.page.click(`[data-as-at='${before}'] button`);
+      await waitFor(
+        async () => await todos.locator(".count").innerText() === "1/2" || undefined,
+        "the list now",
+      );
+      assert.equal(await todos.locator("li.done").count(), 1);
+      assert.doesNotMatch(await ui.page.locator(".panel.usage").innerText(), /^USAGE\n0\ninput/i);
+      await todo.close();
+    });
     assert.deepEqual(ui.problems, []);
   } finally {
     await ui.close();
