@@ -51,15 +51,28 @@ const gitEnv = {
   GIT_CONFIG_GLOBAL: "/dev/null",
   GIT_TERMINAL_PROMPT: "0",
 };
+/** What git said when it last failed (shown when a step that may fail did not find what it looked for). */
+let lastError = "";
 let credentialArgs = ["-c", "credential.interactive=never", "-c", "credential.helper="];
 
 /** Run git with lvmh's fixed options; its stdout, or the end with git's stderr. */
 function git(args, o = {}) {
   const r = spawnSync(
     "git",
-    ["-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", ...credentialArgs, ...args],
+    [
+      "-c",
+      "core.fsmonitor=false",
+      "-c",
+      "core.hooksPath=/dev/null",
+      // The kubelet makes a subPath's directory as root (group: the fsGroup), so git would call it dubious.
+      "-c",
+      `safe.directory=${work}`,
+      ...credentialArgs,
+      ...args,
+    ],
     { cwd: o.cwd ?? work, env: gitEnv, encoding: "utf8", maxBuffer: 64 * 1024 * 1024 },
   );
+  if (r.status !== 0) lastError = `${r.stderr ?? ""}${r.error ? String(r.error) : ""}`.trim();
   if (r.status !== 0 && !o.allowFail) {
     const lines = `${r.stderr ?? ""}${r.error ? String(r.error) : ""}`.trim().split("\n").slice(-20).join("\n");
     fail(o.failure ? `${o.failure}\n${lines}` : lines || `git ${args[0]} failed`);
@@ -120,8 +133,10 @@ async function main() {
   credentialArgs = ["-c", "credential.interactive=never", "-c", "credential.helper="];
   let base = baseArg;
   if (!base) {
-    const head = git(["symbolic-ref", "--short", "refs/remotes/origin/HEAD"], { allowFail: true });
-    if (!head) fail("lvmh: the repository has no default branch");
+    // The clone's own HEAD names the remote's default branch (older git sets no refs/remotes/origin/HEAD).
+    const head = git(["symbolic-ref", "--short", "HEAD"], { allowFail: true }) ??
+      git(["symbolic-ref", "--short", "refs/remotes/origin/HEAD"], { allowFail: true });
+    if (!head) fail(`lvmh: the repository has no default branch${lastError ? `: ${lastError}` : ""}`);
     base = head.replace(/^origin\//, "");
   }
   if (git(["check-ref-format", `refs/heads/${base}`], { allowFail: true }) === null) {

@@ -129,6 +129,11 @@ export function podBody(s: WorkerPodSpec): Record<string, unknown> {
     { name: "LVMH_SESSION_ID", value: s.sessionId },
     { name: "LVMH_AGENT", value: "1" },
     { name: "LVMH_REPO", value: s.repo },
+    // /workspace is a subPath directory the kubelet made as root: without this, every git command the agent
+    // runs there fails with "detected dubious ownership" (command-line config, which git honours for it).
+    { name: "GIT_CONFIG_COUNT", value: "1" },
+    { name: "GIT_CONFIG_KEY_0", value: "safe.directory" },
+    { name: "GIT_CONFIG_VALUE_0", value: "/workspace" },
   ];
   if (s.branch) env.push({ name: "LVMH_BRANCH", value: s.branch });
   if (s.resume) env.push({ name: "LVMH_RESUME", value: "1" });

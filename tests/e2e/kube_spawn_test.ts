@@ -19,10 +19,10 @@ type Session = { id: string; online: boolean; agent: boolean; repo: string | nul
 type Job = { sessionId: string; state: string; error: string | null };
 type Event = { type: string; message?: { role: string; text?: string } };
 
-async function setup(extraEnv: Record<string, string> = {}) {
+async function setup(extraEnv: Record<string, string> = {}, o: { build?: boolean } = {}) {
   const engine = testEngine();
   const image = `lvmh-test-kube-worker-${uniq()}:latest`;
-  await buildWorkerImage(engine, { image, baseImage: BASE_IMAGE, network: "host" });
+  if (o.build !== false) await buildWorkerImage(engine, { image, baseImage: BASE_IMAGE, network: "host" });
   const fake = await startFakeKube({ kubelet: "docker", dockerEngine: engine, bookmarkMs: 1000 });
   const llm = await startFakeLlm();
   const dir = await Deno.makeTempDir({ prefix: "lvmh-kube-e2e-" });
@@ -69,7 +69,7 @@ dockerTest(
       await t.step(
         "spawn: 201 once the Pod runs, the clone made the session's branch, the plugin says hello",
         async () => {
-          const res = await post(d, "/api/spawn", { repo, ask: "none" });
+          const res = await post(d, "/api/spawn", { repo, ask: [] });
           const body = await res.json();
           assert.equal(res.status, 201, JSON.stringify(body));
           sessionId = body.sessionId;
@@ -198,7 +198,23 @@ dockerTest("kubernetes: a clone of an unknown branch fails the spawn with git's 
   }
 });
 
-dockerTest(
+dockerTest("kubernetes: an image the node cannot pull fails the spawn with the kubelet's words", async () => {
+  // Nothing is built: the configured image does not exist anywhere, as with a typo in LVMH_WORKER_IMAGE.
+  const s = await setup({}, { build: false });
+  try {
+    const res = await post(s.env.d, "/api/spawn", { repo: s.env.repos[0] });
+    const body = await res.json();
+    assert.equal(res.status, 502, JSON.stringify(body));
+    assert.match(body.error, /^(ErrImagePull|ImagePullBackOff): /);
+    assert.equal((await s.jobs())[0].state, "failed");
+    await waitFor(() => s.fake.list("pods").length === 0, "the Pod removed", 30_000);
+  } finally {
+    await s.close();
+  }
+});
+
+// No Docker needed: nothing runs, the preflight refuses first.
+Deno.test(
   "kubernetes: a missing permission → spawn answers 503 with the log's sentence; the rest works",
   async () => {
     const fake = await startFakeKube({ kubelet: "script" });
