@@ -1,0 +1,43 @@
+/**
+ * Connecting to PostgreSQL with npm:postgres (porsager), set up the way every lvmh module expects: 64-bit
+ * integers as JS numbers (the driver hands them over as strings by default), no notices on stderr.
+ */
+import postgres from "postgres";
+
+/** A connection pool to one database. */
+export type Sql = postgres.Sql;
+
+/** How to connect. */
+export interface ConnectOptions {
+  /** Connections in the pool (the driver's default is 10). */
+  max?: number;
+  /** Seconds to wait for a connection before failing (default 10). */
+  connectTimeout?: number;
+}
+
+/** int8: seq, ts (ms epoch) and epochs. */
+const INT8 = 20;
+
+/**
+ * Open a pool to `url` (`postgres://user:password@host:port/db`, `?sslmode=require` for TLS). Connections are
+ * made on first use.
+ */
+export function connectPostgres(url: string, options: ConnectOptions = {}): Sql {
+  return postgres(url, {
+    max: options.max ?? 10,
+    connect_timeout: options.connectTimeout ?? 10,
+    onnotice: () => {},
+    types: {
+      int8: {
+        to: INT8,
+        from: [INT8],
+        serialize: (value: number | bigint) => String(value),
+        // A value past 2^53 stays a BigInt, which `safeInteger` refuses by name instead of rounding it.
+        parse: (text: string) => {
+          const n = Number(text);
+          return Number.isSafeInteger(n) ? n : BigInt(text);
+        },
+      },
+    },
+  });
+}

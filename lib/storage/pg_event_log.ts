@@ -1,0 +1,165 @@
+/**
+ * The event log in PostgreSQL, for several daemon replicas on one database. An append is one call of the
+ * server-side function of lib/storage/pg_append.ts (one round trip, one transaction); reads are plain indexed
+ * range scans on (session_id, seq). Nothing here NOTIFYs: a wake-up for readers on other replicas belongs after
+ * the commit, coalesced, never inside the hot transaction.
+ */
+import type { AgentEvent, SessionInfo } from "../protocol.ts";
+import { eventJson, payloadOf, storedForm } from "../event_codec.ts";
+import { sessionNotFound } from "../errors.ts";
+import {
+  type AppendOptions,
+  checkEvent,
+  type EventLog,
+  type EventRow,
+  type EventsPage,
+  FencedError,
+  type LoggedSession,
+  safeInteger,
+  type SessionCommit,
+} from "./event_log.ts";
+import { type ConnectOptions, connectPostgres, type Sql } from "./pg_client.ts";
+import { migrate } from "./pg_migrate.ts";
+import { PG_FENCED, PG_UNKNOWN_SESSION } from "./pg_append.ts";
+
+/** The event log over a PostgreSQL pool. */
+export class PgEventLog implements EventLog {
+  readonly kind = "postgres";
+  #sql: Sql;
+  #ownsPool: boolean;
+
+  /**
+   * @param sql a pool whose database is migrated (see `open`).
+   * @param options.ownsPool true: `close()` ends the pool.
+   */
+  constructor(sql: Sql, options: { ownsPool?: boolean } = {}) {
+    this.#sql = sql;
+    this.#ownsPool = options.ownsPool ?? false;
+  }
+
+  /**
+   * Connect to `url` and migrate its schema (see lib/storage/pg_migrate.ts).
+   * @throws {Error} when the database cannot be reached or migrated; the pool is then closed.
+   */
+  static async open(url: string, options: ConnectOptions = {}): Promise<PgEventLog> {
+    const sql = connectPostgres(url, options);
+    try {
+      await migrate(sql);
+    } catch (error) {
+      await sql.end({ timeout: 1 });
+      throw error;
+    }
+    return new PgEventLog(sql, { ownsPool: true });
+  }
+
+  async ensureSession(info: SessionInfo): Promise<void> {
+    await this.#sql`INSERT INTO sessions(id, info) VALUES (${info.id}, ${JSON.stringify(info)})
+      ON CONFLICT (id) DO NOTHING`;
+  }
+
+  async claimHolder(sessionId: string, replicaId: string): Promise<number> {
+    const rows = await this.#sql`UPDATE sessions SET holder = ${replicaId}, holder_epoch = holder_epoch + 1
+      WHERE id = ${sessionId} RETURNING holder_epoch`;
+    if (!rows.length) throw sessionNotFound(sessionId);
+    return safeInteger(rows[0].holder_epoch);
+  }
+
+  async append(
+    sessionId: string,
+    events: readonly AgentEvent[],
+    options: AppendOptions,
+  ): Promise<SessionCommit> {
+    const n = events.length;
+    const seqs = new Array<number>(n);
+    const ts = new Array<number>(n);
+    const types = new Array<string>(n);
+    const payloads = new Array<string>(n);
+    for (let i = 0; i < n; i++) {
+      const event = events[i];
+      checkEvent(sessionId, event);
+      seqs[i] = event.seq;
+      ts[i] = Math.trunc(event.ts);
+      types[i] = event.type;
+      payloads[i] = payloadOf(event);
+    }
+    let row;
+    try {
+      [row] = await this.#sql`SELECT o_after, o_last_seq, o_seqs, o_inserted, o_info_changed
+        FROM lvmh_append_events(${sessionId}, ${options.epoch}, ${seqs}::bigint[], ${ts}::bigint[],
+          ${types}::text[], ${payloads}::text[])`;
+    } catch (error) {
+      throw domainError(error, sessionId, options.epoch);
+    }
+    const stored = (row.o_seqs as unknown[] ?? []).map(safeInteger);
+    const inserted = new Set((row.o_inserted as unknown[]).map(safeInteger));
+    const commit: SessionCommit = {
+      sessionId,
+      after: safeInteger(row.o_after),
+      lastSeq: safeInteger(row.o_last_seq),
+      inserted: [],
+      infoChanged: Boolean(row.o_info_changed),
+    };
+    for (let i = 0; i < n; i++) {
+      const seq = stored[i];
+      // The first event of a seq that went in; a replay or a repeat within the batch was not stored.
+      if (!inserted.delete(seq)) continue;
+      const event = events[i].seq === seq ? events[i] : { ...events[i], seq } as AgentEvent;
+      const json = eventJson({ sessionId, seq, ts: ts[i], type: types[i], payload: payloads[i] });
+      commit.inserted.push({ seq, json, event: storedForm(event, ts[i]) });
+    }
+    return commit;
+  }
+
+  async events(sessionId: string, page: EventsPage): Promise<EventRow[]> {
+    const rows = page.before !== undefined
+      ? (await this.#sql`SELECT seq, ts, type, payload FROM events
+          WHERE session_id = ${sessionId} AND seq < ${page.before} ORDER BY seq DESC LIMIT ${page.limit}`)
+        .reverse()
+      : await this.#sql`SELECT seq, ts, type, payload FROM events
+          WHERE session_id = ${sessionId} AND seq > ${page.after} ORDER BY seq LIMIT ${page.limit}`;
+    return rows.map((r) => ({
+      sessionId,
+      seq: safeInteger(r.seq),
+      ts: safeInteger(r.ts),
+      type: r.type as string,
+      payload: r.payload as string,
+    }));
+  }
+
+  async lastSeq(sessionId: string): Promise<number> {
+    const rows = await this.#sql`SELECT last_seq FROM sessions WHERE id = ${sessionId}`;
+    return rows.length ? safeInteger(rows[0].last_seq) : 0;
+  }
+
+  async sessions(): Promise<LoggedSession[]> {
+    // "C" collation: ids in code-point order, as the SQLite log sorts them, whatever the database's locale.
+    const rows = await this.#sql`SELECT id, last_seq, last_event_at FROM sessions
+      ORDER BY coalesce(last_event_at, 0) DESC, id COLLATE "C"`;
+    return rows.map((r) => ({
+      id: r.id as string,
+      lastSeq: safeInteger(r.last_seq),
+      lastEventAt: r.last_event_at === null ? null : safeInteger(r.last_event_at),
+    }));
+  }
+
+  async deleteSession(sessionId: string): Promise<boolean> {
+    // The session row first: its lock waits for an append in flight, and any later append finds no session.
+    return await this.#sql.begin(async (tx) => {
+      const gone = await tx`DELETE FROM sessions WHERE id = ${sessionId} RETURNING id`;
+      await tx`DELETE FROM events WHERE session_id = ${sessionId}`;
+      return gone.length > 0;
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.#ownsPool) await this.#sql.end({ timeout: 5 });
+  }
+}
+
+/** The function's own SQLSTATEs as the error kinds callers catch; anything else as it came. */
+function domainError(error: unknown, sessionId: string, epoch: number): unknown {
+  const e = error as { code?: string; detail?: string };
+  if (e?.code === PG_FENCED) return new FencedError(sessionId, epoch, Number(e.detail));
+  if (e?.code === PG_UNKNOWN_SESSION) return sessionNotFound(sessionId);
+  return error;
+}

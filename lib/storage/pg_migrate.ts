@@ -1,0 +1,88 @@
+/**
+ * The PostgreSQL schema, versioned: each migration runs once, in order, at start. All of them run in one
+ * transaction under an advisory lock, so replicas starting together wait for each other and the schema is
+ * migrated once; a failed migration leaves the database as it was.
+ */
+import type { Sql } from "./pg_client.ts";
+import { PG_APPEND_FUNCTION } from "./pg_append.ts";
+
+/** One step of the schema. */
+export interface Migration {
+  version: number;
+  /** What it adds, for the logs. */
+  title: string;
+  sql: string;
+}
+
+/** The key of the advisory lock migrations take ("lvmh" in ASCII): every replica uses the same one. */
+export const MIGRATION_LOCK = 0x6c766d68;
+
+/** Every migration, oldest first. Never edit one that shipped: add the next. */
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    title:
+      "sessions with their seq counter and holder epoch, the event log, appends numbered from the counter",
+    sql: `
+CREATE TABLE sessions(
+  id text PRIMARY KEY,
+  info text NOT NULL DEFAULT '{}',
+  last_seq bigint NOT NULL DEFAULT 0,
+  last_event_at bigint,
+  state text NOT NULL DEFAULT 'idle',
+  ask text,
+  holder text,
+  holder_epoch bigint NOT NULL DEFAULT 0,
+  created_at timestamptz NOT NULL DEFAULT now());
+CREATE TABLE events(
+  session_id text NOT NULL,
+  seq bigint NOT NULL,
+  ts bigint NOT NULL,
+  type text NOT NULL,
+  payload text NOT NULL,
+  PRIMARY KEY(session_id, seq));
+${PG_APPEND_FUNCTION}`,
+  },
+];
+
+/** What `migrate` did. */
+export interface MigrationResult {
+  /** The schema version found. */
+  from: number;
+  /** The schema version now. */
+  to: number;
+  /** The versions this call applied (empty when another replica had done it). */
+  applied: number[];
+}
+
+/**
+ * Bring the database's schema to the newest version.
+ * @throws {Error} when the database's schema is newer than this build knows (an older replica must not write
+ *   to it), or when a migration fails (nothing of this call is then applied).
+ */
+export async function migrate(
+  sql: Sql,
+  migrations: readonly Migration[] = MIGRATIONS,
+): Promise<MigrationResult> {
+  const newest = migrations.at(-1)?.version ?? 0;
+  return await sql.begin(async (tx) => {
+    await tx`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`;
+    await tx`CREATE TABLE IF NOT EXISTS schema_version(
+      version integer PRIMARY KEY, title text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`;
+    const [{ version }] = await tx`SELECT coalesce(max(version), 0)::integer AS version FROM schema_version`;
+    const from = Number(version);
+    if (from > newest) {
+      throw new Error(
+        `The database's schema is version ${from}, newer than this lvmh's (${newest}): upgrade lvmh`,
+      );
+    }
+    const applied: number[] = [];
+    for (const m of migrations) {
+      if (m.version <= from) continue;
+      await tx.unsafe(m.sql);
+      await tx`INSERT INTO schema_version(version, title) VALUES (${m.version}, ${m.title})`;
+      applied.push(m.version);
+    }
+    return { from, to: Math.max(from, newest), applied };
+  });
+}

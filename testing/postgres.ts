@@ -1,0 +1,291 @@
+/**
+ * A real PostgreSQL server for tests and benchmarks: `initdb` in a fresh temp dir, `postgres` on a free loopback
+ * port, run as the `postgres` OS user when we are root (both refuse to run as root), a password user and its
+ * database created, everything stopped and removed by `close()`. Starting takes about a second, so a test file
+ * starts one and hands each case a database of its own (`newDatabase()`).
+ */
+import postgres from "postgres";
+import { freePort } from "./daemon.ts";
+
+/** A running throwaway server. */
+export interface Postgres extends AsyncDisposable {
+  /** `postgres://lvmh:…@127.0.0.1:PORT/lvmh`: a password (SCRAM) user owning its database. */
+  url: string;
+  /** The superuser's URL on the same server (for what a test does behind the store's back). */
+  adminUrl: string;
+  port: number;
+  /** A fresh empty database owned by the same user, as a URL (isolates one test case from the others). */
+  newDatabase(): Promise<string>;
+  /** Stop the server and remove its files. */
+  close(): Promise<void>;
+}
+
+export interface PostgresOptions {
+  /**
+   * Keep PostgreSQL's durability settings (fsync, synchronous commit): benchmarks want what production pays.
+   * Tests default to false, which only changes what a power cut would lose.
+   */
+  durable?: boolean;
+}
+
+const PASSWORD_BYTES = 18;
+const START_TRIES = 3;
+
+/** The directory holding `initdb`, `pg_ctl` and `postgres`, or null when PostgreSQL is not installed. */
+export async function postgresBinDir(): Promise<string | null> {
+  // Debian keeps each major version apart; the newest one wins.
+  try {
+    const versions: number[] = [];
+    for await (const entry of Deno.readDir("/usr/lib/postgresql")) {
+      if (/^\d+$/.test(entry.name)) versions.push(Number(entry.name));
+    }
+    for (const v of versions.sort((a, b) => b - a)) {
+      const dir = `/usr/lib/postgresql/${v}/bin`;
+      if (await isFile(`${dir}/initdb`) && await isFile(`${dir}/pg_ctl`)) return dir;
+    }
+  } catch {
+    // No Debian layout: look on PATH.
+  }
+  for (const dir of (Deno.env.get("PATH") ?? "").split(":").filter(Boolean)) {
+    if (await isFile(`${dir}/initdb`)) {
+      // pg_ctl finds `postgres` beside its own real path, not beside a symlink to it.
+      const real = await Deno.realPath(`${dir}/initdb`);
+      return real.slice(0, real.lastIndexOf("/"));
+    }
+  }
+  return null;
+}
+
+async function isFile(path: string): Promise<boolean> {
+  try {
+    return (await Deno.stat(path)).isFile;
+  } catch {
+    return false;
+  }
+}
+
+/** Run a PostgreSQL program, as the `postgres` user when we are root. */
+async function run(bin: string, args: string[], asPostgres: boolean): Promise<void> {
+  const command = asPostgres ? "runuser" : bin;
+  const argv = asPostgres ? ["-u", "postgres", "--", bin, ...args] : args;
+  const out = await new Deno.Command(command, { args: argv, stdout: "piped", stderr: "piped", stdin: "null" })
+    .output();
+  if (!out.success) {
+    const text = new TextDecoder().decode(out.stderr) + new TextDecoder().decode(out.stdout);
+    throw new Error(`${bin.split("/").pop()} failed (exit ${out.code}): ${text.trim().slice(-2000)}`);
+  }
+}
+
+async function userIds(name: string): Promise<{ uid: number; gid: number }> {
+  for (const line of (await Deno.readTextFile("/etc/passwd")).split("\n")) {
+    const [user, , uid, gid] = line.split(":");
+    if (user === name) return { uid: Number(uid), gid: Number(gid) };
+  }
+  throw new Error(`There is no "${name}" OS user: install Debian's postgresql package`);
+}
+
+function secret(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(PASSWORD_BYTES));
+  return btoa(String.fromCharCode(...bytes)).replace(/[+/=]/g, "x");
+}
+
+/**
+ * Start a throwaway server.
+ * @throws {Error} when PostgreSQL is not installed (see `postgresBinDir`) or does not start.
+ */
+export async function startPostgres(options: PostgresOptions = {}): Promise<Postgres> {
+  const bin = await postgresBinDir();
+  if (!bin) throw new Error("PostgreSQL is not installed (no initdb): run scripts/setup.sh --test");
+  const asPostgres = Deno.uid() === 0;
+  const dir = await Deno.makeTempDir({ prefix: "lvmh-pg-" });
+  try {
+    if (asPostgres) {
+      const { uid, gid } = await userIds("postgres");
+      await Deno.chown(dir, uid, gid);
+    }
+    const data = `${dir}/data`;
+    const superPassword = secret();
+    const pwfile = `${dir}/pw`;
+    await Deno.writeTextFile(pwfile, superPassword + "\n", { mode: 0o600 });
+    if (asPostgres) {
+      const { uid, gid } = await userIds("postgres");
+      await Deno.chown(pwfile, uid, gid);
+    }
+    await run(`${bin}/initdb`, [
+      "-D",
+      data,
+      "-U",
+      "postgres",
+      `--pwfile=${pwfile}`,
+      "-A",
+      "scram-sha-256",
+      "-E",
+      "UTF8",
+      "--locale=C",
+      "--no-sync",
+    ], asPostgres);
+    await Deno.remove(pwfile);
+    const settings = ["-c listen_addresses=127.0.0.1", `-k ${dir}`, "-c max_connections=200"];
+    if (!options.durable) {
+      settings.push("-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off");
+    }
+    let port = 0;
+    for (let attempt = 1;; attempt++) {
+      port = freePort();
+      try {
+        await run(`${bin}/pg_ctl`, [
+          "-D",
+          data,
+          "-w",
+          "-t",
+          "60",
+          "-l",
+          `${dir}/log`,
+          "-o",
+          [`-p ${port}`, ...settings].join(" "),
+          "start",
+        ], asPostgres);
+        break;
+      } catch (error) {
+        // Another process may have taken the port between freePort() and the bind.
+        if (attempt >= START_TRIES) throw error;
+      }
+    }
+    const adminUrl = `postgres://postgres:${superPassword}@127.0.0.1:${port}/postgres`;
+    const password = secret();
+    const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
+    let databases = 0;
+    const newDatabase = async () => {
+      const name = `lvmh${databases++ ? databases : ""}`;
+      await admin.unsafe(`CREATE DATABASE ${name} OWNER lvmh`);
+      return `postgres://lvmh:${password}@127.0.0.1:${port}/${name}`;
+    };
+    let url: string;
+    try {
+      await admin.unsafe(`CREATE ROLE lvmh LOGIN PASSWORD '${password}'`);
+      url = await newDatabase();
+    } catch (error) {
+      await admin.end();
+      throw error;
+    }
+    const watchdog = startWatchdog(bin, data, dir, asPostgres);
+    let closed: Promise<void> | undefined;
+    const close = () =>
+      closed ??= (async () => {
+        await admin.end({ timeout: 1 });
+        // The watchdog stops the server and removes its files as soon as its input ends.
+        watchdog.ref();
+        await watchdog.stdin.close();
+        await watchdog.status;
+      })();
+    return { url, adminUrl, port, newDatabase, close, [Symbol.asyncDispose]: close };
+  } catch (error) {
+    await run(`${bin}/pg_ctl`, ["-D", `${dir}/data`, "-m", "immediate", "-w", "stop"], asPostgres).catch(
+      () => {},
+    );
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+    throw error;
+  }
+}
+
+/**
+ * A shell that waits for its input to end, then stops the server and removes its files. Only this process holds
+ * the other end, so it ends when `close()` closes it and also when this process dies without closing anything
+ * (a test killed by a timeout): no server outlives its test. Arguments are passed as `$1…`, never pasted in.
+ */
+function startWatchdog(bin: string, data: string, dir: string, asPostgres: boolean): Deno.ChildProcess {
+  const script = [
+    "cat >/dev/null",
+    'if [ -n "$4" ]; then runuser -u postgres -- "$1/pg_ctl" -D "$2" -m immediate -w stop; ' +
+    'else "$1/pg_ctl" -D "$2" -m immediate -w stop; fi >/dev/null 2>&1',
+    'rm -rf "$3"',
+  ].join("\n");
+  const child = new Deno.Command("sh", {
+    args: ["-c", script, "sh", bin, data, dir, asPostgres ? "1" : ""],
+    stdin: "piped",
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
+  child.unref();
+  return child;
+}
+
+/** A TCP relay in front of a server whose traffic can be held: a network partition a test can switch on. */
+export interface PausableProxy extends AsyncDisposable {
+  port: number;
+  /** Hold every byte in both directions (connections stay open, as in a partition). */
+  pause(): void;
+  /** Let the held bytes and new ones through. */
+  resume(): void;
+  close(): Promise<void>;
+}
+
+/** Relay `127.0.0.1:<port>` to `upstreamPort` on loopback, with a switch to hold the traffic. */
+export function pausableProxy(upstreamPort: number): PausableProxy {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  let gate: { promise: Promise<void>; resolve: () => void } | null = null;
+  const conns = new Set<Deno.Conn>();
+  const pipes: Promise<void>[] = [];
+  const pump = async (from: Deno.Conn, to: Deno.Conn) => {
+    const buf = new Uint8Array(64 * 1024);
+    try {
+      for (;;) {
+        const n = await from.read(buf);
+        if (n === null) break;
+        if (gate) await gate.promise;
+        let off = 0;
+        while (off < n) off += await to.write(buf.subarray(off, n));
+      }
+    } catch {
+      // A side closed: the relay ends with it.
+    }
+    for (const c of [from, to]) {
+      try {
+        c.close();
+      } catch {
+        // Closed already.
+      }
+      conns.delete(c);
+    }
+  };
+  const accepting = (async () => {
+    try {
+      for await (const client of listener) {
+        const upstream = await Deno.connect({ hostname: "127.0.0.1", port: upstreamPort });
+        conns.add(client).add(upstream);
+        pipes.push(pump(client, upstream), pump(upstream, client));
+      }
+    } catch {
+      // The listener was closed.
+    }
+  })();
+  const resume = () => {
+    gate?.resolve();
+    gate = null;
+  };
+  const close = async () => {
+    resume();
+    listener.close();
+    for (const c of conns) {
+      try {
+        c.close();
+      } catch {
+        // Closed already.
+      }
+    }
+    await accepting;
+    await Promise.all(pipes);
+  };
+  return {
+    port: (listener.addr as Deno.NetAddr).port,
+    pause() {
+      if (gate) return;
+      let resolve!: () => void;
+      const promise = new Promise<void>((r) => resolve = r);
+      gate = { promise, resolve };
+    },
+    resume,
+    close,
+    [Symbol.asyncDispose]: close,
+  };
+}
