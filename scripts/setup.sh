@@ -22,6 +22,8 @@ if [ "${1:-}" = "--test" ]; then
   [ -x /usr/bin/chromium ] || missing+=(chromium)
   command -v dockerd >/dev/null || missing+=(docker.io)
   [ -x /bin/busybox ] || missing+=(busybox-static)
+  # PostgreSQL's initdb and server for the Postgres store's tests (testing/postgres.ts starts its own).
+  compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || command -v initdb >/dev/null || missing+=(postgresql)
   if [ ${#missing[@]} -gt 0 ]; then
     log "apt-get install ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
