@@ -7,7 +7,7 @@
  * lib/spawn/kube_backend_test.ts.
  */
 import assert from "node:assert/strict";
-import { startDaemon, waitFor } from "../../testing/daemon.ts";
+import { type Daemon, freePort, startDaemon, waitFor } from "../../testing/daemon.ts";
 import { BASE_IMAGE, cleanupDocker, dockerTest, testEngine, uniq } from "../../testing/docker.ts";
 import { post, startSpawnEnv } from "../../testing/spawn_env.ts";
 import { modelsJson } from "../../testing/pi.ts";
@@ -19,7 +19,10 @@ type Session = { id: string; online: boolean; agent: boolean; repo: string | nul
 type Job = { sessionId: string; state: string; error: string | null };
 type Event = { type: string; message?: { role: string; text?: string } };
 
-async function setup(extraEnv: Record<string, string> = {}, o: { build?: boolean } = {}) {
+async function setup(
+  extraEnv: Record<string, string> = {},
+  o: { build?: boolean; daemon?: (env: Record<string, string>) => Promise<Daemon> } = {},
+) {
   const engine = testEngine();
   const image = `lvmh-test-kube-worker-${uniq()}:latest`;
   if (o.build !== false) await buildWorkerImage(engine, { image, baseImage: BASE_IMAGE, network: "host" });
@@ -36,7 +39,7 @@ async function setup(extraEnv: Record<string, string> = {}, o: { build?: boolean
     LVMH_MODELS_JSON: `${dir}/models.json`,
     ...extraEnv,
   };
-  const env = await startSpawnEnv({ workerImage: image, env: kubeEnv });
+  const env = await startSpawnEnv({ workerImage: image, env: kubeEnv, daemon: o.daemon });
   await post(env.d, "/api/gitlab/connect", { token: env.pat }).then((r) => r.body?.cancel());
   const sessions = async () => (await (await env.d.api("/api/sessions")).json()) as Session[];
   const jobs = async () => (await (await env.d.api("/api/spawn/status")).json()) as Job[];
@@ -212,6 +215,49 @@ dockerTest("kubernetes: an image the node cannot pull fails the spawn with the k
     await s.close();
   }
 });
+
+dockerTest(
+  "kubernetes: a daemon killed mid-spawn finds its Pod by label; the session comes online",
+  async () => {
+    const dataDir = await Deno.makeTempDir({ prefix: "lvmh-kube-restart-" });
+    const port = freePort();
+    let daemonEnv: Record<string, string> = {};
+    const s = await setup({}, {
+      daemon: (env) => {
+        daemonEnv = env;
+        return startDaemon({ env, dataDir, port });
+      },
+    });
+    let second: Daemon | null = null;
+    try {
+      const spawning = post(s.env.d, "/api/spawn", { repo: s.env.repos[0] }).catch(() => null);
+      const pod = await waitFor(() => s.fake.list("pods")[0], "the Pod created", 30_000);
+      await s.env.d.kill("SIGKILL");
+      await spawning;
+      const sessionId = (pod.metadata.labels as Record<string, string>)["lvmh.dev/session"];
+      second = await startDaemon({ env: daemonEnv, dataDir, port });
+      const d = second;
+      await waitFor(
+        async () =>
+          ((await (await d.api("/api/sessions")).json()) as Session[]).find((x) =>
+            x.id === sessionId && x.online
+          ),
+        "the session online with the restarted daemon",
+        120_000,
+      ).catch((error) => {
+        throw new Error(`${error.message}\ndaemon:\n${d.output()}`);
+      });
+      const jobs = (await (await d.api("/api/spawn/status")).json()) as Job[];
+      assert.deepEqual(jobs.map((j) => [j.sessionId, j.state]), [[sessionId, "running"]]);
+      assert.equal(s.fake.list("pods").length, 1, "the same Pod, not a second one");
+      assert.equal(s.fake.list("pods")[0].metadata.uid, pod.metadata.uid);
+    } finally {
+      await second?.stop();
+      await s.close();
+      await Deno.remove(dataDir, { recursive: true }).catch(() => {});
+    }
+  },
+);
 
 // No Docker needed: nothing runs, the preflight refuses first.
 Deno.test(
