@@ -18,6 +18,7 @@ const BENCHES = [
   "resume.ts",
   "changes.ts",
   "search.ts",
+  "pg_ingest.ts",
 ];
 
 let failed = 0;
