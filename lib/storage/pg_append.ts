@@ -35,7 +35,7 @@ BEGIN
   SELECT x.last_seq, x.state, x.holder_epoch, x.last_event_at INTO s
     FROM sessions x WHERE x.id = p_session FOR UPDATE;
   IF NOT FOUND THEN
-    RAISE EXCEPTION USING ERRCODE = '${PG_UNKNOWN_SESSION}', MESSAGE = format('Session "%s" does not exist', p_session);
+    RAISE EXCEPTION USING ERRCODE = '${PG_UNKNOWN_SESSION}', MESSAGE = format('no session row %s', p_session);
   END IF;
   IF s.holder_epoch <> p_epoch THEN
     RAISE EXCEPTION USING ERRCODE = '${PG_FENCED}', DETAIL = s.holder_epoch::text,
