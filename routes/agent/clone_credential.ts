@@ -1,5 +1,5 @@
 import { json } from "../../lib/http.ts";
-import { ForbiddenError, NotFoundError } from "../../lib/errors.ts";
+import { NotFoundError } from "../../lib/errors.ts";
 import type { Handlers } from "../../lib/router.ts";
 
 /**
@@ -9,11 +9,11 @@ import type { Handlers } from "../../lib/router.ts";
  */
 export const handler: Handlers = {
   GET(ctx) {
-    if (ctx.principal?.via !== "agent") {
-      throw new ForbiddenError("only a spawned session's own token may clone");
-    }
-    const given = ctx.app.spawner.cloneCredential?.(ctx.principal.sessionId) ?? null;
-    if (!given) throw new NotFoundError(`Session "${ctx.principal.sessionId}" is not cloning`);
+    // Only a session-scoped token names a session; any other caller (an admin, a laptop's agent token) has no
+    // clone waiting for it.
+    const sessionId = ctx.principal?.via === "agent" ? ctx.principal.sessionId : null;
+    const given = sessionId === null ? null : ctx.app.spawner.cloneCredential?.(sessionId) ?? null;
+    if (!given) throw new NotFoundError("No clone of this token's session is waiting for a credential");
     return json({ credential: given.credential });
   },
 };

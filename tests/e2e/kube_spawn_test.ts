@@ -140,9 +140,28 @@ dockerTest(
         },
       );
 
+      await t.step("the daemon's watch relists after a 410 in either form", async () => {
+        // Lists of lvmh's Pods (no `watch=`): the watch loop's, as nothing else lists while no job runs.
+        const lists = () =>
+          s.fake.requests.filter((r) =>
+            r.method === "GET" && /\/pods\?/.test(r.url) && !/[?&]watch=/.test(r.url)
+          )
+            .length;
+        const before = lists();
+        s.fake.breakWatches("event");
+        await waitFor(() => lists() > before, "a relist after the ERROR event with 410", 15_000);
+        const mid = lists();
+        s.fake.breakWatches("bare");
+        await waitFor(() => lists() > mid, "a relist after the bare HTTP 410", 15_000);
+      });
+
       await t.step("resume: a new Pod on the same claim, the same session back online", async () => {
         const claimUid = s.fake.get("persistentvolumeclaims", `lvmh-ws-${sessionId}`)!.metadata.uid;
-        const res = await post(d, `/api/sessions/${sessionId}/resume`, {});
+        const resuming = post(d, `/api/sessions/${sessionId}/resume`, {});
+        // The watch that follows the new Pod is cut without a word: it resumes from where it was.
+        await waitFor(() => s.fake.get("pods", `lvmh-w-${sessionId}`), "the resumed Pod", 30_000);
+        s.fake.breakWatches("drop");
+        const res = await resuming;
         assert.equal(res.status, 202, await res.text());
         await waitFor(
           async () => (await s.sessions()).find((x) => x.id === sessionId && x.online),
