@@ -13,6 +13,7 @@ import { connectPostgres } from "../lib/storage/pg_client.ts";
 import { migrate, MIGRATIONS } from "../lib/storage/pg_migrate.ts";
 import { pausableProxy, type Postgres, postgresBinDir, startPostgres } from "../testing/postgres.ts";
 import { sessionInfo } from "../testing/agent.ts";
+import { freePort } from "../testing/daemon.ts";
 
 const info = (id: string) => sessionInfo(id) as SessionInfo;
 const ev = (sessionId: string, seq: number, type = "agent_start", extra = {}) =>
@@ -90,7 +91,8 @@ async function withLog(impl: Implementation, fn: (o: Opened) => Promise<void>): 
   }
 }
 
-function contract(impl: Implementation) {
+/** The contract's cases, then `more` (what only this database has) on the same server. */
+function contract(impl: Implementation, more?: (t: Deno.TestContext) => Promise<void>) {
   Deno.test({
     name: `event log contract (${impl.name})`,
     ignore: impl === postgresImpl && !HAVE_POSTGRES,
@@ -314,6 +316,7 @@ function contract(impl: Implementation) {
               ]);
             }),
         );
+        await more?.(t);
       } finally {
         await impl.stop();
       }
@@ -322,96 +325,97 @@ function contract(impl: Implementation) {
 }
 
 contract(sqlite);
-contract(postgresImpl);
-
-Deno.test({
-  name: "pg event log: a partitioned old holder cannot write after the takeover",
-  ignore: !HAVE_POSTGRES,
-  fn: async () => {
-    await using server = await startPostgres();
-    const url = await server.newDatabase();
-    await using proxy = pausableProxy(server.port);
-    const a = await PgEventLog.open(url.replace(`:${server.port}/`, `:${proxy.port}/`), { max: 1 });
-    const b = await PgEventLog.open(url, { max: 1 });
-    try {
-      await a.ensureSession(info("p"));
-      const epochA = await a.claimHolder("p", "replica-a");
-      await a.append("p", [ev("p", 1), ev("p", 2)], { epoch: epochA });
-      // A loses the database: its next batch is on the wire but the server does not see it yet.
-      proxy.pause();
-      const late = a.append("p", [ev("p", 3, "message_end", { message: {} })], { epoch: epochA });
-      const outcome = late.then(() => "stored", (e) => e);
-      const epochB = await b.claimHolder("p", "replica-b");
-      assert.equal(epochB, epochA + 1);
-      await b.append("p", [ev("p", 3, "agent_end")], { epoch: epochB });
-      proxy.resume();
-      const error = await outcome;
-      assert.ok(error instanceof FencedError, `the old holder's append ended as ${error}`);
-      assert.equal(error.current, epochB);
-      const rows = await b.events("p", { after: 0, limit: 10 });
-      assert.deepEqual(rows.map((r) => [r.seq, r.type]), [[1, "agent_start"], [2, "agent_start"], [
-        3,
-        "agent_end",
-      ]]);
-      // And once back, it stays fenced.
-      await assert.rejects(a.append("p", [ev("p", 4)], { epoch: epochA }), FencedError);
-    } finally {
-      await a.close();
-      await b.close();
-    }
-  },
+contract(postgresImpl, async (t) => {
+  await t.step("a partitioned old holder cannot write after the takeover", () => partitionedHolder(pg!));
+  await t.step("two replicas starting together migrate once", () => concurrentMigrations(pg!));
+  await t.step("a failing migration rolls back every step of the call", () => failedMigration(pg!));
+  await t.step("a schema newer than this build is refused", () => newerSchema(pg!));
+  await t.step("an unreachable database fails the open, naming the address", async () => {
+    const port = freePort();
+    await assert.rejects(
+      PgEventLog.open(`postgres://lvmh:x@127.0.0.1:${port}/lvmh`, { connectTimeout: 5 }),
+      (e: Error) => e.message === `connect ECONNREFUSED 127.0.0.1:${port}`,
+    );
+  });
 });
 
-Deno.test({
-  name: "pg migrate: two replicas starting together migrate once; a failed migration leaves nothing",
-  ignore: !HAVE_POSTGRES,
-  fn: async (t) => {
-    await using server = await startPostgres();
-    await t.step("concurrent migrations apply each version once", async () => {
-      const url = await server.newDatabase();
-      const one = connectPostgres(url, { max: 1 });
-      const two = connectPostgres(url, { max: 1 });
-      try {
-        const results = await Promise.all([migrate(one), migrate(two)]);
-        const newest = MIGRATIONS.at(-1)!.version;
-        assert.deepEqual(results.map((r) => r.applied.length).sort(), [0, MIGRATIONS.length]);
-        assert.ok(results.every((r) => r.to === newest));
-        const versions = await one`SELECT version FROM schema_version ORDER BY version`;
-        assert.deepEqual(versions.map((v) => v.version), MIGRATIONS.map((m) => m.version));
-        const again = await migrate(two);
-        assert.deepEqual(again, { from: newest, to: newest, applied: [] });
-      } finally {
-        await one.end();
-        await two.end();
-      }
-    });
+async function partitionedHolder(server: Postgres) {
+  const url = await server.newDatabase();
+  await using proxy = pausableProxy(server.port);
+  const a = await PgEventLog.open(url.replace(`:${server.port}/`, `:${proxy.port}/`), { max: 1 });
+  const b = await PgEventLog.open(url, { max: 1 });
+  try {
+    await a.ensureSession(info("p"));
+    const epochA = await a.claimHolder("p", "replica-a");
+    await a.append("p", [ev("p", 1), ev("p", 2)], { epoch: epochA });
+    // A loses the database: its next batch is on the wire but the server does not see it yet.
+    proxy.pause();
+    const late = a.append("p", [ev("p", 3, "message_end", { message: {} })], { epoch: epochA });
+    const outcome = late.then(() => "stored", (e) => e);
+    const epochB = await b.claimHolder("p", "replica-b");
+    assert.equal(epochB, epochA + 1);
+    await b.append("p", [ev("p", 3, "agent_end")], { epoch: epochB });
+    proxy.resume();
+    const error = await outcome;
+    assert.ok(error instanceof FencedError, `the old holder's append ended as ${error}`);
+    assert.equal(error.current, epochB);
+    const rows = await b.events("p", { after: 0, limit: 10 });
+    assert.deepEqual(rows.map((r) => `${r.seq} ${r.type}`), [
+      "1 agent_start",
+      "2 agent_start",
+      "3 agent_end",
+    ]);
+    // And once back, it stays fenced.
+    await assert.rejects(a.append("p", [ev("p", 4)], { epoch: epochA }), FencedError);
+  } finally {
+    await a.close();
+    await b.close();
+  }
+}
 
-    await t.step("a failing migration rolls back every step of the call", async () => {
-      const sql = connectPostgres(await server.newDatabase(), { max: 1 });
-      try {
-        await assert.rejects(
-          migrate(sql, [
-            { version: 1, title: "fine", sql: "CREATE TABLE first_step(x int)" },
-            { version: 2, title: "broken", sql: "CREATE TABLE first_step(x int)" },
-          ]),
-          /already exists/,
-        );
-        const [row] = await sql`SELECT to_regclass('first_step') AS t, to_regclass('schema_version') AS v`;
-        assert.deepEqual([row.t, row.v], [null, null]);
-      } finally {
-        await sql.end();
-      }
-    });
+async function concurrentMigrations(server: Postgres) {
+  const url = await server.newDatabase();
+  const one = connectPostgres(url, { max: 1 });
+  const two = connectPostgres(url, { max: 1 });
+  try {
+    const results = await Promise.all([migrate(one), migrate(two)]);
+    const newest = MIGRATIONS.at(-1)!.version;
+    assert.deepEqual(results.map((r) => r.applied.length).sort(), [0, MIGRATIONS.length]);
+    assert.ok(results.every((r) => r.to === newest));
+    const versions = await one`SELECT version FROM schema_version ORDER BY version`;
+    assert.deepEqual(versions.map((v) => v.version), MIGRATIONS.map((m) => m.version));
+    const again = await migrate(two);
+    assert.deepEqual(again, { from: newest, to: newest, applied: [] });
+  } finally {
+    await one.end();
+    await two.end();
+  }
+}
 
-    await t.step("a schema newer than this build is refused", async () => {
-      const sql = connectPostgres(await server.newDatabase(), { max: 1 });
-      try {
-        await migrate(sql);
-        await sql`INSERT INTO schema_version(version, title) VALUES (999, 'from the future')`;
-        await assert.rejects(migrate(sql), /schema is version 999, newer than this lvmh's/);
-      } finally {
-        await sql.end();
-      }
-    });
-  },
-});
+async function failedMigration(server: Postgres) {
+  const sql = connectPostgres(await server.newDatabase(), { max: 1 });
+  try {
+    await assert.rejects(
+      migrate(sql, [
+        { version: 1, title: "fine", sql: "CREATE TABLE first_step(x int)" },
+        { version: 2, title: "broken", sql: "CREATE TABLE first_step(x int)" },
+      ]),
+      /already exists/,
+    );
+    const [row] = await sql`SELECT to_regclass('first_step') AS t, to_regclass('schema_version') AS v`;
+    assert.deepEqual([row.t, row.v], [null, null]);
+  } finally {
+    await sql.end();
+  }
+}
+
+async function newerSchema(server: Postgres) {
+  const sql = connectPostgres(await server.newDatabase(), { max: 1 });
+  try {
+    await migrate(sql);
+    await sql`INSERT INTO schema_version(version, title) VALUES (999, 'from the future')`;
+    await assert.rejects(migrate(sql), /schema is version 999, newer than this lvmh's/);
+  } finally {
+    await sql.end();
+  }
+}
