@@ -37,7 +37,7 @@ import { startIdleCollector } from "./memory.ts";
 import { WalCheckpointer } from "./wal_checkpointer.ts";
 import { Workspaces } from "./workspaces.ts";
 import { SessionChanges } from "./changes/session_changes.ts";
-import { startBackfill } from "./search/backfill.ts";
+import { startIndexer } from "./search/indexer.ts";
 import { Budgets } from "./budgets.ts";
 import { Presence } from "./presence.ts";
 
@@ -60,7 +60,7 @@ export function createDaemon(config: Config, routes: RouteDef[]): Daemon {
   const checkpointer = new WalCheckpointer(store.db, config.dbPath);
   // The daemon's store always keeps the index; events stored before it existed are indexed in the background.
   const search = store.search!;
-  const stopBackfill = startBackfill(search, store.gate);
+  const stopIndexer = startIndexer(search, store.gate, () => store.lastAppendAt);
   const hub = new Hub();
   // Ingest tells the registry which sessions a commit changed; the registry reads committed seqs from ingest.
   const ingest = new Ingest(store, hub, (commits) => {
@@ -206,7 +206,7 @@ export function createDaemon(config: Config, routes: RouteDef[]): Daemon {
       await backend.close?.();
       app.sessions.closeAll(CloseCode.goingAway, "daemon shutting down");
       hub.closeAll(CloseCode.goingAway, "daemon shutting down");
-      stopBackfill();
+      stopIndexer();
       await checkpointer.close();
       store.close();
     },

@@ -80,6 +80,7 @@ export class Store {
   #selectBefore: StatementSync;
   #updateSession: StatementSync;
   #search: SqliteSearch | null;
+  #lastAppendAt = -Infinity;
   /** Whether the file takes writes: every write of this file (this store's and the other tables') goes through. */
   readonly gate: WriteGate;
 
@@ -126,9 +127,14 @@ export class Store {
     this.gate = gateOf(this.#db);
   }
 
-  /** The full-text index of the event log (lib/search/), written in the events' own transactions. */
+  /** The full-text index of the event log (lib/search/), following the events behind ingest. */
   get search(): SqliteSearch | null {
     return this.#search;
+  }
+
+  /** When a batch of events was last stored (`performance.now()`; -Infinity before the first). */
+  get lastAppendAt(): number {
+    return this.#lastAppendAt;
   }
 
   /** The database handle, for the other tables' stores (approvals) that share this file. */
@@ -230,6 +236,7 @@ export class Store {
    * @throws {Error} when SQLite fails; nothing of the batch is then stored.
    */
   appendBatch(events: AgentEvent[]): SessionCommit[] {
+    this.#lastAppendAt = performance.now();
     return this.gate.run(() => this.#appendBatch(events));
   }
 
@@ -237,7 +244,6 @@ export class Store {
   #appendBatch(events: AgentEvent[], manyAtOnce = true): SessionCommit[] {
     const commits = new Map<string, { commit: SessionCommit; row: SessionRow }>();
     const rows = new RowBuffer(this.#insertEvent, this.#insertEvents);
-    const searchable: AgentEvent[] = [];
     this.#db.exec("BEGIN IMMEDIATE");
     try {
       for (const event of events) {
@@ -268,7 +274,6 @@ export class Store {
         } else if (rows.insertOne(event.sessionId, event.seq, ts, event.type, payload) === 0) continue;
         const json = eventJson({ sessionId: event.sessionId, seq: event.seq, ts, type: event.type, payload });
         commit.inserted.push({ seq: event.seq, json, event: storedForm(event, ts) });
-        searchable.push(event);
         commit.lastSeq = row.lastSeq = Math.max(row.lastSeq, event.seq);
         row.lastEventAt = Math.max(row.lastEventAt ?? 0, ts);
         const state = stateAfter(event.type, row.state);
@@ -286,8 +291,6 @@ export class Store {
         console.error("lvmh: a batch met rows it did not expect in the events table; stored row by row");
         return this.#appendBatch(events, false);
       }
-      // In this transaction: a hit is findable as soon as its event is readable, and a crash keeps neither.
-      this.#search?.addEvents(searchable);
       for (const { commit, row } of commits.values()) {
         if (commit.infoChanged) {
           this.#updateSession.run(row.info, row.lastSeq, row.lastEventAt, row.state, row.ask, row.id);
@@ -317,6 +320,7 @@ export class Store {
         this.#search?.removeSession(id);
         this.#db.prepare("DELETE FROM events WHERE sessionId = ?").run(id);
         this.#db.prepare("DELETE FROM sessions WHERE id = ?").run(id);
+        this.#search?.sessionRemoved();
         this.#db.exec("COMMIT");
       } catch (error) {
         if (this.#db.isTransaction) this.#db.exec("ROLLBACK");

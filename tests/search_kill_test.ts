@@ -1,7 +1,7 @@
 /**
  * The search index through a daemon SIGKILL: a plugin streams searchable events while the daemon is killed and
- * restarted; afterwards every stored searchable event has exactly one index row and every index row has its
- * event (nothing missing, nothing stale), and each event is found by its own word.
+ * restarted; each event is found by its own word, and once the index has caught up every stored searchable
+ * event has exactly one index row and every index row has its event (nothing missing, nothing stale).
  */
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
@@ -37,6 +37,19 @@ Deno.test("search: the index survives SIGKILL and a restart with no missing or s
         const page = await (await daemon.api(`/api/search?q=marker${i}`)).json();
         assert.deepEqual(page.hits.map((h: { seq: number }) => h.seq), [i], `marker${i}`);
       }
+      // The index follows the events behind ingest: wait until it has reached the last one.
+      await waitFor(() => {
+        const db = new DatabaseSync(`${dataDir}/lvmh.db`, { readOnly: true });
+        try {
+          const top = db.prepare("SELECT max(rowid) AS m FROM events").get() as { m: number };
+          const upto = db.prepare("SELECT value FROM search_meta WHERE key = 'indexed_upto'").get() as
+            | { value: number }
+            | undefined;
+          return (upto?.value ?? 0) >= top.m || undefined;
+        } finally {
+          db.close();
+        }
+      }, "the index caught up");
       await agent.close();
     } finally {
       await daemon.stop();

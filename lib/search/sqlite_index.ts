@@ -2,15 +2,21 @@
  * The search index of the SQLite store: FTS5 over the searchable text of each event (lib/search/extract.ts).
  * The index keeps no copy of the text (contentless, with deletes): a row's id is its event's rowid in
  * `events` (a session's own names use minus its rowid in `sessions`), and beside the index it keeps only the
- * small columns a hit shows. A hit's snippet is made from the event itself (lib/search/snippet.ts). The store
- * writes rows in the transaction that stores their events, so a hit is findable as soon as its event is
- * readable, and a crash leaves both or neither.
+ * small columns a hit shows. A hit's snippet is made from the event itself (lib/search/snippet.ts).
+ *
+ * Events are indexed behind ingest, not in its transactions: FTS5's tokenizing and posting lists cost two to
+ * three times the event's own insert, which would cut the ingest rate to a third. The index follows the
+ * events table in rowid order (`indexed_upto`, kept in the same transaction as the rows it covers, so a crash
+ * leaves them consistent), in steps that lib/search/indexer.ts runs when ingest pauses. A search reads the
+ * events past that point itself and matches them with the index's own rules (lib/search/match.ts), so a hit
+ * is still findable as soon as its event is readable. Session names are few and indexed at once.
  */
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { InvalidError } from "../errors.ts";
 import { docOf, type SearchDoc, sessionText } from "./extract.ts";
 import { parseQuery, type QueryTerm } from "./query.ts";
 import { makeSnippet } from "./snippet.ts";
+import { textMatcher } from "./match.ts";
 import type { SearchHit, SearchIndex, SearchKind, SearchPage, SearchRequest } from "./types.ts";
 
 const SCHEMA = `
@@ -20,7 +26,15 @@ CREATE VIRTUAL TABLE IF NOT EXISTS search_fts USING fts5(
 CREATE TABLE IF NOT EXISTS search_meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 `;
 /** The index's layout: a file with another (or none recorded) has its index dropped and built again. */
-const LAYOUT = 3;
+const LAYOUT = 4;
+
+/**
+ * The most events past the index a search reads itself (newest first). Ingest far ahead of the index (a flood,
+ * or a large file met for the first time) leaves older unindexed events out until the indexer reaches them.
+ */
+export const MAX_UNINDEXED_SCAN = 20_000;
+/** Rows read at a time of the events past the index. */
+const UNINDEXED_PAGE = 128;
 
 /**
  * Matches ranked per query: the newest this many, by bm25. A word in half of a million events would otherwise
@@ -40,10 +54,10 @@ export interface IndexedEvent {
   type: string;
 }
 
-/** Where indexing an existing database stands: event rowids up to `end` are indexed once `next` reaches it. */
-export interface BackfillState {
-  next: number;
-  end: number;
+/** How far the index is behind the events: rowids up to `upto` are indexed, the events go up to `top`. */
+export interface IndexLag {
+  upto: number;
+  top: number;
 }
 
 interface HitRow {
@@ -65,8 +79,8 @@ export class SqliteSearch implements SearchIndex {
   #statements = new Map<string, StatementSync>();
 
   /**
-   * Create the index when missing. A database that had events before the index existed is marked for
-   * indexing (`backfillStep`); its sessions are indexed at once (one row each).
+   * Create the index when missing; its sessions are indexed at once (one row each), their events by
+   * `indexStep`.
    */
   constructor(db: DatabaseSync) {
     this.#db = db;
@@ -94,10 +108,8 @@ export class SqliteSearch implements SearchIndex {
     if (existed) return;
     db.exec("BEGIN IMMEDIATE");
     try {
-      const end = (db.prepare("SELECT max(rowid) AS m FROM events").get() as { m: number | null }).m ?? 0;
       this.#setMeta("layout", LAYOUT);
-      this.#setMeta("backfill_next", 0);
-      this.#setMeta("backfill_end", end);
+      this.#setMeta("indexed_upto", 0);
       const sessions = db.prepare("SELECT id, info FROM sessions").all() as { id: string; info: string }[];
       for (const s of sessions) this.setSession(s.id, JSON.parse(s.info));
       db.exec("COMMIT");
@@ -112,46 +124,42 @@ export class SqliteSearch implements SearchIndex {
     return this.#db;
   }
 
-  /** Index the searchable text of stored events; called inside the transaction that inserted them. */
-  addEvents(events: readonly IndexedEvent[]): void {
-    const found: { event: IndexedEvent; doc: SearchDoc }[] = [];
-    for (const event of events) {
-      const doc = docOf(event as IndexedEvent & Record<string, unknown>);
-      if (doc) found.push({ event, doc });
-    }
-    if (!found.length) return;
-    // Rowids by one range read per session of the batch, not one lookup per event.
-    const rowids = new Map<string, Map<number, number>>();
-    const bySession = Map.groupBy(found, (f) => f.event.sessionId);
-    for (const [sessionId, group] of bySession) {
-      let lo = Infinity;
-      let hi = -Infinity;
-      for (const { event } of group) (lo = Math.min(lo, event.seq), hi = Math.max(hi, event.seq));
-      const rows = this.#rowidsOf.all(sessionId, lo, hi) as { seq: number; r: number }[];
-      rowids.set(sessionId, new Map(rows.map((r) => [r.seq, r.r])));
-    }
+  /**
+   * Index up to `rows` events past the index, in rowid order, in the caller's transaction.
+   * @returns how far the index is behind afterwards (null when it has caught up).
+   */
+  indexStep(rows: number): IndexLag | null {
+    const upto = this.#meta("indexed_upto") ?? 0;
+    const page = this.#prepared(
+      "SELECT rowid, sessionId, seq, ts, type, payload FROM events WHERE rowid > ? ORDER BY rowid LIMIT ?",
+    ).all(upto, rows) as unknown as (IndexedEvent & { rowid: number; payload: string })[];
+    if (!page.length) return null;
     const args: (string | number | null)[] = [];
-    for (const { event, doc } of found) {
-      const rowid = rowids.get(event.sessionId)?.get(event.seq);
-      if (rowid === undefined) continue;
-      args.push(
-        rowid,
-        doc.body,
-        tagsOf(event.sessionId, doc.kind),
-        event.sessionId,
-        event.seq,
-        Math.trunc(event.ts),
-        doc.kind,
-        doc.role,
-        doc.toolName,
-      );
+    for (const row of page) {
+      const doc = docOf({ ...JSON.parse(row.payload), type: row.type });
+      if (!doc) continue;
+      args.push(...this.#columns(row.rowid, row, doc));
       if (args.length === DOCS_PER_INSERT * DOC_COLUMNS) this.#insertMany.run(...args.splice(0));
     }
     for (let i = 0; i < args.length; i += DOC_COLUMNS) this.#insert.run(...args.slice(i, i + DOC_COLUMNS));
+    const next = page[page.length - 1].rowid;
+    this.#setMeta("indexed_upto", next);
+    return page.length < rows ? null : this.lag();
   }
 
-  #add(rowid: number, event: IndexedEvent, doc: SearchDoc): void {
-    this.#insert.run(
+  /** How far the index is behind the events (null when it is not). */
+  lag(): IndexLag | null {
+    const upto = this.#meta("indexed_upto") ?? 0;
+    const top = this.#topRowid();
+    return top > upto ? { upto, top } : null;
+  }
+
+  #topRowid(): number {
+    return (this.#prepared("SELECT max(rowid) AS m FROM events").get() as { m: number | null }).m ?? 0;
+  }
+
+  #columns(rowid: number, event: IndexedEvent, doc: SearchDoc): (string | number | null)[] {
+    return [
       rowid,
       doc.body,
       tagsOf(event.sessionId, doc.kind),
@@ -161,7 +169,7 @@ export class SqliteSearch implements SearchIndex {
       doc.kind,
       doc.role,
       doc.toolName,
-    );
+    ];
   }
 
   /** Index (or index again) a session's name, title, cwd and repo; called inside the store's write. */
@@ -177,10 +185,23 @@ export class SqliteSearch implements SearchIndex {
 
   /** Remove everything of a session; called inside the transaction that deletes it, before its rows go. */
   removeSession(id: string): void {
-    this.#prepared("DELETE FROM search_fts WHERE rowid IN (SELECT rowid FROM events WHERE sessionId = ?)")
-      .run(id);
+    const upto = this.#meta("indexed_upto") ?? 0;
+    this.#prepared(
+      "DELETE FROM search_fts WHERE rowid IN (SELECT rowid FROM events WHERE sessionId = ? AND rowid <= ?)",
+    ).run(id, upto);
     const docid = this.#sessionDocid(id);
     if (docid !== null) this.#prepared("DELETE FROM search_fts WHERE rowid = ?").run(docid);
+  }
+
+  /**
+   * After a session's events are deleted: SQLite gives a new row the highest rowid left plus one, so when the
+   * deleted rows were the newest, new events could take rowids the index already passed. The index's mark
+   * goes back to the highest rowid left (everything above it is gone).
+   */
+  sessionRemoved(): void {
+    const upto = this.#meta("indexed_upto") ?? 0;
+    const top = this.#topRowid();
+    if (top < upto) this.#setMeta("indexed_upto", top);
   }
 
   /** A session's own row: minus its rowid in `sessions` (events' rowids are positive). */
@@ -191,63 +212,119 @@ export class SqliteSearch implements SearchIndex {
     return row ? -row.r : null;
   }
 
-  /** Indexing of events stored before the index existed: where it stands (null when there is none to do). */
-  backfillState(): BackfillState | null {
-    const next = this.#meta("backfill_next");
-    const end = this.#meta("backfill_end");
-    return next === null || end === null || next >= end ? null : { next, end };
-  }
-
-  /**
-   * Index up to `rows` events stored before the index existed, in one transaction of the caller's.
-   * @returns the state after this step (null once done).
-   */
-  backfillStep(rows: number): BackfillState | null {
-    const state = this.backfillState();
-    if (!state) return null;
-    const page = this.#prepared(
-      "SELECT rowid, sessionId, seq, ts, type, payload FROM events WHERE rowid > ? AND rowid <= ? ORDER BY rowid LIMIT ?",
-    ).all(state.next, state.end, rows) as unknown as (IndexedEvent & { rowid: number; payload: string })[];
-    const have = this.#prepared("SELECT 1 FROM search_fts WHERE rowid = ?");
-    for (const row of page) {
-      const doc = docOf({ ...JSON.parse(row.payload), type: row.type });
-      // A row stored after the index existed can take a rowid below `end` (when the highest rows were deleted
-      // in between): it was indexed with its transaction.
-      if (doc && have.get(row.rowid) === undefined) this.#add(row.rowid, row, doc);
-    }
-    const next = page.length < rows ? state.end : page[page.length - 1].rowid;
-    this.#setMeta("backfill_next", next);
-    return next >= state.end ? null : { next, end: state.end };
-  }
-
   search(request: SearchRequest): SearchPage {
     const parsed = parseQuery(request.q);
     if (!parsed.match) return { hits: [] };
-    const cursor = request.cursor === undefined ? null : decodeCursor(request.cursor);
-    const max = cursor?.max ?? Number.MAX_SAFE_INTEGER;
-    const offset = cursor?.offset ?? 0;
+    // Fixed at the first page: events stored, and indexed, while a person pages on do not shift the pages.
+    const top = this.#topRowid();
+    const at = request.cursor === undefined
+      ? { top, upto: this.#meta("indexed_upto") ?? 0, tail: top, offset: 0 }
+      : decodeCursor(request.cursor);
+    at.upto = Math.min(at.upto, at.top);
+    // The newest events, not indexed yet, come first; then the index's ranked hits.
+    const want = request.limit + 1;
+    const fresh = this.#unindexedHits(request, parsed.terms, at.upto, at.tail, want);
+    const indexed = fresh.length < want
+      ? this.#indexedHits(request, parsed, at.upto, at.offset, want - fresh.length)
+      : [];
+    const all = [...fresh.map((f) => f.hit), ...indexed];
+    const hits = all.slice(0, request.limit);
+    if (all.length <= request.limit) return { hits };
+    const next = fresh.length > request.limit
+      ? { ...at, tail: fresh[request.limit].rowid }
+      : { ...at, tail: at.upto, offset: at.offset + request.limit - fresh.length };
+    return next.offset < RANKED_WINDOW ? { hits, next: encodeCursor(next) } : { hits };
+  }
+
+  /**
+   * Up to `want` hits among the events past the index (rowids in (`upto`, `tail`]), read and matched here,
+   * newest first, each with its rowid (where the next page goes on). Reads in small pages and stops once it
+   * has enough, so a common word costs a few rows; at most `MAX_UNINDEXED_SCAN` rows in all.
+   */
+  #unindexedHits(
+    request: SearchRequest,
+    terms: QueryTerm[],
+    upto: number,
+    tail: number,
+    want: number,
+  ): { hit: SearchHit; rowid: number }[] {
+    const found: { hit: SearchHit; rowid: number }[] = [];
+    const matcher = tail > upto ? textMatcher(terms) : null;
+    if (!matcher) return found;
+    // SQLite narrows the rows before JavaScript parses any (the scan's cost): each wanted term's longest
+    // token, when plain ASCII, must appear in the row's text, ignoring case, unless the row has characters
+    // beyond ASCII (an accented letter the index folds to that token). Never a row that could match is left out.
+    const filters = ["rowid > ?", "rowid <= ?"];
+    const args: (string | number)[] = [];
+    if (request.sessionId !== undefined) (filters.push("sessionId = ?"), args.push(request.sessionId));
+    for (const token of matcher.requiredAscii) {
+      filters.push("(payload LIKE ? OR octet_length(payload) > length(payload))");
+      args.push(`%${token}%`);
+    }
+    const page = this.#prepared(
+      `SELECT rowid, sessionId, seq, ts, type, payload FROM events WHERE ${filters.join(" AND ")}
+       ORDER BY rowid DESC LIMIT ${UNINDEXED_PAGE}`,
+    );
+    let below = tail;
+    for (let scanned = 0; scanned < MAX_UNINDEXED_SCAN;) {
+      const rows = page.all(
+        upto,
+        below,
+        ...args,
+      ) as unknown as (IndexedEvent & { rowid: number; payload: string })[];
+      for (const row of rows) {
+        const doc = docOf({ ...JSON.parse(row.payload), type: row.type });
+        if (!doc || !kindWanted(doc.kind, request.type) || !matcher.test(doc.body)) continue;
+        const hit: SearchHit = {
+          sessionId: row.sessionId,
+          seq: row.seq,
+          ts: Math.trunc(row.ts),
+          type: doc.kind,
+          snippet: makeSnippet(doc.body, terms),
+        };
+        if (doc.role) hit.role = doc.role;
+        if (doc.toolName) hit.toolName = doc.toolName;
+        if (found.push({ hit, rowid: row.rowid }) === want) return found;
+      }
+      if (rows.length < UNINDEXED_PAGE) break;
+      scanned += rows.length;
+      below = rows[rows.length - 1].rowid - 1;
+    }
+    return found;
+  }
+
+  /** Ranked hits from the index among rowids up to `upto` (the session rows included). */
+  #indexedHits(
+    request: SearchRequest,
+    parsed: { match: string | null; terms: QueryTerm[] },
+    upto: number,
+    offset: number,
+    limit: number,
+  ): SearchHit[] {
     try {
-      return this.#search(request, parsed.match, parsed.terms, max, offset);
+      return this.#ranked(request, parsed.match!, parsed.terms, upto, offset, limit);
     } catch {
       // The quoting in lib/search/query.ts leaves FTS5 nothing to refuse; should it refuse anyway, the words
       // alone are searched, and failing that nothing is found: a person's query never becomes a 500.
       const plain = plainMatch(parsed.terms);
-      if (!plain) return { hits: [] };
+      if (!plain) return [];
       try {
-        return this.#search(request, plain, parsed.terms, max, offset);
+        return this.#ranked(request, plain, parsed.terms, upto, offset, limit);
       } catch {
-        return { hits: [] };
+        return [];
       }
     }
   }
 
-  #search(
+  #ranked(
     request: SearchRequest,
     match: string,
     terms: QueryTerm[],
-    max: number,
+    upto: number,
     offset: number,
-  ): SearchPage {
+    limit: number,
+  ): SearchHit[] {
+    if (offset >= RANKED_WINDOW) return [];
     // What a person typed is matched in the text only; the filters go through the tags column, so FTS5
     // intersects them with the words instead of reading every match's columns (then checked exactly).
     let full = `body : (${match})`;
@@ -262,24 +339,14 @@ export class SqliteSearch implements SearchIndex {
     else if (request.type === "message") full += " AND tags : (kprompt OR kmessage)";
     else if (request.type === "tool") full += " AND tags : ktool";
     const where = filters.map((f) => ` AND ${f}`).join("");
-    // Fixed at the first page: events stored while a person pages on do not shift the pages.
-    const top = cursor(max) ??
-      (this.#prepared("SELECT max(rowid) AS m FROM events").get() as { m: number | null })
-        .m ??
-      0;
-    args.unshift(full, top);
+    args.unshift(full, upto);
     const rows = this.#prepared(
       `SELECT id, sessionId, seq, ts, kind, role, toolName FROM (
          SELECT rowid AS id, sessionId, seq, ts, kind, role, toolName, bm25(search_fts) AS r FROM search_fts
          WHERE search_fts MATCH ? AND rowid <= ?${where} ORDER BY rowid DESC LIMIT ${RANKED_WINDOW})
        ORDER BY r, id DESC LIMIT ? OFFSET ?`,
-    ).all(...args, request.limit + 1, offset) as unknown as HitRow[];
-    const more = rows.length > request.limit;
-    const hits = rows.slice(0, request.limit).map((row) => this.#hit(row, terms));
-    const next = more && offset + request.limit < RANKED_WINDOW
-      ? encodeCursor({ max: top, offset: offset + request.limit })
-      : undefined;
-    return next ? { hits, next } : { hits };
+    ).all(...args, limit, offset) as unknown as HitRow[];
+    return rows.map((row) => this.#hit(row, terms));
   }
 
   #hit(row: HitRow, terms: QueryTerm[]): SearchHit {
@@ -352,9 +419,11 @@ function quoteTag(sessionId: string): string {
   return `"${sessionId.replaceAll('"', '""')}"`;
 }
 
-/** The cursor's fixed top, or null on a first page. */
-function cursor(max: number): number | null {
-  return max === Number.MAX_SAFE_INTEGER ? null : max;
+/** Whether a row of `kind` passes the `type` filter. */
+function kindWanted(kind: SearchKind, filter: SearchRequest["type"]): boolean {
+  if (filter === undefined) return true;
+  if (filter === "message") return kind === "prompt" || kind === "message";
+  return kind === filter;
 }
 
 function plainMatch(terms: QueryTerm[]): string | null {
@@ -362,13 +431,20 @@ function plainMatch(terms: QueryTerm[]): string | null {
   return words.length ? words.map((w) => `"${w}"`).join(" AND ") : null;
 }
 
+/**
+ * Where a page starts: the events as they were at the first page (`top`, and `upto` indexed), the highest
+ * rowid of the unindexed ones not yet read (`tail`; `upto` once they all were), and how many of the index's
+ * hits were shown.
+ */
 interface Cursor {
-  max: number;
+  top: number;
+  upto: number;
+  tail: number;
   offset: number;
 }
 
 function encodeCursor(cursor: Cursor): string {
-  return btoa(`${cursor.max}:${cursor.offset}`).replaceAll("=", "");
+  return btoa(`${cursor.top}:${cursor.upto}:${cursor.tail}:${cursor.offset}`).replaceAll("=", "");
 }
 
 /** @throws {InvalidError} when the text is not a cursor this index made. */
@@ -379,9 +455,9 @@ function decodeCursor(text: string): Cursor {
   } catch {
     // Not base64: reported below.
   }
-  const match = /^(\d{1,15}):(\d{1,6})$/.exec(plain);
-  if (!match || Number(match[2]) >= RANKED_WINDOW) {
+  const match = /^(\d{1,15}):(\d{1,15}):(\d{1,15}):(\d{1,6})$/.exec(plain);
+  if (!match || Number(match[4]) >= RANKED_WINDOW) {
     throw new InvalidError("before: not a cursor of this search");
   }
-  return { max: Number(match[1]), offset: Number(match[2]) };
+  return { top: Number(match[1]), upto: Number(match[2]), tail: Number(match[3]), offset: Number(match[4]) };
 }

@@ -51,6 +51,10 @@ async function withStore(fn: (store: Store, path: string) => void | Promise<void
   }
 }
 
+/** Run the indexer's steps until the index has caught up with the events. */
+const indexAll = (store: Store) => {
+  while (store.search!.indexStep(100)) { /* next step */ }
+};
 const find = (store: Store, q: string, extra = {}) => store.search!.search({ q, limit: 20, ...extra });
 const seqs = (store: Store, q: string, extra = {}) =>
   find(store, q, extra).hits.map((h) => [h.sessionId, h.seq]);
@@ -169,6 +173,7 @@ Deno.test("SqliteSearch forgets a deleted session's rows", () =>
     store.upsertSession(info("a"));
     store.upsertSession(info("b"));
     store.appendBatch([msg("a", 1, "user", "shared word"), msg("b", 1, "user", "shared word")]);
+    indexAll(store);
     store.deleteSession("a");
     assert.deepEqual(seqs(store, "shared"), [["b", 1]]);
     const db = new DatabaseSync(path);
@@ -200,16 +205,14 @@ Deno.test("SqliteSearch indexes a database that predates it, step by step, with 
     const store = new Store(`${dir}/lvmh.db`);
     try {
       assert.deepEqual(seqs(store, "legacy"), [["a", 0]], "sessions are indexed at once");
-      assert.equal(find(store, "oldword").hits.length, 0);
-      assert.deepEqual(store.search!.backfillState(), { next: 0, end: 250 });
+      assert.deepEqual(store.search!.lag(), { upto: 0, top: 250 });
+      assert.equal(find(store, "oldword", { limit: 100 }).hits.length, 100, "found before they are indexed");
       store.appendBatch([msg("a", 251, "user", "new oldword")]);
-      assert.deepEqual(seqs(store, "oldword"), [["a", 251]], "ingest is indexed while the backfill waits");
+      assert.deepEqual(seqs(store, "oldword", { limit: 1 }), [["a", 251]], "the newest first");
       let steps = 0;
-      while (store.search!.backfillState()) {
-        store.search!.backfillStep(100);
-        steps++;
-      }
-      assert.equal(steps, 3);
+      while (store.search!.indexStep(100)) steps++;
+      assert.equal(steps, 2, "251 events in steps of 100");
+      assert.equal(store.search!.lag(), null);
       assert.equal(find(store, "oldword", { limit: 100 }).next !== undefined, true);
       const count = (store.db.prepare("SELECT count(*) AS n FROM search_fts WHERE kind = 'prompt'").get() as {
         n: number;
@@ -221,7 +224,7 @@ Deno.test("SqliteSearch indexes a database that predates it, step by step, with 
     // Reopened: nothing left to do, nothing indexed twice.
     const again = new Store(`${dir}/lvmh.db`);
     try {
-      assert.equal(again.search!.backfillState(), null);
+      assert.equal(again.search!.lag(), null);
       assert.equal(again.search!.search({ q: '"event 7"', limit: 5 }).hits.length, 1);
     } finally {
       again.close();
@@ -230,6 +233,81 @@ Deno.test("SqliteSearch indexes a database that predates it, step by step, with 
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("SqliteSearch: events past the index are matched by the index's own rules", () =>
+  withStore((store) => {
+    store.upsertSession(info("a"));
+    const texts = [
+      "Deploy the branch to staging",
+      "deployment failed: lib/store.ts line 42",
+      "Café déjà vu résumé naïve",
+      "cafe deja vu resume naive",
+      "Ελληνικά κείμενα με τόνους",
+      "漢字のテキスト and 한국어",
+      "snake_case camelCase kebab-case v1.2.3 x86_64",
+      "fix the error, then run the test again",
+      "the error was fixed; tests run",
+      "ÉCOLE Straße ﬁle",
+    ];
+    store.appendBatch(
+      texts.map((t, i) => msg("a", i + 1, i % 2 ? "assistant" : "user", t, i === 2 ? "deploy" : null)),
+    );
+    const queries = [
+      "deploy",
+      "deploy*",
+      "Deploy -staging",
+      '"lib/store"',
+      "store.ts",
+      "cafe",
+      "CAFÉ",
+      "deja*",
+      "naïve",
+      "τόνους",
+      "τονους",
+      "漢字のテキスト",
+      "한국어",
+      "snake_case",
+      "camel*",
+      "kebab-case",
+      "1.2.3",
+      "x86",
+      '"the error"',
+      '"error was"*',
+      '"run the" -fixed',
+      "ecole",
+      "strasse",
+      "straße",
+      "file",
+      "e*",
+      '"',
+      "-error",
+    ];
+    const unindexed = queries.map((q) => find(store, q, { limit: 100 }).hits.map((h) => h.seq).sort());
+    indexAll(store);
+    const indexed = queries.map((q) => find(store, q, { limit: 100 }).hits.map((h) => h.seq).sort());
+    for (const [i, q] of queries.entries()) assert.deepEqual(unindexed[i], indexed[i], `query ${q}`);
+    assert.ok(indexed.some((h) => h.length > 1), "the queries find something");
+  }));
+
+Deno.test("SqliteSearch: new events after the newest session was deleted are indexed (rowids reused)", () =>
+  withStore((store) => {
+    store.upsertSession(info("a"));
+    store.upsertSession(info("b"));
+    store.appendBatch([
+      msg("a", 1, "user", "first"),
+      msg("b", 1, "user", "newest"),
+      msg("b", 2, "user", "too"),
+    ]);
+    indexAll(store);
+    store.deleteSession("b");
+    store.appendBatch([msg("a", 2, "user", "after the delete reused")]);
+    indexAll(store);
+    const count = (store.db.prepare("SELECT count(*) AS n FROM search_fts WHERE kind = 'prompt'").get() as {
+      n: number;
+    }).n;
+    assert.equal(count, 2, "a's two events, each once");
+    assert.deepEqual(seqs(store, "reused"), [["a", 2]]);
+  }));
 
 Deno.test("parseQuery() output is accepted by FTS5 for every hostile input", () => {
   const db = new DatabaseSync(":memory:");
@@ -250,6 +328,7 @@ Deno.test("SqliteSearch indexes every event of a large batch over many sessions,
     }
     store.appendBatch(events);
     store.appendBatch([msg("a", 5, "user", "bulk replay"), msg("a", 71, "user", "bulk a 71")]);
+    indexAll(store);
     const count = (where: string) =>
       (store.db.prepare(`SELECT count(*) AS n FROM search_fts WHERE kind = 'prompt'${where}`).get() as {
         n: number;
@@ -259,4 +338,26 @@ Deno.test("SqliteSearch indexes every event of a large batch over many sessions,
     assert.equal(count(" AND sessionId = 'b'"), 70);
     assert.deepEqual(seqs(store, '"bulk c 69"'), [["c", 69]]);
     assert.deepEqual(seqs(store, "replay"), [], "a replayed seq is not indexed again");
+  }));
+
+Deno.test("SqliteSearch pages across the events past the index and the index's own hits, each hit once", () =>
+  withStore((store) => {
+    store.upsertSession(info("a"));
+    store.appendBatch(Array.from({ length: 12 }, (_, i) => msg("a", i + 1, "user", `pager old ${i + 1}`)));
+    indexAll(store);
+    store.appendBatch(Array.from({ length: 7 }, (_, i) => msg("a", i + 13, "user", `pager new ${i + 13}`)));
+    const seen: number[] = [];
+    let cursor: string | undefined;
+    let pages = 0;
+    do {
+      const page = find(store, "pager", { limit: 3, ...(cursor ? { cursor } : {}) });
+      seen.push(...page.hits.map((h) => h.seq));
+      cursor = page.next;
+      pages++;
+      // Indexing between pages moves nothing: the cursor keeps the first page's view.
+      if (pages === 2) indexAll(store);
+    } while (cursor && pages < 20);
+    assert.deepEqual(seen.slice(0, 7), [19, 18, 17, 16, 15, 14, 13], "the unindexed newest first");
+    assert.deepEqual([...seen].sort((a, b) => a - b), Array.from({ length: 19 }, (_, i) => i + 1));
+    assert.equal(pages, 7);
   }));

@@ -1,0 +1,91 @@
+/**
+ * Keeps the search index up with the events, behind ingest (lib/search/sqlite_index.ts says why): small steps,
+ * each its own transaction, run once ingest has paused for a moment, so its transactions never wait behind
+ * one, and at least once a second under unbroken ingest, so the index never stops catching up. Searches read
+ * what it has not reached yet. Progress is kept in the file, so a restart goes on where it stopped; a large
+ * backlog (a file from before the index, or met for the first time) is logged.
+ */
+import type { WriteGate } from "../write_gate.ts";
+import type { SqliteSearch } from "./sqlite_index.ts";
+
+/** Events read per step: ~5–15 ms of work here, short enough to sit between two ingest batches. */
+export const INDEX_STEP_ROWS = 500;
+/** A step waits until no batch was stored for this long… */
+const QUIET_MS = 25;
+/** …but not longer than this. */
+const MAX_WAIT_MS = 1000;
+/** How often an index that has caught up looks for new events. */
+const IDLE_MS = 250;
+/** A backlog worth telling the log about. */
+const LOGGED_BACKLOG = 1000;
+/** How often progress is logged. */
+const LOG_EVERY_MS = 5000;
+/** Pause after a refused write (disk full, locked) before trying again. */
+const RETRY_MS = 1000;
+
+/**
+ * Start following the events.
+ * @param lastAppendAt when ingest last stored a batch (`performance.now()`)
+ * @returns a function that stops it (what is indexed stays indexed).
+ */
+export function startIndexer(
+  search: SqliteSearch,
+  gate: WriteGate,
+  lastAppendAt: () => number,
+  log: (line: string) => void = console.log,
+): () => void {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let stopped = false;
+  let waitingSince: number | null = null;
+  /** A logged backlog being worked off: when it started, and when progress was last logged. */
+  let backlog: { started: number; logged: number } | null = null;
+
+  const first = search.lag();
+  if (first && first.top - first.upto >= LOGGED_BACKLOG) {
+    log(`lvmh: search: indexing the events stored before the index existed (up to row ${first.top})`);
+    backlog = { started: performance.now(), logged: performance.now() };
+  }
+
+  const step = () => {
+    if (stopped) return;
+    const now = performance.now();
+    waitingSince ??= now;
+    if (now - lastAppendAt() < QUIET_MS && now - waitingSince < MAX_WAIT_MS) {
+      timer = setTimeout(step, QUIET_MS);
+      return;
+    }
+    waitingSince = null;
+    let lag;
+    try {
+      lag = gate.run(() => {
+        search.db.exec("BEGIN IMMEDIATE");
+        try {
+          const after = search.indexStep(INDEX_STEP_ROWS);
+          search.db.exec("COMMIT");
+          return after;
+        } catch (error) {
+          if (search.db.isTransaction) search.db.exec("ROLLBACK");
+          throw error;
+        }
+      });
+    } catch (error) {
+      log(`lvmh: search: indexing paused: ${(error as Error).message}`);
+      timer = setTimeout(step, RETRY_MS);
+      return;
+    }
+    const done = performance.now();
+    if (backlog && !lag) {
+      log(`lvmh: search: indexed the earlier events in ${((done - backlog.started) / 1000).toFixed(1)} s`);
+      backlog = null;
+    } else if (backlog && lag && done - backlog.logged >= LOG_EVERY_MS) {
+      backlog.logged = done;
+      log(`lvmh: search: indexing earlier events, ${Math.floor((100 * lag.upto) / lag.top)}% done`);
+    }
+    timer = setTimeout(step, lag ? 0 : IDLE_MS);
+  };
+  timer = setTimeout(step, 0);
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+  };
+}
