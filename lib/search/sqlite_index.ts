@@ -19,14 +19,16 @@ import { makeSnippet } from "./snippet.ts";
 import { textMatcher } from "./match.ts";
 import type { SearchHit, SearchIndex, SearchKind, SearchPage, SearchRequest } from "./types.ts";
 
+// prefix='2': a two-letter prefix (`w1*`) otherwise reads every term it starts (p99 190 ms at 50,000 events,
+// 16 ms with it), for an index about 45% larger; longer prefixes are narrow enough without.
 const SCHEMA = `
 CREATE VIRTUAL TABLE IF NOT EXISTS search_fts USING fts5(
   body, tags, sessionId UNINDEXED, seq UNINDEXED, ts UNINDEXED, kind UNINDEXED, role UNINDEXED, toolName UNINDEXED,
-  content='', contentless_delete=1, contentless_unindexed=1, tokenize='unicode61 remove_diacritics 2');
+  content='', contentless_delete=1, contentless_unindexed=1, tokenize='unicode61 remove_diacritics 2', prefix='2');
 CREATE TABLE IF NOT EXISTS search_meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 `;
 /** The index's layout: a file with another (or none recorded) has its index dropped and built again. */
-const LAYOUT = 4;
+const LAYOUT = 5;
 
 /**
  * The most events past the index a search reads itself (newest first). Ingest far ahead of the index (a flood,
