@@ -190,12 +190,15 @@ export class Watcher {
       case "agent_start":
         seen.failure = null;
         return;
-      case "agent_end":
-        // From the event, not the row: a short run can start and end within one coalesced row update.
-        if (seen.failure) this.#emit("run.failed", id, { reason: seen.failure });
-        else this.#emit("run.settled", id, {});
+      case "agent_end": {
+        // From the event, not the row: a short run can start and end within one coalesced row update. A click
+        // opens the conversation at the run's end.
+        const at = { seq: e.seq, path: `/sessions/${encodeURIComponent(id)}?at=${e.seq}` };
+        if (seen.failure) this.#emit("run.failed", id, { reason: seen.failure, ...at });
+        else this.#emit("run.settled", id, at);
         seen.failure = null;
         return;
+      }
       case "message_end": {
         const m: { role?: unknown; stopReason?: unknown; errorMessage?: unknown } = e.message ?? {};
         if (m.role !== "assistant") return;

@@ -47,13 +47,19 @@ function setup() {
   return { hub, got, watcher, update, kinds: () => got.map((e) => `${e.type}:${e.sessionId}`) };
 }
 
-Deno.test("Watcher turns run ends into run.settled or run.failed with the reason", () => {
+Deno.test("Watcher turns run ends into run.settled or run.failed with the reason, linked to that moment", () => {
   const { hub, got, watcher, update, kinds } = setup();
   try {
     update(row("a"));
     publish(hub, "a", { type: "agent_start" }, { type: "agent_end" });
     assert.deepEqual(kinds(), ["run.settled:a"]);
     assert.equal(got[0].data.sessionName, "name a");
+    const end = seq;
+    assert.deepEqual(
+      [got[0].data.seq, got[0].data.path],
+      [end, `/sessions/a?at=${end}`],
+      "a click opens the run's end",
+    );
     publish(hub, "a", { type: "agent_start" }, {
       type: "message_end",
       message: { role: "assistant", id: "m", stopReason: "error", errorMessage: "rate limited" },
