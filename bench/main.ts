@@ -19,6 +19,7 @@ const BENCHES = [
   "changes.ts",
   "search.ts",
   "pg_ingest.ts",
+  "usage.ts",
 ];
 
 let failed = 0;

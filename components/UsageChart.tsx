@@ -3,8 +3,17 @@
  * and it scales to a phone's width through its viewBox. Each stack is one repository or model (the five
  * largest, the rest as "other"), with a legend and a title per bar segment for the exact figure.
  */
-import type { UsageRun } from "../lib/usage.ts";
 import { formatCost, formatTokens } from "../ui/format.ts";
+
+/** What the chart reads of a run (`UsageRun` of lib/usage.ts, which stays on the server). */
+interface UsageRun {
+  day: string;
+  repo: string | null;
+  model: string;
+  inputTokens: number;
+  outputTokens: number;
+  cost: number;
+}
 
 const COLORS = ["#4f46e5", "#0891b2", "#d97706", "#16a34a", "#db2777", "#9ca3af"];
 const W = 640;

@@ -23,6 +23,7 @@ import type { MergeRequests } from "./merge_requests.ts";
 import type { SessionChanges } from "./changes/session_changes.ts";
 import type { SearchIndex } from "./search/types.ts";
 import type { Budgets } from "./budgets.ts";
+import type { UsageRuns } from "./usage.ts";
 import type { Presence } from "./presence.ts";
 
 export interface App {
@@ -69,4 +70,6 @@ export interface App {
   budgets: Budgets;
   /** Who has each session's page open (typing or not), and who holds its wheel. */
   presence: Presence;
+  /** One row per run (tokens, cost, who prompted, which model), kept from the log for usage reports. */
+  usage: UsageRuns;
 }

@@ -40,6 +40,7 @@ import { SessionChanges } from "./changes/session_changes.ts";
 import { startIndexer } from "./search/indexer.ts";
 import { Budgets } from "./budgets.ts";
 import { Presence } from "./presence.ts";
+import { UsageRuns } from "./usage.ts";
 
 /** How often sessions past the retention period are looked for (also once at start). */
 const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
@@ -66,6 +67,7 @@ export function createDaemon(config: Config, routes: RouteDef[]): Daemon {
   const ingest = new Ingest(store, hub, (commits) => {
     for (const c of commits) sessions.touch(c.sessionId);
     for (const c of commits) budgets.committed(c.sessionId);
+    usage.committed(commits);
   });
   const images = new ImageStore(store.db);
   const sessions = new Sessions(store, ingest, hub, {
@@ -83,6 +85,10 @@ export function createDaemon(config: Config, routes: RouteDef[]): Daemon {
     online: () => sessions.list().filter((s) => s.online).map((s) => s.id),
     sessions: () => store.listSessions(),
   });
+  // One row per run for usage reports, kept from the committed log; what a crash or an upgrade left unread
+  // is read in the background.
+  const usage = new UsageRuns(store.db);
+  usage.backfill(() => store.listSessions());
   const approvals = new Approvals(new ApprovalStore(store.db), {
     trySend: (id, command) => sessions.trySend(id, command),
     touch: (id) => sessions.touch(id),
@@ -150,7 +156,7 @@ export function createDaemon(config: Config, routes: RouteDef[]): Daemon {
   // The same object, not a copy: hooks and the feed read their parts at each use, so a part a test swaps on
   // `app` (a recording spawner) is the one they use.
   const presence = new Presence((frame) => hub.broadcast(frame));
-  const app: App = Object.assign(parts, { hooks, feed, budgets, presence });
+  const app: App = Object.assign(parts, { hooks, feed, budgets, presence, usage });
   budgets.onReached((event) =>
     app.audit.append({
       actor: "lvmh",
@@ -193,6 +199,7 @@ export function createDaemon(config: Config, routes: RouteDef[]): Daemon {
       stopped = true;
       clearInterval(pruneTimer);
       budgets.close();
+      usage.close();
       presence.close();
       idleStop.close();
       stopCollector();

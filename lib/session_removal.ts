@@ -8,7 +8,7 @@ import { ConflictError, sessionNotFound } from "./errors.ts";
 /** What removing a session touches. */
 type Parts =
   & Pick<App, "sessions" | "approvals" | "images" | "workspaces">
-  & Partial<Pick<App, "mergeRequests" | "budgets">>;
+  & Partial<Pick<App, "mergeRequests" | "budgets" | "usage">>;
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -24,6 +24,7 @@ export function deleteSession(app: Parts, id: string): void {
   app.workspaces.sessionDeleted(id);
   app.mergeRequests?.sessionDeleted(id);
   app.budgets?.sessionDeleted(id);
+  app.usage?.sessionDeleted(id);
 }
 
 /**

@@ -5,7 +5,7 @@
  */
 import type { Ctx } from "../lib/router.ts";
 import { page } from "./_page.tsx";
-import { groupRuns, runsIn, type UsageRow } from "../lib/usage.ts";
+import { groupRuns, type UsageRow } from "../lib/usage.ts";
 import { utcDay } from "../lib/budget_math.ts";
 import { UsageChart } from "../components/UsageChart.tsx";
 import { budgetText, budgetTone, limitText } from "../components/BudgetBar.tsx";
@@ -53,7 +53,7 @@ export const handler = {
       const from = end - days * DAY_MS;
       const dayList = Array.from({ length: days }, (_, i) => utcDay(from + i * DAY_MS));
       const sessions = ctx.app.store.listSessions();
-      const runs = runsIn(ctx.app.store.db, sessions, from, end);
+      const runs = ctx.app.usage.runs(sessions, from, end);
       const names = new Map(sessions.map((s) => [s.id, s.name ?? s.repo ?? s.id]));
       const bySession = groupRuns(runs, "session").slice(0, 10).map((r) => ({ ...r, key: r.key }));
       const budgets = ctx.app.budgets.inForce();

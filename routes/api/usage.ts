@@ -1,6 +1,6 @@
 import { json } from "../../lib/http.ts";
 import { InvalidError } from "../../lib/errors.ts";
-import { groupRuns, parseUsageQuery, runsIn } from "../../lib/usage.ts";
+import { groupRuns, parseUsageQuery } from "../../lib/usage.ts";
 import type { Handlers } from "../../lib/router.ts";
 
 /** Runs, tokens and cost from the log, grouped by day, session, repo, person or model (viewer). */
@@ -12,7 +12,7 @@ export const handler: Handlers = {
     } catch (error) {
       throw new InvalidError((error as Error).message);
     }
-    const runs = runsIn(ctx.app.store.db, ctx.app.store.listSessions(), q.from, q.to);
+    const runs = ctx.app.usage.runs(ctx.app.store.listSessions(), q.from, q.to);
     return json(groupRuns(runs, q.by));
   },
 };
