@@ -2,6 +2,7 @@
  * A session's budget as a bar: spent of the limit in force, amber from 80 %, red once reached, with what
  * happens then (the next step waits for a person, or the run stops). Renders nothing without a budget.
  */
+import type { ComponentChildren } from "preact";
 import type { BudgetGlance } from "../lib/protocol.ts";
 import { formatCost, formatTokens } from "../ui/format.ts";
 
@@ -30,8 +31,21 @@ export function limitText(limits: { maxCost?: number; maxTokens?: number }): str
   return parts.join(" and ");
 }
 
-export function BudgetBar({ budget }: { budget?: BudgetGlance }) {
-  if (!budget) return null;
+/**
+ * @param edit the form that changes it (operators): shown under the bar, or alone when there is no budget;
+ * without it the bar is read-only and nothing shows without a budget.
+ */
+export function BudgetBar({ budget, edit }: { budget?: BudgetGlance; edit?: ComponentChildren }) {
+  if (!budget) {
+    if (!edit) return null;
+    return (
+      <section class="panel budget none" aria-label="Budget" data-budget="none">
+        <h2>Budget</h2>
+        <p class="muted small">No budget: this session may spend without limit.</p>
+        {edit}
+      </section>
+    );
+  }
   const tone = budgetTone(budget.used);
   const pct = Math.min(100, Math.round(budget.used * 100));
   return (
@@ -57,6 +71,7 @@ export function BudgetBar({ budget }: { budget?: BudgetGlance }) {
           ? "When reached, the run stops."
           : "When reached, the next step waits for an approval."}
       </p>
+      {edit}
     </section>
   );
 }

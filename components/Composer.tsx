@@ -18,13 +18,23 @@ interface ComposerProps {
   /** Offline, but a prompt resumes it (a stopped or crashed spawned session). */
   resumable?: boolean;
   running: boolean;
-  /** Resolves to an error message, or null on success; images only when the session is given. */
-  onSend(message: string, deliverAs: DeliverAs, images: ComposerImage[]): Promise<string | null>;
+  /**
+   * Resolves to an error message, or null on success; images only when the session is given. `force`: sent
+   * though someone else holds the wheel.
+   */
+  onSend(
+    message: string,
+    deliverAs: DeliverAs,
+    images: ComposerImage[],
+    force?: boolean,
+  ): Promise<string | null>;
   onAbort(): Promise<string | null>;
   /** The session: enables images, the model picker and renaming. */
   session?: SessionSummary;
   /** The plugin's answers to the model switches and renames sent from here, by commandId. */
   commands?: Record<string, CommandOutcome>;
+  /** Someone else holds the wheel: "alice is steering until 14:05" (prompts then need "Send anyway"). */
+  steeredBy?: { holder: string; text: string } | null;
 }
 
 const MiB = 1024 * 1024;
@@ -51,7 +61,8 @@ function readImage(file: File): Promise<ComposerImage> {
 }
 
 export function Composer(
-  { online, resumable = false, running, onSend, onAbort, session, commands = {} }: ComposerProps,
+  { online, resumable = false, running, onSend, onAbort, session, commands = {}, steeredBy = null }:
+    ComposerProps,
 ) {
   const [text, setText] = useState("");
   const [busy, setBusy] = useState(false);
@@ -100,7 +111,7 @@ export function Composer(
       .map((i) => i.getAsFile()).filter((f): f is File => f !== null);
   }
 
-  async function send(deliverAs: DeliverAs) {
+  async function send(deliverAs: DeliverAs, force = false) {
     const message = text.trim();
     if (!message || busy || disabled) return;
     const resuming = !online;
@@ -111,7 +122,7 @@ export function Composer(
       });
     }
     setBusy(true);
-    const error = await onSend(message, deliverAs, images);
+    const error = await onSend(message, deliverAs, images, force);
     setBusy(false);
     if (error) return setNote({ kind: "error", text: error });
     setText("");
@@ -157,6 +168,11 @@ export function Composer(
         void addFiles([...(e.dataTransfer?.files ?? [])]);
       }}
     >
+      {steeredBy && online && (
+        <p class="steered-by" role="status" data-steered-by={steeredBy.holder}>
+          {steeredBy.text}: your prompt waits unless you send it anyway.
+        </p>
+      )}
       {!online && (
         <p class="offline-reason" role="status">
           {resumable
@@ -245,6 +261,18 @@ export function Composer(
         <button type="submit" class="primary steer" disabled={disabled || busy || !text.trim()}>
           {running ? "Steer" : "Send"} <kbd>Enter</kbd>
         </button>
+        {steeredBy && online && (
+          <button
+            type="button"
+            class="send-anyway"
+            data-send-anyway
+            title={`Send though ${steeredBy.holder} is steering (recorded in the audit log)`}
+            disabled={busy || !text.trim()}
+            onClick={() => void send("steer", true)}
+          >
+            Send anyway
+          </button>
+        )}
         {running && (
           <button
             type="button"

@@ -7,9 +7,9 @@ import { useEffect, useState } from "preact/hooks";
 import { pageLive } from "../ui/live.ts";
 import { useLive } from "../ui/use_live.ts";
 import { type SessionPresence, watchersText, wheelText } from "../ui/presence.ts";
-import { api } from "../ui/api.ts";
+import { errorText } from "../ui/api.ts";
+import { releaseWheel, takeWheel } from "../ui/rest.ts";
 import { useCan } from "../ui/roles.ts";
-import type { Wheel } from "../lib/protocol.ts";
 
 /** How long after the last keystroke the composer still counts as being typed in. */
 const TYPING_MS = 4000;
@@ -48,10 +48,10 @@ export function PresenceBar({ sessionId, me, now }: { sessionId: string; me: str
   const p = map.get(sessionId);
   const others = (p?.watchers ?? []).filter((w) => w.name !== me);
   const wheel = p?.wheel && wheelText(p.wheel, now) ? p.wheel : null;
-  const act = (init: RequestInit) =>
-    api<Wheel | { ok: true }>(`/api/sessions/${encodeURIComponent(sessionId)}/wheel`, init).then(
+  const act = (call: () => Promise<unknown>) =>
+    call().then(
       () => setError(null),
-      (e) => setError(String((e as Error).message ?? e)),
+      (e) => setError(errorText(e)),
     );
   return (
     <div class="presence" data-presence>
@@ -68,7 +68,7 @@ export function PresenceBar({ sessionId, me, now }: { sessionId: string; me: str
           type="button"
           class="small"
           data-take-wheel
-          onClick={() => act({ method: "POST", body: JSON.stringify({ minutes: 30 }) })}
+          onClick={() => act(() => takeWheel(sessionId, 30))}
         >
           {wheel ? "Keep steering 30 min" : "Take the wheel (30 min)"}
         </button>
@@ -78,13 +78,46 @@ export function PresenceBar({ sessionId, me, now }: { sessionId: string; me: str
           type="button"
           class="small"
           data-release-wheel
-          onClick={() => act({ method: "DELETE" })}
+          onClick={() => act(() => releaseWheel(sessionId))}
         >
           Release
         </button>
       )}
       {error && <span class="error" role="alert">{error}</span>}
     </div>
+  );
+}
+
+/**
+ * Who else holds the session's wheel, for the composer: `{holder, text: "alice is steering until 14:05"}`;
+ * null when nobody does, it ran out, or it is `me`.
+ */
+export function useSteeredBy(
+  sessionId: string,
+  me: string | null,
+  now: number,
+): { holder: string; text: string } | null {
+  const map = useLive((l) => l.presence, new Map<string, SessionPresence>());
+  const wheel = map.get(sessionId)?.wheel;
+  const text = wheel && wheel.holder !== me ? wheelText(wheel, now) : null;
+  return wheel && text ? { holder: wheel.holder, text } : null;
+}
+
+/** The list's marker of a held wheel: who steers the session, until when (in its title). */
+export function WheelMarker({ sessionId }: { sessionId: string }) {
+  const [wheel, setWheel] = useState<{ holder: string; until: number } | null>(null);
+  useEffect(() => {
+    const topic = pageLive().presence;
+    const pick = () => setWheel(topic.get().get(sessionId)?.wheel ?? null);
+    pick();
+    return topic.subscribe(pick);
+  }, [sessionId]);
+  const text = wheel && wheelText(wheel, Date.now());
+  if (!wheel || !text) return null;
+  return (
+    <span class="badge wheel" data-wheel-marker={wheel.holder} title={text}>
+      ⎈ {wheel.holder}
+    </span>
   );
 }
 

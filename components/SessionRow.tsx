@@ -8,7 +8,7 @@ import { formatCost, relativeTime, shortPath } from "../ui/format.ts";
 import { activeAt, activityText, groupOf } from "../ui/glance.ts";
 import { mergeRequestBadge } from "../ui/merge_request_view.ts";
 import { BudgetMarker } from "./BudgetBar.tsx";
-import { PresenceCount } from "./PresenceBar.tsx";
+import { PresenceCount, WheelMarker } from "./PresenceBar.tsx";
 
 export function SessionRow({ s, now }: { s: SessionSummary; now: number }) {
   const where = s.repo ?? shortPath(s.cwd || "?");
@@ -42,6 +42,7 @@ export function SessionRow({ s, now }: { s: SessionSummary; now: number }) {
           )}
           <BudgetMarker budget={s.budget} />
           <PresenceCount sessionId={s.id} />
+          <WheelMarker sessionId={s.id} />
           {mr && (
             <span
               class={`badge mr ${mr.tone}`}

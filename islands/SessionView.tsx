@@ -15,7 +15,8 @@ import { MessageBlockView, StreamingMessage } from "../components/Messages.tsx";
 import { SinceCard } from "../components/SinceCard.tsx";
 import { SessionFacts, SubagentPanel, TodoPanel, UsagePanel } from "../components/SidePanels.tsx";
 import { BudgetBar } from "../components/BudgetBar.tsx";
-import { PresenceBar } from "../components/PresenceBar.tsx";
+import { PresenceBar, useSteeredBy } from "../components/PresenceBar.tsx";
+import { BudgetForm } from "../components/BudgetForm.tsx";
 import { buildConversation, streamingText, streamingThinking } from "../ui/conversation.ts";
 import { deriveSubagents, deriveTodos } from "../ui/derive.ts";
 import { messageBlocks } from "../ui/message_blocks.ts";
@@ -54,6 +55,7 @@ export default function SessionView(props: Props) {
   const now = useClock(props.now);
   const { session, deleted, patch } = useSessionSummary(props.session);
   const me = props.me ?? null;
+  const steeredBy = useSteeredBy(id, me?.name ?? null, now);
   const firstUser = useMemo(() => props.firstPrompt ?? null, [props.firstPrompt]);
   const { conv, hasOlder, loadingOlder, loadOlder } = useConversation(
     id,
@@ -240,7 +242,10 @@ export default function SessionView(props: Props) {
               Delete session…
             </button>
           )}
-          <BudgetBar budget={session.budget} />
+          <BudgetBar
+            budget={session.budget}
+            edit={can(me, "budget") ? <BudgetForm sessionId={id} budget={session.budget} /> : undefined}
+          />
           {atSeq !== null && (
             <p class="small as-at" data-as-at={atSeq}>
               As at event #{atSeq}.{" "}
@@ -303,6 +308,7 @@ export default function SessionView(props: Props) {
               onAbort={actions.abort}
               session={steered}
               commands={conv.commands}
+              steeredBy={steeredBy}
             />
           </div>
         )

@@ -27,6 +27,7 @@ import type {
   SpawnJob,
 } from "../lib/protocol.ts";
 import type { ExportFormat, RunSummary, SearchPage } from "../lib/protocol.ts";
+import type { BudgetBody, BudgetView, Wheel } from "../lib/protocol.ts";
 import type { z } from "zod";
 import { api } from "./api.ts";
 import type {
@@ -49,6 +50,9 @@ export interface GitlabHookStatus {
   source: "env" | "api" | null;
   path: string;
 }
+
+/** A budget as the page sends it (`{}` removes it). */
+export type BudgetInput = z.input<typeof BudgetBody>;
 
 function session(id: string): string {
   return `/api/sessions/${encodeURIComponent(id)}`;
@@ -82,15 +86,19 @@ export function sessionEvents(id: string, page: EventsPage): Promise<UiEvent[]> 
   return api<UiEvent[]>(`${session(id)}/events?${q}&limit=${page.limit ?? 1000}`);
 }
 
-/** `POST /api/sessions/:id/prompt`, with images when given (409 when the session is offline). */
+/**
+ * `POST /api/sessions/:id/prompt`, with images when given (409 when the session is offline, or while someone
+ * else holds its wheel unless `force`).
+ */
 export function sendPrompt(
   id: string,
   message: string,
   deliverAs: DeliverAs,
   images?: PromptImage[],
+  force = false,
 ): Promise<PromptResult> {
   const body = images ? { message, deliverAs, images } : { message, deliverAs };
-  return api<PromptResult>(`${session(id)}/prompt`, json("POST", body));
+  return api<PromptResult>(`${session(id)}/prompt`, json("POST", force ? { ...body, force } : body));
 }
 
 /** `GET /api/sessions/:id/images/:sha256`: where the daemon serves an image a web prompt sent. */
@@ -108,9 +116,24 @@ export function renameSession(id: string, name: string): Promise<{ commandId: st
   return api<{ commandId: string }>(`${session(id)}/name`, json("PUT", { name }));
 }
 
-/** `POST /api/sessions/:id/abort` (409 when the session is offline). */
-export function abortSession(id: string): Promise<{ ok: true }> {
-  return api<{ ok: true }>(`${session(id)}/abort`, json("POST", {}));
+/** `POST /api/sessions/:id/abort` (409 when the session is offline, or someone else steers unless `force`). */
+export function abortSession(id: string, force = false): Promise<{ ok: true }> {
+  return api<{ ok: true }>(`${session(id)}/abort`, json("POST", force ? { force } : {}));
+}
+
+/** `PUT /api/sessions/:id/budget`: set a session's budget; `{}` removes it. */
+export function setBudget(id: string, body: BudgetInput): Promise<BudgetView> {
+  return api<BudgetView>(`${session(id)}/budget`, json("PUT", body));
+}
+
+/** `POST /api/sessions/:id/wheel`: steer the session for `minutes` (others' prompts and aborts then wait). */
+export function takeWheel(id: string, minutes: number): Promise<Wheel> {
+  return api<Wheel>(`${session(id)}/wheel`, json("POST", { minutes }));
+}
+
+/** `DELETE /api/sessions/:id/wheel`: release it. */
+export function releaseWheel(id: string): Promise<{ ok: true }> {
+  return api<{ ok: true }>(`${session(id)}/wheel`, { method: "DELETE" });
 }
 
 /** `DELETE /api/sessions/:id/container`: stop a spawned session's container (its storage is kept). */

@@ -22,6 +22,7 @@ export type UiAction =
   | "abort"
   | "approve"
   | "policy"
+  | "budget"
   | "spawn"
   | "stop"
   | "ship"
@@ -39,6 +40,7 @@ const NEEDS: Record<UiAction, UiRole> = {
   abort: "operator",
   approve: "operator",
   policy: "operator",
+  budget: "operator",
   spawn: "operator",
   stop: "operator",
   ship: "operator",

@@ -8,9 +8,17 @@ import { abortSession, deleteSession, sendPrompt, setPolicy } from "./rest.ts";
 import type { ComposerImage } from "./steer.ts";
 
 export interface SessionActions {
-  /** Resolves to an error message, or null once the daemon took it. */
-  send(message: string, deliverAs: DeliverAs, images?: ComposerImage[]): Promise<string | null>;
-  abort(): Promise<string | null>;
+  /**
+   * Resolves to an error message, or null once the daemon took it.
+   * @param force send though someone else holds the wheel (audited as `wheel.override`)
+   */
+  send(
+    message: string,
+    deliverAs: DeliverAs,
+    images?: ComposerImage[],
+    force?: boolean,
+  ): Promise<string | null>;
+  abort(force?: boolean): Promise<string | null>;
   /** Replace the session's ask set (which tool calls wait for a person). */
   setAsk(ask: AskSet): Promise<string | null>;
   /** Asks for confirmation, deletes, then leaves for the list. */
@@ -27,22 +35,25 @@ export function sessionActions(id: string, patch: (f: Partial<SessionSummary>) =
       await call();
       return null;
     } catch (e) {
-      // Prompt and abort answer 409 only when the session is offline.
-      if (e instanceof ApiError && e.status === 409) patch({ online: false });
+      // Prompt and abort answer 409 when the session is offline, or for a held wheel or a reached budget.
+      if (e instanceof ApiError && e.status === 409 && !/is steering until|budget reached/.test(e.message)) {
+        patch({ online: false });
+      }
       return errorText(e);
     }
   }
   return {
-    send: (message, deliverAs, images = []) =>
+    send: (message, deliverAs, images = [], force = false) =>
       attempt(() =>
         sendPrompt(
           id,
           message,
           deliverAs,
           images.length ? images.map(({ mimeType, data }) => ({ mimeType, data })) : undefined,
+          force,
         )
       ),
-    abort: () => attempt(() => abortSession(id)),
+    abort: (force = false) => attempt(() => abortSession(id, force)),
     setAsk: (ask) =>
       attempt(async () => {
         const saved = await setPolicy(id, ask);
