@@ -57,10 +57,16 @@ async function readStdin() {
   return Buffer.concat(chunks).toString("utf8");
 }
 
+// lib/wire.ts
+var MAX_FRAME_BYTES = 1024 * 1024;
+var MAX_BODY_BYTES = 256 * 1024;
+var CLI_USER_AGENT = "lvmh-cli/";
+
 // cli/src/http.ts
 var enc = encodeURIComponent;
 function headersFor(cfg, extra = {}) {
   const h = {
+    "user-agent": `${CLI_USER_AGENT}1`,
     ...extra
   };
   if (cfg.token) h.authorization = `Bearer ${cfg.token}`;

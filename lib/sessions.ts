@@ -11,6 +11,7 @@ import type {
   DaemonFrame,
   DeliverAs,
   PromptImage,
+  PromptSource,
   SessionActivity,
   SessionInfo,
   SessionMergeRequest,
@@ -57,6 +58,8 @@ export interface PromptRequest {
   images?: readonly PromptImage[];
   /** Who sends it: a token's name, `bootstrap`, or `hook:NAME`; the plugin puts it on the user message. */
   by: string;
+  /** Where it was typed (absent: the page or the REST API). */
+  source?: PromptSource;
   /** The prompt's id, for a prompt kept across restarts (a hook's); a fresh one otherwise. */
   promptId?: string;
 }
@@ -262,6 +265,7 @@ export class Sessions {
       message,
       deliverAs,
       by,
+      ...(request.source ? { source: request.source } : {}),
       ...(images ? { images } : {}),
     }));
     return { promptId, message, deliverAs, ...(stored ? { images: stored } : {}) };

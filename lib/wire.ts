@@ -65,6 +65,9 @@ export type Role = typeof ROLES[number];
 /** The name of the daemon's own token (`LVMH_TOKEN`), an admin; no named token may take it. */
 export const BOOTSTRAP_NAME = "bootstrap";
 
+/** How lvmh's CLI starts its User-Agent (`lvmh-cli/1`): the daemon labels its prompts as typed there. */
+export const CLI_USER_AGENT = "lvmh-cli/";
+
 /** Close codes the daemon uses on both sockets. */
 export const CloseCode = {
   normal: 1000,

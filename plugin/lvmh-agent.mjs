@@ -3817,6 +3817,7 @@ var Origins = class {
     };
     if (typeof p.promptId === "string") w.promptId = p.promptId.slice(0, FieldMax.promptId);
     if (typeof p.by === "string") w.by = p.by.slice(0, FieldMax.by);
+    if (p.source === "web" || p.source === "cli") w.source = p.source;
     this.#pending.push(w);
     if (this.#pending.length > MAX_WEB_PROMPTS) this.#pending.shift();
     return w;
@@ -3841,6 +3842,7 @@ function fromOf(w) {
   const from = {};
   if (w.promptId !== void 0) from.promptId = w.promptId;
   if (w.by !== void 0) from.by = w.by;
+  if (w.source !== void 0) from.source = w.source;
   return from;
 }
 function messageImages(content, web) {

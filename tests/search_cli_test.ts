@@ -31,6 +31,30 @@ Deno.test("lvmh search and lvmh export", async (t) => {
       assert.equal(bad.code, 2);
     });
 
+    await t.step("a prompt from the CLI is labelled as the CLI's; the session's runs say so", async () => {
+      const sent = await lvmh(env, ["prompt", "cli-find", "from the terminal tool"]);
+      assert.equal(sent.code, 0, sent.stderr);
+      const frame = await agent.waitFrame((f) => f.type === "prompt", "the prompt frame");
+      assert.equal(frame.source, "cli");
+      // The plugin puts the prompt's `from` on the user message, as the real one does (plugin/src/origins.ts).
+      agent.send("agent_start");
+      agent.send("message_end", {
+        ...userEnd("u2", "from the terminal tool"),
+        from: { promptId: frame.promptId, by: frame.by, source: frame.source },
+      });
+      const last = agent.send("agent_end", {});
+      await waitFor(() => d.daemon.app.store.lastSeq("cli-find") >= last || undefined, "stored");
+      const runs = await (await d.api("/api/sessions/cli-find/runs")).json();
+      assert.deepEqual(runs[0].prompt, { text: "from the terminal tool", by: frame.by, source: "cli" });
+      const web = await d.api("/api/sessions/cli-find/prompt", {
+        method: "POST",
+        body: JSON.stringify({ message: "from a page" }),
+      });
+      assert.equal(web.status, 200, await web.text());
+      const second = await agent.waitFrame((f) => f.type === "prompt" && f.message === "from a page");
+      assert.equal(second.source, "web");
+    });
+
     await t.step("export writes the session to stdout", async () => {
       const md = await lvmh(env, ["export", "cli-find"]);
       assert.equal(md.code, 0, md.stderr);

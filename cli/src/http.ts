@@ -1,6 +1,7 @@
 /** The daemon's REST API: one call, its answer as JSON, its refusal or unreachability as a `CliError`. */
 import type { Config } from "./config.ts";
 import { CliError } from "./errors.ts";
+import { CLI_USER_AGENT } from "../../lib/wire.ts";
 
 export const enc = encodeURIComponent;
 
@@ -9,7 +10,8 @@ export function headersFor(
   cfg: Config,
   extra: Record<string, string> = {},
 ): Record<string, string> {
-  const h = { ...extra };
+  // The daemon labels prompts sent from here as the CLI's (a session's runs show where each was typed).
+  const h: Record<string, string> = { "user-agent": `${CLI_USER_AGENT}1`, ...extra };
   if (cfg.token) h.authorization = `Bearer ${cfg.token}`;
   return h;
 }

@@ -7,6 +7,7 @@ import {
   Message,
   MessageFrom,
   PluginBudget,
+  PromptSource,
   SessionId,
   SessionInfo,
   ThinkingLevel,
@@ -248,6 +249,8 @@ export const PromptFrame = z.object({
   commandId: z.string().optional(),
   /** Who sent it: a token's name, `bootstrap`, or `hook:NAME`; the plugin puts it on the user message. */
   by: z.string().optional(),
+  /** Where it was typed: `cli` for lvmh's CLI, else `web` (the page or the REST API); onto the message too. */
+  source: PromptSource.optional(),
 });
 export const AbortFrame = z.object({
   ...daemonEnvelope,

@@ -83,9 +83,14 @@ export type Message = z.infer<typeof Message>;
  * On the `message_start`/`message_end` of a user message that a `prompt` frame delivered: which prompt, and
  * who sent it (`by`, as the frame said). Absent for a message typed in pi's terminal and from older plugins.
  */
+/** Where a prompt the daemon delivered was typed (a hook's is told by its `by`, `hook:NAME`). */
+export const PromptSource = z.enum(["web", "cli"]);
+export type PromptSource = z.infer<typeof PromptSource>;
+
 export const MessageFrom = z.looseObject({
   promptId: z.string().max(FieldMax.promptId).optional(),
   by: z.string().max(FieldMax.by).optional(),
+  source: PromptSource.optional(),
 });
 export type MessageFrom = z.infer<typeof MessageFrom>;
 

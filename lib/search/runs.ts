@@ -22,10 +22,12 @@ const READ = new Set([
 type Prompt = NonNullable<RunSummary["prompt"]>;
 
 /** Where a prompt came from, by what the daemon put on its message (`from`). */
-export function promptSource(from: { promptId?: string; by?: string } | undefined): RunSource {
+export function promptSource(
+  from: { promptId?: string; by?: string; source?: string } | undefined,
+): RunSource {
   if (from?.by?.startsWith("hook:")) return "hook";
-  // Every prompt the daemon delivered carries its id: the web page, the REST API and the CLI alike.
-  if (from?.promptId) return "web";
+  // Every prompt the daemon delivered carries its id; lvmh's CLI says so (a plugin before that said nothing).
+  if (from?.promptId) return from.source === "cli" ? "cli" : "web";
   return "terminal";
 }
 
@@ -70,7 +72,7 @@ export class RunsBuilder {
       case "message_end": {
         const m = p.message as Record<string, unknown> | undefined;
         if (m?.role === "user") {
-          const from = p.from as { promptId?: string; by?: string } | undefined;
+          const from = p.from as { promptId?: string; by?: string; source?: string } | undefined;
           const prompt: Prompt = {
             text: String(m.text ?? "").slice(0, RUN_PROMPT_CHARS),
             by: from?.by ?? null,

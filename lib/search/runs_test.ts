@@ -14,7 +14,7 @@ const assistant = (stopReason: string, errorMessage?: string) =>
 const end = (inputTokens: number, outputTokens: number, totalCost: number) =>
   row("agent_end", { usage: { inputTokens, outputTokens, totalCost } });
 
-Deno.test("sessionRuns() derives runs: done, aborted, failed, hook and web prompts, a steer mid-run", () => {
+Deno.test("sessionRuns() derives runs: done, aborted, failed, hook, web and CLI prompts, a steer mid-run", () => {
   seq = 0;
   const log: EventRow[] = [
     // A terminal prompt, a tool call asked for and rejected, then done.
@@ -41,16 +41,16 @@ Deno.test("sessionRuns() derives runs: done, aborted, failed, hook and web promp
     user("pipeline failed", { promptId: "p-4", by: "hook:gitlab" }),
     assistant("error", "rate limited"),
     end(7, 0, 0),
-    // Still running.
+    // Still running, from lvmh's CLI.
     row("agent_start"),
-    user("one more"),
+    user("one more", { promptId: "p-5", by: "ada", source: "cli" }),
   ];
   const pages = (after: number) => log.filter((r) => r.seq > after).slice(0, 5);
   const runs = sessionRuns(pages, { limit: 100 });
   assert.deepEqual(
     runs.map((r) => [r.startSeq, r.state, r.prompt?.source, r.prompt?.by ?? null, r.prompt?.text]),
     [
-      [21, "running", "terminal", null, "one more"],
+      [21, "running", "cli", "ada", "one more"],
       [17, "failed", "hook", "hook:gitlab", "pipeline failed"],
       [14, "aborted", "web", "ada", "refactor everything"],
       [1, "done", "terminal", null, "fix the tests"],

@@ -12,6 +12,7 @@ export type {
   MessageFrom,
   MessageImage,
   ModelEntry,
+  PromptSource,
   SessionInfo,
 } from "../../lib/protocol/shapes.ts";
 

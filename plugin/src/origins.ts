@@ -13,7 +13,7 @@ import { Buffer } from "node:buffer";
 import { createHash } from "node:crypto";
 import { FieldMax } from "../../lib/wire.ts";
 import { MAX_WEB_PROMPTS } from "./constants.ts";
-import type { FrameOf, MessageFrom, MessageImage } from "./frames.ts";
+import type { FrameOf, MessageFrom, MessageImage, PromptSource } from "./frames.ts";
 
 /** An image part of a user message, as the protocol's `MessageImage` (sha256 and size, never the bytes). */
 export type ImageRef = MessageImage;
@@ -22,6 +22,7 @@ export type ImageRef = MessageImage;
 export interface WebPrompt {
   promptId?: string;
   by?: string;
+  source?: PromptSource;
   text: string;
   images: ImageRef[];
 }
@@ -57,7 +58,7 @@ export class Origins {
   add(
     p:
       & Pick<FrameOf<"prompt">, "message">
-      & Partial<Pick<FrameOf<"prompt">, "promptId" | "by" | "images">>,
+      & Partial<Pick<FrameOf<"prompt">, "promptId" | "by" | "images" | "source">>,
   ): WebPrompt {
     const w: WebPrompt = {
       text: p.message,
@@ -65,6 +66,7 @@ export class Origins {
     };
     if (typeof p.promptId === "string") w.promptId = p.promptId.slice(0, FieldMax.promptId);
     if (typeof p.by === "string") w.by = p.by.slice(0, FieldMax.by);
+    if (p.source === "web" || p.source === "cli") w.source = p.source;
     this.#pending.push(w);
     // A prompt pi dropped (an abort that cleared its queue) must not pile up for ever.
     if (this.#pending.length > MAX_WEB_PROMPTS) this.#pending.shift();
@@ -95,6 +97,7 @@ export function fromOf(w: WebPrompt): MessageFrom {
   const from: MessageFrom = {};
   if (w.promptId !== undefined) from.promptId = w.promptId;
   if (w.by !== undefined) from.by = w.by;
+  if (w.source !== undefined) from.source = w.source;
   return from;
 }
 

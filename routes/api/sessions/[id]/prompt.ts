@@ -4,6 +4,7 @@ import { json, readJson } from "../../../../lib/http.ts";
 import { checkTextOnlySize, MAX_PROMPT_BODY_BYTES } from "../../../../lib/images.ts";
 import { actorName } from "../../../../lib/auth.ts";
 import type { Handlers } from "../../../../lib/router.ts";
+import { CLI_USER_AGENT } from "../../../../lib/wire.ts";
 
 /** Deliver a prompt, with images or without, into a live session (steer by default, or as a follow-up). */
 export const handler: Handlers = {
@@ -39,6 +40,8 @@ export const handler: Handlers = {
       deliverAs,
       images,
       by: actorName(ctx.principal),
+      // Only a label for the session's runs (who sent it is `by`, from the token): lvmh's CLI names itself.
+      source: ctx.req.headers.get("user-agent")?.startsWith(CLI_USER_AGENT) ? "cli" : "web",
     });
     // The audit keeps what was asked, not the pictures: their types, sizes and names in the image store.
     ctx.audit("prompt", { sessionId: ctx.params.id, detail: sent });
