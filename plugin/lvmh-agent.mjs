@@ -6133,6 +6133,7 @@ var PiBinding = class {
         images,
         deliverAs,
         by: typeof f.by === "string" ? f.by : void 0,
+        source: f.source,
         done: answer
       });
     } catch (err) {

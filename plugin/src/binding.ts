@@ -134,6 +134,7 @@ export class PiBinding implements Binding {
         images,
         deliverAs,
         by: typeof f.by === "string" ? f.by : undefined,
+        source: f.source,
         done: answer,
       });
     } catch (err) {

@@ -12,7 +12,7 @@ import type { Settle } from "./settle.ts";
 
 /** One prompt to deliver: a `prompt` frame's fields for pi, and who to tell once pi took it. */
 export interface Prompt
-  extends Pick<FrameOf<"prompt">, "promptId" | "message" | "images" | "deliverAs" | "by"> {
+  extends Pick<FrameOf<"prompt">, "promptId" | "message" | "images" | "deliverAs" | "by" | "source"> {
   /** Told once pi took the prompt (or refused it). */
   done?: (error?: string) => void;
 }

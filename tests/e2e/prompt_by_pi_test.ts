@@ -139,14 +139,22 @@ for (const v of PI_VERSIONS) {
     };
     const sha = await sha256(PNG_BYTES);
     const a = byText("SLEEPTOOL look at this");
-    assert.deepEqual(a.start.from, { promptId: first, by: "alice" });
-    assert.deepEqual(a.end.from, { promptId: first, by: "alice" });
+    assert.deepEqual(a.start.from, { promptId: first, by: "alice", source: "web" });
+    assert.deepEqual(a.end.from, { promptId: first, by: "alice", source: "web" });
     assert.deepEqual((a.end.message as Msg).images, [
       { type: "image", mimeType: "image/png", sha256: sha, bytes: PNG_BYTES.length, source: "web" },
     ]);
     assert.equal((a.end.message as Msg).text.includes("[image]"), false, "no marker beside the image part");
-    assert.deepEqual(byText("TEXTONLY steer from bob").end.from, { promptId: steer, by: "bob" });
-    assert.deepEqual(byText("TEXTONLY follow-up from carol").start.from, { promptId: follow, by: "carol" });
+    assert.deepEqual(byText("TEXTONLY steer from bob").end.from, {
+      promptId: steer,
+      by: "bob",
+      source: "web",
+    });
+    assert.deepEqual(byText("TEXTONLY follow-up from carol").start.from, {
+      promptId: follow,
+      by: "carol",
+      source: "web",
+    });
     const typed = byText("TEXTONLY typed in the terminal");
     assert.equal(typed.start.from, undefined, "typed in pi: no sender");
     assert.equal(typed.end.from, undefined);
@@ -217,7 +225,11 @@ for (const v of PI_VERSIONS) {
     const message = end.message as Msg;
     if (resized) assert.match(message.text, /^TEXTONLY wide\n\n\[Image: original 2400x30/);
     else assert.equal(message.text, "TEXTONLY wide");
-    assert.deepEqual(end.from, { promptId, by: "bootstrap" }, "matched although pi appended a note");
+    assert.deepEqual(
+      end.from,
+      { promptId, by: "bootstrap", source: "web" },
+      "matched although pi appended a note",
+    );
     const sha = await sha256(wide);
     assert.deepEqual(message.images, [
       { type: "image", mimeType: "image/png", sha256: sha, bytes: wide.length, source: "web" },
