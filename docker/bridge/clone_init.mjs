@@ -53,7 +53,12 @@ const gitEnv = {
 };
 /** What git said when it last failed (shown when a step that may fail did not find what it looked for). */
 let lastError = "";
-let credentialArgs = ["-c", "credential.interactive=never", "-c", "credential.helper="];
+let credentialArgs = [
+  "-c",
+  "credential.interactive=never",
+  "-c",
+  "credential.helper=",
+];
 
 /** Run git with lvmh's fixed options; its stdout, or the end with git's stderr. */
 function git(args, o = {}) {
@@ -70,12 +75,22 @@ function git(args, o = {}) {
       ...credentialArgs,
       ...args,
     ],
-    { cwd: o.cwd ?? work, env: gitEnv, encoding: "utf8", maxBuffer: 64 * 1024 * 1024 },
+    {
+      cwd: o.cwd ?? work,
+      env: gitEnv,
+      encoding: "utf8",
+      maxBuffer: 64 * 1024 * 1024,
+    },
   );
-  if (r.status !== 0) lastError = `${r.stderr ?? ""}${r.error ? String(r.error) : ""}`.trim();
+  if (r.status !== 0) {
+    lastError = `${r.stderr ?? ""}${r.error ? String(r.error) : ""}`.trim();
+  }
   if (r.status !== 0 && !o.allowFail) {
-    const lines = `${r.stderr ?? ""}${r.error ? String(r.error) : ""}`.trim().split("\n").slice(-20).join("\n");
-    fail(o.failure ? `${o.failure}\n${lines}` : lines || `git ${args[0]} failed`);
+    const lines = `${r.stderr ?? ""}${r.error ? String(r.error) : ""}`.trim()
+      .split("\n").slice(-20).join("\n");
+    fail(
+      o.failure ? `${o.failure}\n${lines}` : lines || `git ${args[0]} failed`,
+    );
   }
   return r.status === 0 ? r.stdout.trim() : null;
 }
@@ -85,20 +100,33 @@ async function fetchCredential() {
   const origin = new URL(env.LVMH_URL);
   origin.protocol = origin.protocol === "wss:" ? "https:" : "http:";
   const target = new URL("/agent/clone-credential", origin);
-  const token = fs.readFileSync(env.LVMH_TOKEN_FILE ?? "/run/lvmh/token", "utf8").trim();
+  const token = fs.readFileSync(
+    env.LVMH_TOKEN_FILE ?? "/run/lvmh/token",
+    "utf8",
+  ).trim();
   const deadline = Date.now() + 120_000;
   for (let wait = 250;; wait = Math.min(wait * 2, 5000)) {
     let res;
     try {
-      res = await fetch(target, { headers: { authorization: `Bearer ${token}` } });
+      res = await fetch(target, {
+        headers: { authorization: `Bearer ${token}` },
+      });
     } catch (error) {
-      if (Date.now() > deadline) fail(`lvmh: the daemon at ${target.origin} is unreachable: ${error?.message}`);
+      if (Date.now() > deadline) {
+        fail(
+          `lvmh: the daemon at ${target.origin} is unreachable: ${error?.message}`,
+        );
+      }
       await new Promise((r) => setTimeout(r, wait));
       continue;
     }
     if (res.ok) return (await res.json()).credential ?? null;
     if (res.status < 500 || Date.now() > deadline) {
-      fail(`lvmh: the daemon gave no clone credential (HTTP ${res.status}): ${(await res.text()).slice(0, 300)}`);
+      fail(
+        `lvmh: the daemon gave no clone credential (HTTP ${res.status}): ${
+          (await res.text()).slice(0, 300)
+        }`,
+      );
     }
     await new Promise((r) => setTimeout(r, wait));
   }
@@ -114,7 +142,9 @@ async function main() {
       return;
     }
     // A copy nobody recorded is what a Pod deleted mid-clone left: no agent ever ran on it.
-    for (const entry of fs.readdirSync(work)) fs.rmSync(path.join(work, entry), { recursive: true, force: true });
+    for (const entry of fs.readdirSync(work)) {
+      fs.rmSync(path.join(work, entry), { recursive: true, force: true });
+    }
   } else if (mode === "keep") {
     fail("lvmh: the session's working copy is gone from its claim");
   }
@@ -128,30 +158,60 @@ async function main() {
     ];
   }
   console.error("lvmh: cloning");
-  git(["clone", "-q", "--no-checkout", "--", url, work], { cwd: claim, failure: `git failed for ${url}` });
+  git(["clone", "-q", "--no-checkout", "--", url, work], {
+    cwd: claim,
+    failure: `git failed for ${url}`,
+  });
   fs.rmSync(credFile, { force: true });
-  credentialArgs = ["-c", "credential.interactive=never", "-c", "credential.helper="];
+  credentialArgs = [
+    "-c",
+    "credential.interactive=never",
+    "-c",
+    "credential.helper=",
+  ];
   let base = baseArg;
   if (!base) {
     // The clone's own HEAD names the remote's default branch (older git sets no refs/remotes/origin/HEAD).
-    const head = git(["symbolic-ref", "--short", "HEAD"], { allowFail: true }) ??
-      git(["symbolic-ref", "--short", "refs/remotes/origin/HEAD"], { allowFail: true });
-    if (!head) fail(`lvmh: the repository has no default branch${lastError ? `: ${lastError}` : ""}`);
+    const head =
+      git(["symbolic-ref", "--short", "HEAD"], { allowFail: true }) ??
+        git(["symbolic-ref", "--short", "refs/remotes/origin/HEAD"], {
+          allowFail: true,
+        });
+    if (!head) {
+      fail(
+        `lvmh: the repository has no default branch${
+          lastError ? `: ${lastError}` : ""
+        }`,
+      );
+    }
     base = head.replace(/^origin\//, "");
   }
-  if (git(["check-ref-format", `refs/heads/${base}`], { allowFail: true }) === null) {
+  if (
+    git(["check-ref-format", `refs/heads/${base}`], { allowFail: true }) ===
+      null
+  ) {
     fail(`lvmh: invalid branch name: ${base}`);
   }
   const sha = shaArg ||
-    git(["rev-parse", "-q", "--verify", `refs/remotes/origin/${base}^{commit}`], { allowFail: true });
+    git(
+      ["rev-parse", "-q", "--verify", `refs/remotes/origin/${base}^{commit}`],
+      { allowFail: true },
+    );
   if (!sha) fail(`fatal: Remote branch ${base} not found`);
   git(["checkout", "-q", "--no-track", "-b", branch, sha]);
   // The session's branch is its only local one (the clone made one for the remote's HEAD).
-  const heads = git(["for-each-ref", "--format=%(refname)", "refs/heads/"]) ?? "";
-  for (const ref of heads.split("\n").filter((r) => r && r !== `refs/heads/${branch}`)) {
+  const heads = git(["for-each-ref", "--format=%(refname)", "refs/heads/"]) ??
+    "";
+  for (
+    const ref of heads.split("\n").filter((r) =>
+      r && r !== `refs/heads/${branch}`
+    )
+  ) {
     git(["update-ref", "-d", ref]);
   }
   report(`lvmh: base ${base} ${git(["rev-parse", "HEAD"])} ${branch}`);
 }
 
-main().catch((error) => fail(`lvmh: the clone failed: ${error?.message ?? error}`));
+main().catch((error) =>
+  fail(`lvmh: the clone failed: ${error?.message ?? error}`)
+);
