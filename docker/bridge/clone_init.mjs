@@ -123,9 +123,7 @@ async function fetchCredential() {
     if (res.ok) return (await res.json()).credential ?? null;
     if (res.status < 500 || Date.now() > deadline) {
       fail(
-        `lvmh: the daemon gave no clone credential (HTTP ${res.status}): ${
-          (await res.text()).slice(0, 300)
-        }`,
+        `lvmh: the daemon gave no clone credential (HTTP ${res.status}): ${(await res.text()).slice(0, 300)}`,
       );
     }
     await new Promise((r) => setTimeout(r, wait));
@@ -172,16 +170,13 @@ async function main() {
   let base = baseArg;
   if (!base) {
     // The clone's own HEAD names the remote's default branch (older git sets no refs/remotes/origin/HEAD).
-    const head =
-      git(["symbolic-ref", "--short", "HEAD"], { allowFail: true }) ??
-        git(["symbolic-ref", "--short", "refs/remotes/origin/HEAD"], {
-          allowFail: true,
-        });
+    const head = git(["symbolic-ref", "--short", "HEAD"], { allowFail: true }) ??
+      git(["symbolic-ref", "--short", "refs/remotes/origin/HEAD"], {
+        allowFail: true,
+      });
     if (!head) {
       fail(
-        `lvmh: the repository has no default branch${
-          lastError ? `: ${lastError}` : ""
-        }`,
+        `lvmh: the repository has no default branch${lastError ? `: ${lastError}` : ""}`,
       );
     }
     base = head.replace(/^origin\//, "");
@@ -203,15 +198,11 @@ async function main() {
   const heads = git(["for-each-ref", "--format=%(refname)", "refs/heads/"]) ??
     "";
   for (
-    const ref of heads.split("\n").filter((r) =>
-      r && r !== `refs/heads/${branch}`
-    )
+    const ref of heads.split("\n").filter((r) => r && r !== `refs/heads/${branch}`)
   ) {
     git(["update-ref", "-d", ref]);
   }
   report(`lvmh: base ${base} ${git(["rev-parse", "HEAD"])} ${branch}`);
 }
 
-main().catch((error) =>
-  fail(`lvmh: the clone failed: ${error?.message ?? error}`)
-);
+main().catch((error) => fail(`lvmh: the clone failed: ${error?.message ?? error}`));
