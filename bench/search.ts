@@ -1,6 +1,6 @@
 /**
- * Search over a realistic event log (`deno task bench`; `deno run -A bench/search.ts --events 1000000` for the
- * issue's full size): the same events go into two real SQLite stores, one without the search index and one
+ * Search over a realistic event log of 1,000,000 events (`deno task bench`; `--events N` for another size):
+ * the same events go into two real SQLite stores, one without the search index and one
  * with it, batch by batch in turn (so both meet the same machine load), giving the ingest rate of each side by
  * side; then the indexer's own rate (it indexes behind ingest), the index's size beside the events', query
  * latency (p50/p99) for a common word, a rare word, a phrase and a prefix, and a query with events not indexed
@@ -15,7 +15,7 @@ const arg = (name: string, fallback: number) => {
   const i = Deno.args.indexOf(`--${name}`);
   return i >= 0 ? Number(Deno.args[i + 1]) : fallback;
 };
-const EVENTS = arg("events", 200_000);
+const EVENTS = arg("events", 1_000_000);
 const SESSIONS = 50;
 /** Events per appendBatch: what one ingest tick commits under load. */
 const BATCH = 500;
