@@ -9,18 +9,20 @@
  */
 import { Buffer } from "node:buffer";
 import type { Engine, Labels } from "./engine.ts";
-import { lastLines, runHelper } from "./helper.ts";
+import { asRunner, type HelperRunner, lastLines } from "./helper.ts";
 import { CHANGES_SCRIPT, changesScriptArgs, newBoundary } from "../lib/changes/mod.ts";
 import type { ChangeScope } from "../lib/changes/types.ts";
 
 export interface DiffHelperOptions {
-  image: string;
-  /** The session's working-copy volume (`workVolumeName(sessionId)`). */
-  volume: string;
+  /** The session whose working copy is read (with a runner). */
+  sessionId?: string;
+  /** With an engine: the image and the session's working-copy volume (`workVolumeName(sessionId)`). */
+  image?: string;
+  volume?: string;
   scope: ChangeScope;
   /** The recorded base of the working copy (`scope: "all"` compares with it). */
   base: { sha: string; branch: string };
-  labels: Labels;
+  labels?: Labels;
   /** The helper is killed past this (default 60 s). */
   timeoutMs?: number;
 }
@@ -46,16 +48,17 @@ export const DIFF_HELPER_TIMEOUT_MS = 60_000;
  * @throws {HelperError} when the script failed (its stderr is in the message) or ran past the timeout;
  *   {Error} when it printed no outputs; {DockerError} when the engine refuses (a missing volume or image).
  */
-export async function runDiffHelper(engine: Engine, o: DiffHelperOptions): Promise<DiffHelperOutput> {
+export async function runDiffHelper(
+  engine: Engine | HelperRunner,
+  o: DiffHelperOptions,
+): Promise<DiffHelperOutput> {
   const boundary = newBoundary();
-  const { stdout, stderr } = await runHelper(engine, {
-    image: o.image,
+  const { stdout, stderr } = await asRunner(engine, o).run({
     kind: "diff",
     cmd: [WRAP, "lvmh-diff", CHANGES_SCRIPT, "lvmh-changes", ...changesScriptArgs(boundary, o.scope, o.base)],
-    labels: o.labels,
-    network: "none",
-    mounts: [{ Type: "volume", Source: o.volume, Target: "/workspace", ReadOnly: true }],
-    stdin: null,
+    workingCopy: { sessionId: o.sessionId ?? "", readOnly: true },
+    network: false,
+    secret: null,
     env: ["HOME=/tmp", "TMPDIR=/tmp"],
     workingDir: "/workspace",
     timeoutMs: o.timeoutMs ?? DIFF_HELPER_TIMEOUT_MS,

@@ -13,7 +13,7 @@
  */
 import { Buffer } from "node:buffer";
 import type { Engine, Labels } from "./engine.ts";
-import { HARDENED_GIT_PRELUDE, type HelperRun, runHelper } from "./helper.ts";
+import { asRunner, HARDENED_GIT_PRELUDE, type HelperRunner } from "./helper.ts";
 
 /** Only added lines and where they are: no context, no renames (a rename adds nothing), prefixes fixed. */
 const PATCH_FLAGS = "--no-ext-diff --no-textconv --no-color --no-renames -U0 --src-prefix=a/ --dst-prefix=b/";
@@ -75,11 +75,14 @@ echo "lvmh: bundle"
 base64 "$tmp/export.bundle"
 `;
 
+/** Where the helpers run: a runner (a backend's) on `sessionId`'s copy, or an engine on `volume`. */
 export interface ExportOptions {
-  image: string;
-  /** The session's working copy volume (`lvmh-work-<id>`). */
-  volume: string;
-  labels: Labels;
+  /** The session whose working copy is read (with a runner). */
+  sessionId?: string;
+  /** With an engine: the image and the working copy's volume (`lvmh-work-<id>`). */
+  image?: string;
+  volume?: string;
+  labels?: Labels;
   timeoutMs?: number;
 }
 
@@ -97,30 +100,27 @@ export interface WorkState {
 const SHA_LINE = /^lvmh: head ([0-9a-f]{40})$/m;
 
 function run(
-  engine: Engine,
+  engine: Engine | HelperRunner,
   o: ExportOptions,
   kind: string,
   script: string,
   args: string[],
   readOnly: boolean,
 ) {
-  const r: HelperRun = {
-    image: o.image,
+  return asRunner(engine, o).run({
     kind,
     cmd: [script, `lvmh-${kind}`, ...args],
-    labels: o.labels,
-    network: "none",
-    mounts: [{ Type: "volume", Source: o.volume, Target: "/workspace", ReadOnly: readOnly }],
-    stdin: null,
+    workingCopy: { sessionId: o.sessionId ?? "", readOnly },
+    network: false,
+    secret: null,
     timeoutMs: o.timeoutMs ?? 5 * 60_000,
     failure: "git failed in the session's working copy",
-  };
-  return runHelper(engine, r);
+  });
 }
 
 /** The head, state and added lines of a working copy, relative to `baseSha`; writes nothing. */
 export async function inspectWork(
-  engine: Engine,
+  engine: Engine | HelperRunner,
   o: ExportOptions & { baseSha: string },
 ): Promise<WorkState> {
   const { stdout } = await run(engine, o, "export", INSPECT_SCRIPT, [o.baseSha], true);
@@ -141,7 +141,7 @@ export async function inspectWork(
  * @returns the new head, whether a commit was made, and that commit's added lines.
  */
 export async function commitWork(
-  engine: Engine,
+  engine: Engine | HelperRunner,
   o: ExportOptions & { message: string; authorName: string; authorEmail: string },
 ): Promise<{ head: string; committed: boolean; patch: string }> {
   const { stdout } = await run(
@@ -161,7 +161,7 @@ export async function commitWork(
 
 /** `git bundle create` of `baseSha..HEAD`: the objects the push needs, and the head they lead to. */
 export async function bundleWork(
-  engine: Engine,
+  engine: Engine | HelperRunner,
   o: ExportOptions & { baseSha: string },
 ): Promise<{ head: string; bundle: Uint8Array }> {
   const { stdout } = await run(engine, o, "export", BUNDLE_SCRIPT, [o.baseSha], true);

@@ -10,6 +10,7 @@ import type { Engine, Labels } from "./engine.ts";
 import { attachStdin } from "./attach.ts";
 import { createTar } from "./tar.ts";
 import { DockerTimeoutError } from "./errors.ts";
+import { workVolumeName } from "../lib/workspaces.ts";
 
 /** The uid the worker image runs as; the volumes belong to it. */
 export const HELPER_UID = 1000;
@@ -159,3 +160,86 @@ while IFS= read -r key; do
 done < "$tmp/filters"
 g() { git --no-pager --no-optional-locks "$@"; }
 `;
+
+/**
+ * One helper run, whatever runs it: a script on a session's working copy (mounted at /workspace, read-only or
+ * not) or on nothing, with or without the network, with or without a secret. The Docker engine runs it as a
+ * container (`dockerHelperRunner`), Kubernetes as a short-lived Pod on the session's claim
+ * (`lib/kube/helper_pods.ts`); the git helpers (changes, export, bundle, push) only build jobs.
+ */
+export interface HelperJob {
+  /** What it is (a label, the name's prefix, what a sweep looks for). */
+  kind: string;
+  /** The script and its positional parameters ($0 first), run by `sh -c`. */
+  cmd: string[];
+  /** The session whose working copy is mounted at /workspace; null for none. */
+  workingCopy: { sessionId: string; readOnly: boolean } | null;
+  /** Whether it talks to GitLab (the worker network); none otherwise. */
+  network: boolean;
+  /** One line the script reads on its stdin (the GitLab token), or null; never in env, argument or object. */
+  secret: string | null;
+  /** Files put into the helper before the script runs: `dir` (absolute, existing in the image) and members. */
+  files?: { dir: string; entries: { path: string; data: Uint8Array }[] };
+  /** Environment entries (`NAME=value`), never a secret. */
+  env?: string[];
+  workingDir?: string;
+  timeoutMs?: number;
+  /** The start of the error message when the script fails. */
+  failure: string;
+  /** Extra labels (Docker: `lvmh.repo`). */
+  labels?: Labels;
+}
+
+/** Runs helper jobs to completion and removes what it made. @throws {HelperError} as `runHelper`. */
+export interface HelperRunner {
+  run(job: HelperJob): Promise<HelperOutput>;
+}
+
+/**
+ * Helpers as containers on a Docker engine: the working copy is the session's `lvmh-work-<id>` volume (or
+ * `volume`, for tests that bind one), the network `network` when the job needs one.
+ */
+export function dockerHelperRunner(
+  engine: Engine,
+  o: { image: string; network: string; labels?: Labels; volume?: string },
+): HelperRunner {
+  return {
+    run: (job) =>
+      runHelper(engine, {
+        image: o.image,
+        kind: job.kind,
+        cmd: job.cmd,
+        labels: {
+          "lvmh.managed": "true",
+          ...(job.workingCopy ? { "lvmh.session": job.workingCopy.sessionId } : {}),
+          ...o.labels,
+          ...job.labels,
+        },
+        network: job.network ? o.network : "none",
+        mounts: job.workingCopy
+          ? [{
+            Type: "volume",
+            Source: o.volume ?? workVolumeName(job.workingCopy.sessionId),
+            Target: "/workspace",
+            ReadOnly: job.workingCopy.readOnly,
+          }]
+          : [],
+        stdin: job.secret,
+        files: job.files,
+        env: job.env,
+        workingDir: job.workingDir,
+        timeoutMs: job.timeoutMs,
+        failure: job.failure,
+      }),
+  };
+}
+
+/** An engine, or a runner already made: the git helpers take either (tests hand them an engine). */
+export function asRunner(
+  x: Engine | HelperRunner,
+  o: { image?: string; network?: string; labels?: Labels; volume?: string },
+): HelperRunner {
+  if ("run" in x && typeof x.run === "function") return x as HelperRunner;
+  if (!o.image) throw new TypeError("a helper on a Docker engine needs its image");
+  return dockerHelperRunner(x as Engine, { ...o, image: o.image, network: o.network ?? "none" });
+}

@@ -13,7 +13,7 @@
  * (`lvmh/…`), checked here and by the caller, so the target branch is never pushed to.
  */
 import type { Engine, Labels } from "./engine.ts";
-import { runHelper } from "./helper.ts";
+import { asRunner, type HelperRunner } from "./helper.ts";
 
 /** Where the bundle is copied into the helper before it starts. */
 const BUNDLE_DIR = "/tmp";
@@ -69,7 +69,8 @@ echo "lvmh: pushed $head"
 `;
 
 export interface PushOptions {
-  image: string;
+  /** With an engine: the image, the network and labels. */
+  image?: string;
   /** The project's clone URL, built from lvmh's record of the session's repository (no credentials). */
   url: string;
   /** The session's branch (`lvmh/<8 hex>`). */
@@ -82,8 +83,8 @@ export interface PushOptions {
   lease: string | null;
   bundle: Uint8Array;
   token: string | null;
-  network: string;
-  labels: Labels;
+  network?: string;
+  labels?: Labels;
   timeoutMs?: number;
 }
 
@@ -92,14 +93,13 @@ export interface PushOptions {
  * @throws {HelperError} with git's own message (a stale lease, a token without `write_repository`…);
  * {TypeError} for a branch that is not lvmh's or a malformed sha, before anything runs.
  */
-export async function pushBundle(engine: Engine, o: PushOptions): Promise<void> {
+export async function pushBundle(engine: Engine | HelperRunner, o: PushOptions): Promise<void> {
   if (!LVMH_BRANCH_RE.test(o.branch)) throw new TypeError(`not an lvmh branch: ${JSON.stringify(o.branch)}`);
   for (const sha of [o.baseSha, o.head, ...(o.lease === null ? [] : [o.lease])]) {
     if (!SHA_RE.test(sha)) throw new TypeError(`not a sha: ${JSON.stringify(sha)}`);
   }
   const withToken = o.token !== null && o.token !== "";
-  await runHelper(engine, {
-    image: o.image,
+  await asRunner(engine, o).run({
     kind: "push",
     cmd: [
       PUSH_SCRIPT,
@@ -112,11 +112,10 @@ export async function pushBundle(engine: Engine, o: PushOptions): Promise<void> 
       o.lease ?? "",
       withToken ? "1" : "0",
     ],
-    labels: o.labels,
-    network: o.network,
-    // No volume at all: the helper sees the bundle and nothing else of the session.
-    mounts: [],
-    stdin: withToken ? `${o.token}\n` : null,
+    // No working copy at all: the helper sees the bundle and nothing else of the session.
+    workingCopy: null,
+    network: true,
+    secret: withToken ? `${o.token}\n` : null,
     files: { dir: BUNDLE_DIR, entries: [{ path: BUNDLE_NAME, data: o.bundle }] },
     timeoutMs: o.timeoutMs ?? 10 * 60_000,
     failure: `git push to ${o.branch} of ${o.url} failed`,

@@ -8,7 +8,7 @@
  */
 import { Buffer } from "node:buffer";
 import type { Engine, Labels } from "./engine.ts";
-import { HARDENED_GIT_PRELUDE, runHelper } from "./helper.ts";
+import { asRunner, HARDENED_GIT_PRELUDE, type HelperRunner } from "./helper.ts";
 
 /** Bundles beyond this are refused rather than pulled through the engine's log stream. */
 export const SESSION_BUNDLE_LIMIT = 512 * 1024 * 1024;
@@ -68,26 +68,26 @@ export interface SessionBundle {
  * @throws {HelperError} when git fails (no commit, the base no longer an ancestor, too large).
  */
 export async function sessionBundle(
-  engine: Engine,
+  engine: Engine | HelperRunner,
   o: {
-    image: string;
-    /** The session's working copy volume (`lvmh-work-<id>`). */
-    volume: string;
+    /** The session whose working copy is bundled (with a runner). */
+    sessionId?: string;
+    /** With an engine: the image and the working copy's volume (`lvmh-work-<id>`). */
+    image?: string;
+    volume?: string;
     baseSha: string;
     branch: string;
     message: string;
-    labels: Labels;
+    labels?: Labels;
     timeoutMs?: number;
   },
 ): Promise<SessionBundle> {
-  const { stdout } = await runHelper(engine, {
-    image: o.image,
+  const { stdout } = await asRunner(engine, o).run({
     kind: "export",
     cmd: [SCRIPT, "lvmh-bundle", o.baseSha, o.branch, o.message],
-    labels: o.labels,
-    network: "none",
-    mounts: [{ Type: "volume", Source: o.volume, Target: "/workspace", ReadOnly: true }],
-    stdin: null,
+    workingCopy: { sessionId: o.sessionId ?? "", readOnly: true },
+    network: false,
+    secret: null,
     timeoutMs: o.timeoutMs ?? 5 * 60_000,
     failure: "git failed in the session's working copy",
   });

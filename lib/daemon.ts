@@ -26,7 +26,7 @@ import { agentToken } from "./auth.ts";
 import { createGitlab } from "./gitlab.ts";
 import { createGitlabMergeRequests } from "./gitlab_merge_requests.ts";
 import { MergeRequests } from "./merge_requests.ts";
-import { dockerShipWork } from "./ship_work.ts";
+import { helperShipWork } from "./ship_work.ts";
 import { pruneSessions } from "./session_removal.ts";
 import { Webhooks } from "./webhooks/webhooks.ts";
 import { startNotify } from "./notify/start.ts";
@@ -104,7 +104,8 @@ export function createDaemon(config: Config, routes: RouteDef[]): Daemon {
     workspaces,
     gitlab,
     api: createGitlabMergeRequests(gitlab),
-    work: dockerShipWork(config),
+    // The spawn backend's helpers (containers, or Pods on the session's claim); it is made just below.
+    work: helperShipWork(() => backend.helpers),
   });
   // A record's change is the session row's: the list shows `!12 · pipeline failed`.
   sessions.setMergeRequests((id) => mergeRequests.summary(id));
@@ -149,7 +150,7 @@ export function createDaemon(config: Config, routes: RouteDef[]): Daemon {
     mergeRequests,
     spawner,
     workspaces,
-    changes: new SessionChanges({ sessions, workspaces, config }),
+    changes: new SessionChanges({ sessions, workspaces, config, backend }),
   };
   const hooks = new Hooks(parts, config.gitlabHookSecret);
   const feed = new DaemonFeed(parts);

@@ -2,17 +2,18 @@
  * The git steps of shipping a session's work, behind one interface (`ShipWork`): inspect the working copy,
  * commit what is uncommitted, bundle `baseSha..HEAD`, push the bundle. In the daemon they are Docker helpers
  * (`dockerShipWork`: no token and no network for the three that read the agent's copy; the token only in the
- * push helper, which never reads it); unit tests give fakes. Engine and git failures become the kinds of
+ * push helper, which never reads it), run by the spawn backend's helper runner (containers on Docker,
+ * short-lived Pods on Kubernetes); unit tests give fakes. Engine and git failures become the kinds of
  * `lib/errors.ts`.
  */
 import type { Config } from "./config.ts";
-import { workVolumeName } from "./workspaces.ts";
 import { isDomainError, UnavailableError, UpstreamError } from "./errors.ts";
 import { describeFindings, type SecretFinding } from "./secret_scan.ts";
 import { createEngine, type Engine } from "../docker/engine.ts";
 import { DockerUnreachableError } from "../docker/errors.ts";
 import { bundleWork, commitWork, inspectWork, type WorkState } from "../docker/export_helper.ts";
 import { pushBundle } from "../docker/push_helper.ts";
+import { dockerHelperRunner, type HelperRunner } from "../docker/helper.ts";
 
 /** The request of `ship`. */
 export interface ShipRequest {
@@ -63,18 +64,21 @@ export function dockerShipWork(
   options: { engine?: Engine } = {},
 ): ShipWork {
   const engine = options.engine ?? createEngine({ socketPath: config.dockerSock });
-  const base = (sessionId: string) => ({
-    image: config.workerImage,
-    volume: workVolumeName(sessionId),
-    labels: { "lvmh.managed": "true", "lvmh.session": sessionId },
-  });
+  const runner = dockerHelperRunner(engine, { image: config.workerImage, network: config.workerNetwork });
+  return helperShipWork(() => runner);
+}
+
+/**
+ * The helpers on whatever runs them (`runner()`: the spawn backend's, asked at each use, so the daemon can
+ * make this before its backend); their failures become the kinds of `lib/errors.ts`.
+ */
+export function helperShipWork(runner: () => HelperRunner): ShipWork {
   return {
-    inspect: (sessionId, baseSha) => domain(inspectWork(engine, { ...base(sessionId), baseSha })),
-    commit: (sessionId, o) => domain(commitWork(engine, { ...base(sessionId), ...o })),
-    bundle: (sessionId, baseSha) => domain(bundleWork(engine, { ...base(sessionId), baseSha })),
+    inspect: (sessionId, baseSha) => domain(inspectWork(runner(), { sessionId, baseSha })),
+    commit: (sessionId, o) => domain(commitWork(runner(), { sessionId, ...o })),
+    bundle: (sessionId, baseSha) => domain(bundleWork(runner(), { sessionId, baseSha })),
     push: (o) =>
-      domain(pushBundle(engine, {
-        image: config.workerImage,
+      domain(pushBundle(runner(), {
         url: o.url,
         branch: o.branch,
         baseSha: o.baseSha,
@@ -83,8 +87,6 @@ export function dockerShipWork(
         lease: o.lease,
         bundle: o.bundle,
         token: o.token,
-        network: config.workerNetwork,
-        labels: { "lvmh.managed": "true", "lvmh.repo": o.repo },
       })),
   };
 }

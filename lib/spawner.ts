@@ -8,7 +8,7 @@ import type { Config } from "./config.ts";
 import { DatabaseSync } from "node:sqlite";
 import { ConflictError, isDomainError, NotFoundError, UpstreamError } from "./errors.ts";
 import type { AskSet, SessionInfo, SpawnBody, SpawnJob } from "./protocol.ts";
-import { MAX_LOG_LINES, type SpawnBackend, StorageGoneError } from "./spawn/backend.ts";
+import { type CloneCredential, MAX_LOG_LINES, type SpawnBackend, StorageGoneError } from "./spawn/backend.ts";
 import {
   type ContainerRow,
   ContainerStates,
@@ -71,7 +71,7 @@ export interface Spawner {
   /** A session's worker state, or undefined for a session that was never spawned. */
   container(sessionId: string): ContainerRow | undefined;
   /** The clone credential for a worker that clones for itself (Kubernetes), once; null otherwise. */
-  cloneCredential?(sessionId: string): { credential: string | null } | null;
+  cloneCredential?(sessionId: string): CloneCredential | null;
   /** Check running jobs against the backend now, as the periodic check does (a crash is noticed). */
   check(): Promise<void>;
   /** Find lvmh's containers again by label (daemon restart). Never throws. */

@@ -1,13 +1,15 @@
 /**
  * "What changed" in a session, for the REST routes: daemon-only (unlike the rest of lib/changes, which the
  * plugin bundles too). A spawned session (one with a working-copy record) is read by the diff helper
- * container against its recorded base; a terminal session's plugin is sent a `changes` command and its
+ * (a container on Docker, a short-lived Pod on Kubernetes: the spawn backend's runner) against its recorded
+ * base; a terminal session's plugin is sent a `changes` command and its
  * `command_result` carries the answer. Such an answer is taken out of the event before it is stored: the
  * event log keeps that the command was answered, not a copy of the diff.
  */
 import { createEngine, type Engine } from "../../docker/engine.ts";
 import { DockerUnreachableError } from "../../docker/errors.ts";
 import { runDiffHelper } from "../../docker/diff_helper.ts";
+import type { HelperRunner } from "../../docker/helper.ts";
 import { MANAGED } from "../../docker/worker.ts";
 import {
   ConflictError,
@@ -41,6 +43,11 @@ export interface SessionChangesDeps {
   config: { dockerSock: string; workerImage: string };
   /** Replaces the client on `config.dockerSock` (tests). */
   engine?: Engine;
+  /**
+   * Where the diff helper runs: the spawn backend's runner (a container, or a Pod on the session's claim),
+   * and whether the session's storage is still there. Without it, a container on `config.dockerSock`.
+   */
+  backend?: { helpers: HelperRunner; storageExists(sessionId: string): Promise<boolean> };
 }
 
 /** Computes a session's changes: the diff helper for spawned sessions, the plugin for terminal ones. */
@@ -106,6 +113,24 @@ export class SessionChanges {
     if (!this.#deps.sessions.get(sessionId)) throw sessionNotFound(sessionId);
     const workspace = this.#deps.workspaces.get(sessionId);
     if (!workspace) return await this.#fromPlugin(sessionId, scope, path);
+    const backend = this.#deps.backend;
+    if (backend) {
+      try {
+        // A claim or volume that is gone would be made empty (or never mount): say the copy is gone instead.
+        if (!await backend.storageExists(sessionId)) {
+          throw new ConflictError(`The working copy of session "${sessionId}" is gone`);
+        }
+        const out = await runDiffHelper(backend.helpers, {
+          sessionId,
+          scope,
+          base: { sha: workspace.baseSha, branch: workspace.baseBranch },
+        });
+        return changesFromOutput(out.output, out.boundary, { scope, limits: CHANGE_LIMITS, only: path });
+      } catch (error) {
+        if (isDomainError(error)) throw error;
+        throw new UpstreamError(error instanceof Error ? error.message : String(error));
+      }
+    }
     const engine = this.#engine ??= createEngine({ socketPath: this.#deps.config.dockerSock });
     const volume = workVolumeName(sessionId);
     try {

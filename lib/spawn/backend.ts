@@ -11,6 +11,7 @@
  * fetch never moves files under a running agent.
  */
 import { ConflictError, UpstreamError } from "../errors.ts";
+import type { HelperRunner } from "../../docker/helper.ts";
 
 /** One session's worker: what it runs on and how it reaches the daemon. */
 export interface WorkerRequest {
@@ -116,6 +117,11 @@ export interface SpawnBackend {
    * @throws {UpstreamError} with git's message (no commit, the base rewritten away).
    */
   bundle(sessionId: string, o: { baseSha: string; branch: string; message: string }): Promise<Uint8Array>;
+  /**
+   * Runs the git helpers (changes, export, bundle, push) beside a session's working copy: containers on
+   * Docker, short-lived Pods on the session's claim on Kubernetes.
+   */
+  readonly helpers: HelperRunner;
   /** How a worker is: running, or how it ended; null when it is gone. */
   workerStatus(id: string): Promise<{ running: boolean; exitCode: number; oom: boolean } | null>;
   /** A worker's last `tail` log lines, stdout and stderr together. @throws {NotFoundError} when it is gone. */
@@ -139,9 +145,18 @@ export interface SpawnBackend {
    * /agent/clone-credential`); null when there is none to hand out, `{credential: null}` for an anonymous
    * clone.
    */
-  takeCloneCredential?(sessionId: string): { credential: string | null } | null;
+  takeCloneCredential?(sessionId: string): CloneCredential | null;
   /** Stop background work (a watch). */
   close?(): Promise<void>;
+}
+
+/**
+ * What `GET /agent/clone-credential` hands out once: the GitLab token (null: anonymous), and for a helper Pod
+ * the files it needs (a bundle to push), base64.
+ */
+export interface CloneCredential {
+  credential: string | null;
+  files?: { path: string; data: string }[];
 }
 
 /** The most log lines a worker's logs are read (and kept) with. */

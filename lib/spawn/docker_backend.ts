@@ -13,6 +13,7 @@ import { DockerError, DockerNotFoundError, DockerUnreachableError } from "../../
 import { copyWorkspace, fetchIntoCache } from "../../docker/clone.ts";
 import { createTar } from "../../docker/tar.ts";
 import { sessionBundle } from "../../docker/session_bundle.ts";
+import { dockerHelperRunner } from "../../docker/helper.ts";
 import { buildWorkerImage, MANAGED, workerCreateBody, workerImageStale } from "../../docker/worker.ts";
 import {
   ImageMissingError,
@@ -64,6 +65,7 @@ export function createDockerBackend(
   options: { engine?: Engine; contextRoot?: string } = {},
 ): SpawnBackend {
   const engine = options.engine ?? createEngine({ socketPath: config.dockerSock });
+  const helpers = dockerHelperRunner(engine, { image: config.workerImage, network: config.workerNetwork });
   const network = config.workerNetwork;
   const labelsOf = (repo: string) => ({ ...MANAGED, "lvmh.repo": repo });
   /** The session volume and the working copy; a copy helper still on it is removed first. Never throws. */
@@ -222,14 +224,14 @@ export function createDockerBackend(
 
     workerLogs: (id, tail) => readLogs(id, tail),
 
+    helpers,
+
     async bundle(sessionId, o) {
-      const made = await domain(sessionBundle(engine, {
-        image: config.workerImage,
-        volume: workVolumeName(sessionId),
+      const made = await domain(sessionBundle(helpers, {
+        sessionId,
         baseSha: o.baseSha,
         branch: o.branch,
         message: o.message,
-        labels: { ...MANAGED, "lvmh.session": sessionId },
       }));
       return made.bundle;
     },

@@ -27,12 +27,17 @@ import {
 import { type CloneReport, cloneReport, type PodLike, podView } from "../kube/pod_state.ts";
 import { preflight } from "../kube/preflight.ts";
 import { listWatch } from "../kube/watch.ts";
+import { HELPER_INPUT_PREFIX, kubeHelperRunner } from "../kube/helper_pods.ts";
+import { agentToken } from "../auth.ts";
+import { sessionBundle } from "../../docker/session_bundle.ts";
 import { lastLines } from "./containers.ts";
 import { type ManagedWorker, MAX_LOG_LINES, RetryableError, type SpawnBackend } from "./backend.ts";
 
 /** The configuration the Kubernetes backend reads. */
 export type KubeBackendConfig =
   & Pick<Config, "workerImage" | "modelsJson">
+  // The agent URL and the daemon token (helper Pods' one-off tokens); tests may leave them out.
+  & Partial<Pick<Config, "token" | "workerUrl" | "port">>
   & {
     kube: {
       connection: KubeConnection;
@@ -273,6 +278,24 @@ export function createKubeBackend(config: KubeBackendConfig, deps: KubeBackendDe
 
   const modelsText = () => config.modelsJson ? Deno.readTextFileSync(config.modelsJson) : null;
 
+  const helpers = kubeHelperRunner({
+    client,
+    image: config.workerImage,
+    agentUrl: config.workerUrl ?? `ws://127.0.0.1:${config.port ?? 0}/agent/ws`,
+    agentToken: (id) => {
+      if (!config.token) throw new UpstreamError("Kubernetes helpers need the daemon's token");
+      return agentToken(config.token, id);
+    },
+    limits: config.workerLimits,
+    nodeOf(sessionId) {
+      // The claim is ReadWriteOnce: while the worker runs, the helper must run on its node.
+      const pod = pods.get(podName(sessionId)) as (PodLike & { spec?: { nodeName?: string } }) | undefined;
+      if (!pod || pod.metadata.deletionTimestamp) return null;
+      const state = podView(pod, Date.now(), k.startTimeoutMs).state;
+      return state === "ended" || state === "failed" ? null : pod.spec?.nodeName ?? null;
+    },
+  });
+
   const backend: KubeBackend = {
     async ping() {
       const problem = await preflightProblem();
@@ -408,6 +431,7 @@ export function createKubeBackend(config: KubeBackendConfig, deps: KubeBackendDe
     },
 
     takeCloneCredential(sessionId) {
+      if (sessionId.startsWith(HELPER_INPUT_PREFIX)) return helpers.take(sessionId);
       if (!armed.delete(sessionId)) return null;
       return { credential: deps.credential() };
     },
@@ -458,8 +482,11 @@ export function createKubeBackend(config: KubeBackendConfig, deps: KubeBackendDe
       return logs;
     },
 
-    // Helpers that mount the claim as short-lived Pods are not built yet.
-    bundle: () => Promise.reject(new UpstreamError("Bundles of Kubernetes sessions are not supported yet")),
+    helpers,
+
+    async bundle(sessionId, o) {
+      return (await sessionBundle(helpers, { sessionId, ...o })).bundle;
+    },
 
     async workerStatus(id) {
       let pod: PodLike;
