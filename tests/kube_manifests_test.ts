@@ -39,6 +39,8 @@ Deno.test("deploy/kubernetes: one daemon replica on its own claim, bound to the 
     "Deployment",
     "Namespace",
     "NetworkPolicy",
+    "NetworkPolicy",
+    "NetworkPolicy",
     "PersistentVolumeClaim",
     "Role",
     "RoleBinding",
@@ -62,7 +64,7 @@ Deno.test("deploy/kubernetes: one daemon replica on its own claim, bound to the 
   const binding = all.find((m) => m.kind === "RoleBinding");
   assert.deepEqual(binding.subjects, [{ kind: "ServiceAccount", name: "lvmh", namespace: "lvmh" }]);
   assert.equal(binding.roleRef.name, all.find((m) => m.kind === "Role").metadata.name);
-  const policy = all.find((m) => m.kind === "NetworkPolicy");
+  const policy = all.find((m) => m.metadata.name === "lvmh-workers");
   assert.deepEqual(policy.spec.podSelector.matchLabels, {
     "app.kubernetes.io/managed-by": "lvmh",
     "app.kubernetes.io/component": "worker",
@@ -74,4 +76,11 @@ Deno.test("deploy/kubernetes: one daemon replica on its own claim, bound to the 
   const open = policy.spec.egress[2];
   assert.deepEqual(open.ports, [{ protocol: "TCP", port: 443 }]);
   assert.ok(open.to[0].ipBlock.except.includes("10.0.0.0/8"));
+  // The push helper gets the workers' egress; the helpers reading a working copy get none.
+  const push = all.find((m) => m.metadata.name === "lvmh-push-helpers");
+  assert.equal(push.spec.podSelector.matchLabels["lvmh.dev/helper"], "push");
+  assert.deepEqual(push.spec.egress, policy.spec.egress);
+  const offline = all.find((m) => m.metadata.name === "lvmh-offline-helpers");
+  assert.deepEqual(offline.spec.podSelector.matchLabels["lvmh.dev/network"], "none");
+  assert.deepEqual([offline.spec.ingress, offline.spec.egress], [[], []]);
 });
