@@ -27,7 +27,9 @@ export interface Spawner {
    * Run a spawn job up to a started container.
    * @throws {UnavailableError} when Docker is unreachable (before any job exists); {UpstreamError} when the
    * image build, clone or container start failed (the job is then `failed` with the engine's message);
-   * {ConflictError} when `options.sessionId` already has a live job.
+   * {ConflictError} when `options.sessionId` already has a live job. On Kubernetes it answers once the Pod is
+   * created: a later failure (the clone, an image pull, unschedulable past the timeout, OOM) leaves the job
+   * `failed` with the message and the session's storage removed.
    * @param options.sessionId the new session's id, when the caller allocated it (a hook answers with it before
    * the spawn ran, and runs the spawn again under it after a restart).
    */
@@ -212,8 +214,14 @@ export function createSpawner(deps: SpawnDeps): Spawner {
       jobs.add(job);
       containers.set(job.sessionId, job.repo, "starting");
       try {
-        const containerId = await run(job, body.ask);
-        containers.set(job.sessionId, job.repo, "running");
+        // Kubernetes answers once the Pod is created; how its start ends is followed on the job.
+        const containerId = await run(job, body.ask, {
+          onStarted(error) {
+            if (error) containers.delete(job.sessionId);
+            else containers.set(job.sessionId, job.repo, "running");
+          },
+        });
+        if (!backend.awaitStart) containers.set(job.sessionId, job.repo, "running");
         return { sessionId: job.sessionId, containerId, jobId: job.id };
       } catch (error) {
         // The failed spawn removed the session's storage: nothing is left to resume.

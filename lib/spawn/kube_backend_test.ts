@@ -13,7 +13,7 @@ import { Workspaces } from "../workspaces.ts";
 import { ContainerStates } from "./containers.ts";
 import type { SpawnJob } from "../protocol.ts";
 import { claimName, podName, secretName } from "../kube/objects.ts";
-import { UnavailableError, UpstreamError } from "../errors.ts";
+import { UnavailableError } from "../errors.ts";
 
 const GITLAB_TOKEN = "glpat-kube-test-secret-0123456789";
 const SHA = "0123456789abcdef0123456789abcdef01234567";
@@ -144,6 +144,9 @@ const running = (sessionId: string) => ({
 /** The one job's state, and the Pod once the backend made it. */
 const jobOf = (env: Env) => env.jobs[0];
 const podMade = (env: Env) => waitFor(() => env.fake.list("pods").length > 0, "the Pod was created", 5000);
+/** The spawn answers once the Pod is created; the job goes on to `running` (or `failed`) after. */
+const settled = (env: Env, state: "running" | "failed") =>
+  waitFor(() => jobOf(env)?.state === state, `the job ${state}`, 10_000);
 
 Deno.test("kube backend: spawn → cloning (credential once) → running; stop keeps claim and Secret; resume; discard", async () => {
   const env = await setup();
@@ -152,6 +155,10 @@ Deno.test("kube backend: spawn → cloning (credential once) → running; stop k
     await podMade(env);
     const id = jobOf(env).sessionId;
     const pod = podName(id);
+    // 201 once the Pod is created: the spawn has answered while the Pod has not even been scheduled.
+    assert.equal((await spawned).containerId, pod);
+    assert.equal(jobOf(env).state, "queued");
+    assert.equal(env.spawner.container(id)?.state, "starting");
     assert.ok(env.fake.get("secrets", secretName(id)), "the session Secret exists");
     assert.ok(env.fake.get("persistentvolumeclaims", claimName(id)), "the claim exists");
     env.fake.setPodStatus(pod, cloning());
@@ -161,10 +168,8 @@ Deno.test("kube backend: spawn → cloning (credential once) → running; stop k
     assert.equal(env.spawner.cloneCredential!(id), null);
     assert.equal(env.spawner.cloneCredential!("another-session"), null);
     env.fake.setPodStatus(pod, running(id));
-    const { containerId } = await spawned;
-    assert.equal(containerId, pod);
-    assert.equal(jobOf(env).state, "running");
-    assert.equal(env.spawner.container(id)?.state, "running");
+    await settled(env, "running");
+    await waitFor(() => env.spawner.container(id)?.state === "running", "the worker running", 5000);
     assert.deepEqual(env.workspaces.get(id) && { ...env.workspaces.get(id), createdAt: 0 }, {
       sessionId: id,
       repo: "group/sub/proj",
@@ -226,11 +231,8 @@ Deno.test("kube backend: a failed clone fails the spawn with git's message and r
       initContainerStatuses: [cloned("fatal: Remote branch nope not found", 1)],
       containerStatuses: [worker({ waiting: { reason: "PodInitializing" } })],
     });
-    await assert.rejects(
-      spawned,
-      (e) => e instanceof UpstreamError && /Remote branch nope not found/.test(e.message),
-    );
-    assert.equal(jobOf(env).state, "failed");
+    assert.equal((await spawned).containerId, podName(id));
+    await settled(env, "failed");
     assert.match(jobOf(env).error!, /^clone failed: fatal: Remote branch nope not found/);
     await waitFor(() => env.fake.list("persistentvolumeclaims").length === 0, "the claim is removed", 5000);
     assert.equal(env.fake.list("secrets").length, 0);
@@ -263,8 +265,10 @@ Deno.test("kube backend: an image that cannot be pulled fails the spawn with the
         },
       }],
     });
-    await assert.rejects(spawned, /ErrImagePull: pull access denied/);
-    assert.equal(jobOf(env).state, "failed");
+    await spawned;
+    await settled(env, "failed");
+    assert.match(jobOf(env).error!, /ErrImagePull: pull access denied/);
+    await waitFor(() => env.fake.list("persistentvolumeclaims").length === 0, "the claim is removed", 5000);
   } finally {
     await env.close();
   }
@@ -289,8 +293,10 @@ Deno.test("kube backend: unschedulable is queued with the scheduler's message, t
     });
     await waitFor(() => jobOf(env).error === message, "queued with the scheduler's message", 5000);
     assert.equal(jobOf(env).state, "queued");
-    await assert.rejects(spawned, /not scheduled after 2 s: 0\/3 nodes are available/);
-    assert.equal(jobOf(env).state, "failed");
+    await spawned;
+    await settled(env, "failed");
+    assert.match(jobOf(env).error!, /not scheduled after 2 s: 0\/3 nodes are available/);
+    await waitFor(() => env.fake.list("persistentvolumeclaims").length === 0, "the claim is removed", 5000);
   } finally {
     await env.close();
   }
@@ -304,6 +310,7 @@ Deno.test("kube backend: a running worker killed for memory is crashed (oom); lv
     const id = jobOf(env).sessionId;
     env.fake.setPodStatus(podName(id), running(id));
     await spawned;
+    await settled(env, "running");
     env.fake.setPodStatus(podName(id), {
       ...running(id),
       phase: "Failed",
@@ -337,7 +344,7 @@ for (const mode of ["event", "bare", "drop"] as const) {
       env.fake.breakWatches(mode);
       env.fake.setPodStatus(podName(id), running(id));
       await spawned;
-      assert.equal(jobOf(env).state, "running");
+      await settled(env, "running");
       const after = env.fake.requests.slice(before).filter((r) =>
         r.method === "GET" && r.url.includes("/pods?")
       );
@@ -414,6 +421,7 @@ Deno.test("kube backend: a resume after the daemon's token changed makes the imm
     const id = jobOf(env).sessionId;
     env.fake.setPodStatus(podName(id), running(id));
     await spawned;
+    await settled(env, "running");
     await env.spawner.stopSession(id);
     const before = env.fake.get("secrets", secretName(id))!;
     env.tokenSuffix = "rotated";

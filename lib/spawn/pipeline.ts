@@ -35,7 +35,20 @@ export interface PipelineDeps {
  * agent's work in it), no new listing (the session keeps its row and ask set), and a failure leaves the
  * storage in place.
  */
-export type RunJob = (job: SpawnJob, ask: AskSet | undefined, mode?: { resume?: boolean }) => Promise<string>;
+export type RunJob = (
+  job: SpawnJob,
+  ask: AskSet | undefined,
+  mode?: {
+    resume?: boolean;
+    /**
+     * Answer early: a backend whose worker clones for itself (Kubernetes) returns once the worker is
+     * created, follows it to `running` in the background and says here how that ended (a failure has then
+     * removed what the job made, as a failure before the return does). Other backends run to `running`
+     * before they return and never call it.
+     */
+    onStarted?: (error: Error | null) => void;
+  },
+) => Promise<string>;
 
 /** Build the pipeline; its image gate and workspace lock are shared by every job it runs. */
 export function createPipeline(deps: PipelineDeps): RunJob {
@@ -104,8 +117,21 @@ export function createPipeline(deps: PipelineDeps): RunJob {
    * (a session spawned again keeps its recorded base), listed offline, then followed until it runs. The
    * backend records the clone's base (`onCloned`), also for a worker a restarted daemon finds mid-clone.
    */
-  const runSelfCloning = async (job: SpawnJob, ask: AskSet | undefined, resuming: boolean) => {
+  const runSelfCloning = async (
+    job: SpawnJob,
+    ask: AskSet | undefined,
+    resuming: boolean,
+    onStarted?: (error: Error | null) => void,
+  ) => {
     let workerId: string | null = null;
+    const failed = async (error: unknown) => {
+      if (workerId) await backend.removeWorker(workerId);
+      if (!resuming) await backend.removeSessionStorage(job.sessionId);
+      jobs.update(job, "failed", {
+        containerId: null,
+        error: error instanceof Error ? error.message : String(error),
+      });
+    };
     try {
       if (!resuming) await backend.createStorage({ sessionId: job.sessionId, repo: job.repo });
       const known = deps.workspaces.get(job.sessionId);
@@ -135,22 +161,33 @@ export function createPipeline(deps: PipelineDeps): RunJob {
           startedAt: job.createdAt,
         }, ask);
       }
-      await backend.awaitStart!(workerId, (state, message) => jobs.update(job, state, { error: message }));
-      jobs.update(job, "running", { error: null });
+      const started = backend.awaitStart!(
+        workerId,
+        (state, message) => jobs.update(job, state, { error: message }),
+      ).then(() => {
+        jobs.update(job, "running", { error: null });
+      });
+      if (onStarted) {
+        // The Pod exists: the rest (scheduling, image pull, clone, start) is followed on the job.
+        started.then(
+          () => onStarted(null),
+          async (error) => {
+            await failed(error).catch(() => {});
+            onStarted(error instanceof Error ? error : new Error(String(error)));
+          },
+        );
+        return workerId;
+      }
+      await started;
       return workerId;
     } catch (error) {
-      if (workerId) await backend.removeWorker(workerId);
-      if (!resuming) await backend.removeSessionStorage(job.sessionId);
-      jobs.update(job, "failed", {
-        containerId: null,
-        error: error instanceof Error ? error.message : String(error),
-      });
+      await failed(error);
       throw error;
     }
   };
 
   return async function run(job, ask, mode = {}) {
-    if (backend.awaitStart) return await runSelfCloning(job, ask, mode.resume === true);
+    if (backend.awaitStart) return await runSelfCloning(job, ask, mode.resume === true, mode.onStarted);
     if (mode.resume) return await resume(job);
     let workerId: string | null = null;
     try {
