@@ -117,6 +117,7 @@ export function createDaemon(config: Config, routes: RouteDef[]): Daemon {
     ? createKubeBackend({ ...config, kube: config.kube }, {
       credential: () => gitlab.credential(),
       onCloned: (sessionId, repo, base) => workspaces.record(sessionId, { ...base, repo }),
+      sessionKnown: (sessionId) => sessions.get(sessionId) !== null,
     })
     : createDockerBackend(config);
   const spawner = createSpawner({

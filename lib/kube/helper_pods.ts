@@ -94,6 +94,8 @@ export interface HelperPodDeps {
 export interface KubeHelperRunner extends HelperRunner {
   /** The inputs of the helper Pod whose one-off id this is, once; null for any other id. */
   take(id: string): CloneCredential | null;
+  /** The helper Pods (and their Secrets, same name) this runner is running now. */
+  running(): ReadonlySet<string>;
 }
 
 const SECURITY = {
@@ -208,6 +210,7 @@ type HelperPod = PodLike & { spec?: { nodeName?: string } };
 export function kubeHelperRunner(deps: HelperPodDeps): KubeHelperRunner {
   const { client } = deps;
   const inputs = new Map<string, CloneCredential>();
+  const inFlight = new Set<string>();
   const pollMs = deps.pollMs ?? 250;
 
   const remove = async (resource: string, name: string) => {
@@ -262,9 +265,12 @@ export function kubeHelperRunner(deps: HelperPodDeps): KubeHelperRunner {
       return input;
     },
 
+    running: () => inFlight,
+
     async run(job): Promise<HelperOutput> {
       const suffix = crypto.randomUUID().replaceAll("-", "").slice(0, 12);
       const name = `lvmh-h-${job.kind}-${suffix}`;
+      inFlight.add(name);
       const needsInput = job.secret !== null || (job.files?.entries.length ?? 0) > 0;
       const inputId = `${HELPER_INPUT_PREFIX}${crypto.randomUUID()}`;
       let secretMade = false;
@@ -315,6 +321,7 @@ export function kubeHelperRunner(deps: HelperPodDeps): KubeHelperRunner {
         }
         return { stdout, stderr };
       } finally {
+        inFlight.delete(name);
         inputs.delete(inputId);
         if (podMade) await remove("pods", name).catch(() => {});
         if (secretMade) await remove("secrets", name).catch(() => {});

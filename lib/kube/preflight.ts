@@ -10,8 +10,8 @@ import type { KubeClient } from "./client.ts";
 export const KUBE_PERMISSIONS: readonly { resource: string; verbs: readonly string[] }[] = [
   { resource: "pods", verbs: ["create", "get", "list", "watch", "delete"] },
   { resource: "pods/log", verbs: ["get"] },
-  { resource: "secrets", verbs: ["create", "get", "delete"] },
-  { resource: "persistentvolumeclaims", verbs: ["create", "get", "delete"] },
+  { resource: "secrets", verbs: ["create", "get", "list", "delete"] },
+  { resource: "persistentvolumeclaims", verbs: ["create", "get", "list", "delete"] },
 ];
 
 /** One call of the preflight may take this long. */

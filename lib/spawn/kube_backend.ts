@@ -27,7 +27,12 @@ import {
 import { type CloneReport, cloneReport, type PodLike, podView } from "../kube/pod_state.ts";
 import { preflight } from "../kube/preflight.ts";
 import { listWatch } from "../kube/watch.ts";
-import { HELPER_INPUT_PREFIX, kubeHelperRunner } from "../kube/helper_pods.ts";
+import {
+  HELPER_INPUT_PREFIX,
+  HELPER_SECRET_SELECTOR,
+  HELPER_SELECTOR,
+  kubeHelperRunner,
+} from "../kube/helper_pods.ts";
 import { agentToken } from "../auth.ts";
 import { sessionBundle } from "../../docker/session_bundle.ts";
 import { lastLines } from "./containers.ts";
@@ -59,6 +64,13 @@ export interface KubeBackendDeps {
   log?(line: string): void;
   /** Watch tuning (tests). */
   watch?: { backoffMs?: number; timeoutSeconds?: number };
+  /**
+   * Whether lvmh still knows a session (stopped ones included): `sweep` deletes the claims and Secrets of
+   * sessions it does not know and that have no worker Pod. Without it, `sweep` leaves session storage alone.
+   */
+  sessionKnown?(sessionId: string): boolean;
+  /** Session storage younger than this is never swept (a spawn makes it before the session is listed). */
+  storageGraceMs?: number;
 }
 
 /** The extra the Kubernetes backend offers tests and the daemon. */
@@ -70,10 +82,14 @@ export interface KubeBackend extends SpawnBackend {
   preflightProblem(): Promise<string | null>;
 }
 
+/** Selects everything lvmh made. */
+const MANAGED_SELECTOR = "app.kubernetes.io/managed-by=lvmh";
 /** A failed preflight is run again on a spawn after this long (a fixed Role needs no restart). */
 const PREFLIGHT_RETRY_MS = 30_000;
 /** How long a deleted Pod may take to go before lvmh carries on regardless. */
 const GONE_TIMEOUT_MS = 60_000;
+/** Session storage younger than this is left to the spawn that is making it. */
+const STORAGE_GRACE_MS = 15 * 60_000;
 /** How long a worker may clone and start after it was scheduled. */
 const CLONE_TIMEOUT_MS = 15 * 60_000;
 
@@ -530,8 +546,51 @@ export function createKubeBackend(config: KubeBackendConfig, deps: KubeBackendDe
       return workers;
     },
 
-    // Nothing runs beside workers (no fetch or copy helpers), so a crash leaves nothing to sweep.
-    sweep: () => Promise.resolve(),
+    async sweep() {
+      const quiet = (what: string) => (error: Error) => {
+        if (codeOf(error) !== 404) log(`lvmh: could not sweep ${what}: ${error.message}`);
+      };
+      const list = async (resource: string, selector: string) =>
+        (await client.json<{ items?: PodLike[] }>("GET", client.path(resource), {
+          query: { labelSelector: selector },
+        })).items ?? [];
+      const gone = { kind: "DeleteOptions", apiVersion: "v1", gracePeriodSeconds: 0 };
+      // Helper Pods and their token Secrets this daemon is not running: a crashed daemon's (one daemon per
+      // namespace; their activeDeadlineSeconds has ended any that still ran).
+      const mine = helpers.running();
+      for (const [resource, selector] of [["pods", HELPER_SELECTOR], ["secrets", HELPER_SECRET_SELECTOR]]) {
+        for (const o of await list(resource, selector)) {
+          if (mine.has(o.metadata.name)) continue;
+          await client.json("DELETE", client.path(resource, o.metadata.name), { body: gone })
+            .catch(quiet(`${resource} ${o.metadata.name}`));
+        }
+      }
+      // Claims and Secrets of sessions lvmh no longer knows, that no worker Pod uses: what a daemon that died
+      // in a discard or a failed spawn left.
+      if (!deps.sessionKnown) return;
+      const withWorker = new Set((await list("pods", WORKER_SELECTOR)).map(sessionOf));
+      const grace = deps.storageGraceMs ?? STORAGE_GRACE_MS;
+      for (
+        const [resource, component] of [["persistentvolumeclaims", "workspace"], [
+          "secrets",
+          "session-secret",
+        ]]
+      ) {
+        for (
+          const o of await list(resource, `${MANAGED_SELECTOR},app.kubernetes.io/component=${component}`)
+        ) {
+          const sessionId = sessionOf(o);
+          const age = Date.now() - (Date.parse(o.metadata.creationTimestamp ?? "") || Date.now());
+          if (
+            !sessionId || withWorker.has(sessionId) || deps.sessionKnown(sessionId) || age < grace
+          ) continue;
+          log(`lvmh: deleting ${resource} ${o.metadata.name}: its session is gone`);
+          await client.json("DELETE", client.path(resource, o.metadata.name)).catch(
+            quiet(`${resource} ${o.metadata.name}`),
+          );
+        }
+      }
+    },
 
     async close() {
       stop.abort();
