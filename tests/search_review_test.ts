@@ -41,7 +41,7 @@ Deno.test("GET /api/sessions/:id/runs and /export", async (t) => {
     isError: false,
     resultPreview: '<img src=x onerror="alert(1)">',
   });
-  agent.send("message_end", assistant("a1", "All green."));
+  agent.send("message_end", assistant("a1", "All **green**. <img src=y onerror=alert(2)>"));
   agent.send("agent_end", { usage: { inputTokens: 1200, outputTokens: 300, totalCost: 0.0123 } });
   agent.send("agent_start");
   agent.send("message_end", {
@@ -106,6 +106,8 @@ Deno.test("GET /api/sessions/:id/runs and /export", async (t) => {
     assert.match(html, /&#60;script&#62;alert\(1\)&#60;\/script&#62;/);
     assert.match(html, /<title>Fix &#60;b&#62;login&#60;\/b&#62; &#38; &#34;quotes&#34; · lvmh<\/title>/);
     assert.match(html, /<style>/);
+    // Answers read as on the page: its Markdown rendering, raw HTML in them shown as text.
+    assert.match(html, /All <strong>green<\/strong>\. &lt;img src=y onerror=alert\(2\)&gt;/);
   });
 
   await t.step("400 for an unknown format", async () => {

@@ -7,6 +7,8 @@
 import { eventJson, type EventRow } from "../event_codec.ts";
 import type { ExportFormat } from "../protocol/search.ts";
 import { promptSource } from "./runs.ts";
+// The page's own Markdown rendering (raw HTML escaped, unsafe links dropped), so an answer reads as it does there.
+import { renderMarkdown } from "../../ui/markdown.ts";
 
 /** Events read per page. */
 const PAGE = 1000;
@@ -224,6 +226,7 @@ const STYLE =
 h1{font-size:1.4rem}h2{font-size:1.05rem;margin-top:2rem;border-top:1px solid #ddd;padding-top:1rem}
 .facts{color:#555;font-size:.9em}.msg{margin:.75rem 0;padding:.5rem .75rem;border-radius:8px;white-space:pre-wrap;overflow-wrap:anywhere}
 .user{background:#eef2ff}.assistant{background:#f6f6f7}.error{background:#fff0f0;color:#a00}
+.md{white-space:normal}.md>:first-child{margin-top:0}.md>:last-child{margin-bottom:0}.md code{background:#0000000d;padding:0 .2em;border-radius:3px}
 .by{font-size:.8em;color:#555;display:block;margin-bottom:.25rem}pre{background:#f3f3f3;padding:.5rem;border-radius:6px;overflow:auto;white-space:pre-wrap}
 details{margin:.25rem 0}summary{cursor:pointer;color:#444}.run-end{color:#555;font-size:.85em;font-style:italic}
 @media (prefers-color-scheme:dark){body{background:#17171a;color:#e6e6e6}.user{background:#222841}.assistant,pre{background:#222226}.facts,.by,.run-end,summary{color:#aaa}}`;
@@ -257,7 +260,7 @@ class HtmlWriter extends ConversationWriter {
         return (p.thinking
           ? `<details><summary>Thinking</summary><pre>${escapeHtml(p.thinking)}</pre></details>\n`
           : "") +
-          (p.text ? `<div class="msg assistant">${escapeHtml(p.text)}</div>\n` : "") +
+          (p.text ? `<div class="msg assistant md">${renderMarkdown(p.text)}</div>\n` : "") +
           (p.error ? `<div class="msg error">${escapeHtml(p.error)}</div>\n` : "");
       case "call":
         return `<pre class="call"><b>${escapeHtml(p.tool)}</b>\n${escapeHtml(p.args)}</pre>\n`;
