@@ -14,6 +14,7 @@ const BENCHES = [
   "approvals.ts",
   "hooks.ts",
   "spawn.ts",
+  "kube_spawn.ts",
   "merge_request.ts",
   "resume.ts",
   "changes.ts",
