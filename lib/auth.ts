@@ -19,6 +19,13 @@ export type Principal =
 
 const AGENT_PREFIX = "agent.";
 
+/**
+ * The one-off ids Kubernetes helper Pods fetch their inputs with (`lib/kube/helper_pods.ts`; never a session id:
+ * those are UUIDs). Their tokens are agent tokens of such an id, good for `/agent/clone-credential` and refused
+ * on the agent socket: a helper never speaks for a session.
+ */
+export const HELPER_ID_PREFIX = "helper-";
+
 /** Who acted, as approvals and the audit log name them: the token's name. */
 export function actorName(principal: Principal | null): string {
   return principal?.name ?? "anonymous";

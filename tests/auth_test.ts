@@ -151,6 +151,15 @@ Deno.test("auth: every route in the table is authenticated", async (t) => {
     assert.deepEqual(frames.map((f) => f.code ?? f.type), ["wrong_session"], "no welcome");
   });
 
+  await t.step("a Kubernetes helper's one-off token opens no agent socket", async () => {
+    const helper = await agentToken(d.token, "helper-0b7c");
+    const res = await d.fetch("/agent/ws", {
+      headers: { authorization: `Bearer ${helper}`, upgrade: "websocket", connection: "upgrade" },
+    });
+    assert.equal(res.status, 403);
+    assert.match(await res.text(), /opens no agent socket/);
+  });
+
   await t.step("the token never appears in the daemon's output", () => {
     assert.ok(!d.output().includes(d.token));
   });

@@ -17,6 +17,7 @@ import type { CloneCredential } from "../spawn/backend.ts";
 import { codeOf, type KubeClient } from "./client.ts";
 import { claimName, cpuQuantity, MANAGED_BY, memoryQuantity, SESSION_LABEL, WORKER_UID } from "./objects.ts";
 import type { PodLike } from "./pod_state.ts";
+import { HELPER_ID_PREFIX } from "../auth.ts";
 
 /** Selects lvmh's helper Pods. */
 export const HELPER_SELECTOR = "app.kubernetes.io/managed-by=lvmh,app.kubernetes.io/component=helper";
@@ -25,8 +26,8 @@ export const HELPER_SECRET_SELECTOR =
   "app.kubernetes.io/managed-by=lvmh,app.kubernetes.io/component=helper-secret";
 /** The label saying a helper needs no network (the NetworkPolicy denies its egress). */
 export const NETWORK_LABEL = "lvmh.dev/network";
-/** The one-off ids helper Pods fetch their inputs with (never a session id: those are UUIDs). */
-export const HELPER_INPUT_PREFIX = "helper-";
+/** The one-off ids helper Pods fetch their inputs with (lib/auth.ts says what their tokens may do). */
+export const HELPER_INPUT_PREFIX = HELPER_ID_PREFIX;
 
 /** How long a helper Pod may wait to be scheduled and started, beyond its job's own time. */
 const START_ALLOWANCE_MS = 120_000;
