@@ -41,23 +41,40 @@ const STUCK = new Set([
 ]);
 
 /**
- * Runs the job's script ($1 and after) with stdin from the fetched input (or nothing), stderr into a file
- * whose end becomes the termination message, and the script's exit code as the container's. `$1` is the
+ * The first line of a helper's termination message: how many bytes it wrote to stdout, which the daemon reads
+ * back from `pods/log` and checks, since a kubelet cuts a long log when it rotates it.
+ */
+const STDOUT_BYTES = "lvmh-stdout-bytes";
+
+/**
+ * Runs the job's script ($1 and after) with stdin from the fetched input (or nothing), stdout into a file then
+ * printed (its byte count opens the termination message), stderr into a file whose end follows it there, and
+ * the script's exit code as the container's. `$1` is the
  * input fetcher, run first when the Pod has a token to fetch with. Fixed text: nothing user-given is in it.
  */
 const WRAPPER = `f=$1; shift
 err=/tmp/lvmh-helper.err
+out=/tmp/lvmh-helper.out
 : > "$err"
 if [ -s /run/lvmh-helper/token ]; then
   node -e "$f" 2>>"$err" || { tail -c 3000 "$err" > /dev/termination-log; exit 97; }
 fi
 if [ -f /run/lvmh/stdin ]; then in=/run/lvmh/stdin; else in=/dev/null; fi
-sh -c "$@" < "$in" 2>>"$err"
+sh -c "$@" < "$in" > "$out" 2>>"$err"
 code=$?
 rm -f /run/lvmh/stdin
-tail -c 3000 "$err" > /dev/termination-log
+cat "$out"
+{ printf '${STDOUT_BYTES} %s\\n' "$(wc -c < "$out" | tr -d ' ')"; tail -c 3000 "$err"; } > /dev/termination-log
 exit $code
 `;
+
+/** The stdout count and the stderr tail of a termination message (no count when the helper failed early). */
+export function splitTermination(message: string): { bytes: number | null; stderr: string } {
+  const match = new RegExp(`^${STDOUT_BYTES} (\\d+)\\n`).exec(message);
+  return match
+    ? { bytes: Number(match[1]), stderr: message.slice(match[0].length) }
+    : { bytes: null, stderr: message };
+}
 
 /** Fetches the helper's inputs once: files written where the job wants them, the secret as stdin. */
 const FETCH_INPUT = `const fs = require("node:fs");
@@ -315,7 +332,14 @@ export function kubeHelperRunner(deps: HelperPodDeps): KubeHelperRunner {
         podMade = true;
         const end = await awaitEnd(name, job);
         const stdout = await client.text(client.path("pods", name, "log"), { container: "helper" });
-        const stderr = end.message;
+        const { bytes, stderr } = splitTermination(end.message);
+        if (end.code === 0 && bytes !== null && new TextEncoder().encode(stdout).length !== bytes) {
+          // A kubelet rotates a container's log past its size limit (10 MiB by default): never a cut answer.
+          throw new HelperError(
+            `${job.failure}: its output was cut short (${bytes} bytes written, fewer in the Pod's log)`,
+            0,
+          );
+        }
         if (end.code !== 0) {
           const why = end.reason === "OOMKilled" ? "out of memory (OOMKilled)" : `exit code ${end.code}`;
           throw new HelperError(`${job.failure}: ${lastLines(stderr) || why}`, end.code);
