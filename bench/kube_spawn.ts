@@ -87,11 +87,7 @@ try {
   const kube = await startSpawnEnv({
     workerImage: image,
     env: {
-      LVMH_SPAWN_BACKEND: "kubernetes",
-      LVMH_KUBE_URL: fake.url,
-      LVMH_KUBE_TOKEN_FILE: fake.tokenFile,
-      LVMH_KUBE_CA_FILE: fake.caFile,
-      LVMH_KUBE_NAMESPACE: fake.namespace,
+      ...fake.daemonEnv(),
       LVMH_MODELS_JSON: `${dir}/models.json`,
     },
   });

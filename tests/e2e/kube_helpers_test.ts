@@ -7,14 +7,12 @@
  */
 import assert from "node:assert/strict";
 import { waitFor } from "../../testing/daemon.ts";
-import { BASE_IMAGE, cleanupDocker, dockerTest, testEngine, uniq } from "../../testing/docker.ts";
-import { post, startSpawnEnv } from "../../testing/spawn_env.ts";
-import { modelsJson } from "../../testing/pi.ts";
+import { dockerTest } from "../../testing/docker.ts";
+import { post } from "../../testing/spawn_env.ts";
+import { startKubeSpawnEnv } from "../../testing/kube_env.ts";
 import { agentDoes } from "../../testing/work_copy.ts";
 import { git } from "../../testing/fixtures/git_http.ts";
-import { startFakeLlm } from "../../testing/fixtures/fake_llm.mjs";
-import { NODE_NAME, startFakeKube } from "../../testing/fixtures/kube_api.ts";
-import { buildWorkerImage } from "../../docker/worker.ts";
+import { NODE_NAME } from "../../testing/fixtures/kube_api.ts";
 import { workspaceBranch } from "../../lib/workspaces.ts";
 import type { Changes } from "../../lib/changes/types.ts";
 
@@ -29,24 +27,8 @@ type Pod = {
 };
 
 dockerTest("kubernetes: changes, bundle and merge request run as helper Pods on the claim", async (t) => {
-  const engine = testEngine();
-  const image = `lvmh-test-kube-helpers-${uniq()}:latest`;
-  await buildWorkerImage(engine, { image, baseImage: BASE_IMAGE, network: "host" });
-  const fake = await startFakeKube({ kubelet: "docker", dockerEngine: engine, bookmarkMs: 1000 });
-  const llm = await startFakeLlm();
-  const dir = await Deno.makeTempDir({ prefix: "lvmh-kube-helpers-" });
-  await Deno.writeTextFile(`${dir}/models.json`, modelsJson(llm.url));
-  const env = await startSpawnEnv({
-    workerImage: image,
-    env: {
-      LVMH_SPAWN_BACKEND: "kubernetes",
-      LVMH_KUBE_URL: fake.url,
-      LVMH_KUBE_TOKEN_FILE: fake.tokenFile,
-      LVMH_KUBE_CA_FILE: fake.caFile,
-      LVMH_KUBE_NAMESPACE: fake.namespace,
-      LVMH_MODELS_JSON: `${dir}/models.json`,
-    },
-  });
+  const s = await startKubeSpawnEnv();
+  const { env, fake, engine, image } = s;
   const { d } = env;
   const repo = env.repos[0];
   const bare = `${env.gitRoot}/${repo}.git`;
@@ -67,7 +49,6 @@ dockerTest("kubernetes: changes, bundle and merge request run as helper Pods on 
       30_000,
     );
   try {
-    await post(d, "/api/gitlab/connect", { token: env.pat }).then((r) => r.body?.cancel());
     const base = (await git(["--git-dir", bare, "rev-parse", "main"])).trim();
     const res = await post(d, "/api/spawn", { repo, ask: [] });
     const { sessionId } = await res.json();
@@ -166,10 +147,6 @@ dockerTest("kubernetes: changes, bundle and merge request run as helper Pods on 
       assert.ok(!d.output().includes(env.pat), "the daemon's log holds the GitLab token");
     });
   } finally {
-    await env.close();
-    await fake.close();
-    await llm.close();
-    await cleanupDocker(engine, { images: [image] });
-    await Deno.remove(dir, { recursive: true }).catch(() => {});
+    await s.close();
   }
 });

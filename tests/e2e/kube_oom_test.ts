@@ -7,12 +7,9 @@
  */
 import assert from "node:assert/strict";
 import { waitFor } from "../../testing/daemon.ts";
-import { BASE_IMAGE, cleanupDocker, dockerTest, testEngine, uniq } from "../../testing/docker.ts";
-import { post, startSpawnEnv } from "../../testing/spawn_env.ts";
-import { modelsJson } from "../../testing/pi.ts";
-import { startFakeLlm } from "../../testing/fixtures/fake_llm.mjs";
-import { startFakeKube } from "../../testing/fixtures/kube_api.ts";
-import { buildWorkerImage } from "../../docker/worker.ts";
+import { dockerTest } from "../../testing/docker.ts";
+import { post } from "../../testing/spawn_env.ts";
+import { startKubeSpawnEnv } from "../../testing/kube_env.ts";
 
 type Session = {
   id: string;
@@ -25,28 +22,10 @@ type Session = {
 dockerTest(
   "kubernetes: a worker killed for memory is crashed (oom), its logs kept, and resumable",
   async () => {
-    const engine = testEngine();
-    const image = `lvmh-test-kube-oom-${uniq()}:latest`;
-    await buildWorkerImage(engine, { image, baseImage: BASE_IMAGE, network: "host" });
-    const fake = await startFakeKube({ kubelet: "docker", dockerEngine: engine, bookmarkMs: 1000 });
-    const llm = await startFakeLlm();
-    const dir = await Deno.makeTempDir({ prefix: "lvmh-kube-oom-" });
-    await Deno.writeTextFile(`${dir}/models.json`, modelsJson(llm.url));
-    const env = await startSpawnEnv({
-      workerImage: image,
-      env: {
-        LVMH_SPAWN_BACKEND: "kubernetes",
-        LVMH_KUBE_URL: fake.url,
-        LVMH_KUBE_TOKEN_FILE: fake.tokenFile,
-        LVMH_KUBE_CA_FILE: fake.caFile,
-        LVMH_KUBE_NAMESPACE: fake.namespace,
-        LVMH_MODELS_JSON: `${dir}/models.json`,
-        LVMH_WORKER_MEMORY: "384m",
-      },
-    });
+    const s = await startKubeSpawnEnv({ LVMH_WORKER_MEMORY: "384m" });
+    const { env, fake } = s;
     const { d } = env;
     try {
-      await post(d, "/api/gitlab/connect", { token: env.pat }).then((r) => r.body?.cancel());
       const spawned = await post(d, "/api/spawn", { repo: env.repos[0], ask: [] });
       const id = (await spawned.json()).sessionId as string;
       assert.equal(spawned.status, 201);
@@ -88,11 +67,7 @@ dockerTest(
       await waitFor(async () => (await session())?.online, "the hello after the crash", 120_000);
       assert.equal((await session())?.container, "running");
     } finally {
-      await env.close();
-      await fake.close();
-      await llm.close();
-      await cleanupDocker(engine, { images: [image] });
-      await Deno.remove(dir, { recursive: true }).catch(() => {});
+      await s.close();
     }
   },
 );

@@ -8,63 +8,19 @@
  */
 import assert from "node:assert/strict";
 import { type Daemon, freePort, startDaemon, waitFor } from "../../testing/daemon.ts";
-import { BASE_IMAGE, cleanupDocker, dockerTest, testEngine, uniq } from "../../testing/docker.ts";
-import { post, startSpawnEnv } from "../../testing/spawn_env.ts";
-import { modelsJson } from "../../testing/pi.ts";
-import { startFakeLlm } from "../../testing/fixtures/fake_llm.mjs";
+import { dockerTest } from "../../testing/docker.ts";
+import { post } from "../../testing/spawn_env.ts";
 import { startFakeKube } from "../../testing/fixtures/kube_api.ts";
-import { buildWorkerImage } from "../../docker/worker.ts";
+import { startKubeSpawnEnv } from "../../testing/kube_env.ts";
 
 type Session = { id: string; online: boolean; agent: boolean; repo: string | null; model: string | null };
 type Job = { sessionId: string; state: string; error: string | null };
 type Event = { type: string; message?: { role: string; text?: string } };
 
-async function setup(
-  extraEnv: Record<string, string> = {},
-  o: { build?: boolean; daemon?: (env: Record<string, string>) => Promise<Daemon> } = {},
-) {
-  const engine = testEngine();
-  const image = `lvmh-test-kube-worker-${uniq()}:latest`;
-  if (o.build !== false) await buildWorkerImage(engine, { image, baseImage: BASE_IMAGE, network: "host" });
-  const fake = await startFakeKube({ kubelet: "docker", dockerEngine: engine, bookmarkMs: 1000 });
-  const llm = await startFakeLlm();
-  const dir = await Deno.makeTempDir({ prefix: "lvmh-kube-e2e-" });
-  await Deno.writeTextFile(`${dir}/models.json`, modelsJson(llm.url));
-  const kubeEnv = {
-    LVMH_SPAWN_BACKEND: "kubernetes",
-    LVMH_KUBE_URL: fake.url,
-    LVMH_KUBE_TOKEN_FILE: fake.tokenFile,
-    LVMH_KUBE_CA_FILE: fake.caFile,
-    LVMH_KUBE_NAMESPACE: fake.namespace,
-    LVMH_MODELS_JSON: `${dir}/models.json`,
-    ...extraEnv,
-  };
-  const env = await startSpawnEnv({ workerImage: image, env: kubeEnv, daemon: o.daemon });
-  await post(env.d, "/api/gitlab/connect", { token: env.pat }).then((r) => r.body?.cancel());
-  const sessions = async () => (await (await env.d.api("/api/sessions")).json()) as Session[];
-  const jobs = async () => (await (await env.d.api("/api/spawn/status")).json()) as Job[];
-  return {
-    engine,
-    image,
-    fake,
-    env,
-    kubeEnv,
-    sessions,
-    jobs,
-    async close() {
-      await env.close();
-      await fake.close();
-      await llm.close();
-      await cleanupDocker(engine, { images: [image] });
-      await Deno.remove(dir, { recursive: true }).catch(() => {});
-    },
-  };
-}
-
 dockerTest(
   "kubernetes: spawn → hello → prompt → stop → resume → discard, with no GitLab token anywhere",
   async (t) => {
-    const s = await setup();
+    const s = await startKubeSpawnEnv();
     const { d } = s.env;
     const repo = s.env.repos[0];
     let sessionId = "";
@@ -209,7 +165,7 @@ dockerTest(
 );
 
 dockerTest("kubernetes: a clone of an unknown branch fails the spawn with git's own message", async () => {
-  const s = await setup();
+  const s = await startKubeSpawnEnv();
   const { d } = s.env;
   try {
     const res = await post(d, "/api/spawn", { repo: s.env.repos[0], branch: "no-such-branch" });
@@ -230,7 +186,7 @@ dockerTest("kubernetes: a clone of an unknown branch fails the spawn with git's 
 
 dockerTest("kubernetes: an image the node cannot pull fails the spawn with the kubelet's words", async () => {
   // Nothing is built: the configured image does not exist anywhere, as with a typo in LVMH_WORKER_IMAGE.
-  const s = await setup({}, { build: false });
+  const s = await startKubeSpawnEnv({}, { build: false });
   try {
     const res = await post(s.env.d, "/api/spawn", { repo: s.env.repos[0] });
     const body = await res.json();
@@ -254,7 +210,7 @@ dockerTest(
     const dataDir = await Deno.makeTempDir({ prefix: "lvmh-kube-restart-" });
     const port = freePort();
     let daemonEnv: Record<string, string> = {};
-    const s = await setup({}, {
+    const s = await startKubeSpawnEnv({}, {
       daemon: (env) => {
         daemonEnv = env;
         return startDaemon({ env, dataDir, port });
@@ -299,11 +255,7 @@ Deno.test(
     fake.deny("create", "pods");
     const d = await startDaemon({
       env: {
-        LVMH_SPAWN_BACKEND: "kubernetes",
-        LVMH_KUBE_URL: fake.url,
-        LVMH_KUBE_TOKEN_FILE: fake.tokenFile,
-        LVMH_KUBE_CA_FILE: fake.caFile,
-        LVMH_KUBE_NAMESPACE: fake.namespace,
+        ...fake.daemonEnv(),
       },
     });
     try {
