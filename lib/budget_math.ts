@@ -1,7 +1,7 @@
 /**
  * The pure parts of budgets: counting what a session spent from its event log, and telling whether a budget
- * is reached. The daemon (`lib/budgets.ts`) and its tests use these; the plugin keeps its own count the same
- * way from pi's messages.
+ * is reached and how far. The daemon (`lib/budgets.ts`) uses these, and so does the plugin (bundled into it:
+ * this file imports types only), which keeps its own count the same way from pi's messages.
  */
 import type { Spent } from "./protocol.ts";
 
@@ -27,11 +27,16 @@ export interface CountedEvent {
   usage?: UsageLike | null;
 }
 
-const num = (v: unknown): number => (typeof v === "number" && Number.isFinite(v) && v > 0 ? v : 0);
+const num = (
+  v: unknown,
+): number => (typeof v === "number" && Number.isFinite(v) && v > 0 ? v : 0);
 
 /** Dollars and tokens of one usage. */
 export function spentOf(u: UsageLike | null | undefined): Spent {
-  return { cost: num(u?.totalCost), tokens: num(u?.inputTokens) + num(u?.outputTokens) };
+  return {
+    cost: num(u?.totalCost),
+    tokens: num(u?.inputTokens) + num(u?.outputTokens),
+  };
 }
 
 /** The UTC day of a timestamp, `YYYY-MM-DD`. */
@@ -53,7 +58,10 @@ export class SpentCounter {
   add(e: CountedEvent): Spent {
     let s: Spent | null = null;
     if (e.type === "agent_start") this.#runCounted = false;
-    else if (e.type === "message_end" && e.message?.role === "assistant" && e.message.usage) {
+    else if (
+      e.type === "message_end" && e.message?.role === "assistant" &&
+      e.message.usage
+    ) {
       this.#runCounted = true;
       s = spentOf(e.message.usage);
     } else if (e.type === "agent_end") {
@@ -82,10 +90,14 @@ export function reached(limits: Limits, spent: Spent): boolean {
 /** "$5.03 of $5.00" or "120,000 of 100,000 tokens" (both when both limits are set). */
 export function describeSpent(limits: Limits, spent: Spent): string {
   const parts: string[] = [];
-  if (limits.maxCost !== undefined) parts.push(`$${spent.cost.toFixed(2)} of $${limits.maxCost.toFixed(2)}`);
+  if (limits.maxCost !== undefined) {
+    parts.push(`$${spent.cost.toFixed(2)} of $${limits.maxCost.toFixed(2)}`);
+  }
   if (limits.maxTokens !== undefined) {
     parts.push(
-      `${Math.round(spent.tokens).toLocaleString("en")} of ${limits.maxTokens.toLocaleString("en")} tokens`,
+      `${Math.round(spent.tokens).toLocaleString("en")} of ${
+        limits.maxTokens.toLocaleString("en")
+      } tokens`,
     );
   }
   return parts.join(", ");

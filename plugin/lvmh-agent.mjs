@@ -4522,6 +4522,21 @@ var Heartbeat = class {
   }
 };
 
+// lib/budget_math.ts
+function reached(limits, spent) {
+  return limits.maxCost !== void 0 && spent.cost >= limits.maxCost || limits.maxTokens !== void 0 && spent.tokens >= limits.maxTokens;
+}
+function describeSpent(limits, spent) {
+  const parts = [];
+  if (limits.maxCost !== void 0) {
+    parts.push(`$${spent.cost.toFixed(2)} of $${limits.maxCost.toFixed(2)}`);
+  }
+  if (limits.maxTokens !== void 0) {
+    parts.push(`${Math.round(spent.tokens).toLocaleString("en")} of ${limits.maxTokens.toLocaleString("en")} tokens`);
+  }
+  return parts.join(", ");
+}
+
 // plugin/src/budget.ts
 var num = (v) => typeof v === "number" && Number.isFinite(v) && v > 0 ? v : 0;
 function parse(raw) {
@@ -4558,18 +4573,12 @@ function messageUsage(usage) {
     totalCost: num(u.cost?.total)
   };
 }
-function describe(limits, spent) {
-  const parts = [];
-  if (limits.maxCost !== void 0) parts.push(`$${spent.cost.toFixed(2)} of $${limits.maxCost.toFixed(2)}`);
-  if (limits.maxTokens !== void 0) {
-    parts.push(`${Math.round(spent.tokens).toLocaleString("en")} of ${limits.maxTokens.toLocaleString("en")} tokens`);
-  }
-  return parts.join(", ");
-}
 function describeStep(step) {
   const parts = [];
   if (step.maxCost !== void 0) parts.push(`$${step.maxCost.toFixed(2)}`);
-  if (step.maxTokens !== void 0) parts.push(`${step.maxTokens.toLocaleString("en")} tokens`);
+  if (step.maxTokens !== void 0) {
+    parts.push(`${step.maxTokens.toLocaleString("en")} tokens`);
+  }
   return parts.join(" and ");
 }
 var BudgetGuard = class {
@@ -4594,7 +4603,9 @@ var BudgetGuard = class {
   /** The limits in force, or null without a budget. */
   get limits() {
     const b = this.#budget;
-    if (!b || b.maxCost === void 0 && b.maxTokens === void 0) return null;
+    if (!b || b.maxCost === void 0 && b.maxTokens === void 0) {
+      return null;
+    }
     return {
       maxCost: b.maxCost,
       maxTokens: b.maxTokens
@@ -4624,7 +4635,7 @@ var BudgetGuard = class {
   /** True when a limit is reached. */
   get reached() {
     const l = this.limits;
-    return !!l && (l.maxCost !== void 0 && this.#spent.cost >= l.maxCost || l.maxTokens !== void 0 && this.#spent.tokens >= l.maxTokens);
+    return !!l && reached(l, this.#spent);
   }
   /** Why every run must stop now (a `stop` budget reached, or the daemon's daily cap), else null. */
   get stopReason() {
@@ -4634,7 +4645,7 @@ var BudgetGuard = class {
       return "Daily budget reached";
     }
     if (this.#budget?.onReach === "stop" && this.reached) {
-      return `Budget reached: ${describe(this.limits, this.#spent)}`;
+      return `Budget reached: ${describeSpent(this.limits, this.#spent)}`;
     }
     return null;
   }
@@ -4646,7 +4657,7 @@ var BudgetGuard = class {
   card() {
     const limits = this.limits ?? {};
     const step = this.#budget?.step ?? {};
-    const title = `Budget reached: ${describe(limits, this.#spent)}. Continue with another ${describeStep(step)}?`;
+    const title = `Budget reached: ${describeSpent(limits, this.#spent)}. Continue with another ${describeStep(step)}?`;
     return {
       args: {
         spent: this.spent,
@@ -4666,7 +4677,9 @@ var BudgetGuard = class {
     if (!b) return;
     if (asked && (asked.maxCost !== b.maxCost || asked.maxTokens !== b.maxTokens)) return;
     if (b.maxCost !== void 0 && b.step.maxCost) b.maxCost += b.step.maxCost;
-    if (b.maxTokens !== void 0 && b.step.maxTokens) b.maxTokens += b.step.maxTokens;
+    if (b.maxTokens !== void 0 && b.step.maxTokens) {
+      b.maxTokens += b.step.maxTokens;
+    }
   }
 };
 

@@ -5,22 +5,28 @@
  * only when it is more (a new pi process on the same session starts from the daemon's count).
  */
 import type { PluginBudget, Spent } from "../../lib/protocol/shapes.ts";
+// Runtime-neutral and bundled: the daemon and the plugin say "reached" and word it the same way.
+import { describeSpent as describe, type Limits, reached } from "../../lib/budget_math.ts";
 
-/** Limits: dollars and/or input+output tokens. */
-export interface Limits {
-  maxCost?: number;
-  maxTokens?: number;
-}
+export type { Limits };
 
-const num = (v: unknown): number => (typeof v === "number" && Number.isFinite(v) && v > 0 ? v : 0);
+const num = (
+  v: unknown,
+): number => (typeof v === "number" && Number.isFinite(v) && v > 0 ? v : 0);
 
 /** A budget from a frame, or null when it is not one (an older daemon's, or none). */
 function parse(raw: unknown): PluginBudget | null {
   if (typeof raw !== "object" || raw === null) return null;
   const b = raw as Record<string, unknown>;
   const limit = (v: unknown) => (num(v) > 0 ? num(v) : undefined);
-  const step = (typeof b.step === "object" && b.step !== null ? b.step : {}) as Record<string, unknown>;
-  const spent = (typeof b.spent === "object" && b.spent !== null ? b.spent : {}) as Record<string, unknown>;
+  const step = (typeof b.step === "object" && b.step !== null ? b.step : {}) as Record<
+    string,
+    unknown
+  >;
+  const spent = (typeof b.spent === "object" && b.spent !== null ? b.spent : {}) as Record<
+    string,
+    unknown
+  >;
   return {
     maxCost: limit(b.maxCost),
     maxTokens: limit(b.maxTokens),
@@ -42,27 +48,25 @@ export function messageUsage(
   usage: unknown,
 ): { inputTokens: number; outputTokens: number; totalCost: number } | null {
   if (typeof usage !== "object" || usage === null) return null;
-  const u = usage as { input?: unknown; output?: unknown; cost?: { total?: unknown } };
-  return { inputTokens: num(u.input), outputTokens: num(u.output), totalCost: num(u.cost?.total) };
-}
-
-/** "$5.03 of $5.00" and/or "1,200 of 1,000 tokens". */
-export function describe(limits: Limits, spent: Spent): string {
-  const parts: string[] = [];
-  if (limits.maxCost !== undefined) parts.push(`$${spent.cost.toFixed(2)} of $${limits.maxCost.toFixed(2)}`);
-  if (limits.maxTokens !== undefined) {
-    parts.push(
-      `${Math.round(spent.tokens).toLocaleString("en")} of ${limits.maxTokens.toLocaleString("en")} tokens`,
-    );
-  }
-  return parts.join(", ");
+  const u = usage as {
+    input?: unknown;
+    output?: unknown;
+    cost?: { total?: unknown };
+  };
+  return {
+    inputTokens: num(u.input),
+    outputTokens: num(u.output),
+    totalCost: num(u.cost?.total),
+  };
 }
 
 /** "another $5.00" / "another 1,000 tokens". */
 function describeStep(step: Limits): string {
   const parts: string[] = [];
   if (step.maxCost !== undefined) parts.push(`$${step.maxCost.toFixed(2)}`);
-  if (step.maxTokens !== undefined) parts.push(`${step.maxTokens.toLocaleString("en")} tokens`);
+  if (step.maxTokens !== undefined) {
+    parts.push(`${step.maxTokens.toLocaleString("en")} tokens`);
+  }
   return parts.join(" and ");
 }
 
@@ -83,7 +87,9 @@ export class BudgetGuard {
   /** The limits in force, or null without a budget. */
   get limits(): Limits | null {
     const b = this.#budget;
-    if (!b || (b.maxCost === undefined && b.maxTokens === undefined)) return null;
+    if (!b || (b.maxCost === undefined && b.maxTokens === undefined)) {
+      return null;
+    }
     return { maxCost: b.maxCost, maxTokens: b.maxTokens };
   }
 
@@ -101,7 +107,9 @@ export class BudgetGuard {
   }
 
   /** Count one assistant message's usage. */
-  add(u: { inputTokens: number; outputTokens: number; totalCost: number }): void {
+  add(
+    u: { inputTokens: number; outputTokens: number; totalCost: number },
+  ): void {
     this.#spent = {
       cost: this.#spent.cost + u.totalCost,
       tokens: this.#spent.tokens + u.inputTokens + u.outputTokens,
@@ -111,8 +119,7 @@ export class BudgetGuard {
   /** True when a limit is reached. */
   get reached(): boolean {
     const l = this.limits;
-    return !!l && ((l.maxCost !== undefined && this.#spent.cost >= l.maxCost) ||
-      (l.maxTokens !== undefined && this.#spent.tokens >= l.maxTokens));
+    return !!l && reached(l, this.#spent);
   }
 
   /** Why every run must stop now (a `stop` budget reached, or the daemon's daily cap), else null. */
@@ -120,8 +127,11 @@ export class BudgetGuard {
     if (this.#budget?.stopped) return this.#budget.stopped;
     const left = this.#budget?.dailyLeft;
     if (
-      left && ((left.cost !== undefined && this.#spent.cost - this.#spentAtUpdate.cost >= left.cost) ||
-        (left.tokens !== undefined && this.#spent.tokens - this.#spentAtUpdate.tokens >= left.tokens))
+      left &&
+      ((left.cost !== undefined &&
+        this.#spent.cost - this.#spentAtUpdate.cost >= left.cost) ||
+        (left.tokens !== undefined &&
+          this.#spent.tokens - this.#spentAtUpdate.tokens >= left.tokens))
     ) {
       return "Daily budget reached";
     }
@@ -143,7 +153,10 @@ export class BudgetGuard {
     const title = `Budget reached: ${describe(limits, this.#spent)}. Continue with another ${
       describeStep(step)
     }?`;
-    return { args: { spent: this.spent, budget: limits, step, text: title }, title: `lvmh: ${title}` };
+    return {
+      args: { spent: this.spent, budget: limits, step, text: title },
+      title: `lvmh: ${title}`,
+    };
   }
 
   /**
@@ -153,8 +166,12 @@ export class BudgetGuard {
   raise(asked: Limits | null): void {
     const b = this.#budget;
     if (!b) return;
-    if (asked && (asked.maxCost !== b.maxCost || asked.maxTokens !== b.maxTokens)) return;
+    if (
+      asked && (asked.maxCost !== b.maxCost || asked.maxTokens !== b.maxTokens)
+    ) return;
     if (b.maxCost !== undefined && b.step.maxCost) b.maxCost += b.step.maxCost;
-    if (b.maxTokens !== undefined && b.step.maxTokens) b.maxTokens += b.step.maxTokens;
+    if (b.maxTokens !== undefined && b.step.maxTokens) {
+      b.maxTokens += b.step.maxTokens;
+    }
   }
 }
