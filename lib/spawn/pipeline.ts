@@ -56,6 +56,19 @@ export function createPipeline(deps: PipelineDeps): RunJob {
   const image = createImageGate(backend);
   const withLock = createKeyedLock();
 
+  /** List a new session, offline, as what it is before its worker's hello (pi's own snapshot) fills it in. */
+  const listOffline = (job: SpawnJob, ask: AskSet | undefined) =>
+    deps.registerSession({
+      id: job.sessionId,
+      name: null,
+      cwd: "/workspace",
+      model: null,
+      provider: null,
+      agent: true,
+      repo: job.repo,
+      startedAt: job.createdAt,
+    }, ask);
+
   /** Fetch the cache, make the session's copy from it and record its base (the first time). */
   const prepare = (job: SpawnJob) => {
     const url = deps.repos.cloneUrl(job.repo);
@@ -149,18 +162,7 @@ export function createPipeline(deps: PipelineDeps): RunJob {
           branch: known?.branch ?? workspaceBranch(job.sessionId),
         },
       });
-      if (!resuming) {
-        deps.registerSession({
-          id: job.sessionId,
-          name: null,
-          cwd: "/workspace",
-          model: null,
-          provider: null,
-          agent: true,
-          repo: job.repo,
-          startedAt: job.createdAt,
-        }, ask);
-      }
+      if (!resuming) listOffline(job, ask);
       const started = backend.awaitStart!(
         workerId,
         (state, message) => jobs.update(job, state, { error: message }),
@@ -213,16 +215,7 @@ export function createPipeline(deps: PipelineDeps): RunJob {
       if (git.status === "rejected") throw git.reason;
       // Listed before the worker may open its session: the bridge waits for the ready signal, so its hello
       // (which sets the session online with pi's own snapshot) always comes after this offline entry.
-      deps.registerSession({
-        id: job.sessionId,
-        name: null,
-        cwd: "/workspace",
-        model: null,
-        provider: null,
-        agent: true,
-        repo: job.repo,
-        startedAt: job.createdAt,
-      }, ask);
+      listOffline(job, ask);
       await backend.signalReady(worker.value);
       jobs.update(job, "running");
       return worker.value;
