@@ -95,9 +95,7 @@ export function describeSpent(limits: Limits, spent: Spent): string {
   }
   if (limits.maxTokens !== undefined) {
     parts.push(
-      `${Math.round(spent.tokens).toLocaleString("en")} of ${
-        limits.maxTokens.toLocaleString("en")
-      } tokens`,
+      `${Math.round(spent.tokens).toLocaleString("en")} of ${limits.maxTokens.toLocaleString("en")} tokens`,
     );
   }
   return parts.join(", ");
