@@ -47,7 +47,7 @@ export interface SessionChangesDeps {
    * Where the diff helper runs: the spawn backend's runner (a container, or a Pod on the session's claim),
    * and whether the session's storage is still there. Without it, a container on `config.dockerSock`.
    */
-  backend?: { helpers: HelperRunner; storageExists(sessionId: string): Promise<boolean> };
+  backend?: { helpers: HelperRunner; workingCopyExists(sessionId: string): Promise<boolean> };
 }
 
 /** Computes a session's changes: the diff helper for spawned sessions, the plugin for terminal ones. */
@@ -117,7 +117,7 @@ export class SessionChanges {
     if (backend) {
       try {
         // A claim or volume that is gone would be made empty (or never mount): say the copy is gone instead.
-        if (!await backend.storageExists(sessionId)) {
+        if (!await backend.workingCopyExists(sessionId)) {
           throw new ConflictError(`The working copy of session "${sessionId}" is gone`);
         }
         const out = await runDiffHelper(backend.helpers, {

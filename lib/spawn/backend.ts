@@ -105,6 +105,8 @@ export interface SpawnBackend {
   removeSessionStorage(sessionId: string): Promise<void>;
   /** Whether both of a session's volumes (its working copy and its session storage) are still there. */
   storageExists(sessionId: string): Promise<boolean>;
+  /** Whether a session's working copy is still there (what the changes, bundle and ship helpers read). */
+  workingCopyExists(sessionId: string): Promise<boolean>;
   /**
    * Stop and remove every worker of a session; its storage stays, so the session can be resumed.
    * @returns the last worker's last log lines (up to `MAX_LOG_LINES`), read before it was removed.

@@ -190,6 +190,10 @@ export function createDockerBackend(
         await domain(engine.volumeExists(workVolumeName(sessionId)));
     },
 
+    async workingCopyExists(sessionId) {
+      return await domain(engine.volumeExists(workVolumeName(sessionId)));
+    },
+
     async stopSession(sessionId) {
       const found = await domain(
         engine.containerList({ ...MANAGED, "lvmh.kind": "worker", "lvmh.session": sessionId }),

@@ -474,6 +474,9 @@ export function createKubeBackend(config: KubeBackendConfig, deps: KubeBackendDe
         .catch(quiet("the session claim"));
     },
 
+    // One claim holds the working copy and pi's session files.
+    workingCopyExists: (sessionId) => backend.storageExists(sessionId),
+
     async storageExists(sessionId) {
       try {
         await client.json("GET", client.path("persistentvolumeclaims", claimName(sessionId)));
