@@ -49,6 +49,8 @@ export function acceptBrowserSocket(app: App, socket: WebSocket, principal: Prin
     app.presence.seen(conn);
     if (frame.type === "watch") {
       if (frame.leave) return app.presence.leave(conn, frame.sessionId);
+      // Only a session that exists has watchers: a page of one that is gone says nothing to anyone.
+      if (!app.sessions.get(frame.sessionId)) return;
       return app.presence.watch(conn, actorName(principal), frame.sessionId, frame.typing);
     }
     if (frame.type === "unsubscribe") return app.hub.unsubscribe(sub, frame.sessionId);

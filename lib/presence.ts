@@ -40,8 +40,15 @@ export class Presence {
     }
   }
 
-  /** A page of `sessionId` is open on socket `conn` (as `name`), typing or not; repeated as it changes. */
+  /**
+   * A page of `sessionId` is open on socket `conn` (as `name`), typing or not; repeated as it changes. A socket
+   * is one page, so it watches one session at a time: a watch of another moves it (a socket can never make the
+   * map grow past one entry).
+   */
   watch(conn: string, name: string, sessionId: string, typing: boolean): void {
+    for (const [id, other] of this.#watchers) {
+      if (id !== sessionId && other.has(conn)) this.leave(conn, id);
+    }
     let m = this.#watchers.get(sessionId);
     if (!m) this.#watchers.set(sessionId, m = new Map());
     const before = m.get(conn);

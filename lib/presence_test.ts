@@ -64,3 +64,13 @@ Deno.test("Presence: the wheel blocks others until released or expired; force ov
   assert.equal(p.release("s1")?.holder, "bob");
   assert.equal(p.wheel("s1"), null);
 });
+
+Deno.test("Presence: a socket watches one session at a time; watching another moves it", () => {
+  const { p } = setup();
+  type PresenceFrame = Extract<ServerFrame, { type: "presence" }>;
+  const watchers = (id: string) => (p.frame(id) as PresenceFrame).watchers;
+  for (let i = 0; i < 1000; i++) p.watch("c1", "mallory", `s${i}`, false);
+  assert.deepEqual(watchers("s0"), [], "it left the first one");
+  assert.deepEqual(watchers("s999"), [{ name: "mallory", typing: false }]);
+  assert.equal(p.frames().length, 1, "one entry for the socket");
+});
