@@ -139,7 +139,8 @@ export function BudgetForm({ sessionId, budget }: { sessionId: string; budget?: 
             type="button"
             class="ghost small"
             disabled={busy}
-            onClick={() => (setDirty(false), setNote(null))}
+            // The fields go back at once, in this render (the effect that follows the budget runs later).
+            onClick={() => (setFields(shown), setDirty(false), setNote(null))}
           >
             Cancel
           </button>

@@ -448,6 +448,11 @@ export function createKubeBackend(config: KubeBackendConfig, deps: KubeBackendDe
 
     takeCloneCredential(sessionId) {
       if (sessionId.startsWith(HELPER_INPUT_PREFIX)) return helpers.take(sessionId);
+      if (!listed && !armed.has(sessionId)) {
+        // Restarted mid-spawn: the clones still running are armed once the Pods are listed. Until then an
+        // init container is told to ask again (it retries a 503), not refused for good.
+        throw new UnavailableError("lvmh is starting: it has not listed its Pods yet, ask again");
+      }
       if (!armed.delete(sessionId)) return null;
       return { credential: deps.credential() };
     },

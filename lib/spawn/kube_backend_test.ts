@@ -28,8 +28,8 @@ interface Env {
   logs: string[];
   /** The daemon token's part of each agent token (a changed LVMH_TOKEN changes it). */
   tokenSuffix: string;
-  /** Another backend and spawner on the same cluster (a restarted daemon). */
-  restart(): Promise<void>;
+  /** Another backend and spawner on the same cluster (a restarted daemon); `wait: false` returns at once. */
+  restart(o?: { wait?: boolean }): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -75,11 +75,11 @@ async function setup(o: { startTimeoutMs?: number } = {}): Promise<Env> {
     });
   };
   make();
-  env.restart = async () => {
+  env.restart = async (o = {}) => {
     await env.spawner.shutdown();
     await env.backend.close();
     make();
-    await env.spawner.recovered();
+    if (o.wait !== false) await env.spawner.recovered();
   };
   env.close = async () => {
     await env.spawner.shutdown();
@@ -372,7 +372,11 @@ Deno.test("kube backend: a restarted daemon finds a cloning Pod by label, hands 
     const id = jobOf(env).sessionId;
     env.fake.setPodStatus(podName(id), cloning());
     await waitFor(() => jobOf(env).state === "cloning", "cloning", 5000);
-    await env.restart();
+    await env.restart({ wait: false });
+    // Asked before the new daemon listed its Pods: ask again (a 503 the init container retries), not a
+    // refusal for good (a 404, which would fail the clone).
+    assert.throws(() => env.spawner.cloneCredential!(id), UnavailableError);
+    await env.spawner.recovered();
     assert.deepEqual(env.spawner.jobs().map((j) => [j.sessionId, j.state]), [[id, "running"]]);
     await waitFor(
       () => env.spawner.cloneCredential!(id) !== null,

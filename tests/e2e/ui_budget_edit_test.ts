@@ -6,7 +6,7 @@
  * page) and "Send anyway" sends with force (audited as wheel.override); the list marks the held wheel.
  */
 import assert from "node:assert/strict";
-import { type Daemon, startDaemon } from "../../testing/daemon.ts";
+import { type Daemon, startDaemon, waitFor } from "../../testing/daemon.ts";
 import { connectAgent, sessionInfo } from "../../testing/agent.ts";
 import { gotoHydrated, launchBrowser, openPage } from "../../testing/chromium.ts";
 
@@ -75,7 +75,10 @@ Deno.test("UI: the budget form sets, raises and removes; Send anyway passes a he
       await pa.page.waitForSelector("[data-budget-form] .note.error:text('whole number')");
       assert.equal((await budget()).maxTokens, 5000);
       await form.locator("button:text('Cancel')").click();
-      assert.equal(await form.locator("input[name='maxTokens']").inputValue(), "5000");
+      await waitFor(
+        async () => await form.locator("input[name='maxTokens']").inputValue() === "5000",
+        "Cancel puts the budget in force back",
+      );
     });
 
     await t.step("a change made elsewhere shows in the form", async () => {
