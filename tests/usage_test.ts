@@ -51,9 +51,10 @@ Deno.test("GET /api/usage and /usage", async (t) => {
       return await res.json() as Record<string, unknown>[];
     };
     await t.step("grouped five ways", async () => {
+      // Both runs ended: each row counts its usage (a run still in the commit queue counts 0 so far).
       const byPerson = await waitFor(async () => {
         const rows = await get("by=person");
-        return rows.length === 2 ? rows : null;
+        return rows.length === 2 && rows.every((r) => (r.inputTokens as number) > 0) ? rows : null;
       }, "both runs stored");
       assert.deepEqual(byPerson, [
         { key: "alice", runs: 1, inputTokens: 300, outputTokens: 30, cost: 2 },
