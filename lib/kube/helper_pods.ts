@@ -15,7 +15,15 @@ import type { HelperJob, HelperOutput, HelperRunner } from "../../docker/helper.
 import { HelperError, lastLines } from "../../docker/helper.ts";
 import type { CloneCredential } from "../spawn/backend.ts";
 import { codeOf, type KubeClient } from "./client.ts";
-import { claimName, cpuQuantity, MANAGED_BY, memoryQuantity, SESSION_LABEL, WORKER_UID } from "./objects.ts";
+import {
+  claimName,
+  cpuQuantity,
+  MANAGED_BY,
+  memoryQuantity,
+  POD_SECURITY,
+  SECURITY,
+  SESSION_LABEL,
+} from "./objects.ts";
 import type { PodLike } from "./pod_state.ts";
 import { HELPER_ID_PREFIX } from "../auth.ts";
 
@@ -116,13 +124,8 @@ export interface KubeHelperRunner extends HelperRunner {
   running(): ReadonlySet<string>;
 }
 
-const SECURITY = {
-  allowPrivilegeEscalation: false,
-  capabilities: { drop: ["ALL"] },
-  runAsNonRoot: true,
-  seccompProfile: { type: "RuntimeDefault" },
-  readOnlyRootFilesystem: true,
-};
+/** A helper writes only its claim and /tmp: its image's files are read-only. */
+const HELPER_SECURITY = { ...SECURITY, readOnlyRootFilesystem: true };
 
 /** The helper Pod's body (exported for tests: what lvmh sends is checked against the schemas). */
 export function helperPodBody(
@@ -196,14 +199,7 @@ export function helperPodBody(
       // The backstop for a daemon that died while the helper ran: the kubelet ends it past this.
       activeDeadlineSeconds: Math.ceil((timeoutMs + START_ALLOWANCE_MS) / 1000),
       ...(o.nodeName ? { nodeName: o.nodeName } : {}),
-      securityContext: {
-        runAsNonRoot: true,
-        runAsUser: WORKER_UID,
-        runAsGroup: WORKER_UID,
-        fsGroup: WORKER_UID,
-        fsGroupChangePolicy: "OnRootMismatch",
-        seccompProfile: { type: "RuntimeDefault" },
-      },
+      securityContext: POD_SECURITY,
       containers: [{
         name: "helper",
         image: o.image,
@@ -214,7 +210,7 @@ export function helperPodBody(
         terminationMessagePath: "/dev/termination-log",
         terminationMessagePolicy: "File",
         volumeMounts: mounts,
-        securityContext: SECURITY,
+        securityContext: HELPER_SECURITY,
         ...(Object.keys(set).length ? { resources: { requests: { ...set }, limits: { ...set } } } : {}),
       }],
       volumes,

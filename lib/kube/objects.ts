@@ -106,10 +106,21 @@ export interface WorkerPodSpec {
   limits: { memoryBytes: number | null; cpus: number | null };
 }
 
-const SECURITY = {
+/** Every lvmh container's security context (workers, their init container, helpers). */
+export const SECURITY = {
   allowPrivilegeEscalation: false,
   capabilities: { drop: ["ALL"] },
   runAsNonRoot: true,
+  seccompProfile: { type: "RuntimeDefault" },
+};
+
+/** Every lvmh Pod's security context: the worker image's user, which owns the claim through the fsGroup. */
+export const POD_SECURITY = {
+  runAsNonRoot: true,
+  runAsUser: WORKER_UID,
+  runAsGroup: WORKER_UID,
+  fsGroup: WORKER_UID,
+  fsGroupChangePolicy: "OnRootMismatch",
   seccompProfile: { type: "RuntimeDefault" },
 };
 
@@ -159,14 +170,7 @@ export function podBody(s: WorkerPodSpec): Record<string, unknown> {
       automountServiceAccountToken: false,
       enableServiceLinks: false,
       terminationGracePeriodSeconds: 10,
-      securityContext: {
-        runAsNonRoot: true,
-        runAsUser: WORKER_UID,
-        runAsGroup: WORKER_UID,
-        fsGroup: WORKER_UID,
-        fsGroupChangePolicy: "OnRootMismatch",
-        seccompProfile: { type: "RuntimeDefault" },
-      },
+      securityContext: POD_SECURITY,
       initContainers: [{
         name: "clone",
         image: s.image,
