@@ -1,152 +1,26 @@
 /**
- * The Kubernetes backend and the spawner together against the fake API server (loopback TLS, its own CA and
- * token) with the scriptable kubelet: the test plays the kubelet's part with `setPodStatus`, so every state
- * of the mapping is reached on purpose. The real clone and worker run in tests/e2e/kube_spawn_test.ts.
+ * The Kubernetes backend and the spawner together against the fake API server with the scriptable kubelet
+ * (`_kube_test_env.ts`): a spawn's way through the states, and each way it fails. The real clone and worker
+ * run in tests/e2e/kube_spawn_test.ts.
  */
 import assert from "node:assert/strict";
-import { DatabaseSync } from "node:sqlite";
-import { type FakeKube, startFakeKube } from "../../testing/fixtures/kube_api.ts";
 import { waitFor } from "../../testing/daemon.ts";
-import { createKubeBackend, type KubeBackend } from "./kube_backend.ts";
-import { createSpawner, type Spawner } from "../spawner.ts";
-import { Workspaces } from "../workspaces.ts";
-import { ContainerStates } from "./containers.ts";
-import type { SpawnJob } from "../protocol.ts";
 import { claimName, podName, secretName } from "../kube/objects.ts";
-import { UnavailableError } from "../errors.ts";
-
-const GITLAB_TOKEN = "glpat-kube-test-secret-0123456789";
-const SHA = "0123456789abcdef0123456789abcdef01234567";
-const now = () => new Date().toISOString().replace(/\.\d+Z$/, "Z");
-
-interface Env {
-  fake: FakeKube;
-  backend: KubeBackend;
-  spawner: Spawner;
-  workspaces: Workspaces;
-  jobs: SpawnJob[];
-  logs: string[];
-  /** The daemon token's part of each agent token (a changed LVMH_TOKEN changes it). */
-  tokenSuffix: string;
-  /** Another backend and spawner on the same cluster (a restarted daemon); `wait: false` returns at once. */
-  restart(o?: { wait?: boolean }): Promise<void>;
-  close(): Promise<void>;
-}
-
-async function setup(o: { startTimeoutMs?: number } = {}): Promise<Env> {
-  const fake = await startFakeKube({ kubelet: "script", bookmarkMs: 200 });
-  const db = new DatabaseSync(":memory:");
-  const workspaces = new Workspaces(db);
-  const containers = new ContainerStates(db);
-  const logs: string[] = [];
-  const env = { fake, workspaces, logs, jobs: [] as SpawnJob[], tokenSuffix: "hmac" } as Env;
-  const make = () => {
-    env.backend = createKubeBackend({
-      workerImage: "registry.example/lvmh-worker:1",
-      modelsJson: null,
-      workerLimits: { memoryBytes: 512 * 1024 ** 2, cpus: 1 },
-      kube: {
-        connection: {
-          url: fake.url,
-          namespace: fake.namespace,
-          tokenFile: fake.tokenFile,
-          caFile: fake.caFile,
-        },
-        storageClass: null,
-        storageSize: "1Gi",
-        llmSecret: "lvmh-llm",
-        startTimeoutMs: o.startTimeoutMs ?? 300_000,
-      },
-    }, {
-      credential: () => GITLAB_TOKEN,
-      onCloned: (sessionId, repo, base) => workspaces.record(sessionId, { ...base, repo }),
-      log: (line) => logs.push(line),
-      watch: { backoffMs: 50 },
-    });
-    env.spawner = createSpawner({
-      config: { port: 1, workerUrl: "ws://127.0.0.1:1/agent/ws" },
-      backend: env.backend,
-      publishJobs: (jobs) => env.jobs = jobs,
-      registerSession: () => {},
-      repos: { cloneUrl: (repo) => `https://gitlab.example/${repo}.git`, credential: () => GITLAB_TOKEN },
-      agentToken: (id) => Promise.resolve(`agent.${id}.${env.tokenSuffix}`),
-      workspaces,
-      containers,
-    });
-  };
-  make();
-  env.restart = async (o = {}) => {
-    await env.spawner.shutdown();
-    await env.backend.close();
-    make();
-    if (o.wait !== false) await env.spawner.recovered();
-  };
-  env.close = async () => {
-    await env.spawner.shutdown();
-    await env.backend.close();
-    await fake.close();
-  };
-  return env;
-}
-
-const scheduled = { type: "PodScheduled", status: "True", lastTransitionTime: now() };
-const cloning = () => ({
-  phase: "Pending",
-  conditions: [scheduled],
-  initContainerStatuses: [{
-    name: "clone",
-    ready: false,
-    restartCount: 0,
-    image: "x",
-    imageID: "",
-    state: { running: { startedAt: now() } },
-  }],
-  containerStatuses: [{
-    name: "worker",
-    ready: false,
-    restartCount: 0,
-    image: "x",
-    imageID: "",
-    state: { waiting: { reason: "PodInitializing" } },
-  }],
-});
-const cloned = (message: string, exitCode = 0) => ({
-  name: "clone",
-  ready: false,
-  restartCount: 0,
-  image: "x",
-  imageID: "",
-  state: {
-    terminated: {
-      exitCode,
-      reason: exitCode ? "Error" : "Completed",
-      message,
-      startedAt: now(),
-      finishedAt: now(),
-    },
-  },
-});
-const worker = (state: Record<string, unknown>) => ({
-  name: "worker",
-  ready: true,
-  restartCount: 0,
-  image: "x",
-  imageID: "",
-  state,
-});
-const running = (sessionId: string) => ({
-  phase: "Running",
-  conditions: [scheduled, { type: "Initialized", status: "True", lastTransitionTime: now() }],
-  initContainerStatuses: [cloned(`lvmh: base main ${SHA} lvmh/${sessionId.replaceAll("-", "").slice(0, 8)}`)],
-  containerStatuses: [worker({ running: { startedAt: now() } })],
-});
-
-/** The one job's state, and the Pod once the backend made it. */
-const jobOf = (env: Env) => env.jobs[0];
-const podMade = (env: Env) => waitFor(() => env.fake.list("pods").length > 0, "the Pod was created", 5000);
-/** The spawn answers once the Pod is created; the job goes on to `running` (or `failed`) after. */
-const settled = (env: Env, state: "running" | "failed") =>
-  waitFor(() => jobOf(env)?.state === state, `the job ${state}`, 10_000);
+import {
+  baseOf,
+  cloned,
+  cloning,
+  GITLAB_TOKEN,
+  initializing,
+  jobOf,
+  now,
+  podMade,
+  podStatus,
+  running,
+  settled,
+  setup,
+  SHA,
+} from "./_kube_test_env.ts";
 
 Deno.test("kube backend: spawn → cloning (credential once) → running; stop keeps claim and Secret; resume; discard", async () => {
   const env = await setup();
@@ -193,7 +67,7 @@ Deno.test("kube backend: spawn → cloning (credential once) → running; stop k
     const init = (resumePod.spec as { initContainers: { command: string[] }[] }).initContainers[0];
     assert.equal(init.command[2], "keep", "a resume keeps the working copy");
     assert.equal(env.spawner.cloneCredential!(id), null, "a resume never hands out the credential");
-    env.fake.setPodStatus(pod, { ...running(id), initContainerStatuses: [cloned("lvmh: kept")] });
+    env.fake.setPodStatus(pod, running(id, "lvmh: kept"));
     await resumed;
     assert.equal(env.spawner.container(id)?.state, "running");
     await env.spawner.stopSession(id);
@@ -225,12 +99,14 @@ Deno.test("kube backend: a failed clone fails the spawn with git's message and r
     const spawned = env.spawner.spawn({ repo: "group/sub/proj", branch: "nope" });
     await podMade(env);
     const id = jobOf(env).sessionId;
-    env.fake.setPodStatus(podName(id), {
-      phase: "Failed",
-      conditions: [scheduled],
-      initContainerStatuses: [cloned("fatal: Remote branch nope not found", 1)],
-      containerStatuses: [worker({ waiting: { reason: "PodInitializing" } })],
-    });
+    env.fake.setPodStatus(
+      podName(id),
+      podStatus({
+        phase: "Failed",
+        clone: cloned("fatal: Remote branch nope not found", 1),
+        worker: initializing,
+      }),
+    );
     assert.equal((await spawned).containerId, podName(id));
     await settled(env, "failed");
     assert.match(jobOf(env).error!, /^clone failed: fatal: Remote branch nope not found/);
@@ -248,23 +124,18 @@ Deno.test("kube backend: an image that cannot be pulled fails the spawn with the
   try {
     const spawned = env.spawner.spawn({ repo: "group/sub/proj" });
     await podMade(env);
-    env.fake.setPodStatus(podName(jobOf(env).sessionId), {
-      phase: "Pending",
-      conditions: [scheduled],
-      initContainerStatuses: [{
-        name: "clone",
-        ready: false,
-        restartCount: 0,
-        image: "x",
-        imageID: "",
-        state: {
+    env.fake.setPodStatus(
+      podName(jobOf(env).sessionId),
+      podStatus({
+        phase: "Pending",
+        clone: {
           waiting: {
             reason: "ErrImagePull",
             message: 'pull access denied for "registry.example/lvmh-worker"',
           },
         },
-      }],
-    });
+      }),
+    );
     await spawned;
     await settled(env, "failed");
     assert.match(jobOf(env).error!, /ErrImagePull: pull access denied/);
@@ -281,16 +152,19 @@ Deno.test("kube backend: unschedulable is queued with the scheduler's message, t
     spawned.catch(() => {});
     await podMade(env);
     const message = "0/3 nodes are available: 3 Insufficient memory.";
-    env.fake.setPodStatus(podName(jobOf(env).sessionId), {
-      phase: "Pending",
-      conditions: [{
-        type: "PodScheduled",
-        status: "False",
-        reason: "Unschedulable",
-        message,
-        lastTransitionTime: now(),
-      }],
-    });
+    env.fake.setPodStatus(
+      podName(jobOf(env).sessionId),
+      podStatus({
+        phase: "Pending",
+        scheduled: {
+          type: "PodScheduled",
+          status: "False",
+          reason: "Unschedulable",
+          message,
+          lastTransitionTime: now(),
+        },
+      }),
+    );
     await waitFor(() => jobOf(env).error === message, "queued with the scheduler's message", 5000);
     assert.equal(jobOf(env).state, "queued");
     await spawned;
@@ -311,13 +185,15 @@ Deno.test("kube backend: a running worker killed for memory is crashed (oom); lv
     env.fake.setPodStatus(podName(id), running(id));
     await spawned;
     await settled(env, "running");
-    env.fake.setPodStatus(podName(id), {
-      ...running(id),
-      phase: "Failed",
-      containerStatuses: [
-        worker({ terminated: { exitCode: 137, reason: "OOMKilled", startedAt: now(), finishedAt: now() } }),
-      ],
-    });
+    env.fake.setPodStatus(
+      podName(id),
+      podStatus({
+        phase: "Failed",
+        initialized: true,
+        clone: cloned(baseOf(id)),
+        worker: { terminated: { exitCode: 137, reason: "OOMKilled", startedAt: now(), finishedAt: now() } },
+      }),
+    );
     await env.spawner.check();
     assert.equal(env.spawner.container(id)?.state, "crashed");
     assert.deepEqual(
@@ -326,119 +202,6 @@ Deno.test("kube backend: a running worker killed for memory is crashed (oom); lv
     );
     assert.equal(env.fake.get("pods", podName(id)), undefined, "the ended Pod is removed");
     assert.ok(env.fake.get("persistentvolumeclaims", claimName(id)), "its claim stays for a resume");
-  } finally {
-    await env.close();
-  }
-});
-
-for (const mode of ["event", "bare", "drop"] as const) {
-  Deno.test(`kube backend: a watch broken by ${mode} is resumed and the spawn still sees its Pod run`, async () => {
-    const env = await setup();
-    try {
-      const spawned = env.spawner.spawn({ repo: "group/sub/proj" });
-      await podMade(env);
-      const id = jobOf(env).sessionId;
-      env.fake.setPodStatus(podName(id), cloning());
-      await waitFor(() => jobOf(env).state === "cloning", "cloning", 5000);
-      const before = env.fake.requests.length;
-      env.fake.breakWatches(mode);
-      env.fake.setPodStatus(podName(id), running(id));
-      await spawned;
-      await settled(env, "running");
-      const after = env.fake.requests.slice(before).filter((r) =>
-        r.method === "GET" && r.url.includes("/pods?")
-      );
-      const relisted = after.some((r) => !/[?&]watch=/.test(r.url));
-      // A 410 in either form relists; a drop watches again from the last version seen, without a list.
-      assert.equal(relisted, mode !== "drop", after.map((r) => r.url).join("\n"));
-      // The relist may have shown the running Pod already; the watch follows it.
-      await waitFor(
-        () => env.fake.requests.slice(before).some((r) => /\/pods\?.*[?&]?watch=1/.test(r.url)),
-        "watched again",
-        5000,
-      );
-    } finally {
-      await env.close();
-    }
-  });
-}
-
-Deno.test("kube backend: a restarted daemon finds a cloning Pod by label, hands it the credential and records its base", async () => {
-  const env = await setup();
-  try {
-    const spawned = env.spawner.spawn({ repo: "group/sub/proj" });
-    spawned.catch(() => {});
-    await podMade(env);
-    const id = jobOf(env).sessionId;
-    env.fake.setPodStatus(podName(id), cloning());
-    await waitFor(() => jobOf(env).state === "cloning", "cloning", 5000);
-    await env.restart({ wait: false });
-    // Asked before the new daemon listed its Pods: ask again (a 503 the init container retries), not a
-    // refusal for good (a 404, which would fail the clone).
-    assert.throws(() => env.spawner.cloneCredential!(id), UnavailableError);
-    await env.spawner.recovered();
-    assert.deepEqual(env.spawner.jobs().map((j) => [j.sessionId, j.state]), [[id, "running"]]);
-    await waitFor(
-      () => env.spawner.cloneCredential!(id) !== null,
-      "the new daemon hands out the credential",
-      5000,
-    );
-    env.fake.setPodStatus(podName(id), running(id));
-    await waitFor(() => env.workspaces.get(id)?.baseSha === SHA, "the base is recorded", 5000);
-  } finally {
-    await env.close();
-  }
-});
-
-Deno.test("kube backend: a missing permission is one sentence naming verb and resource; spawn is refused", async () => {
-  const env = await setup();
-  try {
-    env.fake.deny("delete", "secrets");
-    // The verdict taken at start may predate the denial: a fresh backend checks again.
-    await env.restart();
-    const problem = await env.backend.preflightProblem();
-    assert.equal(
-      problem,
-      `Kubernetes: lvmh may not delete secrets in namespace "${env.fake.namespace}" (grant it in the Role, see deploy/kubernetes/rbac.yaml)`,
-    );
-    await assert.rejects(
-      env.spawner.spawn({ repo: "g/p" }),
-      (e) => e instanceof UnavailableError && e.message === problem,
-    );
-    assert.equal(env.fake.list("pods").length, 0);
-    assert.ok(env.logs.includes(`lvmh: ${problem}`), env.logs.join("\n"));
-    // The dry run went with the real spec.
-    assert.ok(
-      !env.fake.requests.some((r) => r.url.includes("dryRun=All")),
-      "no dry run before the rights are there",
-    );
-  } finally {
-    await env.close();
-  }
-});
-
-Deno.test("kube backend: a resume after the daemon's token changed makes the immutable Secret again", async () => {
-  const env = await setup();
-  try {
-    const spawned = env.spawner.spawn({ repo: "group/sub/proj" });
-    await podMade(env);
-    const id = jobOf(env).sessionId;
-    env.fake.setPodStatus(podName(id), running(id));
-    await spawned;
-    await settled(env, "running");
-    await env.spawner.stopSession(id);
-    const before = env.fake.get("secrets", secretName(id))!;
-    env.tokenSuffix = "rotated";
-    const resumed = env.spawner.resume(id);
-    await waitFor(() => env.fake.get("pods", podName(id)), "the resumed Pod", 5000);
-    env.fake.setPodStatus(podName(id), { ...running(id), initContainerStatuses: [cloned("lvmh: kept")] });
-    await resumed;
-    const after = env.fake.get("secrets", secretName(id)) as unknown as {
-      metadata: { uid: string };
-      data: { token: string };
-    };
-    assert.notEqual(after.metadata.uid, before.metadata.uid);
-    assert.equal(atob(after.data.token), `agent.${id}.rotated`);
   } finally {
     await env.close();
   }
