@@ -43,6 +43,24 @@ CREATE TABLE events(
   PRIMARY KEY(session_id, seq));
 ${PG_APPEND_FUNCTION}`,
   },
+  {
+    version: 2,
+    title: "commands to a session's holder, numbered from the session's command counter",
+    // The counter sits on the session row, whose lock orders concurrent enqueuers as appends are ordered;
+    // commands go with their session (cascade); the partial indexes keep the sweep and the pruning cheap.
+    sql: `
+ALTER TABLE sessions ADD COLUMN last_cmd_pos bigint NOT NULL DEFAULT 0;
+CREATE TABLE commands(
+  session_id text NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  pos bigint NOT NULL,
+  frame text NOT NULL,
+  enqueued_at bigint NOT NULL,
+  taken_epoch bigint,
+  acked_at bigint,
+  PRIMARY KEY(session_id, pos));
+CREATE INDEX commands_waiting ON commands(session_id, pos) WHERE acked_at IS NULL;
+CREATE INDEX commands_acked ON commands(acked_at) WHERE acked_at IS NOT NULL;`,
+  },
 ];
 
 /** What `migrate` did. */

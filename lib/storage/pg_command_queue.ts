@@ -1,0 +1,220 @@
+/**
+ * The command queue in PostgreSQL, for several replicas on one database. An enqueue is one statement (the
+ * session row's command counter moved and the row inserted: one transaction, the row lock held to commit, so
+ * positions commit in order), then a `pg_notify` of the session id on its own, after the commit: NOTIFY takes
+ * a global lock at commit and must stay out of any busy transaction, and it is only a hint anyway (lost while
+ * a listener reconnects). Take and ack lock the session row `FOR SHARE` while they check the holder's epoch,
+ * so a `claimHolder` (an UPDATE of that row) waits for them or they see its new epoch: no write of a fenced
+ * holder lands after a takeover.
+ *
+ * Wake-up: LISTEN on a dedicated connection (the driver re-LISTENs by itself after that connection drops, and
+ * each (re)LISTEN runs a sweep for the hints sent in the gap), a sweep of the partial index every few hundred
+ * ms, and a watchdog: each queue NOTIFYs an empty ping now and then, and a listener that heard nothing for a
+ * while (its re-LISTEN failed while the server was away, which the driver does not retry) is built anew.
+ */
+import type postgres from "postgres";
+import { sessionNotFound } from "../errors.ts";
+import { FencedError, safeInteger } from "./event_log.ts";
+import { type ConnectOptions, connectPostgres, type Sql } from "./pg_client.ts";
+import { migrate } from "./pg_migrate.ts";
+import {
+  type CommandFrame,
+  type CommandQueue,
+  type CommandsHint,
+  commandText,
+  type Holder,
+  type QueuedCommand,
+  SWEEP_MS,
+  TAKE_LIMIT,
+  Wakeups,
+} from "./command_queue.ts";
+
+/** The NOTIFY channel; the payload is a session id (empty: a listener's liveness ping). */
+export const COMMANDS_CHANNEL = "lvmh_cmd";
+/** How often a subscribed queue pings the channel. */
+const PING_MS = 5_000;
+/** A listener that heard nothing (not even the pings) for this long is replaced. */
+const DEAF_MS = 3 * PING_MS;
+
+export interface PgCommandQueueOptions {
+  /** Sweep period (default `SWEEP_MS`). */
+  sweepMs?: number;
+  /** true: `close()` ends the pool. */
+  ownsPool?: boolean;
+}
+
+/** The command queue over a PostgreSQL pool whose database is migrated. */
+export class PgCommandQueue implements CommandQueue {
+  readonly kind = "postgres";
+  #sql: Sql;
+  #ownsPool: boolean;
+  #connectListener: () => Sql;
+  #listener: Sql | null = null;
+  #heardAt = 0;
+  #watchdog: ReturnType<typeof setInterval> | undefined;
+  #wakeups: Wakeups;
+  #closed = false;
+
+  /**
+   * @param connectListener opens the client whose one connection LISTENs (again after the watchdog dropped
+   *   the previous one); never the pool itself, whose connections come and go.
+   */
+  constructor(sql: Sql, connectListener: () => Sql, options: PgCommandQueueOptions = {}) {
+    this.#sql = sql;
+    this.#connectListener = connectListener;
+    this.#ownsPool = options.ownsPool ?? false;
+    this.#wakeups = new Wakeups(async () => {
+      const rows = await this.#sql`SELECT DISTINCT session_id FROM commands
+        WHERE acked_at IS NULL AND taken_epoch IS NULL LIMIT 1000`;
+      return rows.map((r) => r.session_id as string);
+    }, options.sweepMs ?? SWEEP_MS);
+  }
+
+  /**
+   * Connect to `url` and migrate its schema (lib/storage/pg_migrate.ts).
+   * @throws {Error} when the database cannot be reached or migrated; the pool is then closed.
+   */
+  static async open(
+    url: string,
+    options: ConnectOptions & { sweepMs?: number } = {},
+  ): Promise<PgCommandQueue> {
+    const sql = connectPostgres(url, options);
+    try {
+      await migrate(sql);
+    } catch (error) {
+      await sql.end({ timeout: 1 });
+      throw error;
+    }
+    const listener = () => connectPostgres(url, { max: 1, connectTimeout: options.connectTimeout });
+    return new PgCommandQueue(sql, listener, { sweepMs: options.sweepMs, ownsPool: true });
+  }
+
+  async enqueue(sessionId: string, frame: CommandFrame): Promise<QueuedCommand> {
+    const text = commandText(sessionId, frame);
+    const enqueuedAt = Date.now();
+    const rows = await this.#sql`WITH counter AS (
+        UPDATE sessions SET last_cmd_pos = last_cmd_pos + 1 WHERE id = ${sessionId} RETURNING last_cmd_pos)
+      INSERT INTO commands(session_id, pos, frame, enqueued_at)
+        SELECT ${sessionId}, last_cmd_pos, ${text}, ${enqueuedAt} FROM counter
+      RETURNING pos`;
+    if (!rows.length) throw sessionNotFound(sessionId);
+    // Committed. A hint that fails to go is found by the sweeps; failing the enqueue would only invite a
+    // second, duplicate, command.
+    await this.#sql`SELECT pg_notify(${COMMANDS_CHANNEL}, ${sessionId})`.catch(() => {});
+    return { sessionId, pos: safeInteger(rows[0].pos), frame, enqueuedAt, redelivered: false };
+  }
+
+  async take(sessionId: string, holder: Holder, limit = TAKE_LIMIT): Promise<QueuedCommand[]> {
+    const rows = await this.#sql.begin(async (tx) => {
+      await fence(tx, sessionId, holder.epoch);
+      return await tx`WITH picked AS (
+          SELECT pos, taken_epoch IS NOT NULL AS again FROM commands
+            WHERE session_id = ${sessionId} AND acked_at IS NULL AND taken_epoch IS DISTINCT FROM ${holder.epoch}
+            ORDER BY pos LIMIT ${limit} FOR UPDATE)
+        UPDATE commands c SET taken_epoch = ${holder.epoch} FROM picked
+          WHERE c.session_id = ${sessionId} AND c.pos = picked.pos
+        RETURNING c.pos, c.frame, c.enqueued_at, picked.again`;
+    });
+    return rows.map((r) => ({
+      sessionId,
+      pos: safeInteger(r.pos),
+      frame: JSON.parse(r.frame as string) as CommandFrame,
+      enqueuedAt: safeInteger(r.enqueued_at),
+      redelivered: Boolean(r.again),
+    })).sort((a, b) => a.pos - b.pos);
+  }
+
+  async ack(sessionId: string, holder: Holder, positions: readonly number[]): Promise<number> {
+    return await this.#sql.begin(async (tx) => {
+      await fence(tx, sessionId, holder.epoch);
+      if (!positions.length) return 0;
+      const done = await tx`UPDATE commands SET acked_at = ${Date.now()}
+        WHERE session_id = ${sessionId} AND taken_epoch = ${holder.epoch} AND acked_at IS NULL
+          AND pos = ANY(${positions as number[]}::bigint[])
+        RETURNING pos`;
+      return done.length;
+    });
+  }
+
+  async unacknowledged(sessionId: string): Promise<number> {
+    const [row] = await this.#sql`SELECT count(*)::bigint AS n FROM commands
+      WHERE session_id = ${sessionId} AND acked_at IS NULL`;
+    return safeInteger(row.n);
+  }
+
+  subscribe(onSessionHasCommands: CommandsHint): () => void {
+    const stop = this.#wakeups.add(onSessionHasCommands);
+    if (!this.#watchdog && !this.#closed) {
+      this.#heardAt = Date.now();
+      void this.#listen();
+      this.#watchdog = setInterval(() => void this.#checkListener(), PING_MS);
+    }
+    return () => {
+      stop();
+      if (!this.#wakeups.size) void this.#stopListening();
+    };
+  }
+
+  async prune(before: number): Promise<number> {
+    // Commands of deleted sessions went with them (ON DELETE CASCADE).
+    const gone = await this.#sql`DELETE FROM commands WHERE acked_at IS NOT NULL AND acked_at < ${before}`;
+    return gone.count;
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#wakeups.stop();
+    await this.#stopListening();
+    if (this.#ownsPool) await this.#sql.end({ timeout: 5 });
+  }
+
+  /** LISTEN on a fresh dedicated connection; a failure is left to the watchdog. */
+  async #listen(): Promise<void> {
+    const listener = this.#listener = this.#connectListener();
+    try {
+      await listener.listen(COMMANDS_CHANNEL, (payload) => {
+        this.#heardAt = Date.now();
+        if (payload) this.#wakeups.hint(payload);
+      }, () => {
+        // Listening (again): whatever was sent while the connection was down is found by a sweep now.
+        this.#heardAt = Date.now();
+        void this.#wakeups.sweep();
+      });
+    } catch {
+      // The server is away; the watchdog builds a new listener once it has been deaf long enough.
+    }
+  }
+
+  async #checkListener(): Promise<void> {
+    if (this.#closed || !this.#wakeups.size) return;
+    if (Date.now() - this.#heardAt > DEAF_MS) {
+      const old = this.#listener;
+      this.#heardAt = Date.now();
+      await old?.end({ timeout: 0 }).catch(() => {});
+      if (this.#closed || !this.#wakeups.size) return;
+      await this.#listen();
+      return;
+    }
+    // Every replica hears every ping: a listener that hears none is deaf, whoever sent them.
+    await this.#sql`SELECT pg_notify(${COMMANDS_CHANNEL}, '')`.catch(() => {});
+  }
+
+  async #stopListening(): Promise<void> {
+    clearInterval(this.#watchdog);
+    this.#watchdog = undefined;
+    const listener = this.#listener;
+    this.#listener = null;
+    await listener?.end({ timeout: 0 }).catch(() => {});
+  }
+}
+
+/**
+ * Lock the session row for the rest of the transaction and check the holder's epoch.
+ * @throws {NotFoundError} for an unknown session; {FencedError} for a stale epoch.
+ */
+async function fence(tx: postgres.TransactionSql, sessionId: string, epoch: number): Promise<void> {
+  const [row] = await tx`SELECT holder_epoch FROM sessions WHERE id = ${sessionId} FOR SHARE`;
+  if (!row) throw sessionNotFound(sessionId);
+  const current = safeInteger(row.holder_epoch);
+  if (current !== epoch) throw new FencedError(sessionId, epoch, current);
+}
