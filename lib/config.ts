@@ -85,6 +85,8 @@ const Env = z.object({
   LVMH_BUDGET: BudgetEnv.optional(),
   LVMH_DAILY_BUDGET: BudgetEnv.optional(),
   LVMH_SPAWN_BACKEND: z.enum(["docker", "kubernetes"]).default("docker"),
+  LVMH_REPLICA_ID: z.string().regex(/^[A-Za-z0-9._:-]{1,128}$/, "must be 1–128 of A-Z a-z 0-9 . _ : -")
+    .optional(),
   LVMH_KUBE_URL: z.url().refine((u) => /^https?:\/\//.test(u), "must be http(s)").optional(),
   LVMH_KUBE_TOKEN_FILE: z.string().startsWith("/", "must be an absolute path").optional(),
   LVMH_KUBE_CA_FILE: z.string().startsWith("/", "must be an absolute path").optional(),
@@ -159,6 +161,8 @@ export interface Config {
   spawnBackend: "docker" | "kubernetes";
   /** The Kubernetes settings (`LVMH_KUBE_*`); null unless the backend is `kubernetes`. */
   kube: KubeSettings | null;
+  /** This daemon's name among the replicas of a deployment (`LVMH_REPLICA_ID`, else host name and pid). */
+  replicaId: string;
 }
 
 /**
@@ -233,6 +237,9 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
     gitlabHookSecret: e.LVMH_GITLAB_HOOK_SECRET ?? null,
     spawnBackend: e.LVMH_SPAWN_BACKEND,
     kube,
+    // The host name is the Pod's or the container's name in a deployment; the pid tells two daemons of one
+    // host apart.
+    replicaId: e.LVMH_REPLICA_ID ?? `${Deno.hostname()}-${Deno.pid}`,
   };
 }
 

@@ -64,3 +64,13 @@ Deno.test("loadConfig(): the stall time and the GitLab hook secret are read like
       );
     }
   }));
+
+Deno.test("loadConfig(): the replica id is LVMH_REPLICA_ID, else the host name and pid", () =>
+  withDataDir((dir) => {
+    assert.equal(loadConfig(base(dir)).replicaId, `${Deno.hostname()}-${Deno.pid}`);
+    assert.equal(loadConfig({ ...base(dir), LVMH_REPLICA_ID: "lvmh-0" }).replicaId, "lvmh-0");
+    assert.throws(
+      () => loadConfig({ ...base(dir), LVMH_REPLICA_ID: "a b" }),
+      (e) => e instanceof ConfigError && e.message.startsWith("LVMH_REPLICA_ID"),
+    );
+  }));

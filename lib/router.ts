@@ -32,7 +32,7 @@ export type Handlers = Partial<Record<Method, Handler>>;
  * the caller's role must reach the route's role for the method (403 otherwise); agent tokens get 403.
  * `agent`: the plugin socket: agent tokens (named `agent` role or session-scoped) and admins only.
  * `page`: the handler runs either way and must show no session data when `principal` is null.
- * `public`: static assets that hold no data, and the sign-in endpoint.
+ * `public`: static assets that hold no data, the sign-in endpoint, and the health answer for load balancers.
  */
 export type AuthPolicy = "token" | "agent" | "page" | "public";
 

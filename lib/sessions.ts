@@ -219,6 +219,11 @@ export class Sessions {
     this.#publish();
   }
 
+  /** How many sessions have their live socket on this daemon (the sessions it holds). */
+  get onlineCount(): number {
+    return this.#links.size;
+  }
+
   /** True when the session has a live socket. */
   isOnline(sessionId: string): boolean {
     return this.#links.has(sessionId);

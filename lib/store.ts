@@ -72,6 +72,8 @@ function stateAfter(type: string, current: string): string {
  * truth: they are written with other row changes and at close, and recomputed from the log at open.
  */
 export class Store {
+  /** Which database holds the daemon's state (`GET /api/health` says it). */
+  readonly kind = "sqlite";
   #db: DatabaseSync;
   #sessions = new Map<string, SessionRow>();
   #insertEvent: StatementSync;

@@ -44,6 +44,7 @@ import { handler as tokens } from "./api/tokens/index.ts";
 import { handler as token } from "./api/tokens/[name].ts";
 import { handler as audit } from "./api/audit.ts";
 import { handler as me } from "./api/me.ts";
+import { handler as health } from "./api/health.ts";
 import { handler as search } from "./api/search.ts";
 import { handler as webhooks } from "./api/webhooks/index.ts";
 import { handler as webhook } from "./api/webhooks/[id]/index.ts";
@@ -164,6 +165,7 @@ export const routes: RouteDef[] = [
   { path: "/notifications", handler: notificationsPage, auth: "page" },
   { path: "/webhooks", handler: webhooksPage, auth: "page" },
   { path: "/login", handler: login, auth: "public" },
+  { path: "/api/health", handler: health, auth: "public" },
   // Hooks check their own credentials: an operator token (generic) or the GitLab hook secret.
   { path: "/hooks/generic", handler: genericHook, auth: "public" },
   { path: "/hooks/gitlab", handler: gitlabHook, auth: "public" },

@@ -65,9 +65,23 @@ Deno.test("auth: every route in the table is authenticated", async (t) => {
     }
   }
 
-  await t.step("public routes are static assets, sign-in and self-checking hooks only", () => {
+  await t.step("public routes are static assets, sign-in, health and self-checking hooks only", async () => {
     for (const r of routes.filter((r) => r.auth === "public")) {
       if (r.path === "/login") continue;
+      if (r.path === "/api/health") {
+        // Load balancers carry no token: the answer says whether this replica serves, and nothing more.
+        assert.deepEqual(Object.keys(r.handler), ["GET"], r.path);
+        const res = await d.fetch("/api/health");
+        assert.equal(res.status, 200);
+        assert.equal(res.headers.get("cache-control"), "no-store");
+        const body = await res.json();
+        assert.deepEqual(Object.keys(body).sort(), ["database", "holderOf", "ok", "replica"]);
+        assert.equal(body.ok, true);
+        assert.equal(body.database, "sqlite");
+        assert.equal(body.holderOf, 1, "the test's one plugin socket is held here");
+        assert.match(body.replica, /^[A-Za-z0-9._:-]+-\d+$/, "host name and pid by default");
+        continue;
+      }
       // Each hook checks its own credentials (tests/hooks_*): an operator token, or the GitLab hook secret.
       if (r.path === "/hooks/generic" || r.path === "/hooks/gitlab") {
         assert.deepEqual(Object.keys(r.handler), ["POST"], r.path);
