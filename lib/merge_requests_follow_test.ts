@@ -7,7 +7,8 @@
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import { createGitlabMergeRequests } from "./gitlab_merge_requests.ts";
-import { MAX_PIPELINE_PROMPTS, type MergeRequestChange, MergeRequests } from "./merge_requests.ts";
+import { MergeRequests } from "./merge_requests.ts";
+import { MAX_PIPELINE_PROMPTS, type MergeRequestChange } from "./merge_request_change.ts";
 import type { ShipWork } from "./ship_work.ts";
 import { commentsFollowUp, fenceFor, hunkAround } from "./merge_request_comments.ts";
 import { Workspaces } from "./workspaces.ts";

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import { createGitlabMergeRequests } from "./gitlab_merge_requests.ts";
-import { MergeRequests, NotConnectedError } from "./merge_requests.ts";
+import { MergeRequests } from "./merge_requests.ts";
+import { NotConnectedError } from "./merge_request_errors.ts";
 import { SecretsFoundError, type ShipWork } from "./ship_work.ts";
 import { UpstreamError } from "./errors.ts";
 import { Workspaces } from "./workspaces.ts";

@@ -7,7 +7,8 @@
  */
 import { z } from "zod";
 import type { Gitlab } from "../gitlab.ts";
-import type { MergeRequestChange, MergeRequests } from "../merge_requests.ts";
+import type { MergeRequests } from "../merge_requests.ts";
+import type { MergeRequestChange } from "../merge_request_change.ts";
 import { BranchName, RepoPath, SessionId } from "../protocol.ts";
 import { MAX_PROMPT_CHARS } from "../wire.ts";
 import { HookStore } from "./hook_store.ts";
@@ -16,7 +17,7 @@ import { type KeptPromptDeps, KeptPrompts } from "./kept_prompts.ts";
 import { findSession } from "./find_session.ts";
 import { sendHookPrompt } from "./send.ts";
 import { type GitlabAction, promptFor } from "./gitlab_events.ts";
-import { MAX_PIPELINE_PROMPTS } from "../merge_requests.ts";
+import { MAX_PIPELINE_PROMPTS } from "../merge_request_change.ts";
 
 /** `POST /hooks/generic`. */
 export const GenericHookBody = z.object({

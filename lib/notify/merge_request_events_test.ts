@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { mergeRequestEvents } from "./start.ts";
 import { describe, NOTIFY_KINDS } from "./kinds.ts";
-import type { MergeRequestChange } from "../merge_requests.ts";
+import type { MergeRequestChange } from "../merge_request_change.ts";
 import type { MergeRequestView } from "../protocol.ts";
 
 const view: MergeRequestView = {

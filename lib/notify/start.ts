@@ -4,7 +4,7 @@
  * here so `lib/daemon.ts` needs one line to start and one to stop.
  */
 import type { App } from "../app.ts";
-import type { MergeRequestChange } from "../merge_requests.ts";
+import type { MergeRequestChange } from "../merge_request_change.ts";
 import type { SessionSummary } from "../protocol.ts";
 import { Watcher } from "./watcher.ts";
 import type { NotifyEvent } from "./kinds.ts";

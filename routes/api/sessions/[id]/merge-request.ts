@@ -1,7 +1,7 @@
 import { MergeRequestBody } from "../../../../lib/protocol.ts";
 import { json, readJson } from "../../../../lib/http.ts";
 import { ForbiddenError, NotFoundError, sessionNotFound } from "../../../../lib/errors.ts";
-import { NotConnectedError } from "../../../../lib/merge_requests.ts";
+import { NotConnectedError } from "../../../../lib/merge_request_errors.ts";
 import { SecretsFoundError } from "../../../../lib/ship_work.ts";
 import type { Handlers } from "../../../../lib/router.ts";
 

@@ -1,6 +1,6 @@
 import { json } from "../../../../../lib/http.ts";
 import { sessionNotFound } from "../../../../../lib/errors.ts";
-import { NotConnectedError } from "../../../../../lib/merge_requests.ts";
+import { NotConnectedError } from "../../../../../lib/merge_request_errors.ts";
 import type { MergeRequestComments } from "../../../../../lib/protocol.ts";
 import type { Handlers } from "../../../../../lib/router.ts";
 

@@ -4,7 +4,7 @@ import {
 } from "../../../../../../lib/protocol.ts";
 import { json, readJson } from "../../../../../../lib/http.ts";
 import { NotFoundError, sessionNotFound, sessionOffline } from "../../../../../../lib/errors.ts";
-import { NotConnectedError } from "../../../../../../lib/merge_requests.ts";
+import { NotConnectedError } from "../../../../../../lib/merge_request_errors.ts";
 import { commentsFollowUp } from "../../../../../../lib/merge_request_comments.ts";
 import { actorName } from "../../../../../../lib/auth.ts";
 import type { Handlers } from "../../../../../../lib/router.ts";
