@@ -5,42 +5,20 @@
  * plugin enforces a budget (it learns it in `welcome` and `policy`), since only it can hold a tool call or
  * abort a run at once; the daemon refuses prompts once a `stop` budget or the daily cap is reached, raises a
  * budget when its card is approved, and announces `budget.reached`.
+ *
+ * The parts it decides with are beside it: the limits' table (`lib/budget_table.ts`), the counts read from
+ * the log (`lib/budget_spending.ts`) and the daily cap's day and state (`lib/budget_daily_cap.ts`).
  */
-import type { DatabaseSync, StatementSync } from "node:sqlite";
+import type { DatabaseSync } from "node:sqlite";
 import { gateOf, type WriteGate } from "./write_gate.ts";
 import type { BudgetBody, BudgetGlance, BudgetView, PluginBudget, SessionBudget, Spent } from "./protocol.ts";
 import type { ConfigBudget } from "./config.ts";
 import type { NotifyEvent } from "./notify/kinds.ts";
 import { ConflictError, sessionNotFound } from "./errors.ts";
-import {
-  type CountedEvent,
-  describeSpent,
-  type Limits,
-  plus,
-  reached,
-  SpentCounter,
-  utcDay,
-} from "./budget_math.ts";
-
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS session_budgets(
-  sessionId TEXT PRIMARY KEY, maxCost REAL, maxTokens INTEGER, onReach TEXT NOT NULL,
-  raisedCost REAL NOT NULL DEFAULT 0, raisedTokens INTEGER NOT NULL DEFAULT 0, source TEXT NOT NULL,
-  updatedAt INTEGER NOT NULL);
-`;
-
-/** The events that count: the rest of the log is never read here. */
-const COUNTED_TYPES = "('message_end','agent_start','agent_end')";
-
-interface Row {
-  sessionId: string;
-  maxCost: number | null;
-  maxTokens: number | null;
-  onReach: "ask" | "stop";
-  raisedCost: number;
-  raisedTokens: number;
-  source: SessionBudget["source"];
-}
+import { describeSpent, reached } from "./budget_math.ts";
+import { budgetOfRow, BudgetTable, limitsOf } from "./budget_table.ts";
+import { SpendingLog } from "./budget_spending.ts";
+import { DailyCap } from "./budget_daily_cap.ts";
 
 /** What budgets need from the rest of the daemon. */
 export interface BudgetDeps {
@@ -63,62 +41,31 @@ export interface BudgetDefaults {
 
 /** Every session's budget, what each spent, and the daily cap. */
 export class Budgets {
-  #db: DatabaseSync;
   #gate: WriteGate;
   #deps: BudgetDeps;
   #defaults: BudgetDefaults;
-  #get: StatementSync;
-  #put: StatementSync;
-  #raise: StatementSync;
-  #delete: StatementSync;
-  #maxSeq: StatementSync;
-  #scan: StatementSync;
-  /** Per session: the log counted so far (up to `seq`). */
-  #counted = new Map<string, { seq: number; counter: SpentCounter }>();
+  #table: BudgetTable;
+  #spending: SpendingLog;
+  #daily: DailyCap;
   /** Sessions whose budget was already reached when last counted (announced once per crossing). */
   #over = new Set<string>();
-  #today = utcDay(Date.now());
-  #dailyOver = false;
   #listeners = new Set<(event: NotifyEvent) => void>();
-  /** Sessions with a row of their own. */
-  #rows: Set<string>;
   #timer: ReturnType<typeof setInterval> | undefined;
 
   constructor(db: DatabaseSync, defaults: BudgetDefaults, deps: BudgetDeps) {
-    this.#db = db;
     this.#gate = gateOf(db);
     this.#defaults = defaults;
     this.#deps = deps;
-    db.exec(SCHEMA);
-    this.#get = db.prepare("SELECT * FROM session_budgets WHERE sessionId = ?");
-    this.#put = db.prepare(
-      `INSERT INTO session_budgets(sessionId, maxCost, maxTokens, onReach, raisedCost, raisedTokens, source,
-        updatedAt) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(sessionId) DO UPDATE SET maxCost = excluded.maxCost,
-        maxTokens = excluded.maxTokens, onReach = excluded.onReach, raisedCost = excluded.raisedCost,
-        raisedTokens = excluded.raisedTokens, source = excluded.source, updatedAt = excluded.updatedAt`,
-    );
-    this.#raise = db.prepare(
-      `UPDATE session_budgets SET raisedCost = raisedCost + COALESCE(maxCost, 0),
-        raisedTokens = raisedTokens + COALESCE(maxTokens, 0), updatedAt = ? WHERE sessionId = ?`,
-    );
-    this.#delete = db.prepare("DELETE FROM session_budgets WHERE sessionId = ?");
-    this.#rows = new Set(
-      (db.prepare("SELECT sessionId FROM session_budgets").all() as { sessionId: string }[]).map((r) =>
-        r.sessionId
-      ),
-    );
-    this.#maxSeq = db.prepare("SELECT COALESCE(MAX(seq), 0) AS seq FROM events WHERE sessionId = ?");
-    this.#scan = db.prepare(
-      `SELECT seq, ts, type, payload FROM events WHERE sessionId = ? AND seq > ? AND seq <= ?
-        AND type IN ${COUNTED_TYPES} ORDER BY seq`,
-    );
+    this.#table = new BudgetTable(db);
+    this.#spending = new SpendingLog(db);
+    this.#daily = new DailyCap(defaults.dailyBudget, this.#spending);
     if (defaults.dailyBudget) {
       // Today's spending is every session's: count each session active today once at start.
-      const dayStart = Date.parse(`${this.#today}T00:00:00Z`);
+      const dayStart = this.#daily.dayStart();
       for (const s of deps.sessions()) if ((s.lastEventAt ?? 0) >= dayStart) this.spent(s.id);
-      this.#dailyOver = this.#dailyReached();
+      this.#daily.settle();
     }
-    for (const [id] of this.#counted) if (this.#reachedOf(id)) this.#over.add(id);
+    for (const id of this.#spending.sessions()) if (this.#reachedOf(id)) this.#over.add(id);
     // A new UTC day lifts the daily cap: plugins stopped by it hear so.
     this.#timer = setInterval(() => this.#checkDay(), 60_000);
     Deno.unrefTimer(this.#timer);
@@ -132,15 +79,17 @@ export class Budgets {
 
   /** What a session spent, from its whole log (counted once, then only what was added since). */
   spent(sessionId: string): Spent {
-    return this.#count(sessionId).counter.total;
+    return this.#spending.counter(sessionId).total;
   }
 
   /** The budget in force for a session: its own, else the default for its kind; null when none. */
   budgetOf(sessionId: string): SessionBudget | null {
     // Asked for every row of every list: sessions without a row and no defaults cost no query.
-    if (!this.#rows.has(sessionId) && !this.#defaults.spawnBudget && !this.#defaults.localBudget) return null;
-    const row = this.#get.get(sessionId) as unknown as Row | undefined;
-    if (row) return row.maxCost === null && row.maxTokens === null ? null : view(row);
+    if (!this.#table.has(sessionId) && !this.#defaults.spawnBudget && !this.#defaults.localBudget) {
+      return null;
+    }
+    const row = this.#table.row(sessionId);
+    if (row) return row.maxCost === null && row.maxTokens === null ? null : budgetOfRow(row);
     const info = this.#deps.session(sessionId);
     const d = info?.agent ? this.#defaults.spawnBudget : this.#defaults.localBudget;
     if (!info || !d) return null;
@@ -166,12 +115,12 @@ export class Budgets {
     today: Spent;
   } {
     const sessions: { sessionId: string; glance: BudgetGlance }[] = [];
-    for (const id of this.#rows) {
+    for (const id of this.#table.ids()) {
       const glance = this.glance(id);
       if (glance) sessions.push({ sessionId: id, glance });
     }
     sessions.sort((a, b) => b.glance.used - a.glance.used);
-    return { sessions, defaults: this.#defaults, today: this.#dailyView() };
+    return { sessions, defaults: this.#defaults, today: this.#daily.spent() };
   }
 
   /** `GET /api/sessions/:id/budget`. @throws {NotFoundError} for an unknown session. */
@@ -184,7 +133,7 @@ export class Budgets {
       budget,
       spent,
       reached: this.#refusal(sessionId),
-      ...(daily ? { daily: { ...limitsOf(daily), spent: this.#dailyView() } } : {}),
+      ...(daily ? { daily: { ...limitsOf(daily), spent: this.#daily.spent() } } : {}),
     };
   }
 
@@ -195,18 +144,12 @@ export class Budgets {
   set(sessionId: string, body: BudgetBody): BudgetView {
     if (!this.#deps.session(sessionId)) throw sessionNotFound(sessionId);
     this.#gate.run(() =>
-      this.#put.run(
-        sessionId,
-        body?.maxCost ?? null,
-        body?.maxTokens ?? null,
-        body?.onReach ?? "ask",
-        0,
-        0,
-        "session",
-        Date.now(),
-      )
+      this.#table.put(sessionId, {
+        maxCost: body?.maxCost ?? null,
+        maxTokens: body?.maxTokens ?? null,
+        onReach: body?.onReach ?? "ask",
+      }, "session")
     );
-    this.#rows.add(sessionId);
     this.#over.delete(sessionId);
     if (this.#reachedOf(sessionId)) this.#over.add(sessionId);
     this.#push(sessionId);
@@ -226,21 +169,15 @@ export class Budgets {
   raise(sessionId: string): void {
     const budget = this.budgetOf(sessionId);
     if (!budget) return;
-    if (budget.source !== "session" && !this.#get.get(sessionId)) {
+    if (budget.source !== "session" && !this.#table.row(sessionId)) {
       // A default budget gets a row of its own, so the raise outlives a restart.
-      this.#put.run(
-        sessionId,
-        budget.maxCost ?? null,
-        budget.maxTokens ?? null,
-        budget.onReach,
-        0,
-        0,
-        budget.source,
-        Date.now(),
-      );
-      this.#rows.add(sessionId);
+      this.#table.put(sessionId, {
+        maxCost: budget.maxCost ?? null,
+        maxTokens: budget.maxTokens ?? null,
+        onReach: budget.onReach,
+      }, budget.source);
     }
-    this.#raise.run(Date.now(), sessionId);
+    this.#table.raise(sessionId);
   }
 
   /** The raise of a budget card is stored: the session may be under its budget again; the plugin hears. */
@@ -252,10 +189,10 @@ export class Budgets {
   /** The `budget` of a session's `welcome`/`policy` frame: null when it has none and nothing stops it. */
   wire(sessionId: string): PluginBudget | null {
     const b = this.budgetOf(sessionId);
-    const stopped = this.#dailyOver ? this.#dailyText() : undefined;
+    const stopped = this.#daily.over ? this.#daily.text() : undefined;
     const daily = this.#defaults.dailyBudget;
     if (!b && !daily) return null;
-    const today = daily ? this.#dailyView() : null;
+    const today = daily ? this.#daily.spent() : null;
     const dailyLeft = daily && today
       ? {
         ...(daily.maxCost !== undefined ? { cost: daily.maxCost - today.cost } : {}),
@@ -286,7 +223,7 @@ export class Budgets {
   committed(sessionId: string): void {
     if (!this.#defaults.dailyBudget && !this.budgetOf(sessionId)) return;
     this.#checkDay();
-    const before = this.#counted.has(sessionId);
+    const before = this.#spending.has(sessionId);
     this.spent(sessionId);
     if (!before) {
       // First count since start: what was reached before is not news.
@@ -310,18 +247,17 @@ export class Budgets {
         },
       });
     }
-    if (this.#defaults.dailyBudget && !this.#dailyOver && this.#dailyReached()) {
-      this.#dailyOver = true;
+    if (this.#daily.crossed()) {
       this.#announce({
         type: "budget.reached",
         at: Date.now(),
         sessionId: null,
         data: {
           scope: "daily",
-          day: this.#today,
-          text: this.#dailyText(),
-          spent: this.#dailyView(),
-          budget: limitsOf(this.#defaults.dailyBudget),
+          day: this.#daily.today,
+          text: this.#daily.text(),
+          spent: this.#daily.spent(),
+          budget: limitsOf(this.#daily.limits!),
         },
       });
       for (const id of this.#deps.online()) this.#push(id);
@@ -330,39 +266,19 @@ export class Budgets {
 
   /** Spending per UTC day of every session counted so far (for the usage page). */
   byDay(sessionId: string): Map<string, Spent> {
-    return this.#count(sessionId).counter.byDay;
+    return this.#spending.counter(sessionId).byDay;
   }
 
   /** A session was deleted: forget its budget and count. */
   sessionDeleted(sessionId: string): void {
-    this.#counted.delete(sessionId);
+    this.#spending.forget(sessionId);
     this.#over.delete(sessionId);
-    this.#gate.run(() => this.#delete.run(sessionId));
-    this.#rows.delete(sessionId);
+    this.#gate.run(() => this.#table.delete(sessionId));
   }
 
   /** Stop the day timer. */
   close(): void {
     clearInterval(this.#timer);
-  }
-
-  #count(sessionId: string): { seq: number; counter: SpentCounter } {
-    let c = this.#counted.get(sessionId);
-    if (!c) this.#counted.set(sessionId, c = { seq: 0, counter: new SpentCounter() });
-    const max = (this.#maxSeq.get(sessionId) as { seq: number }).seq;
-    if (max <= c.seq) return c;
-    const rows = this.#scan.all(sessionId, c.seq, max) as { ts: number; type: string; payload: string }[];
-    for (const r of rows) {
-      let p: Partial<CountedEvent>;
-      try {
-        p = JSON.parse(r.payload);
-      } catch {
-        continue;
-      }
-      c.counter.add({ ts: r.ts, type: r.type, message: p.message, usage: p.usage });
-    }
-    c.seq = max;
-    return c;
   }
 
   #reachedOf(sessionId: string): boolean {
@@ -371,37 +287,15 @@ export class Budgets {
   }
 
   #refusal(sessionId: string): string | null {
-    if (this.#dailyOver) return this.#dailyText();
+    if (this.#daily.over) return this.#daily.text();
     const b = this.budgetOf(sessionId);
     if (!b || b.onReach !== "stop" || !reached(b.current, this.spent(sessionId))) return null;
     return `budget reached: ${describeSpent(b.current, this.spent(sessionId))}; raise it to go on`;
   }
 
-  /** What every session counted so far spent today (each session active today is counted at start). */
-  #dailyView(): Spent {
-    let total: Spent = { cost: 0, tokens: 0 };
-    for (const c of this.#counted.values()) total = plus(total, c.counter.byDay.get(this.#today) ?? total0);
-    return total;
-  }
-
-  #dailyReached(): boolean {
-    const d = this.#defaults.dailyBudget;
-    if (!d) return false;
-    return reached(limitsOf(d), this.#dailyView());
-  }
-
-  #dailyText(): string {
-    const d = this.#defaults.dailyBudget!;
-    return `daily budget reached: ${describeSpent(limitsOf(d), this.#dailyView())} today (UTC)`;
-  }
-
+  /** A new UTC day lifts a daily cap reached yesterday: the plugins it stopped hear so. */
   #checkDay(): void {
-    const today = utcDay(Date.now());
-    if (today === this.#today) return;
-    this.#today = today;
-    if (!this.#dailyOver) return;
-    this.#dailyOver = this.#dailyReached();
-    if (!this.#dailyOver) { for (const id of this.#deps.online()) this.#push(id); }
+    if (this.#daily.newDay()) { for (const id of this.#deps.online()) this.#push(id); }
   }
 
   #push(sessionId: string): void {
@@ -417,21 +311,4 @@ export class Budgets {
       }
     }
   }
-}
-
-const total0: Spent = { cost: 0, tokens: 0 };
-
-function limitsOf(b: Limits): Limits {
-  return {
-    ...(b.maxCost !== undefined ? { maxCost: b.maxCost } : {}),
-    ...(b.maxTokens !== undefined ? { maxTokens: b.maxTokens } : {}),
-  };
-}
-
-function view(row: Row): SessionBudget {
-  const set = limitsOf({ maxCost: row.maxCost ?? undefined, maxTokens: row.maxTokens ?? undefined });
-  const current: Limits = {};
-  if (set.maxCost !== undefined) current.maxCost = set.maxCost + row.raisedCost;
-  if (set.maxTokens !== undefined) current.maxTokens = set.maxTokens + row.raisedTokens;
-  return { ...set, onReach: row.onReach, current, source: row.source };
 }
