@@ -51,6 +51,8 @@ export class PgCommandQueue implements CommandQueue {
   #connectListener: () => Sql;
   #listener: Sql | null = null;
   #heardAt = 0;
+  /** The LISTEN being made, awaited by `close()`. */
+  #listening: Promise<void> = Promise.resolve();
   #watchdog: ReturnType<typeof setInterval> | undefined;
   #wakeups: Wakeups;
   #closed = false;
@@ -146,13 +148,12 @@ export class PgCommandQueue implements CommandQueue {
     const stop = this.#wakeups.add(onSessionHasCommands);
     if (!this.#watchdog && !this.#closed) {
       this.#heardAt = Date.now();
-      void this.#listen();
+      this.#listening = this.#listen();
       this.#watchdog = setInterval(() => void this.#checkListener(), PING_MS);
     }
-    return () => {
-      stop();
-      if (!this.#wakeups.size) void this.#stopListening();
-    };
+    // The listener stays until `close()`: a LISTEN made anew for each subscriber would miss the hints sent
+    // before it is in place.
+    return stop;
   }
 
   async prune(before: number): Promise<number> {
@@ -165,6 +166,7 @@ export class PgCommandQueue implements CommandQueue {
     this.#closed = true;
     this.#wakeups.stop();
     await this.#stopListening();
+    await this.#listening;
     if (this.#ownsPool) await this.#sql.end({ timeout: 5 });
   }
 
@@ -186,13 +188,18 @@ export class PgCommandQueue implements CommandQueue {
   }
 
   async #checkListener(): Promise<void> {
-    if (this.#closed || !this.#wakeups.size) return;
+    if (this.#closed) return;
+    if (!this.#wakeups.size) {
+      // Nobody to wake, so no pings: the silence that follows says nothing about the listener.
+      this.#heardAt = Date.now();
+      return;
+    }
     if (Date.now() - this.#heardAt > DEAF_MS) {
       const old = this.#listener;
       this.#heardAt = Date.now();
       await old?.end({ timeout: 0 }).catch(() => {});
-      if (this.#closed || !this.#wakeups.size) return;
-      await this.#listen();
+      if (this.#closed) return;
+      await (this.#listening = this.#listen());
       return;
     }
     // Every replica hears every ping: a listener that hears none is deaf, whoever sent them.
