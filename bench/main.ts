@@ -20,6 +20,7 @@ const BENCHES = [
   "changes.ts",
   "search.ts",
   "pg_ingest.ts",
+  "command_latency.ts",
   "usage.ts",
 ];
 
