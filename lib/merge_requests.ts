@@ -32,7 +32,8 @@ import {
   toView,
 } from "./merge_request_record.ts";
 import { marksOf, type MergeRequestChange } from "./merge_request_change.ts";
-import { type MergeRequestSummary, shipSession } from "./merge_request_ship.ts";
+import { type MergeRequestSummary, type ShipRecord, shipSession } from "./merge_request_ship.ts";
+import { createKeyedLock } from "./spawn/lock.ts";
 
 /** An open merge request is read again from GitLab when its record is older than this. */
 export const REFRESH_MS = 30_000;
@@ -49,7 +50,14 @@ export class MergeRequests {
   #table: MergeRequestTable;
   #db: DatabaseSync;
   /** One ship at a time per session: a second call waits for the first (it then updates what that made). */
-  #running = new Map<string, Promise<unknown>>();
+  #shipping = createKeyedLock();
+  /** The record as the ship steps read and write it. */
+  #shipRecord: ShipRecord = {
+    row: (id) => this.#row(id),
+    pushed: (id, repo, branch, sha) => this.#table.pushed(id, repo, branch, sha, this.#now()),
+    save: (id, mr) => this.#save(id, mr),
+    get: (id) => this.get(id),
+  };
   /** What the session list shows, per session with a merge request (read for every row of every list). */
   #summaries = new Map<string, SessionMergeRequest>();
   #listeners = new Set<(change: MergeRequestChange) => void>();
@@ -249,30 +257,7 @@ export class MergeRequests {
     sessionId: string,
     req: ShipRequest,
   ): Promise<{ created: boolean; mergeRequest: MergeRequestSummary }> {
-    const previous = this.#running.get(sessionId) ?? Promise.resolve();
-    const run = previous.catch(() => {}).then(() => this.#ship(sessionId, req));
-    this.#running.set(sessionId, run);
-    run.finally(() => {
-      if (this.#running.get(sessionId) === run) this.#running.delete(sessionId);
-    }).catch(() => {});
-    return run;
-  }
-
-  #ship(
-    sessionId: string,
-    req: ShipRequest,
-  ): Promise<{ created: boolean; mergeRequest: MergeRequestSummary }> {
-    return shipSession(
-      this.deps,
-      {
-        row: (id) => this.#row(id),
-        pushed: (id, repo, branch, sha) => this.#table.pushed(id, repo, branch, sha, this.#now()),
-        save: (id, mr) => this.#save(id, mr),
-        get: (id) => this.get(id),
-      },
-      sessionId,
-      req,
-    );
+    return this.#shipping(sessionId, () => shipSession(this.deps, this.#shipRecord, sessionId, req));
   }
 
   #save(sessionId: string, mr: GitlabMergeRequest): void {
