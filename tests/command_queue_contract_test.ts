@@ -84,7 +84,10 @@ async function openSqlite(): Promise<Opened> {
   };
 }
 
-async function openPostgres(url?: string, options: { sweepMs?: number } = {}): Promise<Opened> {
+async function openPostgres(
+  url?: string,
+  options: { sweepMs?: number; pingMs?: number } = {},
+): Promise<Opened> {
   url ??= await pg!.newDatabase();
   const log = await PgEventLog.open(url, { max: 2 });
   const queue = await PgCommandQueue.open(url, { max: 4, ...options });
@@ -336,6 +339,7 @@ contract("postgres", () => openPostgres(), async (t) => {
     "the LISTEN connection killed, no sweep: the queue listens again and hears hints",
     () => listenerKilled(true),
   );
+  await t.step("a listener gone silent without a reset is replaced by the watchdog", () => deafListener());
   await t.step(
     "a database at schema version 1 gets the commands table; its sessions take commands",
     async () => {
@@ -419,5 +423,39 @@ async function partitionedAck(server: Postgres) {
     await a.close();
     await b.close();
     await log.close();
+  }
+}
+
+async function deafListener() {
+  const url = await pg!.newDatabase();
+  await using proxy = pausableProxy(pg!.port);
+  const o = await openPostgres(url);
+  // The first listener goes through a relay that will fall silent, as a dropped NAT or load balancer entry
+  // does (no reset: the driver notices nothing); the ones after it connect directly.
+  let built = 0;
+  const queue = new PgCommandQueue(
+    connectPostgres(url, { max: 2 }),
+    () => connectPostgres(built++ ? url : url.replace(`:${pg!.port}/`, `:${proxy.port}/`), { max: 1 }),
+    { sweepMs: 3_600_000, pingMs: 100, ownsPool: true },
+  );
+  try {
+    await o.log.ensureSession(info("z"));
+    const holder = { epoch: await o.log.claimHolder("z", "r1") };
+    const stop = queue.subscribe(() => {});
+    const warm = hintFor(queue, "z", 5_000);
+    await o.other.enqueue("z", prompt("z", "through the relay"));
+    await warm;
+    assert.deepEqual(messages(await queue.take("z", holder)), ["through the relay"]);
+    proxy.pause();
+    // No sweep: only a listener that hears can wake the holder; the watchdog must notice the silence.
+    await waitFor(() => built > 1, "the watchdog's new listener", 5_000);
+    const heard = hintFor(queue, "z");
+    await o.other.enqueue("z", prompt("z", "heard again"));
+    await heard;
+    assert.deepEqual(messages(await queue.take("z", holder)), ["heard again"]);
+    stop();
+  } finally {
+    await queue.close();
+    await o.close();
   }
 }

@@ -7,10 +7,11 @@
  * so a `claimHolder` (an UPDATE of that row) waits for them or they see its new epoch: no write of a fenced
  * holder lands after a takeover.
  *
- * Wake-up: LISTEN on a dedicated connection (the driver re-LISTENs by itself after that connection drops, and
- * each (re)LISTEN runs a sweep for the hints sent in the gap), a sweep of the partial index every few hundred
- * ms, and a watchdog: each queue NOTIFYs an empty ping now and then, and a listener that heard nothing for a
- * while (its re-LISTEN failed while the server was away, which the driver does not retry) is built anew.
+ * Wake-up: LISTEN on a dedicated connection (the driver re-LISTENs by itself, with backoff, after that
+ * connection closes, and each (re)LISTEN runs a sweep for the hints sent in the gap), a sweep of the partial
+ * index every few hundred ms, and a watchdog: each queue NOTIFYs an empty ping now and then, and a listener that
+ * heard nothing for three periods is built anew. That covers a connection gone silent without closing (a
+ * dropped NAT or load balancer entry sends no reset, and TCP keepalive takes minutes to notice).
  */
 import type postgres from "postgres";
 import { sessionNotFound } from "../errors.ts";
@@ -31,14 +32,14 @@ import {
 
 /** The NOTIFY channel; the payload is a session id (empty: a listener's liveness ping). */
 export const COMMANDS_CHANNEL = "lvmh_cmd";
-/** How often a subscribed queue pings the channel. */
+/** How often a subscribed queue pings the channel; a listener that heard nothing for 3 periods is replaced. */
 const PING_MS = 5_000;
-/** A listener that heard nothing (not even the pings) for this long is replaced. */
-const DEAF_MS = 3 * PING_MS;
 
 export interface PgCommandQueueOptions {
   /** Sweep period (default `SWEEP_MS`). */
   sweepMs?: number;
+  /** Ping period of the listener's watchdog (default 5 s). */
+  pingMs?: number;
   /** true: `close()` ends the pool. */
   ownsPool?: boolean;
 }
@@ -56,6 +57,7 @@ export class PgCommandQueue implements CommandQueue {
   #watchdog: ReturnType<typeof setInterval> | undefined;
   #wakeups: Wakeups;
   #closed = false;
+  #pingMs: number;
 
   /**
    * @param connectListener opens the client whose one connection LISTENs (again after the watchdog dropped
@@ -65,6 +67,7 @@ export class PgCommandQueue implements CommandQueue {
     this.#sql = sql;
     this.#connectListener = connectListener;
     this.#ownsPool = options.ownsPool ?? false;
+    this.#pingMs = options.pingMs ?? PING_MS;
     this.#wakeups = new Wakeups(async () => {
       const rows = await this.#sql`SELECT DISTINCT session_id FROM commands
         WHERE acked_at IS NULL AND taken_epoch IS NULL LIMIT 1000`;
@@ -78,7 +81,7 @@ export class PgCommandQueue implements CommandQueue {
    */
   static async open(
     url: string,
-    options: ConnectOptions & { sweepMs?: number } = {},
+    options: ConnectOptions & Pick<PgCommandQueueOptions, "sweepMs" | "pingMs"> = {},
   ): Promise<PgCommandQueue> {
     const sql = connectPostgres(url, options);
     try {
@@ -88,7 +91,11 @@ export class PgCommandQueue implements CommandQueue {
       throw error;
     }
     const listener = () => connectPostgres(url, { max: 1, connectTimeout: options.connectTimeout });
-    return new PgCommandQueue(sql, listener, { sweepMs: options.sweepMs, ownsPool: true });
+    return new PgCommandQueue(sql, listener, {
+      sweepMs: options.sweepMs,
+      pingMs: options.pingMs,
+      ownsPool: true,
+    });
   }
 
   async enqueue(sessionId: string, frame: CommandFrame): Promise<QueuedCommand> {
@@ -149,7 +156,7 @@ export class PgCommandQueue implements CommandQueue {
     if (!this.#watchdog && !this.#closed) {
       this.#heardAt = Date.now();
       this.#listening = this.#listen();
-      this.#watchdog = setInterval(() => void this.#checkListener(), PING_MS);
+      this.#watchdog = setInterval(() => void this.#checkListener(), this.#pingMs);
     }
     // The listener stays until `close()`: a LISTEN made anew for each subscriber would miss the hints sent
     // before it is in place.
@@ -183,7 +190,7 @@ export class PgCommandQueue implements CommandQueue {
         void this.#wakeups.sweep();
       });
     } catch {
-      // The server is away; the watchdog builds a new listener once it has been deaf long enough.
+      // The server is away: the driver retries, and the watchdog builds a new listener if that stays deaf.
     }
   }
 
@@ -194,7 +201,7 @@ export class PgCommandQueue implements CommandQueue {
       this.#heardAt = Date.now();
       return;
     }
-    if (Date.now() - this.#heardAt > DEAF_MS) {
+    if (Date.now() - this.#heardAt > 3 * this.#pingMs) {
       const old = this.#listener;
       this.#heardAt = Date.now();
       await old?.end({ timeout: 0 }).catch(() => {});
