@@ -2,56 +2,32 @@
  * One contract, two command queues: every case runs against the SQLite queue (a real file, beside the daemon's
  * Store and its event log) and the PostgreSQL queue (a real server from testing/postgres.ts, a fresh database
  * per case). `other` is a second queue object on the same database: another replica on PostgreSQL, another
- * part of the one daemon on SQLite.
+ * part of the one daemon on SQLite. What only PostgreSQL has (its listener, partitions, migrations) is in
+ * tests/command_queue_pg_test.ts.
  */
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
-import postgres from "postgres";
-import type { SessionInfo } from "../lib/protocol.ts";
 import { Store } from "../lib/store.ts";
 import { InvalidError, NotFoundError } from "../lib/errors.ts";
-import { type EventLog, FencedError } from "../lib/storage/event_log.ts";
+import { FencedError } from "../lib/storage/event_log.ts";
 import { SqliteEventLog } from "../lib/storage/sqlite_event_log.ts";
-import { PgEventLog } from "../lib/storage/pg_event_log.ts";
-import type { CommandFrame, CommandQueue } from "../lib/storage/command_queue.ts";
 import { SqliteCommandQueue } from "../lib/storage/sqlite_command_queue.ts";
-import { PgCommandQueue } from "../lib/storage/pg_command_queue.ts";
-import { connectPostgres } from "../lib/storage/pg_client.ts";
-import { migrate, MIGRATIONS } from "../lib/storage/pg_migrate.ts";
-import { pausableProxy, type Postgres, postgresBinDir, startPostgres } from "../testing/postgres.ts";
-import { sessionInfo } from "../testing/agent.ts";
+import { type Postgres, postgresBinDir, startPostgres } from "../testing/postgres.ts";
+import {
+  hintFor,
+  info,
+  messages,
+  type OpenedQueues,
+  openPgQueues,
+  prompt,
+  WAKE_MS,
+} from "../testing/command_queue.ts";
 import { waitFor } from "../testing/daemon.ts";
-
-/** What the issue promises: a command made on any replica reaches the holder within this. */
-const WAKE_MS = 1_000;
-
-const info = (id: string) => sessionInfo(id) as SessionInfo;
-const prompt = (sessionId: string, message: string): CommandFrame => ({
-  v: 1,
-  sessionId,
-  seq: 0,
-  ts: 1_000,
-  type: "prompt",
-  promptId: `p-${message}`,
-  message,
-  deliverAs: "followUp",
-});
-const messages = (cmds: { frame: CommandFrame }[]) =>
-  cmds.map((c) => (c.frame as { message: string }).message);
-
-interface Opened {
-  log: EventLog;
-  queue: CommandQueue;
-  other: CommandQueue;
-  /** Insert a command the way another writer would, sending no hint (as if the hint was lost). */
-  insertUnhinted(sessionId: string, frame: CommandFrame): Promise<void>;
-  close(): Promise<void>;
-}
 
 let pg: Postgres | null = null;
 const HAVE_POSTGRES = (await postgresBinDir()) !== null;
 
-async function openSqlite(): Promise<Opened> {
+async function openSqlite(): Promise<OpenedQueues> {
   const dir = await Deno.makeTempDir({ prefix: "lvmh-commands-" });
   const store = new Store(`${dir}/lvmh.db`);
   const log = new SqliteEventLog(store);
@@ -84,53 +60,8 @@ async function openSqlite(): Promise<Opened> {
   };
 }
 
-async function openPostgres(
-  url?: string,
-  options: { sweepMs?: number; pingMs?: number } = {},
-): Promise<Opened> {
-  url ??= await pg!.newDatabase();
-  const log = await PgEventLog.open(url, { max: 2 });
-  const queue = await PgCommandQueue.open(url, { max: 4, ...options });
-  const other = await PgCommandQueue.open(url, { max: 4, ...options });
-  const raw = connectPostgres(url, { max: 1 });
-  return {
-    log,
-    queue,
-    other,
-    async insertUnhinted(sessionId, frame) {
-      await raw`WITH c AS (UPDATE sessions SET last_cmd_pos = last_cmd_pos + 1 WHERE id = ${sessionId}
-          RETURNING last_cmd_pos)
-        INSERT INTO commands(session_id, pos, frame, enqueued_at)
-          SELECT ${sessionId}, last_cmd_pos, ${JSON.stringify(frame)}, ${Date.now()} FROM c`;
-    },
-    async close() {
-      await queue.close();
-      await other.close();
-      await log.close();
-      await raw.end();
-    },
-  };
-}
-
-/** Resolves with the ms from arming to the first hint for `sessionId`, rejects past the deadline. */
-function hintFor(queue: CommandQueue, sessionId: string, deadlineMs = WAKE_MS): Promise<number> {
-  const t0 = performance.now();
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      stop();
-      reject(new Error(`no hint for ${sessionId} within ${deadlineMs} ms`));
-    }, deadlineMs);
-    const stop = queue.subscribe((id) => {
-      if (id !== sessionId) return;
-      clearTimeout(timer);
-      stop();
-      resolve(performance.now() - t0);
-    });
-  });
-}
-
-function contract(name: string, open: () => Promise<Opened>, more?: (t: Deno.TestContext) => Promise<void>) {
-  const withQueue = async (fn: (o: Opened) => Promise<void>) => {
+function contract(name: string, open: () => Promise<OpenedQueues>) {
+  const withQueue = async (fn: (o: OpenedQueues) => Promise<void>) => {
     const opened = await open();
     try {
       await fn(opened);
@@ -319,7 +250,6 @@ function contract(name: string, open: () => Promise<Opened>, more?: (t: Deno.Tes
               ]);
             }),
         );
-        await more?.(t);
       } finally {
         await pg?.close();
         pg = null;
@@ -329,133 +259,4 @@ function contract(name: string, open: () => Promise<Opened>, more?: (t: Deno.Tes
 }
 
 contract("sqlite", openSqlite);
-contract("postgres", () => openPostgres(), async (t) => {
-  await t.step("a partitioned old holder's ack is refused after the takeover", () => partitionedAck(pg!));
-  await t.step(
-    "the LISTEN connection killed: the command still wakes the holder within the deadline",
-    () => listenerKilled(false),
-  );
-  await t.step(
-    "the LISTEN connection killed, no sweep: the queue listens again and hears hints",
-    () => listenerKilled(true),
-  );
-  await t.step("a listener gone silent without a reset is replaced by the watchdog", () => deafListener());
-  await t.step(
-    "a database at schema version 1 gets the commands table; its sessions take commands",
-    async () => {
-      const url = await pg!.newDatabase();
-      const sql = connectPostgres(url, { max: 1 });
-      try {
-        await migrate(sql, MIGRATIONS.slice(0, 1));
-        await sql`INSERT INTO sessions(id, info) VALUES ('v1', '{}')`;
-        assert.deepEqual((await migrate(sql)).applied, [2]);
-        const queue = await PgCommandQueue.open(url, { max: 1 });
-        try {
-          assert.equal((await queue.enqueue("v1", prompt("v1", "up"))).pos, 1);
-        } finally {
-          await queue.close();
-        }
-      } finally {
-        await sql.end();
-      }
-    },
-  );
-});
-
-/** The backends LISTENing on the database, once their LISTEN has finished. */
-async function listeners(admin: postgres.Sql, db: string): Promise<number[]> {
-  const rows = await admin`SELECT pid FROM pg_stat_activity
-    WHERE datname = ${db} AND state = 'idle' AND query ILIKE 'listen%'`;
-  return rows.map((r) => Number(r.pid));
-}
-
-async function listenerKilled(noSweep: boolean) {
-  const url = await pg!.newDatabase();
-  const db = new URL(url).pathname.slice(1);
-  const admin = postgres(pg!.adminUrl, { max: 1, onnotice: () => {} });
-  const o = await openPostgres(url, noSweep ? { sweepMs: 3_600_000 } : {});
-  try {
-    await o.log.ensureSession(info("k"));
-    const holder = { epoch: await o.log.claimHolder("k", "r1") };
-    const stop = o.queue.subscribe(() => {});
-    const [pid] = await waitFor(async () => {
-      const pids = await listeners(admin, db);
-      return pids.length === 1 ? pids : null;
-    }, "LISTEN");
-    await admin`SELECT pg_terminate_backend(${pid})`;
-    if (noSweep) {
-      // Only a new LISTEN can bring the hint now: wait for it, then prove it hears.
-      await waitFor(async () => (await listeners(admin, db)).some((p) => p !== pid), "LISTEN again", 5_000);
-    }
-    const heard = hintFor(o.queue, "k");
-    await o.other.enqueue("k", prompt("k", "after the kill"));
-    await heard;
-    assert.deepEqual(messages(await o.queue.take("k", holder)), ["after the kill"]);
-    stop();
-  } finally {
-    await o.close();
-    await admin.end();
-  }
-}
-
-async function partitionedAck(server: Postgres) {
-  const url = await server.newDatabase();
-  await using proxy = pausableProxy(server.port);
-  const log = await PgEventLog.open(url, { max: 1 });
-  const a = await PgCommandQueue.open(url.replace(`:${server.port}/`, `:${proxy.port}/`), { max: 1 });
-  const b = await PgCommandQueue.open(url, { max: 1 });
-  try {
-    await log.ensureSession(info("q"));
-    const old = { epoch: await log.claimHolder("q", "replica-a") };
-    await b.enqueue("q", prompt("q", "held"));
-    const [cmd] = await a.take("q", old);
-    // A wrote the frame to its socket, then lost the database: its ack is on the wire, unseen by the server.
-    proxy.pause();
-    const outcome = a.ack("q", old, [cmd.pos]).then((n) => n, (e) => e);
-    const current = { epoch: await log.claimHolder("q", "replica-b") };
-    const again = await b.take("q", current);
-    assert.deepEqual(again.map((c) => [c.pos, c.redelivered]), [[cmd.pos, true]]);
-    proxy.resume();
-    const error = await outcome;
-    assert.ok(error instanceof FencedError, `the old holder's ack ended as ${error}`);
-    assert.equal(await b.ack("q", current, [cmd.pos]), 1);
-  } finally {
-    await a.close();
-    await b.close();
-    await log.close();
-  }
-}
-
-async function deafListener() {
-  const url = await pg!.newDatabase();
-  await using proxy = pausableProxy(pg!.port);
-  const o = await openPostgres(url);
-  // The first listener goes through a relay that will fall silent, as a dropped NAT or load balancer entry
-  // does (no reset: the driver notices nothing); the ones after it connect directly.
-  let built = 0;
-  const queue = new PgCommandQueue(
-    connectPostgres(url, { max: 2 }),
-    () => connectPostgres(built++ ? url : url.replace(`:${pg!.port}/`, `:${proxy.port}/`), { max: 1 }),
-    { sweepMs: 3_600_000, pingMs: 100, ownsPool: true },
-  );
-  try {
-    await o.log.ensureSession(info("z"));
-    const holder = { epoch: await o.log.claimHolder("z", "r1") };
-    const stop = queue.subscribe(() => {});
-    const warm = hintFor(queue, "z", 5_000);
-    await o.other.enqueue("z", prompt("z", "through the relay"));
-    await warm;
-    assert.deepEqual(messages(await queue.take("z", holder)), ["through the relay"]);
-    proxy.pause();
-    // No sweep: only a listener that hears can wake the holder; the watchdog must notice the silence.
-    await waitFor(() => built > 1, "the watchdog's new listener", 5_000);
-    const heard = hintFor(queue, "z");
-    await o.other.enqueue("z", prompt("z", "heard again"));
-    await heard;
-    assert.deepEqual(messages(await queue.take("z", holder)), ["heard again"]);
-    stop();
-  } finally {
-    await queue.close();
-    await o.close();
-  }
-}
+contract("postgres", async () => openPgQueues(await pg!.newDatabase()));
