@@ -11,11 +11,12 @@
  * pending commands, writes them to the plugin and acknowledges each. Within one epoch a command is handed out
  * once; after a takeover the new holder's `take` hands out again what the old one never acknowledged; an
  * acknowledged command is never handed out again. A redelivered frame reaches the plugin twice only when the
- * old socket wrote it before dying, and the frames themselves make the repeat harmless: a `prompt` carries a
+ * old socket wrote it before dying, and the plugin's own ids make most repeats harmless: a `prompt` carries a
  * `promptId` the plugin runs once (plugin/src/prompt_once.ts), an `approval_decision` names its `approvalId`
- * (a decided one is ignored), `policy`, `set_model`, `set_name` and `changes` set or read the same state again,
- * and `commandId` (optional on prompt and abort, required on the others) only labels the `command_result`
- * answer: the plugin does not dedupe by it, so a repeated `abort` aborts whatever runs at that moment.
+ * (a decided one is ignored), `policy`, `set_model`, `set_name` and `changes` set or read the same state again.
+ * `commandId` (optional on prompt and abort, required on set_model, set_name and changes, absent from policy
+ * and approval_decision) only labels the `command_result` answer, which a repeat sends again: the plugin does
+ * not dedupe by it, so a repeated `abort` aborts whatever runs at that moment.
  *
  * Wake-up: `subscribe` calls back with a session id when that session has commands nobody took yet. The hint
  * is fast and lossy (PostgreSQL NOTIFY, or an in-process call on SQLite); a sweep of the table every few
