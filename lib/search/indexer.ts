@@ -4,12 +4,20 @@
  * one, and at least once a second under unbroken ingest, so the index never stops catching up. Searches read
  * what it has not reached yet. Progress is kept in the file, so a restart goes on where it stopped; a large
  * backlog (a file from before the index, or met for the first time) is logged.
+ *
+ * A step is sized to take about `STEP_BUDGET_MS`, not a fixed number of rows: the event loop is blocked while
+ * it runs, and a live delta that arrives then waits for it. Steps of 500 rows took 4–10 ms and made up a
+ * good part of the daemon's stalls with 3,000 sessions connected (bench/latency.ts).
  */
 import type { WriteGate } from "../write_gate.ts";
-import type { SqliteSearch } from "./sqlite_index.ts";
+import type { IndexLag, SqliteSearch } from "./sqlite_index.ts";
 
-/** Events read per step: ~5–15 ms of work here, short enough to sit between two ingest batches. */
+/** Events read per step at most (~5–15 ms of work here). */
 export const INDEX_STEP_ROWS = 500;
+/** …and at least, so a slow step (a GC inside it) does not shrink the next ones to nothing. */
+const MIN_STEP_ROWS = 20;
+/** The time a step aims at. */
+export const STEP_BUDGET_MS = 2;
 /** A step waits until no batch was stored for this long… */
 const QUIET_MS = 25;
 /** …but not longer than this. */
@@ -46,6 +54,7 @@ export function startIndexer(
     backlog = { started: performance.now(), logged: performance.now() };
   }
 
+  const pace = new IndexPace();
   const step = () => {
     if (stopped) return;
     const now = performance.now();
@@ -60,7 +69,7 @@ export function startIndexer(
       lag = gate.run(() => {
         search.db.exec("BEGIN IMMEDIATE");
         try {
-          const after = search.indexStep(INDEX_STEP_ROWS);
+          const after = pace.step((rows) => search.indexStep(rows));
           search.db.exec("COMMIT");
           return after;
         } catch (error) {
@@ -88,4 +97,26 @@ export function startIndexer(
     stopped = true;
     clearTimeout(timer);
   };
+}
+
+/** Sizes index steps to take about `STEP_BUDGET_MS`, from the time per row the steps so far took. */
+export class IndexPace {
+  /** An average over recent steps; the first step assumes ~25k rows/s, what this machine indexes. */
+  #msPerRow = 0.04;
+
+  /** The rows the next step should read. */
+  get rows(): number {
+    return Math.max(MIN_STEP_ROWS, Math.min(INDEX_STEP_ROWS, Math.floor(STEP_BUDGET_MS / this.#msPerRow)));
+  }
+
+  /** Run one step of `this.rows` rows and learn from its time. */
+  step(run: (rows: number) => IndexLag | null): IndexLag | null {
+    const rows = this.rows;
+    const t0 = performance.now();
+    const lag = run(rows);
+    // Only a full step tells the time per row (a step that caught up read fewer). A moving average: one step
+    // slowed by a GC or a busy disk moves the size by a third of its error.
+    if (lag) this.#msPerRow = 0.7 * this.#msPerRow + 0.3 * ((performance.now() - t0) / rows);
+    return lag;
+  }
 }
