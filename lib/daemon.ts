@@ -201,7 +201,6 @@ export function createDaemon(config: Config, routes: RouteDef[]): Daemon {
       stopped = true;
       clearInterval(pruneTimer);
       budgets.close();
-      usage.close();
       presence.close();
       idleStop.close();
       stopCollector();
@@ -210,6 +209,7 @@ export function createDaemon(config: Config, routes: RouteDef[]): Daemon {
       hooks.close();
       feed.close();
       app.ingest.flush();
+      usage.close(); // after the last commit's count
       app.tokens.close();
       await app.spawner.shutdown();
       await backend.close?.();

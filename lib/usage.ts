@@ -202,6 +202,8 @@ export function parseUsageQuery(
 
 /** The events that count. */
 const COUNTED = new Set(["message_end", "agent_start", "agent_end"]);
+/** Counted rows wait at most this long to be written (reports and shutdown write them at once). */
+const WRITE_EVERY_MS = 250;
 
 /**
  * One row per run; `seenSeq`: how far its session's log was counted when the row was written (a session's
@@ -248,13 +250,20 @@ interface RunEvent {
 
 /**
  * One row per run, derived from the event log. Each commit's events are counted from the store's report of
- * it (no read back), all sessions of an ingest tick in one transaction. A session whose commits were not all
- * heard (a crash between a commit and its count, an upgrade) is read from the log from where it was last
- * counted (its rows' highest `seenSeq`, written with them: a crash loses neither or both). Reports first read
- * what was not counted yet, so they always tell what the log holds.
+ * it (no read back); the rows they change are written together at most every `WRITE_EVERY_MS`, in one
+ * transaction, not one per ingest commit: each commit is a write to the file that can stall the event loop on
+ * a busy disk, and a run's row changes several times a second while it works. A session whose commits were
+ * not all written (a crash before the write, an upgrade) is read from the log from where it was last counted
+ * (its rows' highest `seenSeq`, written with them: a crash loses neither or both). Reports write what waits
+ * and read what was not counted yet first, so they always tell what the log holds.
  */
 export class UsageRuns {
   #db: DatabaseSync;
+  /** Rows counted and not written yet (by session and start seq), and each such session's counted seq. */
+  #pending = new Map<string, RunRow>();
+  #pendingSeen = new Map<string, number>();
+  #writeTimer: ReturnType<typeof setTimeout> | undefined;
+  #closed = false;
   #gate: WriteGate;
   /** Per session: the seq counted up to. */
   #seen = new Map<string, number>();
@@ -337,7 +346,7 @@ export class UsageRuns {
       this.#apply(c.sessionId, events, changed);
       counted.set(c.sessionId, c.lastSeq);
     }
-    this.#write(changed, counted);
+    this.#write(changed, counted, "later");
   }
 
   /** Count what a session's log holds beyond what was counted. */
@@ -427,11 +436,27 @@ export class UsageRuns {
   }
 
   /**
-   * Store the changed runs, each with how far its session was counted, in one transaction; then remember
-   * how far each session was counted (`counted`: also sessions whose events changed no run, which a restart
-   * reads again at no harm).
+   * Count `changed` runs and how far each session was counted (`counted`: also sessions whose events changed
+   * no run, which a restart reads again at no harm), and write them now or with the next timed write.
    */
-  #write(changed: Map<string, RunRow>, counted: Map<string, number>): void {
+  #write(changed: Map<string, RunRow>, counted: Map<string, number>, when: "now" | "later" = "now"): void {
+    if (this.#closed) return; // the next start reads them from the log
+    for (const [key, row] of changed) this.#pending.set(key, row);
+    for (const [id, seq] of counted) {
+      this.#pendingSeen.set(id, seq);
+      this.#seen.set(id, seq);
+    }
+    if (when === "now") this.flush();
+    else this.#writeTimer ??= setTimeout(() => this.flush(), WRITE_EVERY_MS);
+  }
+
+  /** Write every counted row that waits, in one transaction. */
+  flush(): void {
+    clearTimeout(this.#writeTimer);
+    this.#writeTimer = undefined;
+    const changed = this.#pending, counted = this.#pendingSeen;
+    this.#pending = new Map();
+    this.#pendingSeen = new Map();
     if (changed.size) {
       try {
         this.#gate.run(() => {
@@ -465,10 +490,8 @@ export class UsageRuns {
           this.#loadSeen(id);
         }
         console.error(`lvmh: usage not counted yet: ${(error as Error).message}`);
-        return;
       }
     }
-    for (const [id, seq] of counted) this.#seen.set(id, seq);
   }
 
   /**
@@ -476,6 +499,7 @@ export class UsageRuns {
    * @param sessions the session rows (for repo and model when no message says; and to catch up on them)
    */
   runs(sessions: readonly SessionRecord[], from: number, to: number): UsageRun[] {
+    this.flush();
     const info = new Map<string, SessionRecord>();
     for (const s of sessions) {
       info.set(s.id, s);
@@ -504,13 +528,18 @@ export class UsageRuns {
 
   /** A session was deleted: forget its runs (a new session of the same id starts from nothing). */
   sessionDeleted(sessionId: string): void {
+    for (const [key, row] of this.#pending) if (row.sessionId === sessionId) this.#pending.delete(key);
+    this.#pendingSeen.delete(sessionId);
     this.#gate.run(() => this.#db.prepare("DELETE FROM usage_runs WHERE sessionId = ?").run(sessionId));
     this.#seen.delete(sessionId);
     this.#open.delete(sessionId);
   }
 
-  /** Stop the backfill. */
+  /** Write what waits and stop; what is committed afterwards is read from the log at the next start. */
   close(): void {
     clearTimeout(this.#timer);
+    if (this.#closed) return;
+    this.flush();
+    this.#closed = true;
   }
 }

@@ -124,3 +124,38 @@ Deno.test("UsageRuns: the table tells what the log tells, in small commits, afte
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("UsageRuns: commits are written together on a timer, not one transaction each; reports see them at once", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "lvmh-usage-timed-" });
+  const t0 = Date.parse("2026-03-01T10:00:00Z");
+  const store = new Store(`${dir}/lvmh.db`, { search: false });
+  const usage = new UsageRuns(store.db);
+  const rowsInTable = () =>
+    (store.db.prepare("SELECT count(*) AS n FROM usage_runs").get() as { n: number }).n;
+  try {
+    store.upsertSession(sessionInfo("w") as SessionInfo);
+    const events = [...log("w", 6, t0, 1)];
+    for (let k = 0; k < events.length; k += 2) usage.committed(store.appendBatch(events.slice(k, k + 2)));
+    assert.equal(rowsInTable(), 0, "nothing written per commit");
+    const deadline = Date.now() + 5000;
+    while (rowsInTable() === 0) {
+      assert.ok(Date.now() < deadline, "the timed write came");
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    assert.equal(rowsInTable(), 6, "every run, in one write");
+    same(store, usage, t0, t0 + 10 * DAY);
+
+    // Counted but not written yet: a report writes it first.
+    store.upsertSession(sessionInfo("v") as SessionInfo);
+    usage.committed(store.appendBatch([...log("v", 2, t0, 2)]));
+    assert.equal(
+      usage.runs(store.listSessions(), t0, t0 + 10 * DAY).filter((r) => r.sessionId === "v").length,
+      2,
+    );
+    assert.equal(rowsInTable(), 8);
+  } finally {
+    usage.close();
+    store.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
