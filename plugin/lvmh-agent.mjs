@@ -5282,6 +5282,12 @@ var Link = class {
   #errorsSeen = /* @__PURE__ */ new Set();
   /** promptIds already taken: the daemon may send a kept prompt again (feature `prompt_once`). */
   #prompts = new TakenPrompts();
+  /**
+   * The commandIds of aborts, model and name changes taken, kept the way promptIds are: a daemon replica that
+   * takes a session over sends again what the old one may have written just before it died, and a repeated
+   * abort would stop whatever runs by then.
+   */
+  #commands = new TakenPrompts();
   constructor(cfg, sessionId, info, log) {
     this.#cfg = cfg;
     this.#log = log;
@@ -5430,10 +5436,13 @@ var Link = class {
         this.#log(`prompt ${f.promptId} dropped: ${NO_RUN}`);
         return this.commandResult(f, NO_RUN);
       case "abort":
+        if (!this.#firstCommand(f)) return;
         return run ? run.abort(f) : this.commandResult(f, NO_RUN);
       case "set_model":
+        if (!this.#firstCommand(f)) return;
         return run ? run.setModel(f) : this.commandResult(f, NO_RUN);
       case "set_name":
+        if (!this.#firstCommand(f)) return;
         return run ? run.setName(f) : this.commandResult(f, NO_RUN);
       case "changes":
         return this.#onChanges(f);
@@ -5461,9 +5470,20 @@ var Link = class {
     if (verdict.answered) this.commandResult(f);
     return false;
   }
+  /** An abort, model or name change seen before is not run again: answered again once the first was. */
+  #firstCommand(f) {
+    const verdict = this.#commands.take(f.commandId);
+    if (verdict.run) return true;
+    this.#log(`${f.type} ${f.commandId} came again: not run twice`);
+    if (verdict.answered) this.commandResult(f);
+    return false;
+  }
   /** Answer a daemon command that carried a `commandId` (older daemons send none: then nothing). */
   commandResult(f, error) {
     if (f.type === "prompt") this.#prompts.answered(f.promptId, !error);
+    else if (f.type === "abort" || f.type === "set_model" || f.type === "set_name") {
+      this.#commands.answered(f.commandId, !error);
+    }
     if (typeof f.commandId !== "string" || !f.commandId) return;
     const cut = error ? {
       error: error.slice(0, FieldMax.commandError)

@@ -15,8 +15,8 @@
  * `promptId` the plugin runs once (plugin/src/prompt_once.ts), an `approval_decision` names its `approvalId`
  * (a decided one is ignored), `policy`, `set_model`, `set_name` and `changes` set or read the same state again.
  * `commandId` (optional on prompt and abort, required on set_model, set_name and changes, absent from policy
- * and approval_decision) only labels the `command_result` answer, which a repeat sends again: the plugin does
- * not dedupe by it, so a repeated `abort` aborts whatever runs at that moment.
+ * and approval_decision) labels the `command_result` answer, and the plugin runs an abort, model or name
+ * change once per commandId, answering a repeat again (plugin/src/link.ts); `changes` only reads.
  *
  * Wake-up: `subscribe` calls back with a session id when that session has commands nobody took yet. The hint
  * is fast and lossy (PostgreSQL NOTIFY, or an in-process call on SQLite); a sweep of the table every few

@@ -119,6 +119,12 @@ export class Link {
   #errorsSeen = new Set<string>();
   /** promptIds already taken: the daemon may send a kept prompt again (feature `prompt_once`). */
   #prompts = new TakenPrompts();
+  /**
+   * The commandIds of aborts, model and name changes taken, kept the way promptIds are: a daemon replica that
+   * takes a session over sends again what the old one may have written just before it died, and a repeated
+   * abort would stop whatever runs by then.
+   */
+  #commands = new TakenPrompts();
 
   constructor(cfg: Config, sessionId: string, info: SessionInfo, log: Logger) {
     this.#cfg = cfg;
@@ -285,10 +291,13 @@ export class Link {
         this.#log(`prompt ${f.promptId} dropped: ${NO_RUN}`);
         return this.commandResult(f, NO_RUN);
       case "abort":
+        if (!this.#firstCommand(f)) return;
         return run ? run.abort(f) : this.commandResult(f, NO_RUN);
       case "set_model":
+        if (!this.#firstCommand(f)) return;
         return run ? run.setModel(f) : this.commandResult(f, NO_RUN);
       case "set_name":
+        if (!this.#firstCommand(f)) return;
         return run ? run.setName(f) : this.commandResult(f, NO_RUN);
       case "changes":
         // Needs no pi run: git reads the session's cwd, which the link knows.
@@ -323,9 +332,21 @@ export class Link {
     return false;
   }
 
+  /** An abort, model or name change seen before is not run again: answered again once the first was. */
+  #firstCommand(f: FrameOf<"abort" | "set_model" | "set_name">): boolean {
+    const verdict = this.#commands.take(f.commandId);
+    if (verdict.run) return true;
+    this.#log(`${f.type} ${f.commandId} came again: not run twice`);
+    if (verdict.answered) this.commandResult(f);
+    return false;
+  }
+
   /** Answer a daemon command that carried a `commandId` (older daemons send none: then nothing). */
   commandResult(f: Answerable, error?: string): void {
     if (f.type === "prompt") this.#prompts.answered(f.promptId, !error);
+    else if (f.type === "abort" || f.type === "set_model" || f.type === "set_name") {
+      this.#commands.answered(f.commandId, !error);
+    }
     if (typeof f.commandId !== "string" || !f.commandId) return;
     const cut = error ? { error: error.slice(0, FieldMax.commandError) } : {};
     this.emit("command_result", { commandId: f.commandId, ok: !error, ...cut });

@@ -3,7 +3,8 @@
  * its `command_result` arrives and sends it again after a restart or reconnect, so the same frame may come
  * twice. A repeat is never run again: while the first is still queued for pi it is ignored (the first one's
  * answer will come), once answered it gets that answer again. A prompt pi refused is forgotten, so a repeat may
- * try again. Kept on the link, which outlives factory runs; bounded to the most recent ones.
+ * try again. Kept on the link, which outlives factory runs; bounded to the most recent ones. The link keeps a
+ * second set, by commandId, for aborts, model and name changes.
  */
 
 /** How many promptIds are remembered (a re-send comes right after a reconnect, not hundreds of prompts later). */
