@@ -2,7 +2,7 @@
  * Usage reports at scale (`deno task bench`; `deno run -A bench/usage.ts --events 1000000` for more): the same
  * log of 200,000 events of 300 sessions over 60 days goes into two real SQLite stores batch by batch in turn
  * (so both meet the same machine load): one plain, one that also keeps the per-run usage table as the daemon
- * does after each commit (lib/usage.ts `UsageRuns`). Printed: the ingest rate of each side by side, then the
+ * does after each commit (lib/usage_runs.ts `UsageRuns`). Printed: the ingest rate of each side by side, then the
  * answer time of `GET /api/usage` for the last 30 days (p50 over 20 answers, by day and by repo) read from the
  * log as before the table and from the table, beside a plain `SELECT count(*)` over the same range of events
  * as the reference. Goals: the answer under 200 ms; ingest with the table ≥ 0.8 of its rate without. The
@@ -10,7 +10,8 @@
  * this is its dearest case; runs of a real agent carry many more events each.
  */
 import { Store } from "../lib/store.ts";
-import { groupRuns, runsIn, UsageRuns } from "../lib/usage.ts";
+import { groupRuns, runsIn } from "../lib/usage.ts";
+import { UsageRuns } from "../lib/usage_runs.ts";
 import type { AgentEvent, SessionInfo } from "../lib/protocol.ts";
 import { eventFrame } from "../testing/agent.ts";
 
@@ -27,7 +28,7 @@ const ANSWERS = 20;
 const ANSWER_GOAL_MS = 200;
 const INGEST_GOAL = 0.8;
 const DAY_MS = 86_400_000;
-/** How often the daemon writes counted rows (lib/usage.ts). */
+/** How often the daemon writes counted rows (lib/usage_runs.ts). */
 const WRITE_EVERY_MS = 250;
 
 let seed = 7;

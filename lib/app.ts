@@ -23,7 +23,7 @@ import type { MergeRequests } from "./merge_requests.ts";
 import type { SessionChanges } from "./changes/session_changes.ts";
 import type { SearchIndex } from "./search/types.ts";
 import type { Budgets } from "./budgets.ts";
-import type { UsageRuns } from "./usage.ts";
+import type { UsageRuns } from "./usage_runs.ts";
 import type { Presence } from "./presence.ts";
 
 export interface App {

@@ -40,7 +40,7 @@ import { SessionChanges } from "./changes/session_changes.ts";
 import { startIndexer } from "./search/indexer.ts";
 import { Budgets } from "./budgets.ts";
 import { Presence } from "./presence.ts";
-import { UsageRuns } from "./usage.ts";
+import { UsageRuns } from "./usage_runs.ts";
 
 /** How often sessions past the retention period are looked for (also once at start). */
 const PRUNE_INTERVAL_MS = 60 * 60 * 1000;

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { Store } from "./store.ts";
-import { groupRuns, runsIn, USAGE_BY, UsageRuns } from "./usage.ts";
+import { groupRuns, runsIn, USAGE_BY } from "./usage.ts";
+import { UsageRuns } from "./usage_runs.ts";
 import type { AgentEvent, SessionInfo } from "./protocol.ts";
 import { sessionInfo } from "../testing/agent.ts";
 
