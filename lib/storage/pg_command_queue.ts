@@ -7,17 +7,16 @@
  * so a `claimHolder` (an UPDATE of that row) waits for them or they see its new epoch: no write of a fenced
  * holder lands after a takeover.
  *
- * Wake-up: LISTEN on a dedicated connection (the driver re-LISTENs by itself, with backoff, after that
- * connection closes, and each (re)LISTEN runs a sweep for the hints sent in the gap), a sweep of the partial
- * index every few hundred ms, and a watchdog: each queue NOTIFYs an empty ping now and then, and a listener that
- * heard nothing for three periods is built anew. That covers a connection gone silent without closing (a
- * dropped NAT or load balancer entry sends no reset, and TCP keepalive takes minutes to notice).
+ * Wake-up: LISTEN on a dedicated connection kept alive by lib/storage/pg_listener.ts (re-LISTEN after a close,
+ * a watchdog for a connection gone silent; each (re)LISTEN runs a sweep for the hints sent in the gap), and a
+ * sweep of the partial index every few hundred ms.
  */
 import type postgres from "postgres";
 import { sessionNotFound } from "../errors.ts";
 import { FencedError, safeInteger } from "./event_log.ts";
 import { type ConnectOptions, connectPostgres, type Sql } from "./pg_client.ts";
 import { migrate } from "./pg_migrate.ts";
+import { PgListener } from "./pg_listener.ts";
 import {
   type CommandFrame,
   type CommandQueue,
@@ -49,15 +48,9 @@ export class PgCommandQueue implements CommandQueue {
   readonly kind = "postgres";
   #sql: Sql;
   #ownsPool: boolean;
-  #connectListener: () => Sql;
-  #listener: Sql | null = null;
-  #heardAt = 0;
-  /** The LISTEN being made, awaited by `close()`. */
-  #listening: Promise<void> = Promise.resolve();
-  #watchdog: ReturnType<typeof setInterval> | undefined;
+  #listener: PgListener;
   #wakeups: Wakeups;
   #closed = false;
-  #pingMs: number;
 
   /**
    * @param connectListener opens the client whose one connection LISTENs (again after the watchdog dropped
@@ -65,14 +58,21 @@ export class PgCommandQueue implements CommandQueue {
    */
   constructor(sql: Sql, connectListener: () => Sql, options: PgCommandQueueOptions = {}) {
     this.#sql = sql;
-    this.#connectListener = connectListener;
     this.#ownsPool = options.ownsPool ?? false;
-    this.#pingMs = options.pingMs ?? PING_MS;
     this.#wakeups = new Wakeups(async () => {
       const rows = await this.#sql`SELECT DISTINCT session_id FROM commands
         WHERE acked_at IS NULL AND taken_epoch IS NULL LIMIT 1000`;
       return rows.map((r) => r.session_id as string);
     }, options.sweepMs ?? SWEEP_MS);
+    this.#listener = new PgListener({
+      channel: COMMANDS_CHANNEL,
+      connect: connectListener,
+      pool: sql,
+      onHint: (sessionId) => this.#wakeups.hint(sessionId),
+      onListen: () => void this.#wakeups.sweep(),
+      active: () => this.#wakeups.size > 0,
+      pingMs: options.pingMs ?? PING_MS,
+    });
   }
 
   /**
@@ -153,11 +153,7 @@ export class PgCommandQueue implements CommandQueue {
 
   subscribe(onSessionHasCommands: CommandsHint): () => void {
     const stop = this.#wakeups.add(onSessionHasCommands);
-    if (!this.#watchdog && !this.#closed) {
-      this.#heardAt = Date.now();
-      this.#listening = this.#listen();
-      this.#watchdog = setInterval(() => void this.#checkListener(), this.#pingMs);
-    }
+    if (!this.#closed) this.#listener.start();
     // The listener stays until `close()`: a LISTEN made anew for each subscriber would miss the hints sent
     // before it is in place.
     return stop;
@@ -172,53 +168,8 @@ export class PgCommandQueue implements CommandQueue {
   async close(): Promise<void> {
     this.#closed = true;
     this.#wakeups.stop();
-    await this.#stopListening();
-    await this.#listening;
+    await this.#listener.close();
     if (this.#ownsPool) await this.#sql.end({ timeout: 5 });
-  }
-
-  /** LISTEN on a fresh dedicated connection; a failure is left to the watchdog. */
-  async #listen(): Promise<void> {
-    const listener = this.#listener = this.#connectListener();
-    try {
-      await listener.listen(COMMANDS_CHANNEL, (payload) => {
-        this.#heardAt = Date.now();
-        if (payload) this.#wakeups.hint(payload);
-      }, () => {
-        // Listening (again): whatever was sent while the connection was down is found by a sweep now.
-        this.#heardAt = Date.now();
-        void this.#wakeups.sweep();
-      });
-    } catch {
-      // The server is away: the driver retries, and the watchdog builds a new listener if that stays deaf.
-    }
-  }
-
-  async #checkListener(): Promise<void> {
-    if (this.#closed) return;
-    if (!this.#wakeups.size) {
-      // Nobody to wake, so no pings: the silence that follows says nothing about the listener.
-      this.#heardAt = Date.now();
-      return;
-    }
-    if (Date.now() - this.#heardAt > 3 * this.#pingMs) {
-      const old = this.#listener;
-      this.#heardAt = Date.now();
-      await old?.end({ timeout: 0 }).catch(() => {});
-      if (this.#closed) return;
-      await (this.#listening = this.#listen());
-      return;
-    }
-    // Every replica hears every ping: a listener that hears none is deaf, whoever sent them.
-    await this.#sql`SELECT pg_notify(${COMMANDS_CHANNEL}, '')`.catch(() => {});
-  }
-
-  async #stopListening(): Promise<void> {
-    clearInterval(this.#watchdog);
-    this.#watchdog = undefined;
-    const listener = this.#listener;
-    this.#listener = null;
-    await listener?.end({ timeout: 0 }).catch(() => {});
   }
 }
 
