@@ -22,10 +22,9 @@ import type { Sessions } from "../sessions.ts";
 import type { Spawner } from "../spawner.ts";
 import type { Store } from "../store.ts";
 import { UnavailableError } from "../errors.ts";
-import { Feature } from "../protocol.ts";
 import type { HookStore, PendingPrompt } from "./hook_store.ts";
-import { answeredInLog, commandAnswer, whenOnline } from "./session_waits.ts";
-import { sendHookPrompt } from "./send.ts";
+import { whenOnline } from "./session_waits.ts";
+import { PromptDelivery } from "./prompt_delivery.ts";
 
 /** How long a spawned session has to come online (from each daemon start) before its prompt is dropped. */
 export const ONLINE_WAIT_MS = 15 * 60_000;
@@ -57,22 +56,13 @@ export interface KeptPromptDeps {
   audit: Audit;
 }
 
-/** How one delivery attempt ended. */
-type Delivered =
-  | "done" // taken (or shutdown: the row stays for the next start)
-  | "offline" // not sent: wait for the session again
-  | "again" // sent, then a new socket came before its answer: send again
-  | { refused: string };
-
 /** The kept prompts of one daemon run. */
 export class KeptPrompts {
   #deps: KeptPromptDeps;
   #store: HookStore;
   #later: (what: string, work: () => Promise<void>) => void;
-  /** The optional features each session's plugin listed in its latest `hello`. */
-  #features = new Map<string, ReadonlySet<string>>();
-  /** Told when a session's plugin says hello (a new socket: a prompt sent to the old one may be lost). */
-  #hellos = new Map<string, Set<() => void>>();
+  /** Hands each prompt over and hears the plugins' hellos (`prompt_delivery.ts`). */
+  #delivery: PromptDelivery;
   #stop = new AbortController();
   /** How long a hook's spawn waits before it tries an unreachable engine again (tests shorten it). */
   spawnRetryMs = 5000;
@@ -88,22 +78,15 @@ export class KeptPrompts {
     this.#deps = deps;
     this.#store = store;
     this.#later = later;
+    this.#delivery = new PromptDelivery(deps, store, this.#stop.signal);
     // Read now, while the store is surely open; the work waits for the spawner's recovery.
     const kept = this.#store.prompts();
     if (kept.length) later("resuming hook prompts", () => this.#resume(kept));
   }
 
-  /**
-   * A plugin said hello (its welcome is sent): what it supports, and a kept prompt sent to an earlier socket of
-   * the session, still unanswered, goes again (the plugin takes a promptId once).
-   */
+  /** A plugin said hello (its welcome is sent): see `PromptDelivery.pluginHello`. */
   pluginHello(sessionId: string, features: unknown): void {
-    // Bounded: a plugin lists a few short names, and only known ones are ever asked about.
-    const listed = Array.isArray(features)
-      ? features.slice(0, 32).filter((f): f is string => typeof f === "string" && f.length <= 64)
-      : [];
-    this.#features.set(sessionId, new Set(listed));
-    for (const again of [...this.#hellos.get(sessionId) ?? []]) again();
+    this.#delivery.pluginHello(sessionId, features);
   }
 
   /**
@@ -194,7 +177,7 @@ export class KeptPrompts {
         continue;
       }
       // Taken before the daemon died, which then had no time to drop it: never sent again.
-      if (!p.spawn && this.#takenBefore(p)) continue;
+      if (!p.spawn && this.#delivery.takenBefore(p)) continue;
       // Still marked to spawn: the daemon died mid-spawn. A worker it left may never have had its ready
       // signal (it would wait for ever), so it goes, and the spawn runs again under the same session id.
       if (p.spawn && this.#deps.spawner.jobs().some((j) => j.sessionId === p.sessionId)) {
@@ -233,7 +216,7 @@ export class KeptPrompts {
         if (this.#stop.signal.aborted) return;
         return this.#fail(p, (error as Error).message, refused?.tries ?? 0);
       }
-      const delivered = await this.#deliver(p);
+      const delivered = await this.#delivery.deliver(p);
       if (delivered === "done") return;
       // Sent, then a new socket came before the answer: a full wait again (the send may have been long ago).
       if (delivered === "again") deadline = Date.now() + waitMs;
@@ -290,69 +273,6 @@ export class KeptPrompts {
     return true;
   }
 
-  /**
-   * Send a kept prompt if its session is online. To a plugin with feature `prompt_once` the row stays until
-   * an `ok` `command_result` for the promptId is stored, so a kill before that leaves it for the next start,
-   * and a new socket before that gets it again (the plugin takes it once); the event log is read first, so a
-   * prompt whose answer was stored is dropped instead. To an older plugin, which never answers, the row is
-   * deleted and the frame sent in one synchronous step: a kill either leaves the row (sent after the restart)
-   * or finds it gone with the frame queued (lost if the kill came before it left).
-   * @throws what `sessions.prompt` threw; the prompt is kept for the next start.
-   */
-  async #deliver(p: PendingPrompt): Promise<Delivered> {
-    const session = this.#deps.sessions.get(p.sessionId);
-    // A run started since the wait ended: wait for its end again.
-    if (!session?.online || (p.waitIdle && session.state !== "idle")) return "offline";
-    if (!this.#features.get(p.sessionId)?.has(Feature.promptOnce)) {
-      if (!this.#store.takePrompt(p.id)) return "done";
-      try {
-        this.#send(p);
-        return "done";
-      } catch (error) {
-        this.#store.addPrompt(p);
-        throw error;
-      }
-    }
-    if (this.#takenBefore(p)) return "done";
-    if (p.sentAfter === null) {
-      p.sentAfter = this.#deps.store.lastSeq(p.sessionId);
-      this.#store.markSent(p.id, p.sentAfter);
-    }
-    const answer = commandAnswer(
-      this.#deps.hub,
-      p.sessionId,
-      p.id,
-      this.#stop.signal,
-      (again) => this.#onHello(p.sessionId, again),
-    );
-    try {
-      this.#send(p);
-    } catch (error) {
-      answer.cancel();
-      throw error;
-    }
-    const a = await answer.promise;
-    if (a === "again") return "again";
-    if (a === "stopped") return "done"; // shutdown: the row stays for the next start
-    if (!a.ok) {
-      const reason = a.error ?? "no reason";
-      console.warn(`lvmh: session ${p.sessionId} refused a hook prompt (tried again): ${reason}`);
-      return { refused: reason };
-    }
-    this.#store.takePrompt(p.id);
-    return "done";
-  }
-
-  /** True (and the row dropped) when the session's event log holds the plugin's `ok` answer to `p`. */
-  #takenBefore(p: PendingPrompt): boolean {
-    if (!answeredInLog(this.#deps.store, p.sessionId, p.id, p.sentAfter ?? 0)) return false;
-    this.#store.takePrompt(p.id);
-    console.log(
-      `lvmh: a hook prompt for session ${p.sessionId} was taken before the restart: not sent again`,
-    );
-    return true;
-  }
-
   /** Give a prompt up where a person sees it: the audit log, under the session. */
   #fail(p: PendingPrompt, error: string, tries: number): void {
     this.#store.takePrompt(p.id);
@@ -364,28 +284,6 @@ export class KeptPrompts {
       sessionId: p.sessionId,
       detail: { promptId: p.id, error, tries, message: p.message, ...p.detail },
     });
-  }
-
-  #send(p: PendingPrompt): void {
-    sendHookPrompt(this.#deps, {
-      sessionId: p.sessionId,
-      promptId: p.id,
-      message: p.message,
-      deliverAs: p.deliverAs,
-      actor: p.actor,
-      detail: p.detail,
-    });
-  }
-
-  /** Call `again` at the session's next hello. @returns its removal */
-  #onHello(sessionId: string, again: () => void): () => void {
-    let calls = this.#hellos.get(sessionId);
-    if (!calls) this.#hellos.set(sessionId, calls = new Set());
-    calls.add(again);
-    return () => {
-      calls.delete(again);
-      if (!calls.size && this.#hellos.get(sessionId) === calls) this.#hellos.delete(sessionId);
-    };
   }
 
   /** Resolve after `ms`, or at once on shutdown. */
