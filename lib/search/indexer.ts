@@ -103,6 +103,12 @@ export function startIndexer(
 export class IndexPace {
   /** An average over recent steps; the first step assumes ~25k rows/s, what this machine indexes. */
   #msPerRow = 0.04;
+  #now: () => number;
+
+  /** @param now the clock (tests drive their own) */
+  constructor(now: () => number = () => performance.now()) {
+    this.#now = now;
+  }
 
   /** The rows the next step should read. */
   get rows(): number {
@@ -112,11 +118,11 @@ export class IndexPace {
   /** Run one step of `this.rows` rows and learn from its time. */
   step(run: (rows: number) => IndexLag | null): IndexLag | null {
     const rows = this.rows;
-    const t0 = performance.now();
+    const t0 = this.#now();
     const lag = run(rows);
     // Only a full step tells the time per row (a step that caught up read fewer). A moving average: one step
     // slowed by a GC or a busy disk moves the size by a third of its error.
-    if (lag) this.#msPerRow = 0.7 * this.#msPerRow + 0.3 * ((performance.now() - t0) / rows);
+    if (lag) this.#msPerRow = 0.7 * this.#msPerRow + 0.3 * ((this.#now() - t0) / rows);
     return lag;
   }
 }
