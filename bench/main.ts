@@ -21,6 +21,7 @@ const BENCHES = [
   "search.ts",
   "pg_ingest.ts",
   "command_latency.ts",
+  "replica_fanout.ts",
   "usage.ts",
 ];
 
