@@ -153,7 +153,7 @@ export class PgCommandQueue implements CommandQueue {
 
   subscribe(onSessionHasCommands: CommandsHint): () => void {
     const stop = this.#wakeups.add(onSessionHasCommands);
-    if (!this.#closed) this.#listener.start();
+    if (!this.#closed) void this.#listener.start();
     // The listener stays until `close()`: a LISTEN made anew for each subscriber would miss the hints sent
     // before it is in place.
     return stop;

@@ -111,8 +111,9 @@ export class PgEventFeed implements EventFeed {
 
   async follow(onEvents: OnEvents, onSessions?: OnSessions): Promise<() => void> {
     if (this.#closed) throw new Error("The event feed is closed");
-    // LISTEN before the cursors are read: a commit after that read is then always hinted to this follower.
-    this.#listener.start();
+    // LISTEN in place before the cursors are read: a commit after that read is then hinted to this follower
+    // (should the LISTEN fail, its re-LISTEN sweeps, and so does the period).
+    await this.#listener.start();
     return await this.#followers.follow(onEvents, onSessions);
   }
 

@@ -41,12 +41,16 @@ export class PgListener {
     this.#o = options;
   }
 
-  /** Listen now (a no-op when already started or closed). */
-  start(): void {
-    if (this.#watchdog || this.#closed) return;
+  /**
+   * Listen now (a no-op when already started or closed).
+   * @returns once the LISTEN is in place (or failed: the driver and the watchdog then keep trying).
+   */
+  start(): Promise<void> {
+    if (this.#watchdog || this.#closed) return this.#listening;
     this.#heardAt = Date.now();
     this.#listening = this.#listen();
     this.#watchdog = setInterval(() => void this.#check(), this.#o.pingMs);
+    return this.#listening;
   }
 
   async close(): Promise<void> {
