@@ -32,6 +32,7 @@ export const EVENTS_CHANNEL = "lvmh_ev";
 /** NOTIFY refuses a payload of 8000 bytes or more; a longer hint is left to the sweep. */
 const MAX_PAYLOAD_BYTES = 7_999;
 const PING_MS = 5_000;
+const encoder = new TextEncoder();
 
 export interface PgEventFeedOptions {
   /** Sweep period (default `FEED_SWEEP_MS`). */
@@ -148,7 +149,7 @@ export class PgEventFeed implements EventFeed {
         const hints: string[] = [];
         for (const [id, seq] of this.#outbox) {
           const text = hintText(id, seq);
-          if (new TextEncoder().encode(text).length <= MAX_PAYLOAD_BYTES) hints.push(text);
+          if (encoder.encode(text).length <= MAX_PAYLOAD_BYTES) hints.push(text);
         }
         this.#outbox.clear();
         if (!hints.length) continue;
