@@ -61,6 +61,33 @@ CREATE TABLE commands(
 CREATE INDEX commands_waiting ON commands(session_id, pos) WHERE acked_at IS NULL;
 CREATE INDEX commands_acked ON commands(acked_at) WHERE acked_at IS NOT NULL;`,
   },
+  {
+    version: 3,
+    title: "named tokens (hashes only) and the audit log, numbered from a counter row",
+    // `id` only breaks ties in the token list's creation order; audit ids come from the counter row, whose
+    // lock held to commit makes them commit in order (a sequence's numbers do not); the partial index keeps
+    // the replicas' sweeps for revoked names cheap.
+    sql: `
+CREATE TABLE tokens(
+  name text PRIMARY KEY,
+  role text NOT NULL,
+  hash text NOT NULL UNIQUE,
+  created_at bigint NOT NULL,
+  last_used_at bigint,
+  revoked_at bigint,
+  id bigint GENERATED ALWAYS AS IDENTITY);
+CREATE INDEX tokens_revoked ON tokens(revoked_at) WHERE revoked_at IS NOT NULL;
+CREATE TABLE audit_counter(only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row), last_id bigint NOT NULL);
+INSERT INTO audit_counter(last_id) VALUES (0);
+CREATE TABLE audit(
+  id bigint PRIMARY KEY,
+  at bigint NOT NULL,
+  actor text NOT NULL,
+  role text,
+  action text NOT NULL,
+  session_id text,
+  detail text);`,
+  },
 ];
 
 /** What `migrate` did. */
