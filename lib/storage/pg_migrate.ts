@@ -88,6 +88,29 @@ CREATE TABLE audit(
   session_id text,
   detail text);`,
   },
+  {
+    version: 4,
+    title: "approvals: tool calls and budget cards waiting for a person, first answer wins",
+    // The columns of the SQLite table (lib/approval_store.ts). Not tied to sessions: their owner deletes a
+    // session's approvals, as on SQLite. The partial index serves the pending list and the hint sweep.
+    sql: `
+CREATE TABLE approvals(
+  id text PRIMARY KEY,
+  session_id text NOT NULL,
+  tool_call_id text NOT NULL,
+  tool_name text NOT NULL,
+  args text NOT NULL,
+  state text NOT NULL DEFAULT 'pending',
+  decided_by text,
+  decided_at bigint,
+  reason text,
+  created_at bigint NOT NULL,
+  applied_at bigint,
+  source text,
+  kind text);
+CREATE INDEX approvals_by_session ON approvals(session_id, created_at);
+CREATE INDEX approvals_pending ON approvals(created_at, id COLLATE "C") WHERE state = 'pending';`,
+  },
 ];
 
 /** What `migrate` did. */
