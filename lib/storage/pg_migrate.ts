@@ -111,6 +111,49 @@ CREATE TABLE approvals(
 CREATE INDEX approvals_by_session ON approvals(session_id, created_at);
 CREATE INDEX approvals_pending ON approvals(created_at, id COLLATE "C") WHERE state = 'pending';`,
   },
+  {
+    version: 5,
+    title: "webhook endpoints, their outbox with claims under a lease, and the attempt log",
+    // The columns of the SQLite tables (lib/webhooks/webhook_store.ts), plus the claim on the outbox row (who,
+    // the claim's number, the lease's end) so replicas hand each delivery out once. No foreign keys: as on
+    // SQLite, delivered and failed rows and their attempts outlive a removed endpoint. `pos` keeps endpoints
+    // created in the same millisecond in insertion order; the partial index serves the claims' scan.
+    sql: `
+CREATE TABLE webhook_endpoints(
+  id text PRIMARY KEY,
+  url text NOT NULL,
+  events text NOT NULL,
+  secret text NOT NULL,
+  created_at bigint NOT NULL,
+  pos bigint GENERATED ALWAYS AS IDENTITY);
+CREATE TABLE webhook_outbox(
+  id text PRIMARY KEY,
+  endpoint_id text NOT NULL,
+  type text NOT NULL,
+  body text NOT NULL,
+  created_at bigint NOT NULL,
+  attempts integer NOT NULL DEFAULT 0,
+  next_at bigint NOT NULL,
+  state text NOT NULL DEFAULT 'pending',
+  last_status integer,
+  last_error text,
+  done_at bigint,
+  claimed_by text,
+  claim bigint NOT NULL DEFAULT 0,
+  lease_until bigint);
+CREATE INDEX webhook_outbox_due ON webhook_outbox(next_at) WHERE state = 'pending';
+CREATE INDEX webhook_outbox_by_endpoint ON webhook_outbox(endpoint_id);
+CREATE TABLE webhook_attempts(
+  seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  delivery_id text NOT NULL,
+  endpoint_id text NOT NULL,
+  type text NOT NULL,
+  at bigint NOT NULL,
+  status integer,
+  latency_ms integer NOT NULL,
+  error text);
+CREATE INDEX webhook_attempts_by_endpoint ON webhook_attempts(endpoint_id, seq);`,
+  },
 ];
 
 /** What `migrate` did. */
