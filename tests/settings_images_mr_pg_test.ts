@@ -1,0 +1,136 @@
+/**
+ * What only the PostgreSQL settings log has, on a real server (testing/postgres.ts): a change made behind its
+ * back (no hint) found by the sweep, a killed LISTEN connection, a NOTIFY that lies, and two replicas
+ * writing the same keys at once while a third reads (every read is one writer's whole change).
+ */
+import assert from "node:assert/strict";
+import postgres from "postgres";
+import { connectPostgres } from "../lib/storage/pg_client.ts";
+import { SETTINGS_CHANNEL } from "../lib/storage/pg_settings_log.ts";
+import { GITLAB_BASE_URL, GITLAB_TOKEN, GITLAB_USERNAME } from "../lib/storage/settings_log.ts";
+import { type Postgres, postgresBinDir, startPostgres } from "../testing/postgres.ts";
+import { hear, openPg } from "../testing/settings_images_mr.ts";
+import { waitFor } from "../testing/daemon.ts";
+
+let pg: Postgres | null = null;
+
+Deno.test({
+  name: "settings on PostgreSQL: lost hints, a killed LISTEN, lying hints, concurrent writers",
+  ignore: (await postgresBinDir()) === null,
+  fn: async (t) => {
+    pg = await startPostgres();
+    try {
+      await t.step("a change that sent no hint is heard from the sweep within 1 s", () => unhinted());
+      await t.step("the LISTEN connection killed: a change made meanwhile is still heard", () => killed());
+      await t.step("a NOTIFY naming a key that did not change tells nobody it changed", () => lying());
+      await t.step("two replicas writing the same keys at once: every read is one whole write", () => torn());
+    } finally {
+      await pg.close();
+      pg = null;
+    }
+  },
+});
+
+async function unhinted() {
+  const url = await pg!.newDatabase();
+  const o = await openPg(url);
+  const raw = connectPostgres(url, { max: 1 });
+  try {
+    await o.a.settings.put({ [GITLAB_USERNAME]: "alice" });
+    const hearing = await hear(o.b.settings);
+    const heard = hearing.next(GITLAB_USERNAME, 1_000);
+    // Another writer (a restored backup, a hand-run statement): the row changes, nobody NOTIFYs.
+    await raw`UPDATE settings SET value = 'bob', version = nextval('settings_versions')
+      WHERE key = ${GITLAB_USERNAME}`;
+    console.log(`  heard by the sweep after ${Math.round(await heard)} ms`);
+    const removed = hearing.next(GITLAB_USERNAME, 1_000);
+    await raw`DELETE FROM settings WHERE key = ${GITLAB_USERNAME}`;
+    await removed;
+    hearing.stop();
+  } finally {
+    await raw.end();
+    await o.close();
+  }
+}
+
+async function killed() {
+  const url = await pg!.newDatabase();
+  const db = new URL(url).pathname.slice(1);
+  const admin = postgres(pg!.adminUrl, { max: 1, onnotice: () => {} });
+  // No sweep: only the listener's own look after it LISTENs again can bring the change.
+  const o = await openPg(url, { sweepMs: 0 });
+  try {
+    const hearing = await hear(o.b.settings);
+    const pid = await waitFor(
+      async () => {
+        const rows = await admin`SELECT pid FROM pg_stat_activity
+        WHERE datname = ${db} AND state = 'idle' AND query ILIKE ${"listen%" + SETTINGS_CHANNEL + "%"}`;
+        return rows.length === 1 ? Number(rows[0].pid) : null;
+      },
+      "LISTEN",
+      5_000,
+    );
+    await admin`SELECT pg_terminate_backend(${pid})`;
+    const heard = hearing.next(GITLAB_TOKEN, 5_000);
+    await o.a.settings.put({ [GITLAB_TOKEN]: "glpat-after-the-kill-0123456789" });
+    await heard;
+    assert.equal(await o.b.settings.get(GITLAB_TOKEN), "glpat-after-the-kill-0123456789");
+    hearing.stop();
+  } finally {
+    await o.close();
+    await admin.end();
+  }
+}
+
+async function lying() {
+  const url = await pg!.newDatabase();
+  const o = await openPg(url);
+  const raw = connectPostgres(url, { max: 1 });
+  try {
+    await o.a.settings.put({ [GITLAB_TOKEN]: "glpat-unchanged-0123456789abcdef" });
+    const hearing = await hear(o.b.settings);
+    // Anyone on the database can NOTIFY: the payload names a key, and only the table decides.
+    await raw`SELECT pg_notify(${SETTINGS_CHANNEL}, ${GITLAB_TOKEN})`;
+    const real = hearing.next(GITLAB_USERNAME, 1_000);
+    await o.a.settings.put({ [GITLAB_USERNAME]: "alice" });
+    await real;
+    hearing.stop();
+    assert.deepEqual(hearing.calls, [[GITLAB_USERNAME]]);
+  } finally {
+    await raw.end();
+    await o.close();
+  }
+}
+
+async function torn() {
+  const url = await pg!.newDatabase();
+  const o = await openPg(url);
+  try {
+    const write = (who: string, i: number) =>
+      (who === "a" ? o.a : o.b).settings.put({
+        [GITLAB_TOKEN]: `glpat-${who}${i}-0123456789abcdef`,
+        [GITLAB_BASE_URL]: `https://${who}${i}.example`,
+        [GITLAB_USERNAME]: `${who}${i}`,
+      });
+    let done = false;
+    let reads = 0;
+    const reader = (async () => {
+      while (!done) {
+        const got = await o.b.settings.getMany([GITLAB_TOKEN, GITLAB_BASE_URL, GITLAB_USERNAME]);
+        reads++;
+        if (got[GITLAB_USERNAME] === null) continue;
+        const who = got[GITLAB_USERNAME]!;
+        assert.equal(got[GITLAB_TOKEN], `glpat-${who}-0123456789abcdef`);
+        assert.equal(got[GITLAB_BASE_URL], `https://${who}.example`);
+      }
+    })();
+    for (let i = 0; i < 30; i++) await Promise.all([write("a", i), write("b", i)]);
+    done = true;
+    await reader;
+    assert.ok(reads > 0);
+    const last = await o.a.settings.get(GITLAB_USERNAME);
+    assert.ok(last === "a29" || last === "b29", `last write wins whole: ${last}`);
+  } finally {
+    await o.close();
+  }
+}
