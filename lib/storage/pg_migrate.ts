@@ -154,6 +154,44 @@ CREATE TABLE webhook_attempts(
   error text);
 CREATE INDEX webhook_attempts_by_endpoint ON webhook_attempts(endpoint_id, seq);`,
   },
+  {
+    version: 6,
+    title: "kept hook prompts claimed under a lease, hook delivery keys, web push keys and subscriptions",
+    // The columns of the SQLite tables (lib/hooks/hook_store.ts, lib/notify/push_store.ts), plus the lease on a
+    // kept prompt (a token replaced at each claim, its holder, its end on the database's clock) so replicas work
+    // on each prompt one at a time. The key pair is one row at most, so replicas making one at once keep one.
+    sql: `
+CREATE TABLE hook_deliveries(key text PRIMARY KEY, source text NOT NULL, at bigint NOT NULL);
+CREATE INDEX hook_deliveries_by_age ON hook_deliveries(at);
+CREATE TABLE hook_spawned(key text PRIMARY KEY, session_id text NOT NULL, at bigint NOT NULL);
+CREATE TABLE hook_prompts(
+  id text PRIMARY KEY,
+  session_id text NOT NULL,
+  message text NOT NULL,
+  deliver_as text NOT NULL,
+  actor text NOT NULL,
+  detail text NOT NULL,
+  spawn text,
+  created_at bigint NOT NULL,
+  sent_after bigint,
+  wait_idle boolean NOT NULL DEFAULT false,
+  lease_token text,
+  lease_owner text,
+  lease_until bigint);
+CREATE INDEX hook_prompts_by_age ON hook_prompts(created_at, id COLLATE "C");
+CREATE TABLE push_keys(
+  only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row),
+  public_key text NOT NULL,
+  private_key text NOT NULL);
+CREATE TABLE push_subscriptions(
+  endpoint text PRIMARY KEY,
+  p256dh text NOT NULL,
+  auth text NOT NULL,
+  kinds text NOT NULL,
+  owner text NOT NULL,
+  created_at bigint NOT NULL);
+CREATE INDEX push_subscriptions_by_owner ON push_subscriptions(owner);`,
+  },
 ];
 
 /** What `migrate` did. */
