@@ -192,6 +192,53 @@ CREATE TABLE push_subscriptions(
   created_at bigint NOT NULL);
 CREATE INDEX push_subscriptions_by_owner ON push_subscriptions(owner);`,
   },
+  {
+    version: 7,
+    title: "settings (with a version per write), prompt images by sha256, merge request records",
+    // The columns of the SQLite tables (lib/store.ts and lib/hooks/hook_store.ts settings under one key
+    // space, lib/image_store.ts, lib/merge_request_record.ts). A setting's version only has to differ after
+    // each write, for the replicas' sweeps, so a sequence serves. Images and records are not tied to sessions:
+    // their owners delete a session's, as on SQLite (an image goes once no session holds it).
+    sql: `
+CREATE SEQUENCE settings_versions;
+CREATE TABLE settings(
+  key text PRIMARY KEY,
+  value text NOT NULL,
+  version bigint NOT NULL DEFAULT nextval('settings_versions'));
+CREATE TABLE image_blobs(
+  sha256 text PRIMARY KEY,
+  mime_type text NOT NULL,
+  bytes bigint NOT NULL,
+  data bytea NOT NULL,
+  created_at bigint NOT NULL);
+CREATE TABLE session_images(
+  session_id text NOT NULL,
+  sha256 text NOT NULL,
+  created_at bigint NOT NULL,
+  PRIMARY KEY(session_id, sha256));
+CREATE INDEX session_images_by_sha ON session_images(sha256);
+CREATE TABLE session_merge_requests(
+  session_id text PRIMARY KEY,
+  repo text NOT NULL,
+  source_branch text NOT NULL,
+  pushed_sha text,
+  iid bigint,
+  web_url text,
+  state text,
+  target_branch text,
+  title text,
+  pipeline text,
+  merge_status text,
+  notes bigint NOT NULL DEFAULT 0,
+  updated_at bigint NOT NULL,
+  refreshed_at bigint NOT NULL DEFAULT 0,
+  pipeline_notified bigint,
+  pipeline_prompted bigint,
+  pipeline_prompts integer NOT NULL DEFAULT 0);
+CREATE INDEX session_merge_requests_due ON session_merge_requests(refreshed_at)
+  WHERE iid IS NOT NULL AND state = 'opened';
+CREATE INDEX session_merge_requests_by_branch ON session_merge_requests(repo, source_branch);`,
+  },
 ];
 
 /** What `migrate` did. */
