@@ -175,9 +175,10 @@ export class SqliteWebhookLog implements WebhookLog {
     return Promise.resolve();
   }
 
-  /** One write transaction through the file's gate. */
+  /** One write transaction through the file's gate (joining the caller's when one is open). */
   #transaction<T>(work: () => T): T {
     return this.#gate.run(() => {
+      if (this.#db.isTransaction) return work();
       this.#db.exec("BEGIN IMMEDIATE");
       try {
         const out = work();
