@@ -1,11 +1,15 @@
 /**
  * What only the PostgreSQL settings log has, on a real server (testing/postgres.ts): a change made behind its
  * back (no hint) found by the sweep, a killed LISTEN connection, a NOTIFY that lies, and two replicas
- * writing the same keys at once while a third reads (every read is one writer's whole change).
+ * writing the same keys at once while a third reads (every read is one writer's whole change), and a
+ * database at the schema before the settings, images and records migration brought up to it.
  */
 import assert from "node:assert/strict";
 import postgres from "postgres";
 import { connectPostgres } from "../lib/storage/pg_client.ts";
+import { migrate, MIGRATIONS } from "../lib/storage/pg_migrate.ts";
+import { PgImageLog } from "../lib/storage/pg_image_log.ts";
+import { PgMergeRequestLog } from "../lib/storage/pg_merge_request_log.ts";
 import { SETTINGS_CHANNEL } from "../lib/storage/pg_settings_log.ts";
 import { GITLAB_BASE_URL, GITLAB_TOKEN, GITLAB_USERNAME } from "../lib/storage/settings_log.ts";
 import { type Postgres, postgresBinDir, startPostgres } from "../testing/postgres.ts";
@@ -15,7 +19,7 @@ import { waitFor } from "../testing/daemon.ts";
 let pg: Postgres | null = null;
 
 Deno.test({
-  name: "settings on PostgreSQL: lost hints, a killed LISTEN, lying hints, concurrent writers",
+  name: "settings on PostgreSQL: lost hints, a killed LISTEN, lying hints, concurrent writers, migration",
   ignore: (await postgresBinDir()) === null,
   fn: async (t) => {
     pg = await startPostgres();
@@ -24,6 +28,7 @@ Deno.test({
       await t.step("the LISTEN connection killed: a change made meanwhile is still heard", () => killed());
       await t.step("a NOTIFY naming a key that did not change tells nobody it changed", () => lying());
       await t.step("two replicas writing the same keys at once: every read is one whole write", () => torn());
+      await t.step("a database before this migration gets the tables", () => upgrade());
     } finally {
       await pg.close();
       pg = null;
@@ -132,5 +137,27 @@ async function torn() {
     assert.ok(last === "a29" || last === "b29", `last write wins whole: ${last}`);
   } finally {
     await o.close();
+  }
+}
+
+async function upgrade() {
+  const url = await pg!.newDatabase();
+  const mine = MIGRATIONS.find((m) => m.title.startsWith("settings (with a version per write)"))!;
+  const sql = connectPostgres(url, { max: 1 });
+  try {
+    await migrate(sql, MIGRATIONS.filter((m) => m.version < mine.version));
+    assert.ok((await migrate(sql)).applied.includes(mine.version));
+    const images = await PgImageLog.open(url, { max: 1 });
+    const mrs = await PgMergeRequestLog.open(url, { max: 1 });
+    try {
+      const [ref] = await images.put("s", [{ mimeType: "image/png", data: btoa("\x00\xff\x10") }]);
+      assert.deepEqual((await images.get("s", ref.sha256))?.data, Uint8Array.of(0, 0xff, 0x10));
+      assert.equal(await mrs.updateIf("s", null, { repo: "g/p", sourceBranch: "b", sha: "abc" }, 1), true);
+    } finally {
+      await images.close();
+      await mrs.close();
+    }
+  } finally {
+    await sql.end();
   }
 }
