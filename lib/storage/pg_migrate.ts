@@ -239,6 +239,52 @@ CREATE INDEX session_merge_requests_due ON session_merge_requests(refreshed_at)
   WHERE iid IS NOT NULL AND state = 'opened';
 CREATE INDEX session_merge_requests_by_branch ON session_merge_requests(repo, source_branch);`,
   },
+  {
+    version: 8,
+    title: "per-session budgets, working copy records, worker states, usage runs",
+    // The columns of the SQLite tables (lib/budget_table.ts, lib/workspaces.ts, lib/spawn/containers.ts,
+    // lib/usage_runs.ts). Budget figures are double precision as SQLite stores whatever number it is given.
+    // Not tied to sessions: their owners delete a session's rows, as on SQLite.
+    sql: `
+CREATE TABLE session_budgets(
+  session_id text PRIMARY KEY,
+  max_cost double precision,
+  max_tokens double precision,
+  on_reach text NOT NULL,
+  raised_cost double precision NOT NULL DEFAULT 0,
+  raised_tokens double precision NOT NULL DEFAULT 0,
+  source text NOT NULL,
+  updated_at bigint NOT NULL);
+CREATE TABLE session_workspaces(
+  session_id text PRIMARY KEY,
+  repo text NOT NULL,
+  base_branch text NOT NULL,
+  base_sha text NOT NULL,
+  branch text NOT NULL,
+  created_at bigint NOT NULL);
+CREATE TABLE session_containers(
+  session_id text PRIMARY KEY,
+  repo text NOT NULL,
+  state text NOT NULL,
+  exit_code integer,
+  reason text,
+  logs text,
+  updated_at bigint NOT NULL);
+CREATE TABLE usage_runs(
+  session_id text NOT NULL,
+  start_seq bigint NOT NULL,
+  started_at bigint NOT NULL,
+  person text NOT NULL,
+  model text,
+  input_tokens double precision NOT NULL DEFAULT 0,
+  output_tokens double precision NOT NULL DEFAULT 0,
+  cost double precision NOT NULL DEFAULT 0,
+  counted integer NOT NULL DEFAULT 0,
+  open integer NOT NULL DEFAULT 1,
+  seen_seq bigint NOT NULL,
+  PRIMARY KEY(session_id, start_seq));
+CREATE INDEX usage_runs_by_start ON usage_runs(started_at);`,
+  },
 ];
 
 /** What `migrate` did. */
