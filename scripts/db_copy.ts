@@ -177,8 +177,14 @@ async function main(): Promise<number> {
     // One transaction for every kind: a failed run leaves the target as empty as it found it (schema only), so
     // the same command can simply run again.
     await sql.begin(async (tx) => {
-      for (const c of copiable) await c.copy(src, tx);
-    });
+      for (const c of copiable) {
+        await c.copy(src, tx).catch((e) => {
+          throw new Error(`${c.kind}: ${e instanceof Error ? e.message : e}`);
+        });
+      }
+    }).catch((e) =>
+      fail(1, `the copy failed, nothing was copied (the same command can run again): ${e.message}`)
+    );
     console.log(`copied in ${Math.round(performance.now() - started)} ms`);
 
     const table: string[][] = [["kind", "table", "sqlite", "postgres", ""]];

@@ -94,6 +94,8 @@ export interface TableCopy {
   columns?: Record<string, string | null>;
   /** The SQLite ORDER BY, where the insertion order sets an identity (a creation order). */
   orderBy?: string;
+  /** SQLite columns knowingly left behind; any other column without a Postgres one stops the copy. */
+  dropped?: string[];
 }
 
 /** snake_case of a camelCase SQLite column name. */
@@ -126,6 +128,13 @@ export async function copyTable(src: DatabaseSync, tx: Tx, spec: TableCopy): Pro
     if (expr === null) continue;
     targets.push(col);
     exprs.push(`${expr} AS ${quoteId(col.name)}`);
+  }
+  // A SQLite column with nowhere to go would be lost without a word: refuse instead (the whole copy is one
+  // transaction), until the schema or the copier says where it goes.
+  const written = new Set(targets.map((c) => c.name));
+  const lost = [...have].filter(([s, c]) => !written.has(s) && !spec.dropped?.includes(c)).map(([, c]) => c);
+  if (lost.length) {
+    throw new Error(`${spec.from}.${lost.join(", ")}: no column for it in Postgres's ${spec.to}`);
   }
   const order = spec.orderBy ? ` ORDER BY ${spec.orderBy}` : "";
   const select = src.prepare(`SELECT ${exprs.join(", ")} FROM ${quoteId(spec.from)}${order}`);

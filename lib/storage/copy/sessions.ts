@@ -80,6 +80,8 @@ export const sessionsCopier: Copier = {
         holder: null,
         holder_epoch: null,
       },
+      // A column of the first release, no longer written: a session is online while its socket is.
+      dropped: ["online"],
     });
   },
   checks: [countCheck("sessions"), counterCheck],

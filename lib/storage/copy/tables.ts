@@ -78,7 +78,12 @@ export const pushCopier: Copier = {
   sqliteTables: ["push_keys", "push_subscriptions"],
   pgTables: ["push_keys", "push_subscriptions"],
   async copy(src, tx) {
-    await copyTable(src, tx, { from: "push_keys", to: "push_keys", columns: { only_row: "1" } });
+    await copyTable(src, tx, {
+      from: "push_keys",
+      to: "push_keys",
+      columns: { only_row: "1" },
+      dropped: ["id"],
+    });
     await copyTable(src, tx, { from: "push_subscriptions", to: "push_subscriptions" });
   },
   checks: [countCheck("push_keys"), countCheck("push_subscriptions")],
