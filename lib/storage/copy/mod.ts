@@ -21,6 +21,7 @@ import {
 } from "./tables.ts";
 
 export * from "./copier.ts";
+export * from "./table_copy.ts";
 
 export const COPIERS: readonly Copier[] = [
   sessionsCopier,

@@ -4,15 +4,8 @@
  */
 import type { DatabaseSync } from "node:sqlite";
 import type { Sql } from "../pg_client.ts";
-import {
-  type Check,
-  type Copier,
-  copyTable,
-  countCheck,
-  sqliteColumns,
-  sqliteHas,
-  type Tx,
-} from "./copier.ts";
+import { type Check, type Copier, countCheck, sqliteColumns, sqliteHas, type Tx } from "./copier.ts";
+import { copyTable } from "./table_copy.ts";
 
 /** Events per unnest INSERT (five arrays, one round trip). */
 const EVENT_BATCH = 5_000;

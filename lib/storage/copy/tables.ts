@@ -4,7 +4,8 @@
  */
 import type { DatabaseSync } from "node:sqlite";
 import { HOOK_PREFIX } from "../settings_log.ts";
-import { type Copier, copyTable, countCheck, sqliteHas, sqliteNumber, type Tx } from "./copier.ts";
+import { type Copier, countCheck, sqliteHas, sqliteNumber, type Tx } from "./copier.ts";
+import { copyTable } from "./table_copy.ts";
 
 /** A kind of one or more tables copied as they are, counted table by table. */
 function plain(
