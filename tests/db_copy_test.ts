@@ -172,6 +172,8 @@ Deno.test("db:copy: a daemon's SQLite file into an empty Postgres, verified and 
       const run = await dbCopy("--from", `sqlite:${file}`, "--to", url);
       assert.equal(run.code, 0, run.stdout + run.stderr);
       printed = run.stdout;
+      const password = decodeURIComponent(new URL(url).password);
+      assert.ok(password && !(run.stdout + run.stderr).includes(password), "the password is never printed");
       assert.doesNotMatch(printed, /MISMATCH/);
       for (const [table, n] of Object.entries(expected)) {
         assert.match(printed, new RegExp(`^\\S.*\\s${table}\\s+${n}\\s+${n}\\s+OK$`, "m"), `${table} ${n}`);
@@ -223,6 +225,13 @@ Deno.test("db:copy: a daemon's SQLite file into an empty Postgres, verified and 
       await Deno.copyFile(file, later);
       const db = new DatabaseSync(later);
       db.exec("CREATE TABLE future_kind(id TEXT PRIMARY KEY); INSERT INTO future_kind VALUES ('x')");
+      // An image's bytes, every byte value, go over as bytea.
+      const bytes = Uint8Array.from({ length: 512 }, (_, i) => i % 256);
+      db.prepare(
+        "INSERT INTO image_blobs(sha256, mimeType, bytes, data, createdAt) VALUES ('ab', 'image/png', ?, ?, 1)",
+      )
+        .run(bytes.length, bytes);
+      db.exec("INSERT INTO session_images(sessionId, sha256, createdAt) VALUES ('cp1', 'ab', 1)");
       db.close();
       const target = await pg.newDatabase();
       const refused = await dbCopy("--from", `sqlite:${later}`, "--to", target);
@@ -234,6 +243,14 @@ Deno.test("db:copy: a daemon's SQLite file into an empty Postgres, verified and 
       assert.equal(partial.code, 0, partial.stdout + partial.stderr);
       assert.match(partial.stdout, /future_kind\s+1\s+-\s+not copied: no copier for this table/);
       assert.equal((await tableCounts(target)).events, expected.events);
+      const sql = connectPostgres(target, { max: 1 });
+      try {
+        const [blob] = await sql`SELECT data, bytes FROM image_blobs WHERE sha256 = 'ab'`;
+        assert.deepEqual(new Uint8Array(blob.data), bytes);
+        assert.equal(blob.bytes, 512);
+      } finally {
+        await sql.end();
+      }
     });
 
     await t.step("bad usage and an unreachable database: one line, exit 2, no password", async () => {
