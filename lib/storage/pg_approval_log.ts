@@ -16,8 +16,8 @@
 import type postgres from "postgres";
 import { NotFoundError } from "../errors.ts";
 import type { ApprovalSource, ApprovalState } from "../protocol.ts";
-import { type ConnectOptions, connectPostgres, type Sql } from "./pg_client.ts";
-import { migrate } from "./pg_migrate.ts";
+import { type ConnectOptions, connectPostgres, PgStore, type Sql } from "./pg_client.ts";
+import { openMigrated } from "./pg_migrate.ts";
 import { PgListener } from "./pg_listener.ts";
 import type { Wakeups } from "./command_queue.ts";
 import {
@@ -58,10 +58,7 @@ const COLUMNS = `id, session_id AS "sessionId", tool_call_id AS "toolCallId", to
   applied_at AS "appliedAt", source, kind`;
 
 /** The approval log over a PostgreSQL pool whose database is migrated. */
-export class PgApprovalLog implements ApprovalLog<PgDecisionWrites> {
-  readonly kind = "postgres";
-  #sql: Sql;
-  #ownsPool: boolean;
+export class PgApprovalLog extends PgStore implements ApprovalLog<PgDecisionWrites> {
   #listener: PgListener;
   #wakeups: Wakeups;
   #closed = false;
@@ -71,10 +68,9 @@ export class PgApprovalLog implements ApprovalLog<PgDecisionWrites> {
    *   the previous one); never the pool itself, whose connections come and go.
    */
   constructor(sql: Sql, connectListener: () => Sql, options: PgApprovalLogOptions = {}) {
-    this.#sql = sql;
-    this.#ownsPool = options.ownsPool ?? false;
+    super(sql, options);
     this.#wakeups = approvalWakeups(async () => {
-      const rows = await this.#sql.unsafe(
+      const rows = await this.sql.unsafe(
         `SELECT id, session_id AS "sessionId" FROM approvals WHERE state = 'pending' ${ORDER}`,
       );
       return rows as unknown as { id: string; sessionId: string }[];
@@ -98,13 +94,7 @@ export class PgApprovalLog implements ApprovalLog<PgDecisionWrites> {
     url: string,
     options: ConnectOptions & Pick<PgApprovalLogOptions, "sweepMs" | "pingMs"> = {},
   ): Promise<PgApprovalLog> {
-    const sql = connectPostgres(url, options);
-    try {
-      await migrate(sql);
-    } catch (error) {
-      await sql.end({ timeout: 1 });
-      throw error;
-    }
+    const sql = await openMigrated(url, options);
     const listener = () => connectPostgres(url, { max: 1, connectTimeout: options.connectTimeout });
     return new PgApprovalLog(sql, listener, {
       sweepMs: options.sweepMs,
@@ -115,7 +105,7 @@ export class PgApprovalLog implements ApprovalLog<PgDecisionWrites> {
 
   async insert(a: ApprovalRequest): Promise<boolean> {
     const rows = await this
-      .#sql`INSERT INTO approvals(id, session_id, tool_call_id, tool_name, args, created_at, kind)
+      .sql`INSERT INTO approvals(id, session_id, tool_call_id, tool_name, args, created_at, kind)
       VALUES (${a.id}, ${a.sessionId}, ${a.toolCallId}, ${a.toolName}, ${JSON.stringify(a.args ?? null)},
         ${a.createdAt}, ${a.kind ?? null})
       ON CONFLICT (id) DO NOTHING RETURNING id`;
@@ -124,7 +114,7 @@ export class PgApprovalLog implements ApprovalLog<PgDecisionWrites> {
   }
 
   async get(id: string): Promise<ApprovalRecord | null> {
-    const [row] = await this.#sql.unsafe(`SELECT ${COLUMNS} FROM approvals WHERE id = $1`, [id]);
+    const [row] = await this.sql.unsafe(`SELECT ${COLUMNS} FROM approvals WHERE id = $1`, [id]);
     return row ? record(row) : null;
   }
 
@@ -143,12 +133,12 @@ export class PgApprovalLog implements ApprovalLog<PgDecisionWrites> {
       );
     // Without writes of its own the decision is one statement: no transaction round trips.
     const [row] = also
-      ? await this.#sql.begin(async (tx) => {
+      ? await this.sql.begin(async (tx) => {
         const rows = await update(tx);
         if (rows.length) await also(tx);
         return rows;
       })
-      : await update(this.#sql);
+      : await update(this.sql);
     if (row) {
       const approval = record(row);
       await this.#hint(approval.sessionId);
@@ -161,26 +151,26 @@ export class PgApprovalLog implements ApprovalLog<PgDecisionWrites> {
   }
 
   async overrule(id: string, state: FinalState, by: string): Promise<void> {
-    const rows = await this.#sql`UPDATE approvals
+    const rows = await this.sql`UPDATE approvals
       SET state = ${state}, decided_by = ${by}, decided_at = ${Date.now()}, reason = NULL
       WHERE id = ${id} RETURNING session_id`;
     if (rows.length) await this.#hint(rows[0].session_id as string);
   }
 
   async applied(id: string, source: ApprovalSource): Promise<boolean> {
-    const rows = await this.#sql`UPDATE approvals SET applied_at = ${Date.now()}, source = ${source}
+    const rows = await this.sql`UPDATE approvals SET applied_at = ${Date.now()}, source = ${source}
       WHERE id = ${id} AND applied_at IS NULL RETURNING session_id`;
     if (rows.length) await this.#hint(rows[0].session_id as string);
     return rows.length > 0;
   }
 
   async pending(): Promise<ApprovalRecord[]> {
-    const rows = await this.#sql.unsafe(`SELECT ${COLUMNS} FROM approvals WHERE state = 'pending' ${ORDER}`);
+    const rows = await this.sql.unsafe(`SELECT ${COLUMNS} FROM approvals WHERE state = 'pending' ${ORDER}`);
     return rows.map(record);
   }
 
   async list(filter: { sessionId?: string; state?: ApprovalState } = {}): Promise<ApprovalRecord[]> {
-    const rows = await this.#sql.unsafe(
+    const rows = await this.sql.unsafe(
       `SELECT ${COLUMNS} FROM approvals
         WHERE ($1::text IS NULL OR session_id = $1) AND ($2::text IS NULL OR state = $2) ${ORDER} LIMIT 10000`,
       [filter.sessionId ?? null, filter.state ?? null],
@@ -189,7 +179,7 @@ export class PgApprovalLog implements ApprovalLog<PgDecisionWrites> {
   }
 
   async deleteSession(sessionId: string): Promise<void> {
-    const gone = await this.#sql`DELETE FROM approvals WHERE session_id = ${sessionId}`;
+    const gone = await this.sql`DELETE FROM approvals WHERE session_id = ${sessionId}`;
     if (gone.count) await this.#hint(sessionId);
   }
 
@@ -201,17 +191,17 @@ export class PgApprovalLog implements ApprovalLog<PgDecisionWrites> {
     return stop;
   }
 
-  async close(): Promise<void> {
+  override async close(): Promise<void> {
     this.#closed = true;
     this.#wakeups.stop();
     await this.#listener.close();
-    if (this.#ownsPool) await this.#sql.end({ timeout: 5 });
+    await super.close();
   }
 
   /** After a commit: tell every replica. A hint that fails to go is found by the sweeps. */
   async #hint(sessionId: string): Promise<void> {
     if (new TextEncoder().encode(sessionId).length > MAX_PAYLOAD_BYTES) return;
-    await this.#sql`SELECT pg_notify(${APPROVALS_CHANNEL}, ${sessionId})`.catch(() => {});
+    await this.sql`SELECT pg_notify(${APPROVALS_CHANNEL}, ${sessionId})`.catch(() => {});
   }
 }
 

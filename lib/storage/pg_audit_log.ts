@@ -5,8 +5,8 @@
  * skips a row that commits later. Appends are human actions and failed sign-ins: serialising them costs
  * nothing that matters.
  */
-import { type ConnectOptions, connectPostgres, type Sql } from "./pg_client.ts";
-import { migrate } from "./pg_migrate.ts";
+import { type ConnectOptions, PgStore } from "./pg_client.ts";
+import { openMigrated } from "./pg_migrate.ts";
 import { safeInteger } from "./event_log.ts";
 import {
   type AuditEntry,
@@ -19,34 +19,19 @@ import {
 import type { Role } from "../wire.ts";
 
 /** The audit log over a PostgreSQL pool whose database is migrated. */
-export class PgAuditLog implements AuditLog {
-  readonly kind = "postgres";
-  #sql: Sql;
-  #ownsPool: boolean;
-
-  constructor(sql: Sql, options: { ownsPool?: boolean } = {}) {
-    this.#sql = sql;
-    this.#ownsPool = options.ownsPool ?? false;
-  }
-
+export class PgAuditLog extends PgStore implements AuditLog {
   /**
    * Connect to `url` and migrate its schema (lib/storage/pg_migrate.ts).
    * @throws {Error} when the database cannot be reached or migrated; the pool is then closed.
    */
   static async open(url: string, options: ConnectOptions = {}): Promise<PgAuditLog> {
-    const sql = connectPostgres(url, options);
-    try {
-      await migrate(sql);
-    } catch (error) {
-      await sql.end({ timeout: 1 });
-      throw error;
-    }
+    const sql = await openMigrated(url, options);
     return new PgAuditLog(sql, { ownsPool: true });
   }
 
   async append(entry: AuditInput): Promise<void> {
     try {
-      await this.#sql`WITH counter AS (UPDATE audit_counter SET last_id = last_id + 1 RETURNING last_id)
+      await this.sql`WITH counter AS (UPDATE audit_counter SET last_id = last_id + 1 RETURNING last_id)
         INSERT INTO audit(id, at, actor, role, action, session_id, detail)
           SELECT last_id, ${Date.now()}, ${entry.actor}, ${entry.role}, ${entry.action},
             ${entry.sessionId ?? null}, ${detailText(entry.detail)} FROM counter`;
@@ -57,7 +42,7 @@ export class PgAuditLog implements AuditLog {
   }
 
   async page(after: number, limit: number): Promise<AuditEntry[]> {
-    const rows = await this.#sql`SELECT id, at, actor, role, action, session_id, detail FROM audit
+    const rows = await this.sql`SELECT id, at, actor, role, action, session_id, detail FROM audit
       WHERE id > ${after} ORDER BY id LIMIT ${Math.min(limit, MAX_PAGE)}`;
     return rows.map((r) => ({
       id: safeInteger(r.id),
@@ -68,9 +53,5 @@ export class PgAuditLog implements AuditLog {
       sessionId: r.session_id as string | null,
       detail: detailValue(r.detail as string | null),
     }));
-  }
-
-  async close(): Promise<void> {
-    if (this.#ownsPool) await this.#sql.end({ timeout: 5 });
   }
 }

@@ -41,3 +41,26 @@ export function connectPostgres(url: string, options: ConnectOptions = {}): Sql 
     },
   });
 }
+
+/**
+ * What every PostgreSQL store shares: its pool, and whether `close()` ends it (a store opened by URL owns its
+ * pool; one handed a pool leaves it to whoever made it).
+ */
+export class PgStore {
+  readonly kind = "postgres";
+  protected readonly sql: Sql;
+  readonly #ownsPool: boolean;
+
+  /**
+   * @param sql a pool whose database is migrated (lib/storage/pg_migrate.ts `openMigrated`).
+   * @param options.ownsPool true: `close()` ends the pool.
+   */
+  constructor(sql: Sql, options: { ownsPool?: boolean } = {}) {
+    this.sql = sql;
+    this.#ownsPool = options.ownsPool ?? false;
+  }
+
+  async close(): Promise<void> {
+    if (this.#ownsPool) await this.sql.end({ timeout: 5 });
+  }
+}

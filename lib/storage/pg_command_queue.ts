@@ -14,8 +14,8 @@
 import type postgres from "postgres";
 import { sessionNotFound } from "../errors.ts";
 import { FencedError, safeInteger } from "./event_log.ts";
-import { type ConnectOptions, connectPostgres, type Sql } from "./pg_client.ts";
-import { migrate } from "./pg_migrate.ts";
+import { type ConnectOptions, connectPostgres, PgStore, type Sql } from "./pg_client.ts";
+import { openMigrated } from "./pg_migrate.ts";
 import { PgListener } from "./pg_listener.ts";
 import {
   type CommandFrame,
@@ -44,10 +44,7 @@ export interface PgCommandQueueOptions {
 }
 
 /** The command queue over a PostgreSQL pool whose database is migrated. */
-export class PgCommandQueue implements CommandQueue {
-  readonly kind = "postgres";
-  #sql: Sql;
-  #ownsPool: boolean;
+export class PgCommandQueue extends PgStore implements CommandQueue {
   #listener: PgListener;
   #wakeups: Wakeups;
   #closed = false;
@@ -57,10 +54,9 @@ export class PgCommandQueue implements CommandQueue {
    *   the previous one); never the pool itself, whose connections come and go.
    */
   constructor(sql: Sql, connectListener: () => Sql, options: PgCommandQueueOptions = {}) {
-    this.#sql = sql;
-    this.#ownsPool = options.ownsPool ?? false;
+    super(sql, options);
     this.#wakeups = new Wakeups(async () => {
-      const rows = await this.#sql`SELECT DISTINCT session_id FROM commands
+      const rows = await this.sql`SELECT DISTINCT session_id FROM commands
         WHERE acked_at IS NULL AND taken_epoch IS NULL LIMIT 1000`;
       return rows.map((r) => r.session_id as string);
     }, options.sweepMs ?? SWEEP_MS);
@@ -83,13 +79,7 @@ export class PgCommandQueue implements CommandQueue {
     url: string,
     options: ConnectOptions & Pick<PgCommandQueueOptions, "sweepMs" | "pingMs"> = {},
   ): Promise<PgCommandQueue> {
-    const sql = connectPostgres(url, options);
-    try {
-      await migrate(sql);
-    } catch (error) {
-      await sql.end({ timeout: 1 });
-      throw error;
-    }
+    const sql = await openMigrated(url, options);
     const listener = () => connectPostgres(url, { max: 1, connectTimeout: options.connectTimeout });
     return new PgCommandQueue(sql, listener, {
       sweepMs: options.sweepMs,
@@ -101,7 +91,7 @@ export class PgCommandQueue implements CommandQueue {
   async enqueue(sessionId: string, frame: CommandFrame): Promise<QueuedCommand> {
     const text = commandText(sessionId, frame);
     const enqueuedAt = Date.now();
-    const rows = await this.#sql`WITH counter AS (
+    const rows = await this.sql`WITH counter AS (
         UPDATE sessions SET last_cmd_pos = last_cmd_pos + 1 WHERE id = ${sessionId} RETURNING last_cmd_pos)
       INSERT INTO commands(session_id, pos, frame, enqueued_at)
         SELECT ${sessionId}, last_cmd_pos, ${text}, ${enqueuedAt} FROM counter
@@ -109,12 +99,12 @@ export class PgCommandQueue implements CommandQueue {
     if (!rows.length) throw sessionNotFound(sessionId);
     // Committed. A hint that fails to go is found by the sweeps; failing the enqueue would only invite a
     // second, duplicate, command.
-    await this.#sql`SELECT pg_notify(${COMMANDS_CHANNEL}, ${sessionId})`.catch(() => {});
+    await this.sql`SELECT pg_notify(${COMMANDS_CHANNEL}, ${sessionId})`.catch(() => {});
     return { sessionId, pos: safeInteger(rows[0].pos), frame, enqueuedAt, redelivered: false };
   }
 
   async take(sessionId: string, holder: Holder, limit = TAKE_LIMIT): Promise<QueuedCommand[]> {
-    const rows = await this.#sql.begin(async (tx) => {
+    const rows = await this.sql.begin(async (tx) => {
       await fence(tx, sessionId, holder.epoch);
       return await tx`WITH picked AS (
           SELECT pos, taken_epoch IS NOT NULL AS again FROM commands
@@ -134,7 +124,7 @@ export class PgCommandQueue implements CommandQueue {
   }
 
   async ack(sessionId: string, holder: Holder, positions: readonly number[]): Promise<number> {
-    return await this.#sql.begin(async (tx) => {
+    return await this.sql.begin(async (tx) => {
       await fence(tx, sessionId, holder.epoch);
       if (!positions.length) return 0;
       const done = await tx`UPDATE commands SET acked_at = ${Date.now()}
@@ -146,7 +136,7 @@ export class PgCommandQueue implements CommandQueue {
   }
 
   async unacknowledged(sessionId: string): Promise<number> {
-    const [row] = await this.#sql`SELECT count(*)::bigint AS n FROM commands
+    const [row] = await this.sql`SELECT count(*)::bigint AS n FROM commands
       WHERE session_id = ${sessionId} AND acked_at IS NULL`;
     return safeInteger(row.n);
   }
@@ -161,15 +151,15 @@ export class PgCommandQueue implements CommandQueue {
 
   async prune(before: number): Promise<number> {
     // Commands of deleted sessions went with them (ON DELETE CASCADE).
-    const gone = await this.#sql`DELETE FROM commands WHERE acked_at IS NOT NULL AND acked_at < ${before}`;
+    const gone = await this.sql`DELETE FROM commands WHERE acked_at IS NOT NULL AND acked_at < ${before}`;
     return gone.count;
   }
 
-  async close(): Promise<void> {
+  override async close(): Promise<void> {
     this.#closed = true;
     this.#wakeups.stop();
     await this.#listener.close();
-    if (this.#ownsPool) await this.#sql.end({ timeout: 5 });
+    await super.close();
   }
 }
 

@@ -10,8 +10,8 @@
  * sessions' counter rows (`SELECT id, last_seq FROM sessions`, one small row per session) to find what a lost
  * hint missed.
  */
-import { type ConnectOptions, connectPostgres, type Sql } from "./pg_client.ts";
-import { migrate } from "./pg_migrate.ts";
+import { type ConnectOptions, connectPostgres, PgStore, type Sql } from "./pg_client.ts";
+import { openMigrated } from "./pg_migrate.ts";
 import { PgEventLog } from "./pg_event_log.ts";
 import { PgListener } from "./pg_listener.ts";
 import { safeInteger } from "./event_log.ts";
@@ -46,10 +46,7 @@ export interface PgEventFeedOptions {
 }
 
 /** The event feed over a PostgreSQL pool whose database is migrated. */
-export class PgEventFeed implements EventFeed {
-  readonly kind = "postgres";
-  #sql: Sql;
-  #ownsPool: boolean;
+export class PgEventFeed extends PgStore implements EventFeed {
   #followers: Followers;
   #listener: PgListener;
   /** Hints waiting for the next NOTIFY statement: session → latest counter announced (-1: deleted). */
@@ -62,8 +59,7 @@ export class PgEventFeed implements EventFeed {
    *   the previous one); never the pool itself.
    */
   constructor(sql: Sql, connectListener: () => Sql, options: PgEventFeedOptions = {}) {
-    this.#sql = sql;
-    this.#ownsPool = options.ownsPool ?? false;
+    super(sql, options);
     const log = new PgEventLog(sql);
     const source: FeedSource = {
       async counters() {
@@ -99,13 +95,7 @@ export class PgEventFeed implements EventFeed {
     url: string,
     options: ConnectOptions & Omit<PgEventFeedOptions, "ownsPool"> = {},
   ): Promise<PgEventFeed> {
-    const sql = connectPostgres(url, options);
-    try {
-      await migrate(sql);
-    } catch (error) {
-      await sql.end({ timeout: 1 });
-      throw error;
-    }
+    const sql = await openMigrated(url, options);
     const listener = () => connectPostgres(url, { max: 1, connectTimeout: options.connectTimeout });
     return new PgEventFeed(sql, listener, { ...options, ownsPool: true });
   }
@@ -126,12 +116,12 @@ export class PgEventFeed implements EventFeed {
     this.#queue(sessionId, -1);
   }
 
-  async close(): Promise<void> {
+  override async close(): Promise<void> {
     this.#closed = true;
     this.#followers.stop();
     await this.#listener.close();
     await this.#sending;
-    if (this.#ownsPool) await this.#sql.end({ timeout: 5 });
+    await super.close();
   }
 
   #queue(sessionId: string, lastSeq: number): void {
@@ -154,7 +144,7 @@ export class PgEventFeed implements EventFeed {
         this.#outbox.clear();
         if (!hints.length) continue;
         // Committed already: a hint that fails to go is found by the followers' sweep.
-        await this.#sql`SELECT pg_notify(${EVENTS_CHANNEL}, h) FROM unnest(${hints}::text[]) AS h`
+        await this.sql`SELECT pg_notify(${EVENTS_CHANNEL}, h) FROM unnest(${hints}::text[]) AS h`
           .catch(() => {});
       }
     } finally {

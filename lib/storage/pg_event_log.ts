@@ -18,47 +18,28 @@ import {
   safeInteger,
   type SessionCommit,
 } from "./event_log.ts";
-import { type ConnectOptions, connectPostgres, type Sql } from "./pg_client.ts";
-import { migrate } from "./pg_migrate.ts";
+import { type ConnectOptions, PgStore } from "./pg_client.ts";
+import { openMigrated } from "./pg_migrate.ts";
 import { PG_FENCED, PG_UNKNOWN_SESSION } from "./pg_append.ts";
 
 /** The event log over a PostgreSQL pool. */
-export class PgEventLog implements EventLog {
-  readonly kind = "postgres";
-  #sql: Sql;
-  #ownsPool: boolean;
-
-  /**
-   * @param sql a pool whose database is migrated (see `open`).
-   * @param options.ownsPool true: `close()` ends the pool.
-   */
-  constructor(sql: Sql, options: { ownsPool?: boolean } = {}) {
-    this.#sql = sql;
-    this.#ownsPool = options.ownsPool ?? false;
-  }
-
+export class PgEventLog extends PgStore implements EventLog {
   /**
    * Connect to `url` and migrate its schema (see lib/storage/pg_migrate.ts).
    * @throws {Error} when the database cannot be reached or migrated; the pool is then closed.
    */
   static async open(url: string, options: ConnectOptions = {}): Promise<PgEventLog> {
-    const sql = connectPostgres(url, options);
-    try {
-      await migrate(sql);
-    } catch (error) {
-      await sql.end({ timeout: 1 });
-      throw error;
-    }
+    const sql = await openMigrated(url, options);
     return new PgEventLog(sql, { ownsPool: true });
   }
 
   async ensureSession(info: SessionInfo): Promise<void> {
-    await this.#sql`INSERT INTO sessions(id, info) VALUES (${info.id}, ${JSON.stringify(info)})
+    await this.sql`INSERT INTO sessions(id, info) VALUES (${info.id}, ${JSON.stringify(info)})
       ON CONFLICT (id) DO NOTHING`;
   }
 
   async claimHolder(sessionId: string, replicaId: string): Promise<number> {
-    const rows = await this.#sql`UPDATE sessions SET holder = ${replicaId}, holder_epoch = holder_epoch + 1
+    const rows = await this.sql`UPDATE sessions SET holder = ${replicaId}, holder_epoch = holder_epoch + 1
       WHERE id = ${sessionId} RETURNING holder_epoch`;
     if (!rows.length) throw sessionNotFound(sessionId);
     return safeInteger(rows[0].holder_epoch);
@@ -84,7 +65,7 @@ export class PgEventLog implements EventLog {
     }
     let row;
     try {
-      [row] = await this.#sql`SELECT o_after, o_last_seq, o_seqs, o_inserted, o_info_changed
+      [row] = await this.sql`SELECT o_after, o_last_seq, o_seqs, o_inserted, o_info_changed
         FROM lvmh_append_events(${sessionId}, ${options.epoch}, ${seqs}::bigint[], ${ts}::bigint[],
           ${types}::text[], ${payloads}::text[])`;
     } catch (error) {
@@ -112,10 +93,10 @@ export class PgEventLog implements EventLog {
 
   async events(sessionId: string, page: EventsPage): Promise<EventRow[]> {
     const rows = page.before !== undefined
-      ? (await this.#sql`SELECT seq, ts, type, payload FROM events
+      ? (await this.sql`SELECT seq, ts, type, payload FROM events
           WHERE session_id = ${sessionId} AND seq < ${page.before} ORDER BY seq DESC LIMIT ${page.limit}`)
         .reverse()
-      : await this.#sql`SELECT seq, ts, type, payload FROM events
+      : await this.sql`SELECT seq, ts, type, payload FROM events
           WHERE session_id = ${sessionId} AND seq > ${page.after} ORDER BY seq LIMIT ${page.limit}`;
     return rows.map((r) => ({
       sessionId,
@@ -127,13 +108,13 @@ export class PgEventLog implements EventLog {
   }
 
   async lastSeq(sessionId: string): Promise<number> {
-    const rows = await this.#sql`SELECT last_seq FROM sessions WHERE id = ${sessionId}`;
+    const rows = await this.sql`SELECT last_seq FROM sessions WHERE id = ${sessionId}`;
     return rows.length ? safeInteger(rows[0].last_seq) : 0;
   }
 
   async sessions(): Promise<LoggedSession[]> {
     // "C" collation: ids in code-point order, as the SQLite log sorts them, whatever the database's locale.
-    const rows = await this.#sql`SELECT id, last_seq, last_event_at FROM sessions
+    const rows = await this.sql`SELECT id, last_seq, last_event_at FROM sessions
       ORDER BY coalesce(last_event_at, 0) DESC, id COLLATE "C"`;
     return rows.map((r) => ({
       id: r.id as string,
@@ -144,15 +125,11 @@ export class PgEventLog implements EventLog {
 
   async deleteSession(sessionId: string): Promise<boolean> {
     // The session row first: its lock waits for an append in flight, and any later append finds no session.
-    return await this.#sql.begin(async (tx) => {
+    return await this.sql.begin(async (tx) => {
       const gone = await tx`DELETE FROM sessions WHERE id = ${sessionId} RETURNING id`;
       await tx`DELETE FROM events WHERE session_id = ${sessionId}`;
       return gone.length > 0;
     });
-  }
-
-  async close(): Promise<void> {
-    if (this.#ownsPool) await this.#sql.end({ timeout: 5 });
   }
 }
 

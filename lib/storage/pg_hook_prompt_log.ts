@@ -8,8 +8,8 @@
  * nothing.
  */
 import type postgres from "postgres";
-import { type ConnectOptions, connectPostgres, type Sql } from "./pg_client.ts";
-import { migrate } from "./pg_migrate.ts";
+import { type ConnectOptions, PgStore, type Sql } from "./pg_client.ts";
+import { openMigrated } from "./pg_migrate.ts";
 import {
   type ClaimedPrompt,
   type ClaimFilter,
@@ -27,33 +27,18 @@ const COLUMNS =
   "id, session_id, message, deliver_as, actor, detail, spawn, created_at, sent_after, wait_idle";
 
 /** The hook prompt log over a PostgreSQL pool whose database is migrated. */
-export class PgHookPromptLog implements HookPromptLog {
-  readonly kind = "postgres";
-  #sql: Sql;
-  #ownsPool: boolean;
-
-  constructor(sql: Sql, options: { ownsPool?: boolean } = {}) {
-    this.#sql = sql;
-    this.#ownsPool = options.ownsPool ?? false;
-  }
-
+export class PgHookPromptLog extends PgStore implements HookPromptLog {
   /**
    * Connect to `url` and migrate its schema (lib/storage/pg_migrate.ts).
    * @throws {Error} when the database cannot be reached or migrated; the pool is then closed.
    */
   static async open(url: string, options: ConnectOptions = {}): Promise<PgHookPromptLog> {
-    const sql = connectPostgres(url, options);
-    try {
-      await migrate(sql);
-    } catch (error) {
-      await sql.end({ timeout: 1 });
-      throw error;
-    }
+    const sql = await openMigrated(url, options);
     return new PgHookPromptLog(sql, { ownsPool: true });
   }
 
   async claimDelivery(source: string, key: string, now = Date.now()): Promise<boolean> {
-    return await claimKey(this.#sql, source, key, now);
+    return await claimKey(this.sql, source, key, now);
   }
 
   async keepSpawn(
@@ -62,7 +47,7 @@ export class PgHookPromptLog implements HookPromptLog {
     p: PendingPrompt,
   ): Promise<{ sessionId: string; duplicate: boolean }> {
     const full = `${source}:${key}`;
-    return await this.#sql.begin(async (tx) => {
+    return await this.sql.begin(async (tx) => {
       await tx`DELETE FROM hook_spawned WHERE at < ${p.createdAt - DEDUPE_KEEP_MS}`;
       // A replica claiming the same key at once waits here on the unique key until this commits, then finds
       // it taken and reads the spawn this transaction recorded.
@@ -77,11 +62,11 @@ export class PgHookPromptLog implements HookPromptLog {
   }
 
   async keep(p: PendingPrompt): Promise<void> {
-    await upsert(this.#sql, p);
+    await upsert(this.sql, p);
   }
 
   async prompts(): Promise<PendingPrompt[]> {
-    const rows = await this.#sql.unsafe(
+    const rows = await this.sql.unsafe(
       `SELECT ${COLUMNS} FROM hook_prompts ORDER BY created_at, id COLLATE "C"`,
     );
     return rows.map(prompt);
@@ -93,7 +78,7 @@ export class PgHookPromptLog implements HookPromptLog {
     filter: ClaimFilter = {},
   ): Promise<ClaimedPrompt | null> {
     const token = crypto.randomUUID();
-    const [row] = await this.#sql.unsafe(
+    const [row] = await this.sql.unsafe(
       `UPDATE hook_prompts SET lease_owner = $1, lease_token = $2, lease_until = ${NOW_MS} + $3
         WHERE id = (
           SELECT id FROM hook_prompts
@@ -126,7 +111,7 @@ export class PgHookPromptLog implements HookPromptLog {
 
   async answered(lease: PromptLease): Promise<boolean> {
     const gone = await this
-      .#sql`DELETE FROM hook_prompts WHERE id = ${lease.id} AND lease_token = ${lease.token}`;
+      .sql`DELETE FROM hook_prompts WHERE id = ${lease.id} AND lease_token = ${lease.token}`;
     return gone.count > 0;
   }
 
@@ -135,16 +120,12 @@ export class PgHookPromptLog implements HookPromptLog {
   }
 
   async take(id: string): Promise<boolean> {
-    return (await this.#sql`DELETE FROM hook_prompts WHERE id = ${id}`).count > 0;
-  }
-
-  async close(): Promise<void> {
-    if (this.#ownsPool) await this.#sql.end({ timeout: 5 });
+    return (await this.sql`DELETE FROM hook_prompts WHERE id = ${id}`).count > 0;
   }
 
   /** One UPDATE of the prompt's row while `lease` is its current one. */
   async #holding(lease: PromptLease, set: string, more: (string | number)[] = []): Promise<boolean> {
-    const rows = await this.#sql.unsafe(
+    const rows = await this.sql.unsafe(
       `UPDATE hook_prompts SET ${set} WHERE id = $1 AND lease_token = $2`,
       [lease.id, lease.token, ...more],
     );

@@ -12,8 +12,8 @@
  * left (a prompt kept for the very session being deleted) is retried when PostgreSQL breaks the deadlock.
  */
 import { Buffer } from "node:buffer";
-import { type ConnectOptions, connectPostgres, type Sql } from "./pg_client.ts";
-import { migrate } from "./pg_migrate.ts";
+import { type ConnectOptions, PgStore } from "./pg_client.ts";
+import { openMigrated } from "./pg_migrate.ts";
 import {
   decodeImages,
   type ImageLog,
@@ -27,28 +27,13 @@ import {
 const DEADLOCK_TRIES = 3;
 
 /** The image log over a PostgreSQL pool whose database is migrated. */
-export class PgImageLog implements ImageLog {
-  readonly kind = "postgres";
-  #sql: Sql;
-  #ownsPool: boolean;
-
-  constructor(sql: Sql, options: { ownsPool?: boolean } = {}) {
-    this.#sql = sql;
-    this.#ownsPool = options.ownsPool ?? false;
-  }
-
+export class PgImageLog extends PgStore implements ImageLog {
   /**
    * Connect to `url` and migrate its schema (lib/storage/pg_migrate.ts).
    * @throws {Error} when the database cannot be reached or migrated; the pool is then closed.
    */
   static async open(url: string, options: ConnectOptions = {}): Promise<PgImageLog> {
-    const sql = connectPostgres(url, options);
-    try {
-      await migrate(sql);
-    } catch (error) {
-      await sql.end({ timeout: 1 });
-      throw error;
-    }
+    const sql = await openMigrated(url, options);
     return new PgImageLog(sql, { ownsPool: true });
   }
 
@@ -57,7 +42,7 @@ export class PgImageLog implements ImageLog {
     const once = [...new Map(decoded.map((d) => [d.sha256, d])).values()]
       .sort((a, b) => a.sha256 < b.sha256 ? -1 : a.sha256 > b.sha256 ? 1 : 0);
     await this.#retrying(() =>
-      this.#sql.begin(async (tx) => {
+      this.sql.begin(async (tx) => {
         for (const d of once) {
           // The first kept type stays, as SQLite's INSERT OR IGNORE keeps it; the no-op update locks the row.
           await tx`INSERT INTO image_blobs(sha256, mime_type, bytes, data, created_at)
@@ -72,7 +57,7 @@ export class PgImageLog implements ImageLog {
   }
 
   async get(sessionId: string, sha256: string): Promise<StoredImage | null> {
-    const [row] = await this.#sql`SELECT b.mime_type, b.data FROM session_images l
+    const [row] = await this.sql`SELECT b.mime_type, b.data FROM session_images l
       JOIN image_blobs b ON b.sha256 = l.sha256 WHERE l.session_id = ${sessionId} AND l.sha256 = ${sha256}`;
     // The driver hands a Buffer: a plain copy of its bytes, as the SQLite log returns.
     return row ? { mimeType: row.mime_type as string, data: new Uint8Array(row.data as Uint8Array) } : null;
@@ -80,7 +65,7 @@ export class PgImageLog implements ImageLog {
 
   async sessionDeleted(sessionId: string): Promise<void> {
     await this.#retrying(() =>
-      this.#sql.begin(async (tx) => {
+      this.sql.begin(async (tx) => {
         const links = await tx`DELETE FROM session_images WHERE session_id = ${sessionId} RETURNING sha256`;
         const shas = links.map((r) => r.sha256 as string);
         if (!shas.length) return;
@@ -90,10 +75,6 @@ export class PgImageLog implements ImageLog {
           AND NOT EXISTS (SELECT 1 FROM session_images l WHERE l.sha256 = b.sha256)`;
       })
     );
-  }
-
-  async close(): Promise<void> {
-    if (this.#ownsPool) await this.#sql.end({ timeout: 5 });
   }
 
   async #retrying<T>(work: () => Promise<T>): Promise<T> {

@@ -5,8 +5,8 @@
  * row the first left: exactly one of two racing replicas moves the pushed sha, or saves over a given read.
  */
 import type postgres from "postgres";
-import { type ConnectOptions, connectPostgres, type Sql } from "./pg_client.ts";
-import { migrate } from "./pg_migrate.ts";
+import { type ConnectOptions, PgStore } from "./pg_client.ts";
+import { openMigrated } from "./pg_migrate.ts";
 import { safeInteger } from "./event_log.ts";
 import type { MergeRequestLog, Push, Row, Save } from "./merge_request_log.ts";
 
@@ -14,38 +14,23 @@ import type { MergeRequestLog, Push, Row, Save } from "./merge_request_log.ts";
 export type PgSaveWrites = (tx: postgres.TransactionSql) => Promise<unknown>;
 
 /** The merge request log over a PostgreSQL pool whose database is migrated. */
-export class PgMergeRequestLog implements MergeRequestLog<PgSaveWrites> {
-  readonly kind = "postgres";
-  #sql: Sql;
-  #ownsPool: boolean;
-
-  constructor(sql: Sql, options: { ownsPool?: boolean } = {}) {
-    this.#sql = sql;
-    this.#ownsPool = options.ownsPool ?? false;
-  }
-
+export class PgMergeRequestLog extends PgStore implements MergeRequestLog<PgSaveWrites> {
   /**
    * Connect to `url` and migrate its schema (lib/storage/pg_migrate.ts).
    * @throws {Error} when the database cannot be reached or migrated; the pool is then closed.
    */
   static async open(url: string, options: ConnectOptions = {}): Promise<PgMergeRequestLog> {
-    const sql = connectPostgres(url, options);
-    try {
-      await migrate(sql);
-    } catch (error) {
-      await sql.end({ timeout: 1 });
-      throw error;
-    }
+    const sql = await openMigrated(url, options);
     return new PgMergeRequestLog(sql, { ownsPool: true });
   }
 
   async row(sessionId: string): Promise<Row | null> {
-    const [row] = await this.#sql`SELECT * FROM session_merge_requests WHERE session_id = ${sessionId}`;
+    const [row] = await this.sql`SELECT * FROM session_merge_requests WHERE session_id = ${sessionId}`;
     return row ? rowOf(row) : null;
   }
 
   async all(): Promise<Row[]> {
-    return (await this.#sql`SELECT * FROM session_merge_requests`).map(rowOf);
+    return (await this.sql`SELECT * FROM session_merge_requests`).map(rowOf);
   }
 
   async updateIf(sessionId: string, expectedSha: string | null, push: Push, now: number): Promise<boolean> {
@@ -53,11 +38,11 @@ export class PgMergeRequestLog implements MergeRequestLog<PgSaveWrites> {
     // conditional on the row the statement finally sees (a concurrent insert's, once committed).
     const rows = expectedSha === null
       ? await this
-        .#sql`INSERT INTO session_merge_requests(session_id, repo, source_branch, pushed_sha, updated_at)
+        .sql`INSERT INTO session_merge_requests(session_id, repo, source_branch, pushed_sha, updated_at)
           VALUES (${sessionId}, ${push.repo}, ${push.sourceBranch}, ${push.sha}, ${now})
           ON CONFLICT(session_id) DO UPDATE SET pushed_sha = excluded.pushed_sha, updated_at = excluded.updated_at
           WHERE session_merge_requests.pushed_sha IS NULL RETURNING 1`
-      : await this.#sql`UPDATE session_merge_requests SET pushed_sha = ${push.sha}, updated_at = ${now}
+      : await this.sql`UPDATE session_merge_requests SET pushed_sha = ${push.sha}, updated_at = ${now}
           WHERE session_id = ${sessionId} AND pushed_sha = ${expectedSha} RETURNING 1`;
     return rows.length > 0;
   }
@@ -65,7 +50,7 @@ export class PgMergeRequestLog implements MergeRequestLog<PgSaveWrites> {
   async saveIf(sessionId: string, seen: Row, next: Save, also?: PgSaveWrites): Promise<boolean> {
     const f = next.fields;
     const m = next.marks;
-    return await this.#sql.begin(async (tx) => {
+    return await this.sql.begin(async (tx) => {
       const rows = await tx`UPDATE session_merge_requests SET iid = ${f.iid}, web_url = ${f.webUrl},
           state = ${f.state}, target_branch = ${f.targetBranch}, title = ${f.title},
           pipeline = ${f.pipeline ? JSON.stringify(f.pipeline) : null}, merge_status = ${f.mergeStatus},
@@ -83,28 +68,24 @@ export class PgMergeRequestLog implements MergeRequestLog<PgSaveWrites> {
   }
 
   async delete(sessionId: string): Promise<void> {
-    await this.#sql`DELETE FROM session_merge_requests WHERE session_id = ${sessionId}`;
+    await this.sql`DELETE FROM session_merge_requests WHERE session_id = ${sessionId}`;
   }
 
   async due(before: number, limit: number): Promise<string[]> {
-    const rows = await this.#sql`SELECT session_id FROM session_merge_requests
+    const rows = await this.sql`SELECT session_id FROM session_merge_requests
       WHERE iid IS NOT NULL AND state = 'opened' AND refreshed_at <= ${before}
       ORDER BY refreshed_at, session_id COLLATE "C" LIMIT ${limit}`;
     return rows.map((r) => r.session_id as string);
   }
 
   async postpone(sessionId: string, now: number): Promise<void> {
-    await this.#sql`UPDATE session_merge_requests SET refreshed_at = ${now} WHERE session_id = ${sessionId}`;
+    await this.sql`UPDATE session_merge_requests SET refreshed_at = ${now} WHERE session_id = ${sessionId}`;
   }
 
   async byBranch(repo: string, branch: string): Promise<string[]> {
-    const rows = await this.#sql`SELECT session_id FROM session_merge_requests
+    const rows = await this.sql`SELECT session_id FROM session_merge_requests
       WHERE repo = ${repo} AND source_branch = ${branch} AND iid IS NOT NULL`;
     return rows.map((r) => r.session_id as string);
-  }
-
-  async close(): Promise<void> {
-    if (this.#ownsPool) await this.#sql.end({ timeout: 5 });
   }
 }
 

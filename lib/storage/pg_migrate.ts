@@ -3,7 +3,7 @@
  * transaction under an advisory lock, so replicas starting together wait for each other and the schema is
  * migrated once; a failed migration leaves the database as it was.
  */
-import type { Sql } from "./pg_client.ts";
+import { type ConnectOptions, connectPostgres, type Sql } from "./pg_client.ts";
 import { PG_APPEND_FUNCTION } from "./pg_append.ts";
 
 /** One step of the schema. */
@@ -327,4 +327,19 @@ export async function migrate(
     }
     return { from, to: Math.max(from, newest), applied };
   });
+}
+
+/**
+ * Connect to `url` and migrate its schema: the pool each store's `open(url)` starts from.
+ * @throws {Error} when the database cannot be reached or migrated; the pool is then closed.
+ */
+export async function openMigrated(url: string, options: ConnectOptions = {}): Promise<Sql> {
+  const sql = connectPostgres(url, options);
+  try {
+    await migrate(sql);
+  } catch (error) {
+    await sql.end({ timeout: 1 });
+    throw error;
+  }
+  return sql;
 }

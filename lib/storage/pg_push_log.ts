@@ -5,8 +5,8 @@
  * Subscriptions are keyed by endpoint as on SQLite; the kinds stay a JSON array, matched with `jsonb ?`.
  */
 import type postgres from "postgres";
-import { type ConnectOptions, connectPostgres, type Sql } from "./pg_client.ts";
-import { migrate } from "./pg_migrate.ts";
+import { type ConnectOptions, PgStore } from "./pg_client.ts";
+import { openMigrated } from "./pg_migrate.ts";
 import {
   type NotifyKind,
   type PushLog,
@@ -21,28 +21,13 @@ const COLUMNS = `endpoint, p256dh, auth, kinds, owner, created_at AS "createdAt"
 const ORDER = `ORDER BY created_at, endpoint COLLATE "C"`;
 
 /** The push log over a PostgreSQL pool whose database is migrated. */
-export class PgPushLog implements PushLog {
-  readonly kind = "postgres";
-  #sql: Sql;
-  #ownsPool: boolean;
-
-  constructor(sql: Sql, options: { ownsPool?: boolean } = {}) {
-    this.#sql = sql;
-    this.#ownsPool = options.ownsPool ?? false;
-  }
-
+export class PgPushLog extends PgStore implements PushLog {
   /**
    * Connect to `url` and migrate its schema (lib/storage/pg_migrate.ts).
    * @throws {Error} when the database cannot be reached or migrated; the pool is then closed.
    */
   static async open(url: string, options: ConnectOptions = {}): Promise<PgPushLog> {
-    const sql = connectPostgres(url, options);
-    try {
-      await migrate(sql);
-    } catch (error) {
-      await sql.end({ timeout: 1 });
-      throw error;
-    }
+    const sql = await openMigrated(url, options);
     return new PgPushLog(sql, { ownsPool: true });
   }
 
@@ -51,7 +36,7 @@ export class PgPushLog implements PushLog {
     if (stored) return stored;
     const made = make();
     await this
-      .#sql`INSERT INTO push_keys(public_key, private_key) VALUES (${made.publicKey}, ${made.privateKey})
+      .sql`INSERT INTO push_keys(public_key, private_key) VALUES (${made.publicKey}, ${made.privateKey})
       ON CONFLICT (only_row) DO NOTHING`;
     // Another replica may have won the insert; what is stored is what counts.
     const kept = await this.#stored();
@@ -60,18 +45,18 @@ export class PgPushLog implements PushLog {
   }
 
   async upsert(s: PushSubscriptionRecord): Promise<void> {
-    await this.#sql`INSERT INTO push_subscriptions(endpoint, p256dh, auth, kinds, owner, created_at)
+    await this.sql`INSERT INTO push_subscriptions(endpoint, p256dh, auth, kinds, owner, created_at)
       VALUES (${s.endpoint}, ${s.p256dh}, ${s.auth}, ${JSON.stringify(s.kinds)}, ${s.owner}, ${s.createdAt})
       ON CONFLICT (endpoint) DO UPDATE SET p256dh = excluded.p256dh, auth = excluded.auth,
         kinds = excluded.kinds, owner = excluded.owner`;
   }
 
   async remove(endpoint: string): Promise<boolean> {
-    return (await this.#sql`DELETE FROM push_subscriptions WHERE endpoint = ${endpoint}`).count > 0;
+    return (await this.sql`DELETE FROM push_subscriptions WHERE endpoint = ${endpoint}`).count > 0;
   }
 
   async targets(kind: NotifyKind): Promise<PushSubscriptionRecord[]> {
-    const rows = await this.#sql.unsafe(
+    const rows = await this.sql.unsafe(
       `SELECT ${COLUMNS} FROM push_subscriptions WHERE kinds::jsonb ? $1 ${ORDER}`,
       [kind],
     );
@@ -79,12 +64,12 @@ export class PgPushLog implements PushLog {
   }
 
   async kindsOf(endpoint: string): Promise<NotifyKind[] | null> {
-    const [row] = await this.#sql`SELECT kinds FROM push_subscriptions WHERE endpoint = ${endpoint}`;
+    const [row] = await this.sql`SELECT kinds FROM push_subscriptions WHERE endpoint = ${endpoint}`;
     return row ? JSON.parse(row.kinds as string) : null;
   }
 
   async ofOwner(owner: string): Promise<PushSubscriptionSummary[]> {
-    const rows = await this.#sql.unsafe(
+    const rows = await this.sql.unsafe(
       `SELECT ${COLUMNS} FROM push_subscriptions WHERE owner = $1 ${ORDER}`,
       [
         owner,
@@ -93,12 +78,8 @@ export class PgPushLog implements PushLog {
     return rows.map((r) => summary(record(r)));
   }
 
-  async close(): Promise<void> {
-    if (this.#ownsPool) await this.#sql.end({ timeout: 5 });
-  }
-
   async #stored(): Promise<VapidKeys | null> {
-    const [row] = await this.#sql`SELECT public_key, private_key FROM push_keys`;
+    const [row] = await this.sql`SELECT public_key, private_key FROM push_keys`;
     return row ? { publicKey: row.public_key as string, privateKey: row.private_key as string } : null;
   }
 }

@@ -5,8 +5,8 @@
  * two replicas moving one worker at once the second waits and then sees the first's state.
  */
 import type postgres from "postgres";
-import { type ConnectOptions, connectPostgres, type Sql } from "./pg_client.ts";
-import { migrate } from "./pg_migrate.ts";
+import { type ConnectOptions, PgStore, type Sql } from "./pg_client.ts";
+import { openMigrated } from "./pg_migrate.ts";
 import { safeInteger } from "./event_log.ts";
 import { SHA_RE } from "../workspaces.ts";
 import { MAX_KEPT_LOG_CHARS } from "../spawn/containers.ts";
@@ -27,42 +27,27 @@ import {
 export type PgStateWrites = (tx: postgres.TransactionSql) => Promise<unknown>;
 
 /** The session state log over a PostgreSQL pool whose database is migrated. */
-export class PgSessionStateLog implements SessionStateLog<PgStateWrites> {
-  readonly kind = "postgres";
-  #sql: Sql;
-  #ownsPool: boolean;
-
-  constructor(sql: Sql, options: { ownsPool?: boolean } = {}) {
-    this.#sql = sql;
-    this.#ownsPool = options.ownsPool ?? false;
-  }
-
+export class PgSessionStateLog extends PgStore implements SessionStateLog<PgStateWrites> {
   /**
    * Connect to `url` and migrate its schema (lib/storage/pg_migrate.ts).
    * @throws {Error} when the database cannot be reached or migrated; the pool is then closed.
    */
   static async open(url: string, options: ConnectOptions = {}): Promise<PgSessionStateLog> {
-    const sql = connectPostgres(url, options);
-    try {
-      await migrate(sql);
-    } catch (error) {
-      await sql.end({ timeout: 1 });
-      throw error;
-    }
+    const sql = await openMigrated(url, options);
     return new PgSessionStateLog(sql, { ownsPool: true });
   }
 
   async budget(sessionId: string): Promise<BudgetRow | null> {
-    const [r] = await this.#sql`SELECT * FROM session_budgets WHERE session_id = ${sessionId}`;
+    const [r] = await this.sql`SELECT * FROM session_budgets WHERE session_id = ${sessionId}`;
     return r ? budgetOf(r) : null;
   }
 
   async budgetIds(): Promise<string[]> {
-    return (await this.#sql`SELECT session_id FROM session_budgets`).map((r) => r.session_id as string);
+    return (await this.sql`SELECT session_id FROM session_budgets`).map((r) => r.session_id as string);
   }
 
   async putBudget(sessionId: string, b: BudgetLimits, source: BudgetRow["source"]): Promise<void> {
-    await this.#sql`INSERT INTO session_budgets(session_id, max_cost, max_tokens, on_reach, raised_cost,
+    await this.sql`INSERT INTO session_budgets(session_id, max_cost, max_tokens, on_reach, raised_cost,
         raised_tokens, source, updated_at)
       VALUES (${sessionId}, ${b.maxCost}, ${b.maxTokens}, ${b.onReach}, 0, 0, ${source}, ${Date.now()})
       ON CONFLICT(session_id) DO UPDATE SET max_cost = excluded.max_cost, max_tokens = excluded.max_tokens,
@@ -71,7 +56,7 @@ export class PgSessionStateLog implements SessionStateLog<PgStateWrites> {
   }
 
   async raiseBudget(sessionId: string, fallback: BudgetFallback | null): Promise<boolean> {
-    return await raise(this.#sql, sessionId, fallback);
+    return await raise(this.sql, sessionId, fallback);
   }
 
   raiseBudgetWrites(sessionId: string, fallback: BudgetFallback | null): PgStateWrites {
@@ -79,7 +64,7 @@ export class PgSessionStateLog implements SessionStateLog<PgStateWrites> {
   }
 
   async deleteBudget(sessionId: string): Promise<void> {
-    await this.#sql`DELETE FROM session_budgets WHERE session_id = ${sessionId}`;
+    await this.sql`DELETE FROM session_budgets WHERE session_id = ${sessionId}`;
   }
 
   async recordWorkspace(sessionId: string, w: WorkspaceStart, now = Date.now()): Promise<void> {
@@ -88,14 +73,13 @@ export class PgSessionStateLog implements SessionStateLog<PgStateWrites> {
       throw new Error(`workspace ${sessionId}: base sha ${w.baseSha} is not a sha`);
     }
     if (!w.repo || !w.baseBranch || !w.branch) throw new Error(`workspace ${sessionId}: empty field`);
-    await this
-      .#sql`INSERT INTO session_workspaces(session_id, repo, base_branch, base_sha, branch, created_at)
+    await this.sql`INSERT INTO session_workspaces(session_id, repo, base_branch, base_sha, branch, created_at)
       VALUES (${sessionId}, ${w.repo}, ${w.baseBranch}, ${w.baseSha}, ${w.branch}, ${now})
       ON CONFLICT(session_id) DO NOTHING`;
   }
 
   async workspace(sessionId: string): Promise<WorkspaceRecord | null> {
-    const [r] = await this.#sql`SELECT * FROM session_workspaces WHERE session_id = ${sessionId}`;
+    const [r] = await this.sql`SELECT * FROM session_workspaces WHERE session_id = ${sessionId}`;
     return r
       ? {
         sessionId: r.session_id,
@@ -109,22 +93,22 @@ export class PgSessionStateLog implements SessionStateLog<PgStateWrites> {
   }
 
   async deleteWorkspace(sessionId: string): Promise<void> {
-    await this.#sql`DELETE FROM session_workspaces WHERE session_id = ${sessionId}`;
+    await this.sql`DELETE FROM session_workspaces WHERE session_id = ${sessionId}`;
   }
 
   async container(sessionId: string): Promise<ContainerRow | null> {
-    const [r] = await this.#sql`SELECT session_id, repo, state, exit_code, reason, updated_at
+    const [r] = await this.sql`SELECT session_id, repo, state, exit_code, reason, updated_at
       FROM session_containers WHERE session_id = ${sessionId}`;
     return r ? containerOf(r) : null;
   }
 
   async containers(): Promise<ContainerRow[]> {
-    return (await this.#sql`SELECT session_id, repo, state, exit_code, reason, updated_at
+    return (await this.sql`SELECT session_id, repo, state, exit_code, reason, updated_at
       FROM session_containers`).map(containerOf);
   }
 
   async containerLogs(sessionId: string): Promise<string | null> {
-    const [r] = await this.#sql`SELECT logs FROM session_containers WHERE session_id = ${sessionId}`;
+    const [r] = await this.sql`SELECT logs FROM session_containers WHERE session_id = ${sessionId}`;
     return (r?.logs as string | null | undefined) ?? null;
   }
 
@@ -134,7 +118,7 @@ export class PgSessionStateLog implements SessionStateLog<PgStateWrites> {
     state: ContainerState,
     move: ContainerMove = {},
   ): Promise<boolean> {
-    return await this.#sql.begin(async (tx) => {
+    return await this.sql.begin(async (tx) => {
       const [before] = await tx`SELECT state, exit_code, logs FROM session_containers
         WHERE session_id = ${sessionId} FOR UPDATE`;
       if (move.from && !move.from.includes((before?.state as ContainerState | undefined) ?? null)) {
@@ -174,14 +158,10 @@ export class PgSessionStateLog implements SessionStateLog<PgStateWrites> {
 
   async deleteContainer(sessionId: string, from?: readonly ContainerState[]): Promise<boolean> {
     const rows = from
-      ? await this.#sql`DELETE FROM session_containers WHERE session_id = ${sessionId}
+      ? await this.sql`DELETE FROM session_containers WHERE session_id = ${sessionId}
           AND state = ANY(${from as string[]}) RETURNING 1`
-      : await this.#sql`DELETE FROM session_containers WHERE session_id = ${sessionId} RETURNING 1`;
+      : await this.sql`DELETE FROM session_containers WHERE session_id = ${sessionId} RETURNING 1`;
     return from ? rows.length > 0 : true;
-  }
-
-  async close(): Promise<void> {
-    if (this.#ownsPool) await this.#sql.end({ timeout: 5 });
   }
 }
 

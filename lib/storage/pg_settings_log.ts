@@ -9,8 +9,8 @@
  * (re)LISTEN and every `SETTINGS_SWEEP_MS` make each subscription compare the versions with its previous
  * look; the hint's payload is never trusted (anyone on the database can NOTIFY).
  */
-import { type ConnectOptions, connectPostgres, type Sql } from "./pg_client.ts";
-import { migrate } from "./pg_migrate.ts";
+import { type ConnectOptions, connectPostgres, PgStore, type Sql } from "./pg_client.ts";
+import { openMigrated } from "./pg_migrate.ts";
 import { PgListener } from "./pg_listener.ts";
 import {
   entryOf,
@@ -36,10 +36,7 @@ export interface PgSettingsLogOptions {
 }
 
 /** The settings log over a PostgreSQL pool whose database is migrated. */
-export class PgSettingsLog implements SettingsLog {
-  readonly kind = "postgres";
-  #sql: Sql;
-  #ownsPool: boolean;
+export class PgSettingsLog extends PgStore implements SettingsLog {
   #sweepMs: number;
   #listener: PgListener;
   #watches = new Set<SettingsWatch>();
@@ -50,8 +47,7 @@ export class PgSettingsLog implements SettingsLog {
    *   the previous one); never the pool itself, whose connections come and go.
    */
   constructor(sql: Sql, connectListener: () => Sql, options: PgSettingsLogOptions = {}) {
-    this.#sql = sql;
-    this.#ownsPool = options.ownsPool ?? false;
+    super(sql, options);
     this.#sweepMs = options.sweepMs ?? SETTINGS_SWEEP_MS;
     const lookAll = () => {
       for (const watch of this.#watches) void watch.look();
@@ -75,25 +71,19 @@ export class PgSettingsLog implements SettingsLog {
     url: string,
     options: ConnectOptions & Omit<PgSettingsLogOptions, "ownsPool"> = {},
   ): Promise<PgSettingsLog> {
-    const sql = connectPostgres(url, options);
-    try {
-      await migrate(sql);
-    } catch (error) {
-      await sql.end({ timeout: 1 });
-      throw error;
-    }
+    const sql = await openMigrated(url, options);
     const listener = () => connectPostgres(url, { max: 1, connectTimeout: options.connectTimeout });
     return new PgSettingsLog(sql, listener, { ...options, ownsPool: true });
   }
 
   async get(key: string): Promise<string | null> {
-    const [row] = await this.#sql`SELECT value FROM settings WHERE key = ${key}`;
+    const [row] = await this.sql`SELECT value FROM settings WHERE key = ${key}`;
     return row ? row.value as string : null;
   }
 
   async getMany(keys: readonly string[]): Promise<Record<string, string | null>> {
     // One statement reads one snapshot: a token and its GitLab are never from two different writes.
-    const rows = await this.#sql`SELECT key, value FROM settings WHERE key = ANY(${[...keys]}::text[])`;
+    const rows = await this.sql`SELECT key, value FROM settings WHERE key = ANY(${[...keys]}::text[])`;
     const found = new Map(rows.map((r) => [r.key as string, r.value as string]));
     return Object.fromEntries(keys.map((key) => [key, found.get(key) ?? null]));
   }
@@ -101,7 +91,7 @@ export class PgSettingsLog implements SettingsLog {
   async put(changes: Record<string, string | null>): Promise<void> {
     const keys = Object.keys(changes).sort();
     if (!keys.length) return;
-    await this.#sql.begin(async (tx) => {
+    await this.sql.begin(async (tx) => {
       // Keys in one order for every writer, so two puts sharing keys wait for each other, never deadlock.
       for (const key of keys) {
         const value = changes[key];
@@ -113,19 +103,19 @@ export class PgSettingsLog implements SettingsLog {
       }
     });
     // Committed. A hint that fails to go is found by the other replicas' sweeps.
-    await this.#sql`SELECT pg_notify(${SETTINGS_CHANNEL}, ${keys.join(",").slice(0, 7000)})`.catch(() => {});
+    await this.sql`SELECT pg_notify(${SETTINGS_CHANNEL}, ${keys.join(",").slice(0, 7000)})`.catch(() => {});
     for (const watch of this.#watches) void watch.look();
   }
 
   async list(): Promise<SettingEntry[]> {
-    const rows = await this.#sql`SELECT key, value FROM settings ORDER BY key COLLATE "C"`;
+    const rows = await this.sql`SELECT key, value FROM settings ORDER BY key COLLATE "C"`;
     return rows.map((r) => entryOf(r.key as string, r.value as string));
   }
 
   changed(onChanged: OnSettingsChanged): SettingsSubscription {
     if (this.#closed) return Object.assign(() => {}, { ready: Promise.resolve() });
     const read = async () => {
-      const rows = await this.#sql`SELECT key, version FROM settings`;
+      const rows = await this.sql`SELECT key, version FROM settings`;
       return new Map(rows.map((r) => [r.key as string, String(r.version)]));
     };
     const watch = new SettingsWatch(read, onChanged, this.#sweepMs);
@@ -139,11 +129,11 @@ export class PgSettingsLog implements SettingsLog {
     }, { ready });
   }
 
-  async close(): Promise<void> {
+  override async close(): Promise<void> {
     this.#closed = true;
     for (const watch of this.#watches) watch.stop();
     this.#watches.clear();
     await this.#listener.close();
-    if (this.#ownsPool) await this.#sql.end({ timeout: 5 });
+    await super.close();
   }
 }

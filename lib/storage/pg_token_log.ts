@@ -9,8 +9,8 @@
  * subscription read the names revoked since its last look (a partial index keeps it cheap); the hint's payload
  * is never trusted, anyone on the database can NOTIFY.
  */
-import { type ConnectOptions, connectPostgres, type Sql } from "./pg_client.ts";
-import { migrate } from "./pg_migrate.ts";
+import { type ConnectOptions, connectPostgres, PgStore, type Sql } from "./pg_client.ts";
+import { openMigrated } from "./pg_migrate.ts";
 import { PgListener } from "./pg_listener.ts";
 import { safeInteger } from "./event_log.ts";
 import {
@@ -39,10 +39,7 @@ export interface PgTokenLogOptions {
 }
 
 /** The token log over a PostgreSQL pool whose database is migrated. */
-export class PgTokenLog implements TokenLog {
-  readonly kind = "postgres";
-  #sql: Sql;
-  #ownsPool: boolean;
+export class PgTokenLog extends PgStore implements TokenLog {
   #sweepMs: number;
   #listener: PgListener;
   #watches = new Set<RevokedWatch>();
@@ -53,8 +50,7 @@ export class PgTokenLog implements TokenLog {
    *   the previous one); never the pool itself, whose connections come and go.
    */
   constructor(sql: Sql, connectListener: () => Sql, options: PgTokenLogOptions = {}) {
-    this.#sql = sql;
-    this.#ownsPool = options.ownsPool ?? false;
+    super(sql, options);
     this.#sweepMs = options.sweepMs ?? REVOKED_SWEEP_MS;
     const lookAll = () => {
       for (const watch of this.#watches) void watch.look();
@@ -78,37 +74,31 @@ export class PgTokenLog implements TokenLog {
     url: string,
     options: ConnectOptions & Omit<PgTokenLogOptions, "ownsPool"> = {},
   ): Promise<PgTokenLog> {
-    const sql = connectPostgres(url, options);
-    try {
-      await migrate(sql);
-    } catch (error) {
-      await sql.end({ timeout: 1 });
-      throw error;
-    }
+    const sql = await openMigrated(url, options);
     const listener = () => connectPostgres(url, { max: 1, connectTimeout: options.connectTimeout });
     return new PgTokenLog(sql, listener, { ...options, ownsPool: true });
   }
 
   async insert(name: string, role: Role, hash: string): Promise<boolean> {
     // No conflict target: a taken name and a taken hash are both refused, as SQLite's INSERT OR IGNORE does.
-    const rows = await this.#sql`INSERT INTO tokens(name, role, hash, created_at)
+    const rows = await this.sql`INSERT INTO tokens(name, role, hash, created_at)
       VALUES (${name}, ${role}, ${hash}, ${Date.now()}) ON CONFLICT DO NOTHING RETURNING name`;
     return rows.length > 0;
   }
 
   async find(hash: string): Promise<TokenOwner | null> {
-    const [row] = await this.#sql`SELECT name, role, revoked_at FROM tokens WHERE hash = ${hash}`;
+    const [row] = await this.sql`SELECT name, role, revoked_at FROM tokens WHERE hash = ${hash}`;
     return row && row.revoked_at === null ? { name: row.name as string, role: row.role as Role } : null;
   }
 
   async touch(name: string, at: number): Promise<void> {
-    await this.#sql`UPDATE tokens SET last_used_at = ${at} WHERE name = ${name}`.catch(() => {
+    await this.sql`UPDATE tokens SET last_used_at = ${at} WHERE name = ${name}`.catch(() => {
       // Best effort: a sign-in is a read; an unrecorded use costs nothing.
     });
   }
 
   async list(): Promise<TokenInfo[]> {
-    const rows = await this.#sql`SELECT name, role, created_at, last_used_at, revoked_at FROM tokens
+    const rows = await this.sql`SELECT name, role, created_at, last_used_at, revoked_at FROM tokens
       ORDER BY created_at, id`;
     return rows.map((r) => ({
       name: r.name as string,
@@ -120,18 +110,18 @@ export class PgTokenLog implements TokenLog {
   }
 
   async revoke(name: string): Promise<boolean> {
-    const [row] = await this.#sql`UPDATE tokens
+    const [row] = await this.sql`UPDATE tokens
       SET revoked_at = (extract(epoch FROM clock_timestamp()) * 1000)::bigint
       WHERE name = ${name} AND revoked_at IS NULL RETURNING revoked_at`;
     if (!row) return false;
     // Committed. A hint that fails to go is found by the other replicas' sweeps.
-    await this.#sql`SELECT pg_notify(${REVOKED_CHANNEL}, ${name})`.catch(() => {});
+    await this.sql`SELECT pg_notify(${REVOKED_CHANNEL}, ${name})`.catch(() => {});
     for (const watch of this.#watches) watch.heard(name, safeInteger(row.revoked_at));
     return true;
   }
 
   async revokedSince(since: number): Promise<{ name: string; revokedAt: number }[]> {
-    const rows = await this.#sql`SELECT name, revoked_at FROM tokens WHERE revoked_at >= ${since}`;
+    const rows = await this.sql`SELECT name, revoked_at FROM tokens WHERE revoked_at >= ${since}`;
     return rows.map((r) => ({ name: r.name as string, revokedAt: safeInteger(r.revoked_at) }));
   }
 
@@ -139,7 +129,7 @@ export class PgTokenLog implements TokenLog {
     if (this.#closed) return () => {};
     const read = async (since: number | null): Promise<RevokedWindow> => {
       // The server's clock read with the rows: the next window starts from it, whatever this replica's is.
-      const rows = await this.#sql`WITH clock AS (
+      const rows = await this.sql`WITH clock AS (
           SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now)
         SELECT clock.now, t.name, t.revoked_at FROM clock LEFT JOIN tokens t
           ON t.revoked_at >= coalesce(${since}::bigint, clock.now - ${REVOKED_SLACK_MS})`;
@@ -161,11 +151,11 @@ export class PgTokenLog implements TokenLog {
     };
   }
 
-  async close(): Promise<void> {
+  override async close(): Promise<void> {
     this.#closed = true;
     for (const watch of this.#watches) watch.stop();
     this.#watches.clear();
     await this.#listener.close();
-    if (this.#ownsPool) await this.#sql.end({ timeout: 5 });
+    await super.close();
   }
 }

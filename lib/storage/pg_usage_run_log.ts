@@ -4,49 +4,34 @@
  * COMMITTED a second writer waits for the first's row lock and then compares with what the first left.
  */
 import type postgres from "postgres";
-import { type ConnectOptions, connectPostgres, type Sql } from "./pg_client.ts";
-import { migrate } from "./pg_migrate.ts";
+import { type ConnectOptions, PgStore } from "./pg_client.ts";
+import { openMigrated } from "./pg_migrate.ts";
 import { safeInteger } from "./event_log.ts";
 import type { RunRow, UsageRunLog } from "./usage_run_log.ts";
 
 /** The usage run log over a PostgreSQL pool whose database is migrated. */
-export class PgUsageRunLog implements UsageRunLog {
-  readonly kind = "postgres";
-  #sql: Sql;
-  #ownsPool: boolean;
-
-  constructor(sql: Sql, options: { ownsPool?: boolean } = {}) {
-    this.#sql = sql;
-    this.#ownsPool = options.ownsPool ?? false;
-  }
-
+export class PgUsageRunLog extends PgStore implements UsageRunLog {
   /**
    * Connect to `url` and migrate its schema (lib/storage/pg_migrate.ts).
    * @throws {Error} when the database cannot be reached or migrated; the pool is then closed.
    */
   static async open(url: string, options: ConnectOptions = {}): Promise<PgUsageRunLog> {
-    const sql = connectPostgres(url, options);
-    try {
-      await migrate(sql);
-    } catch (error) {
-      await sql.end({ timeout: 1 });
-      throw error;
-    }
+    const sql = await openMigrated(url, options);
     return new PgUsageRunLog(sql, { ownsPool: true });
   }
 
   async seen(): Promise<Map<string, number>> {
-    const rows = await this.#sql`SELECT session_id, max(seen_seq) AS seq FROM usage_runs GROUP BY session_id`;
+    const rows = await this.sql`SELECT session_id, max(seen_seq) AS seq FROM usage_runs GROUP BY session_id`;
     return new Map(rows.map((r) => [r.session_id as string, safeInteger(r.seq)]));
   }
 
   async seenOf(sessionId: string): Promise<number | null> {
-    const [r] = await this.#sql`SELECT max(seen_seq) AS seq FROM usage_runs WHERE session_id = ${sessionId}`;
+    const [r] = await this.sql`SELECT max(seen_seq) AS seq FROM usage_runs WHERE session_id = ${sessionId}`;
     return r.seq === null ? null : safeInteger(r.seq);
   }
 
   async openRun(sessionId: string): Promise<RunRow | null> {
-    const [r] = await this.#sql`SELECT * FROM usage_runs WHERE session_id = ${sessionId} AND open = 1
+    const [r] = await this.sql`SELECT * FROM usage_runs WHERE session_id = ${sessionId} AND open = 1
       ORDER BY start_seq DESC LIMIT 1`;
     return r ? runOf(r) : null;
   }
@@ -70,7 +55,7 @@ export class PgUsageRunLog implements UsageRunLog {
       });
     }
     if (!byKey.size) return 0;
-    const written = await this.#sql`INSERT INTO usage_runs ${this.#sql([...byKey.values()])}
+    const written = await this.sql`INSERT INTO usage_runs ${this.sql([...byKey.values()])}
       ON CONFLICT(session_id, start_seq) DO UPDATE SET started_at = excluded.started_at,
         person = excluded.person, model = excluded.model, input_tokens = excluded.input_tokens,
         output_tokens = excluded.output_tokens, cost = excluded.cost, counted = excluded.counted,
@@ -81,16 +66,12 @@ export class PgUsageRunLog implements UsageRunLog {
   }
 
   async range(from: number, to: number): Promise<RunRow[]> {
-    return (await this.#sql`SELECT * FROM usage_runs WHERE started_at >= ${from} AND started_at < ${to}`)
+    return (await this.sql`SELECT * FROM usage_runs WHERE started_at >= ${from} AND started_at < ${to}`)
       .map(runOf);
   }
 
   async deleteSession(sessionId: string): Promise<void> {
-    await this.#sql`DELETE FROM usage_runs WHERE session_id = ${sessionId}`;
-  }
-
-  async close(): Promise<void> {
-    if (this.#ownsPool) await this.#sql.end({ timeout: 5 });
+    await this.sql`DELETE FROM usage_runs WHERE session_id = ${sessionId}`;
   }
 }
 

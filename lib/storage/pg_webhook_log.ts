@@ -9,8 +9,8 @@
  * longer due). Recording an outcome is one statement too: the conditional UPDATE (this claim, still pending)
  * and the attempt's log row commit together or not at all.
  */
-import { type ConnectOptions, connectPostgres, type Sql } from "./pg_client.ts";
-import { migrate } from "./pg_migrate.ts";
+import { type ConnectOptions, PgStore, type Sql } from "./pg_client.ts";
+import { openMigrated } from "./pg_migrate.ts";
 import {
   type AttemptOutcome,
   type AttemptRow,
@@ -40,16 +40,12 @@ const ATTEMPT = `a.delivery_id AS "deliveryId", a.type, a.at, a.status, a.latenc
   coalesce(o.state, 'gone') AS state`;
 
 /** The webhook log over a PostgreSQL pool whose database is migrated. */
-export class PgWebhookLog implements WebhookLog {
-  readonly kind = "postgres";
-  #sql: Sql;
-  #ownsPool: boolean;
+export class PgWebhookLog extends PgStore implements WebhookLog {
   #retry: RetryPolicy;
   #leaseMs: number;
 
   constructor(sql: Sql, options: PgWebhookLogOptions = {}) {
-    this.#sql = sql;
-    this.#ownsPool = options.ownsPool ?? false;
+    super(sql, options);
     this.#retry = { ...DEFAULT_RETRY, ...options.retry };
     this.#leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
   }
@@ -59,24 +55,18 @@ export class PgWebhookLog implements WebhookLog {
    * @throws {Error} when the database cannot be reached or migrated; the pool is then closed.
    */
   static async open(url: string, options: ConnectOptions & WebhookLogOptions = {}): Promise<PgWebhookLog> {
-    const sql = connectPostgres(url, options);
-    try {
-      await migrate(sql);
-    } catch (error) {
-      await sql.end({ timeout: 1 });
-      throw error;
-    }
+    const sql = await openMigrated(url, options);
     return new PgWebhookLog(sql, { retry: options.retry, leaseMs: options.leaseMs, ownsPool: true });
   }
 
   async addEndpoint(e: EndpointRecord): Promise<void> {
-    await this.#sql`INSERT INTO webhook_endpoints(id, url, events, secret, created_at)
+    await this.sql`INSERT INTO webhook_endpoints(id, url, events, secret, created_at)
       VALUES (${e.id}, ${e.url}, ${JSON.stringify(e.events)}, ${e.secret}, ${e.createdAt})`;
   }
 
   async list(): Promise<Endpoint[]> {
     // The latest attempt of each endpoint in the same read, so a list never pairs an endpoint with a stranger's.
-    const rows = await this.#sql.unsafe(
+    const rows = await this.sql.unsafe(
       `SELECT e.id, e.url, e.events, e.created_at AS "createdAt", last.* FROM webhook_endpoints e
         LEFT JOIN LATERAL (SELECT ${ATTEMPT} FROM webhook_attempts a
           LEFT JOIN webhook_outbox o ON o.id = a.delivery_id
@@ -101,11 +91,11 @@ export class PgWebhookLog implements WebhookLog {
   }
 
   async has(id: string): Promise<boolean> {
-    return (await this.#sql`SELECT 1 FROM webhook_endpoints WHERE id = ${id}`).length > 0;
+    return (await this.sql`SELECT 1 FROM webhook_endpoints WHERE id = ${id}`).length > 0;
   }
 
   async subscribers(type: string): Promise<string[]> {
-    const rows = await this.#sql.unsafe(
+    const rows = await this.sql.unsafe(
       "SELECT id FROM webhook_endpoints WHERE events::jsonb ? $1 ORDER BY created_at, pos",
       [type],
     );
@@ -113,7 +103,7 @@ export class PgWebhookLog implements WebhookLog {
   }
 
   async removeEndpoint(id: string): Promise<boolean> {
-    return await this.#sql.begin(async (tx) => {
+    return await this.sql.begin(async (tx) => {
       const gone = await tx`DELETE FROM webhook_endpoints WHERE id = ${id}`;
       // Delivered and failed rows stay, as on SQLite: the attempt log still shows their state.
       await tx`DELETE FROM webhook_outbox WHERE endpoint_id = ${id} AND state = 'pending'`;
@@ -127,7 +117,7 @@ export class PgWebhookLog implements WebhookLog {
     // a concurrent transaction either committed first (its rows are not inserted) or waits on our key share
     // lock and then deletes what we queued.
     const inserted = await this
-      .#sql`INSERT INTO webhook_outbox(id, endpoint_id, type, body, created_at, next_at)
+      .sql`INSERT INTO webhook_outbox(id, endpoint_id, type, body, created_at, next_at)
       SELECT r.id, r.endpoint_id, r.type, r.body, r.created_at, r.created_at
         FROM unnest(${rows.map((r) => r.id)}::text[], ${rows.map((r) => r.endpointId)}::text[],
           ${rows.map((r) => r.type)}::text[], ${rows.map((r) => r.body)}::text[],
@@ -138,7 +128,7 @@ export class PgWebhookLog implements WebhookLog {
   }
 
   async claimDue(replica: string, now: number, limit: number): Promise<ClaimedDelivery[]> {
-    const rows = await this.#sql.unsafe(
+    const rows = await this.sql.unsafe(
       `WITH due AS (
           SELECT id FROM webhook_outbox
             WHERE state = 'pending' AND next_at <= $2 AND (lease_until IS NULL OR lease_until <= $2)
@@ -157,7 +147,7 @@ export class PgWebhookLog implements WebhookLog {
     // The claim's row is the delivery as it was claimed; the UPDATE only applies if nothing changed it since.
     const next = settleAttempt(claim, outcome.ok, now, this.#retry);
     const done = next.state === "pending" ? null : outcome.at;
-    const rows = await this.#sql`WITH settled AS (
+    const rows = await this.sql`WITH settled AS (
         UPDATE webhook_outbox SET attempts = attempts + 1, state = ${next.state}, next_at = ${next.nextAt},
           last_status = ${outcome.status}, last_error = ${outcome.error}, done_at = ${done},
           claimed_by = NULL, lease_until = NULL
@@ -171,21 +161,17 @@ export class PgWebhookLog implements WebhookLog {
   }
 
   async nextDue(): Promise<number | null> {
-    const [row] = await this.#sql`SELECT min(greatest(o.next_at, coalesce(o.lease_until, 0))) AS at
+    const [row] = await this.sql`SELECT min(greatest(o.next_at, coalesce(o.lease_until, 0))) AS at
       FROM webhook_outbox o JOIN webhook_endpoints e ON e.id = o.endpoint_id WHERE o.state = 'pending'`;
     return (row.at as number | null) ?? null;
   }
 
   async log(endpointId: string, limit = 100): Promise<AttemptRow[]> {
-    const rows = await this.#sql.unsafe(
+    const rows = await this.sql.unsafe(
       `SELECT ${ATTEMPT} FROM webhook_attempts a LEFT JOIN webhook_outbox o ON o.id = a.delivery_id
         WHERE a.endpoint_id = $1 ORDER BY a.seq DESC LIMIT $2`,
       [endpointId, limit],
     );
     return [...rows] as unknown as AttemptRow[];
-  }
-
-  async close(): Promise<void> {
-    if (this.#ownsPool) await this.#sql.end({ timeout: 5 });
   }
 }
