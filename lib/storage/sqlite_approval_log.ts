@@ -22,6 +22,7 @@ import {
   type Decided,
   type FinalState,
 } from "./approval_log.ts";
+import { settle } from "./sqlite_sync.ts";
 
 /** A decision's own writes on SQLite: synchronous, on the file's handle, inside the decision's transaction. */
 export type SqliteDecisionWrites = (db: DatabaseSync) => void;
@@ -124,14 +125,5 @@ export class SqliteApprovalLog implements ApprovalLog<SqliteDecisionWrites> {
       for (const wakeups of logsOf.get(this.#db) ?? []) queueMicrotask(() => wakeups.hint(sessionId));
     }
     return changed;
-  }
-}
-
-/** Run synchronous work as a promise: a throw becomes a rejection, as the async interface promises. */
-function settle<T>(work: () => T): Promise<T> {
-  try {
-    return Promise.resolve(work());
-  } catch (error) {
-    return Promise.reject(error);
   }
 }

@@ -24,6 +24,7 @@ import {
   TAKE_LIMIT,
   Wakeups,
 } from "./command_queue.ts";
+import { settle, writeTransaction } from "./sqlite_sync.ts";
 
 // Commands go with their session: the trigger does what a foreign key's cascade does on PostgreSQL (the
 // store's file does not enforce foreign keys). `takenEpoch` -1: taken by a holder of an earlier daemon process.
@@ -180,26 +181,6 @@ export class SqliteCommandQueue implements CommandQueue {
 
   /** One write transaction through the file's gate (joining the caller's when one is open). */
   #transaction<T>(work: () => T): T {
-    return this.#gate.run(() => {
-      if (this.#db.isTransaction) return work();
-      this.#db.exec("BEGIN IMMEDIATE");
-      try {
-        const out = work();
-        this.#db.exec("COMMIT");
-        return out;
-      } catch (error) {
-        if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
-        throw error;
-      }
-    });
-  }
-}
-
-/** Run synchronous work as a promise: a throw becomes a rejection, as the async interface promises. */
-function settle<T>(work: () => T): Promise<T> {
-  try {
-    return Promise.resolve(work());
-  } catch (error) {
-    return Promise.reject(error);
+    return this.#gate.run(() => writeTransaction(this.#db, work));
   }
 }

@@ -15,6 +15,7 @@ import {
   type OnSessions,
 } from "./event_feed.ts";
 import { type FeedSource, Followers } from "./feed_followers.ts";
+import { settle } from "./sqlite_sync.ts";
 
 /** Every feed on a handle, for the in-process hint. */
 const feedsOf = new WeakMap<DatabaseSync, Set<Followers>>();
@@ -68,14 +69,5 @@ export class SqliteEventFeed implements EventFeed {
     for (const followers of feedsOf.get(this.#db) ?? []) {
       queueMicrotask(() => followers.hint(sessionId, lastSeq));
     }
-  }
-}
-
-/** Run synchronous work as a promise: a throw becomes a rejection, as the async interface promises. */
-function settle<T>(work: () => T): Promise<T> {
-  try {
-    return Promise.resolve(work());
-  } catch (error) {
-    return Promise.reject(error);
   }
 }

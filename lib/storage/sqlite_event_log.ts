@@ -16,6 +16,7 @@ import {
   type LoggedSession,
   type SessionCommit,
 } from "./event_log.ts";
+import { settle } from "./sqlite_sync.ts";
 
 /** The event log of a `Store` (which stays its owner: `close()` does not close it). */
 export class SqliteEventLog implements EventLog {
@@ -84,14 +85,5 @@ export class SqliteEventLog implements EventLog {
 
   close(): Promise<void> {
     return Promise.resolve();
-  }
-}
-
-/** Run synchronous work as a promise: a throw becomes a rejection, as the async interface promises. */
-function settle<T>(work: () => T): Promise<T> {
-  try {
-    return Promise.resolve(work());
-  } catch (error) {
-    return Promise.reject(error);
   }
 }

@@ -18,6 +18,7 @@ import {
   PROMPT_LEASE_MS,
   type PromptLease,
 } from "./hook_prompt_log.ts";
+import { settle, writeTransaction } from "./sqlite_sync.ts";
 
 const LEASES = `
 CREATE TABLE IF NOT EXISTS hook_prompt_leases(
@@ -67,7 +68,7 @@ export class SqliteHookPromptLog implements HookPromptLog {
 
   keep(p: PendingPrompt): Promise<void> {
     return settle(() =>
-      this.#tx(() => {
+      writeTransaction(this.#db, () => {
         // A prompt kept again (sent to an old plugin and the send threw) is free for anyone to claim.
         this.#s.unlease.run(p.id);
         this.#store.addPrompt(p);
@@ -81,7 +82,7 @@ export class SqliteHookPromptLog implements HookPromptLog {
 
   claim(owner: string, leaseMs = PROMPT_LEASE_MS, filter: ClaimFilter = {}): Promise<ClaimedPrompt | null> {
     return settle(() =>
-      this.#tx(() => {
+      writeTransaction(this.#db, () => {
         const now = Date.now();
         const { id = null, sessionId = null } = filter;
         const free = this.#s.free.get(now, id, id, sessionId, sessionId) as { id: string } | undefined;
@@ -119,7 +120,7 @@ export class SqliteHookPromptLog implements HookPromptLog {
   }
 
   take(id: string): Promise<boolean> {
-    return settle(() => this.#tx(() => this.#drop(id)));
+    return settle(() => writeTransaction(this.#db, () => this.#drop(id)));
   }
 
   close(): Promise<void> {
@@ -129,7 +130,7 @@ export class SqliteHookPromptLog implements HookPromptLog {
   /** Run `write` only while `lease` is the prompt's current one, in one transaction. */
   #holding(lease: PromptLease, write: () => void): Promise<boolean> {
     return settle(() =>
-      this.#tx(() => {
+      writeTransaction(this.#db, () => {
         if (!this.#s.held.get(lease.id, lease.token)) return false;
         write();
         return true;
@@ -141,28 +142,5 @@ export class SqliteHookPromptLog implements HookPromptLog {
     this.#s.unlease.run(id);
     this.#s.orphans.run();
     return this.#store.takePrompt(id);
-  }
-
-  /** `work` in a write transaction, or in the caller's when one is open (it commits or rolls back both). */
-  #tx<T>(work: () => T): T {
-    if (this.#db.isTransaction) return work();
-    this.#db.exec("BEGIN IMMEDIATE");
-    try {
-      const result = work();
-      this.#db.exec("COMMIT");
-      return result;
-    } catch (error) {
-      if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
-      throw error;
-    }
-  }
-}
-
-/** Run synchronous work as a promise: a throw becomes a rejection, as the async interface promises. */
-function settle<T>(work: () => T): Promise<T> {
-  try {
-    return Promise.resolve(work());
-  } catch (error) {
-    return Promise.reject(error);
   }
 }

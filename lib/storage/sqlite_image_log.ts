@@ -5,6 +5,7 @@
 import type { DatabaseSync } from "node:sqlite";
 import { ImageStore } from "../image_store.ts";
 import type { ImageLog, PromptImage, StoredImage, StoredImageRef } from "./image_log.ts";
+import { settle } from "./sqlite_sync.ts";
 
 /** The image log on a SQLite handle shared with the daemon's `Store` (which stays its owner). */
 export class SqliteImageLog implements ImageLog {
@@ -33,14 +34,5 @@ export class SqliteImageLog implements ImageLog {
 
   close(): Promise<void> {
     return Promise.resolve();
-  }
-}
-
-/** Run synchronous work as a promise: a throw becomes a rejection, as the async interface promises. */
-function settle<T>(work: () => T): Promise<T> {
-  try {
-    return Promise.resolve(work());
-  } catch (error) {
-    return Promise.reject(error);
   }
 }

@@ -6,6 +6,7 @@
 import type { DatabaseSync } from "node:sqlite";
 import { MergeRequestTable } from "../merge_request_record.ts";
 import type { MergeRequestLog, Push, Row, Save } from "./merge_request_log.ts";
+import { settle } from "./sqlite_sync.ts";
 
 /** A save's own writes, on the store's handle inside the save's savepoint (no transaction of their own). */
 export type SqliteSaveWrites = (db: DatabaseSync) => void;
@@ -88,13 +89,4 @@ export class SqliteMergeRequestLog implements MergeRequestLog<SqliteSaveWrites> 
 export function sameMarks(row: Row, seen: Row): boolean {
   return row.refreshedAt === seen.refreshedAt && row.pipelineNotified === seen.pipelineNotified &&
     row.pipelinePrompted === seen.pipelinePrompted && row.pipelinePrompts === seen.pipelinePrompts;
-}
-
-/** Run synchronous work as a promise: a throw becomes a rejection, as the async interface promises. */
-function settle<T>(work: () => T): Promise<T> {
-  try {
-    return Promise.resolve(work());
-  } catch (error) {
-    return Promise.reject(error);
-  }
 }

@@ -14,6 +14,7 @@ import {
   summary,
   type VapidKeys,
 } from "./push_log.ts";
+import { settle } from "./sqlite_sync.ts";
 
 /** The push log on a SQLite handle shared with the daemon's `Store` (which stays its owner). */
 export class SqlitePushLog implements PushLog {
@@ -51,14 +52,5 @@ export class SqlitePushLog implements PushLog {
 
   close(): Promise<void> {
     return Promise.resolve();
-  }
-}
-
-/** Run synchronous work as a promise: a throw becomes a rejection, as the async interface promises. */
-function settle<T>(work: () => T): Promise<T> {
-  try {
-    return Promise.resolve(work());
-  } catch (error) {
-    return Promise.reject(error);
   }
 }

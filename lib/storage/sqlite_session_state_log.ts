@@ -21,6 +21,7 @@ import type {
   WorkspaceRecord,
   WorkspaceStart,
 } from "./session_state_log.ts";
+import { settle } from "./sqlite_sync.ts";
 
 /** Writes on the store's handle, inside the caller's transaction (no transaction of their own). */
 export type SqliteStateWrites = (db: DatabaseSync) => void;
@@ -147,14 +148,5 @@ export class SqliteSessionStateLog implements SessionStateLog<SqliteStateWrites>
     }
     this.#budgets.raise(sessionId);
     return true;
-  }
-}
-
-/** Run synchronous work as a promise: a throw becomes a rejection, as the async interface promises. */
-function settle<T>(work: () => T): Promise<T> {
-  try {
-    return Promise.resolve(work());
-  } catch (error) {
-    return Promise.reject(error);
   }
 }

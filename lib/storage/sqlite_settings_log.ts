@@ -16,6 +16,7 @@ import {
   type SettingsLog,
   type SettingsSubscription,
 } from "./settings_log.ts";
+import { settle } from "./sqlite_sync.ts";
 
 /** Every settings log on a handle, for the in-process hint. */
 const logsOf = new WeakMap<DatabaseSync, Set<SqliteSettingsLog>>();
@@ -115,14 +116,5 @@ function call(fn: OnSettingsChanged, keys: string[]): void {
     fn(keys);
   } catch {
     // A subscriber's own failure is its business.
-  }
-}
-
-/** Run synchronous work as a promise: a throw becomes a rejection, as the async interface promises. */
-function settle<T>(work: () => T): Promise<T> {
-  try {
-    return Promise.resolve(work());
-  } catch (error) {
-    return Promise.reject(error);
   }
 }

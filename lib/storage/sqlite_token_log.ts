@@ -17,6 +17,7 @@ import {
   type TokenLog,
   type TokenOwner,
 } from "./token_log.ts";
+import { settle } from "./sqlite_sync.ts";
 
 /** Every token log on a handle, for the in-process hint. */
 const logsOf = new WeakMap<DatabaseSync, Set<SqliteTokenLog>>();
@@ -94,15 +95,6 @@ export class SqliteTokenLog implements TokenLog {
     this.#watches.clear();
     logsOf.get(this.#db)?.delete(this);
     return Promise.resolve();
-  }
-}
-
-/** Run synchronous work as a promise: a throw becomes a rejection, as the async interface promises. */
-function settle<T>(work: () => T): Promise<T> {
-  try {
-    return Promise.resolve(work());
-  } catch (error) {
-    return Promise.reject(error);
   }
 }
 

@@ -5,6 +5,7 @@
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { gateOf, type WriteGate } from "../write_gate.ts";
 import type { RunRow, UsageRunLog } from "./usage_run_log.ts";
+import { settle } from "./sqlite_sync.ts";
 
 const RUN_COLUMNS =
   "sessionId, startSeq, startedAt, person, model, inputTokens, outputTokens, cost, counted, open";
@@ -105,14 +106,5 @@ export class SqliteUsageRunLog implements UsageRunLog {
 
   close(): Promise<void> {
     return Promise.resolve();
-  }
-}
-
-/** Run synchronous work as a promise: a throw becomes a rejection, as the async interface promises. */
-function settle<T>(work: () => T): Promise<T> {
-  try {
-    return Promise.resolve(work());
-  } catch (error) {
-    return Promise.reject(error);
   }
 }

@@ -29,6 +29,7 @@ import {
   type WebhookLog,
   type WebhookLogOptions,
 } from "./webhook_log.ts";
+import { settle, writeTransaction } from "./sqlite_sync.ts";
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS webhook_claims(
@@ -177,26 +178,6 @@ export class SqliteWebhookLog implements WebhookLog {
 
   /** One write transaction through the file's gate (joining the caller's when one is open). */
   #transaction<T>(work: () => T): T {
-    return this.#gate.run(() => {
-      if (this.#db.isTransaction) return work();
-      this.#db.exec("BEGIN IMMEDIATE");
-      try {
-        const out = work();
-        this.#db.exec("COMMIT");
-        return out;
-      } catch (error) {
-        if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
-        throw error;
-      }
-    });
-  }
-}
-
-/** Run synchronous work as a promise: a throw becomes a rejection, as the async interface promises. */
-function settle<T>(work: () => T): Promise<T> {
-  try {
-    return Promise.resolve(work());
-  } catch (error) {
-    return Promise.reject(error);
+    return this.#gate.run(() => writeTransaction(this.#db, work));
   }
 }
