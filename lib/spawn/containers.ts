@@ -136,7 +136,7 @@ export class ContainerStates {
 }
 
 /** The end of `text` within `MAX_KEPT_LOG_CHARS`, cut at a line start. */
-function keepTail(text: string | null): string | null {
+export function keepTail(text: string | null): string | null {
   if (text === null || text.length <= MAX_KEPT_LOG_CHARS) return text;
   const tail = text.slice(-MAX_KEPT_LOG_CHARS);
   const nl = tail.indexOf("\n");

@@ -9,7 +9,7 @@ import { type ConnectOptions, PgStore, type Sql } from "./pg_client.ts";
 import { openMigrated } from "./pg_migrate.ts";
 import { safeInteger } from "./event_log.ts";
 import { SHA_RE } from "../workspaces.ts";
-import { MAX_KEPT_LOG_CHARS } from "../spawn/containers.ts";
+import { keepTail } from "../spawn/containers.ts";
 import {
   type BudgetFallback,
   type BudgetLimits,
@@ -17,7 +17,6 @@ import {
   type ContainerMove,
   type ContainerRow,
   type ContainerState,
-  keepTail,
   type SessionStateLog,
   type WorkspaceRecord,
   type WorkspaceStart,
@@ -130,7 +129,7 @@ export class PgSessionStateLog extends PgStore implements SessionStateLog<PgStat
       const logs = state === "starting"
         ? null
         : move.logs !== undefined
-        ? keepTail(move.logs, MAX_KEPT_LOG_CHARS)
+        ? keepTail(move.logs)
         : (before?.logs as string | null | undefined) ?? null;
       const end = state === "crashed"
         ? move.end ?? { exitCode: before?.exit_code ?? -1, reason: "unknown" }

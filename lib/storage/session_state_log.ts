@@ -105,11 +105,3 @@ export interface SessionStateLog<Writes = never> {
   /** Release what the log opened; unusable afterwards. */
   close(): Promise<void>;
 }
-
-/** The end of `text` within `max` characters, cut at a line start (as lib/spawn/containers.ts keeps logs). */
-export function keepTail(text: string | null, max: number): string | null {
-  if (text === null || text.length <= max) return text;
-  const tail = text.slice(-max);
-  const nl = tail.indexOf("\n");
-  return nl >= 0 ? tail.slice(nl + 1) : tail;
-}
