@@ -10,6 +10,7 @@ import type { ApprovalLog, ApprovalRequest } from "../lib/storage/approval_log.t
 import { SqliteApprovalLog, type SqliteDecisionWrites } from "../lib/storage/sqlite_approval_log.ts";
 import { PgApprovalLog, type PgDecisionWrites } from "../lib/storage/pg_approval_log.ts";
 import { connectPostgres } from "../lib/storage/pg_client.ts";
+import { firstHint } from "./storage_replicas.ts";
 
 /** A change stored on one replica reaches the others' subscribers within this. */
 export const HINT_MS = 1_000;
@@ -164,17 +165,5 @@ export function hintFor(
   sessionId: string,
   deadlineMs = HINT_MS,
 ): Promise<number> {
-  const t0 = performance.now();
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      stop();
-      reject(new Error(`no hint for ${sessionId} within ${deadlineMs} ms`));
-    }, deadlineMs);
-    const stop = log.subscribe((id) => {
-      if (id !== sessionId) return;
-      clearTimeout(timer);
-      stop();
-      resolve(performance.now() - t0);
-    });
-  });
+  return firstHint(log, sessionId, deadlineMs);
 }

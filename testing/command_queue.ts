@@ -9,6 +9,7 @@ import type { CommandFrame, CommandQueue } from "../lib/storage/command_queue.ts
 import { PgCommandQueue } from "../lib/storage/pg_command_queue.ts";
 import { connectPostgres } from "../lib/storage/pg_client.ts";
 import { sessionInfo } from "./agent.ts";
+import { firstHint } from "./storage_replicas.ts";
 
 /** What the issue promises: a command made on any replica reaches the holder within this. */
 export const WAKE_MS = 1_000;
@@ -67,17 +68,5 @@ export async function openPgQueues(
 
 /** Resolves with the ms from arming to the first hint for `sessionId`, rejects past the deadline. */
 export function hintFor(queue: CommandQueue, sessionId: string, deadlineMs = WAKE_MS): Promise<number> {
-  const t0 = performance.now();
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      stop();
-      reject(new Error(`no hint for ${sessionId} within ${deadlineMs} ms`));
-    }, deadlineMs);
-    const stop = queue.subscribe((id) => {
-      if (id !== sessionId) return;
-      clearTimeout(timer);
-      stop();
-      resolve(performance.now() - t0);
-    });
-  });
+  return firstHint(queue, sessionId, deadlineMs);
 }

@@ -1,0 +1,78 @@
+/**
+ * What the storage contract tests (tests/*_contract_test.ts) and their PostgreSQL-only companions share: one
+ * backend's test with its server, a case's opened stores closed whatever the case did, and the wait for a
+ * replica's first wake-up hint.
+ */
+import { type Postgres, postgresBinDir, startPostgres } from "./postgres.ts";
+
+/** Whether a PostgreSQL server can be started here: the postgres tests are ignored otherwise. */
+export const HAVE_POSTGRES = (await postgresBinDir()) !== null;
+
+/** The server of the postgres test running now (started and closed by `contractTest`). */
+let server: Postgres | null = null;
+
+/** A fresh database on the running postgres test's server: each case has its own. */
+export function newDatabase(): Promise<string> {
+  if (!server) throw new Error("no PostgreSQL server: newDatabase() outside a postgres contractTest");
+  return server.newDatabase();
+}
+
+/**
+ * One backend's test of a contract, named `title`: for `backend` "postgres" a server runs for the test's
+ * length (see `newDatabase`), and the test is ignored where PostgreSQL is not installed.
+ */
+export function contractTest(
+  title: string,
+  backend: string,
+  fn: (t: Deno.TestContext) => Promise<void>,
+): void {
+  Deno.test({
+    name: title,
+    ignore: backend === "postgres" && !HAVE_POSTGRES,
+    fn: async (t) => {
+      if (backend === "postgres") server = await startPostgres();
+      try {
+        await fn(t);
+      } finally {
+        await server?.close();
+        server = null;
+      }
+    },
+  });
+}
+
+/** Runs a case's body with what `open` opened, and closes that whatever the body did. */
+export function opening<T extends { close(): Promise<void> }>(
+  open: () => Promise<T>,
+): (fn: (opened: T) => Promise<void>) => Promise<void> {
+  return async (fn) => {
+    const opened = await open();
+    try {
+      await fn(opened);
+    } finally {
+      await opened.close();
+    }
+  };
+}
+
+/** Anything that hints a session's id to its subscribers (a command queue, an approval log). */
+export interface Hinting {
+  subscribe(onHint: (sessionId: string) => void): () => void;
+}
+
+/** Resolves with the ms from arming to the first hint for `sessionId`, rejects past the deadline. */
+export function firstHint(source: Hinting, sessionId: string, deadlineMs: number): Promise<number> {
+  const t0 = performance.now();
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      stop();
+      reject(new Error(`no hint for ${sessionId} within ${deadlineMs} ms`));
+    }, deadlineMs);
+    const stop = source.subscribe((id) => {
+      if (id !== sessionId) return;
+      clearTimeout(timer);
+      stop();
+      resolve(performance.now() - t0);
+    });
+  });
+}
