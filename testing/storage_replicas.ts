@@ -3,6 +3,7 @@
  * backend's test with its server, a case's opened stores closed whatever the case did, and the wait for a
  * replica's first wake-up hint.
  */
+import postgres from "postgres";
 import { type Postgres, postgresBinDir, startPostgres } from "./postgres.ts";
 
 /** Whether a PostgreSQL server can be started here: the postgres tests are ignored otherwise. */
@@ -11,10 +12,20 @@ export const HAVE_POSTGRES = (await postgresBinDir()) !== null;
 /** The server of the postgres test running now (started and closed by `contractTest`). */
 let server: Postgres | null = null;
 
+/** The running postgres test's server. */
+export function runningServer(): Postgres {
+  if (!server) throw new Error("no PostgreSQL server: outside a postgres contractTest or postgresTest");
+  return server;
+}
+
+/** A client of the running server's superuser, one connection (to kill backends, to look at them). */
+export function adminClient(): postgres.Sql {
+  return postgres(runningServer().adminUrl, { max: 1, onnotice: () => {} });
+}
+
 /** A fresh database on the running postgres test's server: each case has its own. */
 export function newDatabase(): Promise<string> {
-  if (!server) throw new Error("no PostgreSQL server: newDatabase() outside a postgres contractTest");
-  return server.newDatabase();
+  return runningServer().newDatabase();
 }
 
 /**
@@ -39,6 +50,11 @@ export function contractTest(
       }
     },
   });
+}
+
+/** A test of what only PostgreSQL has, with its server (see `contractTest`). */
+export function postgresTest(title: string, fn: (t: Deno.TestContext) => Promise<void>): void {
+  contractTest(title, "postgres", fn);
 }
 
 /** Runs a case's body with what `open` opened, and closes that whatever the body did. */
@@ -75,4 +91,11 @@ export function firstHint(source: Hinting, sessionId: string, deadlineMs: number
       resolve(performance.now() - t0);
     });
   });
+}
+
+/** The backends LISTENing on database `db`, once their LISTEN has finished. */
+export async function listeners(admin: postgres.Sql, db: string): Promise<number[]> {
+  const rows = await admin`SELECT pid FROM pg_stat_activity
+    WHERE datname = ${db} AND state = 'idle' AND query ILIKE 'listen%'`;
+  return rows.map((r) => Number(r.pid));
 }

@@ -9,41 +9,33 @@ import postgres from "postgres";
 import { PgApprovalLog, type PgDecisionWrites } from "../lib/storage/pg_approval_log.ts";
 import { connectPostgres } from "../lib/storage/pg_client.ts";
 import { migrate, MIGRATIONS } from "../lib/storage/pg_migrate.ts";
-import { pausableProxy, type Postgres, postgresBinDir, startPostgres } from "../testing/postgres.ts";
+import { pausableProxy } from "../testing/postgres.ts";
+import { adminClient, newDatabase, postgresTest, runningServer } from "../testing/storage_replicas.ts";
 import { hintFor, openPgLogs, request } from "../testing/approval_log.ts";
 import { waitFor } from "../testing/daemon.ts";
 
-let pg: Postgres | null = null;
-
-Deno.test({
-  name: "approval log on PostgreSQL: deciders held or cut off, hints after a killed LISTEN, migration",
-  ignore: (await postgresBinDir()) === null,
-  fn: async (t) => {
-    pg = await startPostgres();
-    try {
-      await t.step(
-        "B decides while A's decision holds the row: B waits, then reads A's answer",
-        () => heldRow(true),
-      );
-      await t.step(
-        "A's decision rolls back while B waits on the row: B's answer is stored",
-        () => heldRow(false),
-      );
-      await t.step(
-        "A is cut off mid-decision while B decides: B wins, A learns B's answer",
-        () => partitioned(),
-      );
-      await t.step(
-        "the LISTEN connection killed: the other replica's change still hints",
-        () => listenerKilled(),
-      );
-      await t.step("a database before the approvals migration gets the table", () => upgrade());
-    } finally {
-      await pg.close();
-      pg = null;
-    }
+postgresTest(
+  "approval log on PostgreSQL: deciders held or cut off, hints after a killed LISTEN, migration",
+  async (t) => {
+    await t.step(
+      "B decides while A's decision holds the row: B waits, then reads A's answer",
+      () => heldRow(true),
+    );
+    await t.step(
+      "A's decision rolls back while B waits on the row: B's answer is stored",
+      () => heldRow(false),
+    );
+    await t.step(
+      "A is cut off mid-decision while B decides: B wins, A learns B's answer",
+      () => partitioned(),
+    );
+    await t.step(
+      "the LISTEN connection killed: the other replica's change still hints",
+      () => listenerKilled(),
+    );
+    await t.step("a database before the approvals migration gets the table", () => upgrade());
   },
-});
+);
 
 /** Backends of the database waiting for a lock (the row lock of an open decision). */
 async function lockWaiters(admin: postgres.Sql, db: string): Promise<number> {
@@ -53,9 +45,9 @@ async function lockWaiters(admin: postgres.Sql, db: string): Promise<number> {
 }
 
 async function heldRow(commit: boolean) {
-  const url = await pg!.newDatabase();
+  const url = await newDatabase();
   const db = new URL(url).pathname.slice(1);
-  const admin = postgres(pg!.adminUrl, { max: 1, onnotice: () => {} });
+  const admin = adminClient();
   const o = await openPgLogs(url);
   try {
     await o.log.insert(request("h", "s", 1_000, { kind: "budget" }));
@@ -96,9 +88,9 @@ async function heldRow(commit: boolean) {
 }
 
 async function partitioned() {
-  const url = await pg!.newDatabase();
-  await using proxy = pausableProxy(pg!.port);
-  const a = await PgApprovalLog.open(url.replace(`:${pg!.port}/`, `:${proxy.port}/`), { max: 1 });
+  const url = await newDatabase();
+  await using proxy = pausableProxy(runningServer().port);
+  const a = await PgApprovalLog.open(url.replace(`:${runningServer().port}/`, `:${proxy.port}/`), { max: 1 });
   const b = await PgApprovalLog.open(url, { max: 1 });
   try {
     await a.insert(request("x", "s", 1_000));
@@ -119,9 +111,9 @@ async function partitioned() {
 }
 
 async function listenerKilled() {
-  const url = await pg!.newDatabase();
+  const url = await newDatabase();
   const db = new URL(url).pathname.slice(1);
-  const admin = postgres(pg!.adminUrl, { max: 1, onnotice: () => {} });
+  const admin = adminClient();
   // No sweep: only a listener that LISTENs again (and its sweep on re-LISTEN) can bring the hint.
   const o = await openPgLogs(url, { sweepMs: 3_600_000 });
   try {
@@ -148,7 +140,7 @@ async function listenerKilled() {
 }
 
 async function upgrade() {
-  const url = await pg!.newDatabase();
+  const url = await newDatabase();
   const mine = MIGRATIONS.find((m) => m.title.startsWith("approvals:"))!;
   const sql = connectPostgres(url, { max: 1 });
   try {

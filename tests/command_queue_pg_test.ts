@@ -4,76 +4,66 @@
  * going silent, and a database at an older schema version is migrated to the commands table.
  */
 import assert from "node:assert/strict";
-import postgres from "postgres";
 import { FencedError } from "../lib/storage/event_log.ts";
 import { PgEventLog } from "../lib/storage/pg_event_log.ts";
 import { PgCommandQueue } from "../lib/storage/pg_command_queue.ts";
 import { connectPostgres } from "../lib/storage/pg_client.ts";
 import { migrate, MIGRATIONS } from "../lib/storage/pg_migrate.ts";
-import { pausableProxy, type Postgres, postgresBinDir, startPostgres } from "../testing/postgres.ts";
+import { pausableProxy, type Postgres } from "../testing/postgres.ts";
+import {
+  adminClient,
+  listeners,
+  newDatabase,
+  postgresTest,
+  runningServer,
+} from "../testing/storage_replicas.ts";
 import { hintFor, info, messages, openPgQueues, prompt } from "../testing/command_queue.ts";
 import { waitFor } from "../testing/daemon.ts";
 
-let pg: Postgres | null = null;
-
-Deno.test({
-  name: "command queue on PostgreSQL: fencing, wake-up faults, migration",
-  ignore: (await postgresBinDir()) === null,
-  fn: async (t) => {
-    pg = await startPostgres();
-    try {
-      await t.step("a partitioned old holder's ack is refused after the takeover", () => partitionedAck(pg!));
-      await t.step(
-        "the LISTEN connection killed: the command still wakes the holder within the deadline",
-        () => listenerKilled(false),
-      );
-      await t.step(
-        "the LISTEN connection killed, no sweep: the queue listens again and hears hints",
-        () => listenerKilled(true),
-      );
-      await t.step(
-        "a listener gone silent without a reset is replaced by the watchdog",
-        () => deafListener(),
-      );
-      await t.step(
-        "a database at schema version 1 gets the commands table; its sessions take commands",
-        async () => {
-          const url = await pg!.newDatabase();
-          const sql = connectPostgres(url, { max: 1 });
-          try {
-            await migrate(sql, MIGRATIONS.slice(0, 1));
-            await sql`INSERT INTO sessions(id, info) VALUES ('v1', '{}')`;
-            // Every later version applies too (2 is the commands table).
-            assert.deepEqual((await migrate(sql)).applied, MIGRATIONS.slice(1).map((m) => m.version));
-            const queue = await PgCommandQueue.open(url, { max: 1 });
-            try {
-              assert.equal((await queue.enqueue("v1", prompt("v1", "up"))).pos, 1);
-            } finally {
-              await queue.close();
-            }
-          } finally {
-            await sql.end();
-          }
-        },
-      );
-    } finally {
-      await pg.close();
-      pg = null;
-    }
-  },
+postgresTest("command queue on PostgreSQL: fencing, wake-up faults, migration", async (t) => {
+  await t.step(
+    "a partitioned old holder's ack is refused after the takeover",
+    () => partitionedAck(runningServer()),
+  );
+  await t.step(
+    "the LISTEN connection killed: the command still wakes the holder within the deadline",
+    () => listenerKilled(false),
+  );
+  await t.step(
+    "the LISTEN connection killed, no sweep: the queue listens again and hears hints",
+    () => listenerKilled(true),
+  );
+  await t.step(
+    "a listener gone silent without a reset is replaced by the watchdog",
+    () => deafListener(),
+  );
+  await t.step(
+    "a database at schema version 1 gets the commands table; its sessions take commands",
+    async () => {
+      const url = await newDatabase();
+      const sql = connectPostgres(url, { max: 1 });
+      try {
+        await migrate(sql, MIGRATIONS.slice(0, 1));
+        await sql`INSERT INTO sessions(id, info) VALUES ('v1', '{}')`;
+        // Every later version applies too (2 is the commands table).
+        assert.deepEqual((await migrate(sql)).applied, MIGRATIONS.slice(1).map((m) => m.version));
+        const queue = await PgCommandQueue.open(url, { max: 1 });
+        try {
+          assert.equal((await queue.enqueue("v1", prompt("v1", "up"))).pos, 1);
+        } finally {
+          await queue.close();
+        }
+      } finally {
+        await sql.end();
+      }
+    },
+  );
 });
 
-/** The backends LISTENing on the database, once their LISTEN has finished. */
-async function listeners(admin: postgres.Sql, db: string): Promise<number[]> {
-  const rows = await admin`SELECT pid FROM pg_stat_activity
-    WHERE datname = ${db} AND state = 'idle' AND query ILIKE 'listen%'`;
-  return rows.map((r) => Number(r.pid));
-}
-
 async function listenerKilled(noSweep: boolean) {
-  const url = await pg!.newDatabase();
+  const url = await newDatabase();
   const db = new URL(url).pathname.slice(1);
-  const admin = postgres(pg!.adminUrl, { max: 1, onnotice: () => {} });
+  const admin = adminClient();
   const o = await openPgQueues(url, noSweep ? { sweepMs: 3_600_000 } : {});
   try {
     await o.log.ensureSession(info("k"));
@@ -128,15 +118,18 @@ async function partitionedAck(server: Postgres) {
 }
 
 async function deafListener() {
-  const url = await pg!.newDatabase();
-  await using proxy = pausableProxy(pg!.port);
+  const url = await newDatabase();
+  await using proxy = pausableProxy(runningServer().port);
   const o = await openPgQueues(url);
   // The first listener goes through a relay that will fall silent, as a dropped NAT or load balancer entry
   // does (no reset: the driver notices nothing); the ones after it connect directly.
   let built = 0;
   const queue = new PgCommandQueue(
     connectPostgres(url, { max: 2 }),
-    () => connectPostgres(built++ ? url : url.replace(`:${pg!.port}/`, `:${proxy.port}/`), { max: 1 }),
+    () =>
+      connectPostgres(built++ ? url : url.replace(`:${runningServer().port}/`, `:${proxy.port}/`), {
+        max: 1,
+      }),
     { sweepMs: 3_600_000, pingMs: 100, ownsPool: true },
   );
   try {

@@ -5,43 +5,24 @@
  */
 import assert from "node:assert/strict";
 import postgres from "postgres";
-import { type Postgres, postgresBinDir, startPostgres } from "../testing/postgres.ts";
+import { adminClient, listeners, newDatabase, postgresTest } from "../testing/storage_replicas.ts";
 import { LIVE_MS, notes, percentiles, pgReplicas, Recorder, upTo } from "../testing/event_feed.ts";
 import { waitFor } from "../testing/daemon.ts";
 import { EVENTS_CHANNEL } from "../lib/storage/pg_event_feed.ts";
 
-let pg: Postgres | null = null;
-
-Deno.test({
-  name: "event feed on PostgreSQL: LISTEN killed mid-stream, lying hints",
-  ignore: (await postgresBinDir()) === null,
-  fn: async (t) => {
-    pg = await startPostgres();
-    try {
-      await t.step(
-        "B's LISTEN backend killed mid-stream: no gap, no repeat, each event < 1 s",
-        () => listenerKilled(false),
-      );
-      await t.step("the same with no periodic sweep: listening again catches up", () => listenerKilled(true));
-      await t.step("a hint's numbers are not trusted: only the table's rows are handed over", lyingHints);
-    } finally {
-      await pg.close();
-      pg = null;
-    }
-  },
+postgresTest("event feed on PostgreSQL: LISTEN killed mid-stream, lying hints", async (t) => {
+  await t.step(
+    "B's LISTEN backend killed mid-stream: no gap, no repeat, each event < 1 s",
+    () => listenerKilled(false),
+  );
+  await t.step("the same with no periodic sweep: listening again catches up", () => listenerKilled(true));
+  await t.step("a hint's numbers are not trusted: only the table's rows are handed over", lyingHints);
 });
 
-/** The backends LISTENing on the database, once their LISTEN has finished. */
-async function listeners(admin: postgres.Sql, db: string): Promise<number[]> {
-  const rows = await admin`SELECT pid FROM pg_stat_activity
-    WHERE datname = ${db} AND state = 'idle' AND query ILIKE 'listen%'`;
-  return rows.map((r) => Number(r.pid));
-}
-
 async function listenerKilled(noSweep: boolean) {
-  const url = await pg!.newDatabase();
+  const url = await newDatabase();
   const db = new URL(url).pathname.slice(1);
-  const admin = postgres(pg!.adminUrl, { max: 1, onnotice: () => {} });
+  const admin = adminClient();
   const r = await pgReplicas(url, noSweep ? { sweepMs: 3_600_000 } : {});
   try {
     const rec = new Recorder();
@@ -88,7 +69,7 @@ async function listenerKilled(noSweep: boolean) {
 }
 
 async function lyingHints() {
-  const url = await pg!.newDatabase();
+  const url = await newDatabase();
   const admin = postgres(url, { max: 1, onnotice: () => {} });
   const r = await pgReplicas(url, { sweepMs: 3_600_000 });
   try {

@@ -10,36 +10,28 @@ import { PgHookPromptLog } from "../lib/storage/pg_hook_prompt_log.ts";
 import { PgPushLog } from "../lib/storage/pg_push_log.ts";
 import { connectPostgres } from "../lib/storage/pg_client.ts";
 import { migrate, MIGRATIONS } from "../lib/storage/pg_migrate.ts";
-import { pausableProxy, type Postgres, postgresBinDir, startPostgres } from "../testing/postgres.ts";
+import { pausableProxy } from "../testing/postgres.ts";
+import { newDatabase, postgresTest, runningServer } from "../testing/storage_replicas.ts";
 import { keptPrompt, subscription } from "../testing/hook_push.ts";
 import { waitFor } from "../testing/daemon.ts";
 
-let pg: Postgres | null = null;
 const LONG = 60_000;
 
-Deno.test({
-  name:
-    "hook prompts and push on PostgreSQL: a drained backlog, a cut-off claimant, many replicas, migration",
-  ignore: (await postgresBinDir()) === null,
-  fn: async (t) => {
-    pg = await startPostgres();
-    try {
-      await t.step("three replicas drain 60 kept prompts at once: each is claimed and answered once", drain);
-      await t.step(
-        "a claimant cut off past its lease: another takes over, the late answer is refused",
-        cutOff,
-      );
-      await t.step("five replicas starting together on a fresh database keep one VAPID pair", crowd);
-      await t.step("a database at schema 5 gets the hook and push tables", upgrade);
-    } finally {
-      await pg.close();
-      pg = null;
-    }
+postgresTest(
+  "hook prompts and push on PostgreSQL: a drained backlog, a cut-off claimant, many replicas, migration",
+  async (t) => {
+    await t.step("three replicas drain 60 kept prompts at once: each is claimed and answered once", drain);
+    await t.step(
+      "a claimant cut off past its lease: another takes over, the late answer is refused",
+      cutOff,
+    );
+    await t.step("five replicas starting together on a fresh database keep one VAPID pair", crowd);
+    await t.step("a database at schema 5 gets the hook and push tables", upgrade);
   },
-});
+);
 
 async function drain() {
-  const url = await pg!.newDatabase();
+  const url = await newDatabase();
   const replicas = await Promise.all([1, 2, 3].map(() => PgHookPromptLog.open(url, { max: 3 })));
   try {
     for (let i = 0; i < 60; i++) await replicas[i % 3].keep(keptPrompt(`d${i}`, `s${i % 5}`, 1_000 + i));
@@ -63,9 +55,11 @@ async function drain() {
 }
 
 async function cutOff() {
-  const url = await pg!.newDatabase();
-  await using proxy = pausableProxy(pg!.port);
-  const a = await PgHookPromptLog.open(url.replace(`:${pg!.port}/`, `:${proxy.port}/`), { max: 1 });
+  const url = await newDatabase();
+  await using proxy = pausableProxy(runningServer().port);
+  const a = await PgHookPromptLog.open(url.replace(`:${runningServer().port}/`, `:${proxy.port}/`), {
+    max: 1,
+  });
   const b = await PgHookPromptLog.open(url, { max: 1 });
   try {
     await b.keep(keptPrompt("c", "s", 1_000));
@@ -88,7 +82,7 @@ async function cutOff() {
 }
 
 async function crowd() {
-  const url = await pg!.newDatabase();
+  const url = await newDatabase();
   // Each opens (and so migrates) at the same moment, then asks for the pair with a pair of its own.
   const logs = await Promise.all([0, 1, 2, 3, 4].map(() => PgPushLog.open(url, { max: 1 })));
   try {
@@ -110,7 +104,7 @@ async function crowd() {
 }
 
 async function upgrade() {
-  const url = await pg!.newDatabase();
+  const url = await newDatabase();
   const raw = connectPostgres(url, { max: 1 });
   try {
     const before = MIGRATIONS.filter((m) => m.version <= 5);

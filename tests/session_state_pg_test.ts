@@ -4,20 +4,20 @@
  * schema 7 brought up to schema 8 with its rows kept.
  */
 import assert from "node:assert/strict";
-import { pausableProxy, type Postgres, postgresBinDir, startPostgres } from "../testing/postgres.ts";
+import { pausableProxy } from "../testing/postgres.ts";
+import { newDatabase, postgresTest, runningServer } from "../testing/storage_replicas.ts";
 import { connectPostgres } from "../lib/storage/pg_client.ts";
 import { migrate, MIGRATIONS } from "../lib/storage/pg_migrate.ts";
 import { PgSessionStateLog } from "../lib/storage/pg_session_state_log.ts";
 import { PgUsageRunLog } from "../lib/storage/pg_usage_run_log.ts";
 
-const HAVE_POSTGRES = (await postgresBinDir()) !== null;
-let pg: Postgres | null = null;
-
 /** A resume sent by A while A is partitioned, after B resumed and started the worker: A's move is refused. */
 async function partitioned() {
-  const url = await pg!.newDatabase();
-  await using proxy = pausableProxy(pg!.port);
-  const a = await PgSessionStateLog.open(url.replace(`:${pg!.port}/`, `:${proxy.port}/`), { max: 1 });
+  const url = await newDatabase();
+  await using proxy = pausableProxy(runningServer().port);
+  const a = await PgSessionStateLog.open(url.replace(`:${runningServer().port}/`, `:${proxy.port}/`), {
+    max: 1,
+  });
   const b = await PgSessionStateLog.open(url, { max: 1 });
   try {
     await b.setContainer("s", "g/p", "stopped", { logs: "bye\n" });
@@ -36,7 +36,7 @@ async function partitioned() {
 }
 
 async function upgrade() {
-  const url = await pg!.newDatabase();
+  const url = await newDatabase();
   const sql = connectPostgres(url, { max: 1 });
   try {
     await migrate(sql, MIGRATIONS.filter((m) => m.version < 8));
@@ -60,17 +60,7 @@ async function upgrade() {
   }
 }
 
-Deno.test({
-  name: "session state on PostgreSQL only",
-  ignore: !HAVE_POSTGRES,
-  fn: async (t) => {
-    pg = await startPostgres();
-    try {
-      await t.step("a partitioned replica's worker move is refused after another acted", partitioned);
-      await t.step("a database at schema 7 is brought up to schema 8, its rows kept", upgrade);
-    } finally {
-      await pg.close();
-      pg = null;
-    }
-  },
+postgresTest("session state on PostgreSQL only", async (t) => {
+  await t.step("a partitioned replica's worker move is refused after another acted", partitioned);
+  await t.step("a database at schema 7 is brought up to schema 8, its rows kept", upgrade);
 });

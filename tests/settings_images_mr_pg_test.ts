@@ -5,39 +5,29 @@
  * database at the schema before the settings, images and records migration brought up to it.
  */
 import assert from "node:assert/strict";
-import postgres from "postgres";
 import { connectPostgres } from "../lib/storage/pg_client.ts";
 import { migrate, MIGRATIONS } from "../lib/storage/pg_migrate.ts";
 import { PgImageLog } from "../lib/storage/pg_image_log.ts";
 import { PgMergeRequestLog } from "../lib/storage/pg_merge_request_log.ts";
 import { SETTINGS_CHANNEL } from "../lib/storage/pg_settings_log.ts";
 import { GITLAB_BASE_URL, GITLAB_TOKEN, GITLAB_USERNAME } from "../lib/storage/settings_log.ts";
-import { type Postgres, postgresBinDir, startPostgres } from "../testing/postgres.ts";
+import { adminClient, newDatabase, postgresTest } from "../testing/storage_replicas.ts";
 import { hear, openPg } from "../testing/settings_images_mr.ts";
 import { waitFor } from "../testing/daemon.ts";
 
-let pg: Postgres | null = null;
-
-Deno.test({
-  name: "settings on PostgreSQL: lost hints, a killed LISTEN, lying hints, concurrent writers, migration",
-  ignore: (await postgresBinDir()) === null,
-  fn: async (t) => {
-    pg = await startPostgres();
-    try {
-      await t.step("a change that sent no hint is heard from the sweep within 1 s", () => unhinted());
-      await t.step("the LISTEN connection killed: a change made meanwhile is still heard", () => killed());
-      await t.step("a NOTIFY naming a key that did not change tells nobody it changed", () => lying());
-      await t.step("two replicas writing the same keys at once: every read is one whole write", () => torn());
-      await t.step("a database before this migration gets the tables", () => upgrade());
-    } finally {
-      await pg.close();
-      pg = null;
-    }
+postgresTest(
+  "settings on PostgreSQL: lost hints, a killed LISTEN, lying hints, concurrent writers, migration",
+  async (t) => {
+    await t.step("a change that sent no hint is heard from the sweep within 1 s", () => unhinted());
+    await t.step("the LISTEN connection killed: a change made meanwhile is still heard", () => killed());
+    await t.step("a NOTIFY naming a key that did not change tells nobody it changed", () => lying());
+    await t.step("two replicas writing the same keys at once: every read is one whole write", () => torn());
+    await t.step("a database before this migration gets the tables", () => upgrade());
   },
-});
+);
 
 async function unhinted() {
-  const url = await pg!.newDatabase();
+  const url = await newDatabase();
   const o = await openPg(url);
   const raw = connectPostgres(url, { max: 1 });
   try {
@@ -59,9 +49,9 @@ async function unhinted() {
 }
 
 async function killed() {
-  const url = await pg!.newDatabase();
+  const url = await newDatabase();
   const db = new URL(url).pathname.slice(1);
-  const admin = postgres(pg!.adminUrl, { max: 1, onnotice: () => {} });
+  const admin = adminClient();
   // No sweep: only the listener's own look after it LISTENs again can bring the change.
   const o = await openPg(url, { sweepMs: 0 });
   try {
@@ -88,7 +78,7 @@ async function killed() {
 }
 
 async function lying() {
-  const url = await pg!.newDatabase();
+  const url = await newDatabase();
   const o = await openPg(url);
   const raw = connectPostgres(url, { max: 1 });
   try {
@@ -108,7 +98,7 @@ async function lying() {
 }
 
 async function torn() {
-  const url = await pg!.newDatabase();
+  const url = await newDatabase();
   const o = await openPg(url);
   try {
     const write = (who: string, i: number) =>
@@ -141,7 +131,7 @@ async function torn() {
 }
 
 async function upgrade() {
-  const url = await pg!.newDatabase();
+  const url = await newDatabase();
   const mine = MIGRATIONS.find((m) => m.title.startsWith("settings (with a version per write)"))!;
   const sql = connectPostgres(url, { max: 1 });
   try {

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import postgres from "postgres";
-import { type Postgres, postgresBinDir, startPostgres } from "../testing/postgres.ts";
+import { adminClient, listeners, newDatabase, postgresTest } from "../testing/storage_replicas.ts";
 import { waitFor } from "../testing/daemon.ts";
 import { hashToken, newToken } from "../lib/tokens.ts";
 import { PgTokenLog, REVOKED_CHANNEL } from "../lib/storage/pg_token_log.ts";
@@ -13,38 +13,19 @@ import { PgTokenLog, REVOKED_CHANNEL } from "../lib/storage/pg_token_log.ts";
 /** What the issue promises: a revoked token's sockets close on every replica within this. */
 const REVOKED_MS = 1_000;
 
-let pg: Postgres | null = null;
-
-Deno.test({
-  name: "token log on PostgreSQL: LISTEN killed, lying hints",
-  ignore: (await postgresBinDir()) === null,
-  fn: async (t) => {
-    pg = await startPostgres();
-    try {
-      await t.step(
-        `B's LISTEN backend killed: revocations around the kill, and one never hinted, heard < ${REVOKED_MS} ms`,
-        () => listenerKilled(false),
-      );
-      await t.step("the same with no periodic sweep: listening again looks", () => listenerKilled(true));
-      await t.step("a hint naming a live token closes nothing", lyingHints);
-    } finally {
-      await pg.close();
-      pg = null;
-    }
-  },
+postgresTest("token log on PostgreSQL: LISTEN killed, lying hints", async (t) => {
+  await t.step(
+    `B's LISTEN backend killed: revocations around the kill, and one never hinted, heard < ${REVOKED_MS} ms`,
+    () => listenerKilled(false),
+  );
+  await t.step("the same with no periodic sweep: listening again looks", () => listenerKilled(true));
+  await t.step("a hint naming a live token closes nothing", lyingHints);
 });
 
-/** The backends LISTENing on the database, once their LISTEN has finished. */
-async function listeners(admin: postgres.Sql, db: string): Promise<number[]> {
-  const rows = await admin`SELECT pid FROM pg_stat_activity
-    WHERE datname = ${db} AND state = 'idle' AND query ILIKE 'listen%'`;
-  return rows.map((r) => Number(r.pid));
-}
-
 async function listenerKilled(noSweep: boolean) {
-  const url = await pg!.newDatabase();
+  const url = await newDatabase();
   const db = new URL(url).pathname.slice(1);
-  const admin = postgres(pg!.adminUrl, { max: 1, onnotice: () => {} });
+  const admin = adminClient();
   const raw = postgres(url, { max: 1, onnotice: () => {} });
   const a = await PgTokenLog.open(url, { max: 2 });
   const b = await PgTokenLog.open(url, { max: 2, ...(noSweep ? { sweepMs: 3_600_000 } : {}) });
@@ -103,7 +84,7 @@ async function listenerKilled(noSweep: boolean) {
 }
 
 async function lyingHints() {
-  const url = await pg!.newDatabase();
+  const url = await newDatabase();
   const raw = postgres(url, { max: 1, onnotice: () => {} });
   const a = await PgTokenLog.open(url, { max: 2 });
   const b = await PgTokenLog.open(url, { max: 2 });

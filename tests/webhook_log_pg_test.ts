@@ -5,47 +5,40 @@
  * it, and a database at an older schema version migrated to the webhook tables.
  */
 import assert from "node:assert/strict";
-import postgres from "postgres";
 import { PgWebhookLog } from "../lib/storage/pg_webhook_log.ts";
 import { connectPostgres } from "../lib/storage/pg_client.ts";
 import { migrate, MIGRATIONS } from "../lib/storage/pg_migrate.ts";
 import type { WebhookLog } from "../lib/storage/webhook_log.ts";
-import { pausableProxy, type Postgres, postgresBinDir, startPostgres } from "../testing/postgres.ts";
+import { pausableProxy } from "../testing/postgres.ts";
+import { adminClient, newDatabase, postgresTest, runningServer } from "../testing/storage_replicas.ts";
 import { delivery, endpoint, openPgLogs, outcome } from "../testing/webhook_log.ts";
 import { waitFor } from "../testing/daemon.ts";
 
-let pg: Postgres | null = null;
-
-Deno.test({
-  name:
-    "webhook log on PostgreSQL: partitioned claimant, skipped locks, three replicas, removal races, migration",
-  ignore: (await postgresBinDir()) === null,
-  fn: async (t) => {
-    pg = await startPostgres();
-    try {
-      await t.step(
-        "A is cut off past its lease: B delivers, A's late result is refused",
-        () => partitioned(),
-      );
-      await t.step("a row another transaction holds is skipped, not waited for", () => skipLocked());
-      await t.step("three replicas drain 600 deliveries on the real clock, each once", () => threeReplicas());
-      await t.step(
-        "an endpoint removed while another replica queues to it leaves nothing pending",
-        () => removalRace(),
-      );
-      await t.step("a database before the webhook migration gets the tables", () => upgrade());
-    } finally {
-      await pg.close();
-      pg = null;
-    }
+postgresTest(
+  "webhook log on PostgreSQL: partitioned claimant, skipped locks, three replicas, removal races, migration",
+  async (t) => {
+    await t.step(
+      "A is cut off past its lease: B delivers, A's late result is refused",
+      () => partitioned(),
+    );
+    await t.step("a row another transaction holds is skipped, not waited for", () => skipLocked());
+    await t.step("three replicas drain 600 deliveries on the real clock, each once", () => threeReplicas());
+    await t.step(
+      "an endpoint removed while another replica queues to it leaves nothing pending",
+      () => removalRace(),
+    );
+    await t.step("a database before the webhook migration gets the tables", () => upgrade());
   },
-});
+);
 
 async function partitioned() {
-  const url = await pg!.newDatabase();
-  await using proxy = pausableProxy(pg!.port);
+  const url = await newDatabase();
+  await using proxy = pausableProxy(runningServer().port);
   const leaseMs = 300;
-  const a = await PgWebhookLog.open(url.replace(`:${pg!.port}/`, `:${proxy.port}/`), { max: 1, leaseMs });
+  const a = await PgWebhookLog.open(url.replace(`:${runningServer().port}/`, `:${proxy.port}/`), {
+    max: 1,
+    leaseMs,
+  });
   const b = await PgWebhookLog.open(url, { max: 1, leaseMs });
   try {
     await a.addEndpoint(endpoint("wh_a", ["run.settled"], Date.now()));
@@ -77,9 +70,9 @@ async function partitioned() {
 }
 
 async function skipLocked() {
-  const url = await pg!.newDatabase();
+  const url = await newDatabase();
   const db = new URL(url).pathname.slice(1);
-  const admin = postgres(pg!.adminUrl, { max: 1, onnotice: () => {} });
+  const admin = adminClient();
   const o = await openPgLogs(url);
   const holder = connectPostgres(url, { max: 1 });
   try {
@@ -114,7 +107,7 @@ async function skipLocked() {
 }
 
 async function threeReplicas() {
-  const url = await pg!.newDatabase();
+  const url = await newDatabase();
   const logs = await Promise.all([1, 2, 3].map(() => PgWebhookLog.open(url, { max: 3 })));
   try {
     await logs[0].addEndpoint(endpoint("wh_a", ["run.settled"], 1));
@@ -154,7 +147,7 @@ async function threeReplicas() {
 }
 
 async function removalRace() {
-  const url = await pg!.newDatabase();
+  const url = await newDatabase();
   const o = await openPgLogs(url);
   try {
     let queued = 0;
@@ -176,7 +169,7 @@ async function removalRace() {
 }
 
 async function upgrade() {
-  const url = await pg!.newDatabase();
+  const url = await newDatabase();
   const mine = MIGRATIONS.find((m) => m.title.startsWith("webhook endpoints"))!;
   const sql = connectPostgres(url, { max: 1 });
   try {
