@@ -16,9 +16,9 @@
 import type postgres from "postgres";
 import { NotFoundError } from "../errors.ts";
 import type { ApprovalSource, ApprovalState } from "../protocol.ts";
-import { type ConnectOptions, connectPostgres, PgStore, type Sql } from "./pg_client.ts";
+import { type ConnectOptions, PgStore, type Sql } from "./pg_client.ts";
 import { openMigrated } from "./pg_migrate.ts";
-import { PgListener } from "./pg_listener.ts";
+import { LISTENER_PING_MS, listenerClient, PgListener } from "./pg_listener.ts";
 import type { Wakeups } from "./command_queue.ts";
 import {
   APPROVAL_SWEEP_MS,
@@ -35,7 +35,6 @@ import {
 export const APPROVALS_CHANNEL = "lvmh_appr";
 /** NOTIFY refuses a payload of 8000 bytes or more; a longer session id is left to the sweep. */
 const MAX_PAYLOAD_BYTES = 7_999;
-const PING_MS = 5_000;
 
 /** A decision's own writes on PostgreSQL: statements on the decision's transaction. */
 export type PgDecisionWrites = (tx: postgres.TransactionSql) => Promise<unknown>;
@@ -82,7 +81,7 @@ export class PgApprovalLog extends PgStore implements ApprovalLog<PgDecisionWrit
       onHint: (sessionId) => this.#wakeups.hint(sessionId),
       onListen: () => void this.#wakeups.sweep(),
       active: () => this.#wakeups.size > 0,
-      pingMs: options.pingMs ?? PING_MS,
+      pingMs: options.pingMs ?? LISTENER_PING_MS,
     });
   }
 
@@ -95,7 +94,7 @@ export class PgApprovalLog extends PgStore implements ApprovalLog<PgDecisionWrit
     options: ConnectOptions & Pick<PgApprovalLogOptions, "sweepMs" | "pingMs"> = {},
   ): Promise<PgApprovalLog> {
     const sql = await openMigrated(url, options);
-    const listener = () => connectPostgres(url, { max: 1, connectTimeout: options.connectTimeout });
+    const listener = listenerClient(url, options);
     return new PgApprovalLog(sql, listener, {
       sweepMs: options.sweepMs,
       pingMs: options.pingMs,

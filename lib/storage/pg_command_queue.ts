@@ -14,9 +14,9 @@
 import type postgres from "postgres";
 import { sessionNotFound } from "../errors.ts";
 import { FencedError, safeInteger } from "./event_log.ts";
-import { type ConnectOptions, connectPostgres, PgStore, type Sql } from "./pg_client.ts";
+import { type ConnectOptions, PgStore, type Sql } from "./pg_client.ts";
 import { openMigrated } from "./pg_migrate.ts";
-import { PgListener } from "./pg_listener.ts";
+import { LISTENER_PING_MS, listenerClient, PgListener } from "./pg_listener.ts";
 import {
   type CommandFrame,
   type CommandQueue,
@@ -32,7 +32,6 @@ import {
 /** The NOTIFY channel; the payload is a session id (empty: a listener's liveness ping). */
 export const COMMANDS_CHANNEL = "lvmh_cmd";
 /** How often a subscribed queue pings the channel; a listener that heard nothing for 3 periods is replaced. */
-const PING_MS = 5_000;
 
 export interface PgCommandQueueOptions {
   /** Sweep period (default `SWEEP_MS`). */
@@ -67,7 +66,7 @@ export class PgCommandQueue extends PgStore implements CommandQueue {
       onHint: (sessionId) => this.#wakeups.hint(sessionId),
       onListen: () => void this.#wakeups.sweep(),
       active: () => this.#wakeups.size > 0,
-      pingMs: options.pingMs ?? PING_MS,
+      pingMs: options.pingMs ?? LISTENER_PING_MS,
     });
   }
 
@@ -80,7 +79,7 @@ export class PgCommandQueue extends PgStore implements CommandQueue {
     options: ConnectOptions & Pick<PgCommandQueueOptions, "sweepMs" | "pingMs"> = {},
   ): Promise<PgCommandQueue> {
     const sql = await openMigrated(url, options);
-    const listener = () => connectPostgres(url, { max: 1, connectTimeout: options.connectTimeout });
+    const listener = listenerClient(url, options);
     return new PgCommandQueue(sql, listener, {
       sweepMs: options.sweepMs,
       pingMs: options.pingMs,

@@ -10,10 +10,10 @@
  * sessions' counter rows (`SELECT id, last_seq FROM sessions`, one small row per session) to find what a lost
  * hint missed.
  */
-import { type ConnectOptions, connectPostgres, PgStore, type Sql } from "./pg_client.ts";
+import { type ConnectOptions, PgStore, type Sql } from "./pg_client.ts";
 import { openMigrated } from "./pg_migrate.ts";
 import { PgEventLog } from "./pg_event_log.ts";
-import { PgListener } from "./pg_listener.ts";
+import { LISTENER_PING_MS, listenerClient, PgListener } from "./pg_listener.ts";
 import { safeInteger } from "./event_log.ts";
 import {
   type Committed,
@@ -31,7 +31,6 @@ import { type FeedSource, Followers } from "./feed_followers.ts";
 export const EVENTS_CHANNEL = "lvmh_ev";
 /** NOTIFY refuses a payload of 8000 bytes or more; a longer hint is left to the sweep. */
 const MAX_PAYLOAD_BYTES = 7_999;
-const PING_MS = 5_000;
 const encoder = new TextEncoder();
 
 export interface PgEventFeedOptions {
@@ -83,7 +82,7 @@ export class PgEventFeed extends PgStore implements EventFeed {
       },
       onListen: () => void this.#followers.sweep(),
       active: () => this.#followers.size > 0,
-      pingMs: options.pingMs ?? PING_MS,
+      pingMs: options.pingMs ?? LISTENER_PING_MS,
     });
   }
 
@@ -96,7 +95,7 @@ export class PgEventFeed extends PgStore implements EventFeed {
     options: ConnectOptions & Omit<PgEventFeedOptions, "ownsPool"> = {},
   ): Promise<PgEventFeed> {
     const sql = await openMigrated(url, options);
-    const listener = () => connectPostgres(url, { max: 1, connectTimeout: options.connectTimeout });
+    const listener = listenerClient(url, options);
     return new PgEventFeed(sql, listener, { ...options, ownsPool: true });
   }
 

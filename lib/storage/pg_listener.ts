@@ -8,7 +8,15 @@
  *   keepalive takes minutes to notice) is caught by a watchdog: the listener NOTIFYs an empty ping on its own
  *   channel every `pingMs` while `active()`, and one that heard nothing for three periods is built anew.
  */
-import type { Sql } from "./pg_client.ts";
+import { type ConnectOptions, connectPostgres, type Sql } from "./pg_client.ts";
+
+/** The watchdog's ping period unless an owner's options say otherwise. */
+export const LISTENER_PING_MS = 5_000;
+
+/** Opens, each time it is called, the one-connection client a listener on `url` LISTENs through. */
+export function listenerClient(url: string, options: ConnectOptions = {}): () => Sql {
+  return () => connectPostgres(url, { max: 1, connectTimeout: options.connectTimeout });
+}
 
 export interface PgListenerOptions {
   /** The NOTIFY channel. */

@@ -9,9 +9,9 @@
  * (re)LISTEN and every `SETTINGS_SWEEP_MS` make each subscription compare the versions with its previous
  * look; the hint's payload is never trusted (anyone on the database can NOTIFY).
  */
-import { type ConnectOptions, connectPostgres, PgStore, type Sql } from "./pg_client.ts";
+import { type ConnectOptions, PgStore, type Sql } from "./pg_client.ts";
 import { openMigrated } from "./pg_migrate.ts";
-import { PgListener } from "./pg_listener.ts";
+import { LISTENER_PING_MS, listenerClient, PgListener } from "./pg_listener.ts";
 import {
   entryOf,
   type OnSettingsChanged,
@@ -24,7 +24,6 @@ import {
 
 /** The NOTIFY channel; the payload names the changed keys (empty: a listener's liveness ping). */
 export const SETTINGS_CHANNEL = "lvmh_set";
-const PING_MS = 5_000;
 
 export interface PgSettingsLogOptions {
   /** Sweep period of each subscription (default `SETTINGS_SWEEP_MS`; 0: hints only, for tests). */
@@ -59,7 +58,7 @@ export class PgSettingsLog extends PgStore implements SettingsLog {
       onHint: lookAll,
       onListen: lookAll,
       active: () => this.#watches.size > 0,
-      pingMs: options.pingMs ?? PING_MS,
+      pingMs: options.pingMs ?? LISTENER_PING_MS,
     });
   }
 
@@ -72,7 +71,7 @@ export class PgSettingsLog extends PgStore implements SettingsLog {
     options: ConnectOptions & Omit<PgSettingsLogOptions, "ownsPool"> = {},
   ): Promise<PgSettingsLog> {
     const sql = await openMigrated(url, options);
-    const listener = () => connectPostgres(url, { max: 1, connectTimeout: options.connectTimeout });
+    const listener = listenerClient(url, options);
     return new PgSettingsLog(sql, listener, { ...options, ownsPool: true });
   }
 

@@ -9,9 +9,9 @@
  * subscription read the names revoked since its last look (a partial index keeps it cheap); the hint's payload
  * is never trusted, anyone on the database can NOTIFY.
  */
-import { type ConnectOptions, connectPostgres, PgStore, type Sql } from "./pg_client.ts";
+import { type ConnectOptions, PgStore, type Sql } from "./pg_client.ts";
 import { openMigrated } from "./pg_migrate.ts";
-import { PgListener } from "./pg_listener.ts";
+import { LISTENER_PING_MS, listenerClient, PgListener } from "./pg_listener.ts";
 import { safeInteger } from "./event_log.ts";
 import {
   type OnRevoked,
@@ -27,7 +27,6 @@ import {
 
 /** The NOTIFY channel; the payload is a revoked name (empty: a listener's liveness ping). */
 export const REVOKED_CHANNEL = "lvmh_tok";
-const PING_MS = 5_000;
 
 export interface PgTokenLogOptions {
   /** Sweep period of each subscription (default `REVOKED_SWEEP_MS`). */
@@ -62,7 +61,7 @@ export class PgTokenLog extends PgStore implements TokenLog {
       onHint: lookAll,
       onListen: lookAll,
       active: () => this.#watches.size > 0,
-      pingMs: options.pingMs ?? PING_MS,
+      pingMs: options.pingMs ?? LISTENER_PING_MS,
     });
   }
 
@@ -75,7 +74,7 @@ export class PgTokenLog extends PgStore implements TokenLog {
     options: ConnectOptions & Omit<PgTokenLogOptions, "ownsPool"> = {},
   ): Promise<PgTokenLog> {
     const sql = await openMigrated(url, options);
-    const listener = () => connectPostgres(url, { max: 1, connectTimeout: options.connectTimeout });
+    const listener = listenerClient(url, options);
     return new PgTokenLog(sql, listener, { ...options, ownsPool: true });
   }
 
