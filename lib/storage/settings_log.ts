@@ -14,6 +14,7 @@
  * wake-up: each subscription compares every key's version with its previous look, at once on a hint and every
  * `SETTINGS_SWEEP_MS` for hints that were lost.
  */
+import { Looks } from "./looks.ts";
 
 /** Where the hooks' settings live; on SQLite that is `hook_settings`, keyed by the rest of the name. */
 export const HOOK_PREFIX = "hook.";
@@ -86,57 +87,46 @@ export class SettingsWatch {
   #read: () => Promise<Map<string, string>>;
   #onChanged: OnSettingsChanged;
   #seen: Map<string, string> | null = null;
-  #timer: ReturnType<typeof setInterval> | undefined;
-  #running: Promise<void> | null = null;
-  #again = false;
-  #stopped = false;
+  #looks: Looks;
   /** Resolves once the first look took the state (or failed, when the sweeps take it later). */
   readonly ready: Promise<void>;
 
   constructor(read: () => Promise<Map<string, string>>, onChanged: OnSettingsChanged, everyMs: number) {
     this.#read = read;
     this.#onChanged = onChanged;
-    if (everyMs > 0) this.#timer = setInterval(() => void this.look(), everyMs);
+    this.#looks = new Looks(() => this.#compare(), everyMs > 0 ? everyMs : null);
     this.ready = this.look();
   }
 
   /** Compare now (a hint, a re-LISTEN, this replica's own write). */
   look(): Promise<void> {
-    if (this.#stopped) return Promise.resolve();
-    if (this.#running) {
-      this.#again = true;
-      return this.#running;
-    }
-    return this.#running = this.#loop().finally(() => this.#running = null);
+    return this.#looks.look();
   }
 
   stop(): void {
-    this.#stopped = true;
-    clearInterval(this.#timer);
+    this.#looks.stop();
   }
 
-  async #loop(): Promise<void> {
-    do {
-      this.#again = false;
-      let now: Map<string, string>;
-      try {
-        now = await this.#read();
-      } catch {
-        // The store is away or closing: the next look compares with the same state.
-        return;
-      }
-      if (this.#stopped) return;
-      const before = this.#seen;
-      this.#seen = now;
-      if (!before) continue;
-      const keys = [...now].filter(([key, version]) => before.get(key) !== version).map(([key]) => key);
-      for (const key of before.keys()) if (!now.has(key)) keys.push(key);
-      if (!keys.length) continue;
-      try {
-        this.#onChanged(keys.sort());
-      } catch {
-        // A subscriber's own failure is its business.
-      }
-    } while (this.#again && !this.#stopped);
+  async #compare(): Promise<boolean> {
+    let now: Map<string, string>;
+    try {
+      now = await this.#read();
+    } catch {
+      // The store is away or closing: the next look compares with the same state.
+      return false;
+    }
+    if (this.#looks.stopped) return false;
+    const before = this.#seen;
+    this.#seen = now;
+    if (!before) return true;
+    const keys = [...now].filter(([key, version]) => before.get(key) !== version).map(([key]) => key);
+    for (const key of before.keys()) if (!now.has(key)) keys.push(key);
+    if (!keys.length) return true;
+    try {
+      this.#onChanged(keys.sort());
+    } catch {
+      // A subscriber's own failure is its business.
+    }
+    return true;
   }
 }

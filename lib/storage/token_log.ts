@@ -14,6 +14,7 @@
  */
 import type { TokenInfo } from "../protocol.ts";
 import type { Role } from "../wire.ts";
+import { Looks } from "./looks.ts";
 
 export type { Role, TokenInfo };
 
@@ -82,55 +83,44 @@ export class RevokedWatch {
   #cursor: number | null = null;
   /** Names called back, with their revocation time, until they fall out of the window. */
   #heard = new Map<string, number>();
-  #timer: ReturnType<typeof setInterval> | undefined;
-  #running: Promise<void> | null = null;
-  #again = false;
-  #stopped = false;
+  #looks: Looks;
 
   constructor(read: (since: number | null) => Promise<RevokedWindow>, onRevoked: OnRevoked, everyMs: number) {
     this.#read = read;
     this.#onRevoked = onRevoked;
-    this.#timer = setInterval(() => void this.look(), everyMs);
+    this.#looks = new Looks(() => this.#sweep(), everyMs);
     void this.look();
   }
 
   /** A name known to be revoked at `revokedAt` (this replica's own revocation): called back now. */
   heard(name: string, revokedAt: number): void {
-    if (this.#stopped || this.#heard.has(name)) return;
+    if (this.#looks.stopped || this.#heard.has(name)) return;
     this.#heard.set(name, revokedAt);
     this.#call(name);
   }
 
   /** Read the window now (a hint, a re-LISTEN). */
   look(): Promise<void> {
-    if (this.#stopped) return Promise.resolve();
-    if (this.#running) {
-      this.#again = true;
-      return this.#running;
-    }
-    return this.#running = this.#loop().finally(() => this.#running = null);
+    return this.#looks.look();
   }
 
   stop(): void {
-    this.#stopped = true;
-    clearInterval(this.#timer);
+    this.#looks.stop();
   }
 
-  async #loop(): Promise<void> {
-    do {
-      this.#again = false;
-      try {
-        const since = this.#cursor === null ? null : this.#cursor - REVOKED_SLACK_MS;
-        const { rows, now } = await this.#read(since);
-        if (this.#stopped) return;
-        for (const { name, revokedAt } of rows) this.heard(name, revokedAt);
-        this.#cursor = Math.max(this.#cursor ?? now, now);
-        const oldest = this.#cursor - REVOKED_SLACK_MS;
-        for (const [name, at] of this.#heard) if (at < oldest) this.#heard.delete(name);
-      } catch {
-        // The store is away or closing: the next period looks again, from the same cursor.
-      }
-    } while (this.#again && !this.#stopped);
+  async #sweep(): Promise<boolean> {
+    try {
+      const since = this.#cursor === null ? null : this.#cursor - REVOKED_SLACK_MS;
+      const { rows, now } = await this.#read(since);
+      if (this.#looks.stopped) return false;
+      for (const { name, revokedAt } of rows) this.heard(name, revokedAt);
+      this.#cursor = Math.max(this.#cursor ?? now, now);
+      const oldest = this.#cursor - REVOKED_SLACK_MS;
+      for (const [name, at] of this.#heard) if (at < oldest) this.#heard.delete(name);
+    } catch {
+      // The store is away or closing: the next period looks again, from the same cursor.
+    }
+    return true;
   }
 
   #call(name: string): void {
