@@ -16,6 +16,7 @@ import { SqliteUsageRunLog } from "../lib/storage/sqlite_usage_run_log.ts";
 import { PgSessionStateLog } from "../lib/storage/pg_session_state_log.ts";
 import { PgUsageRunLog } from "../lib/storage/pg_usage_run_log.ts";
 import { connectPostgres } from "../lib/storage/pg_client.ts";
+import { closeReplicas } from "./storage_replicas.ts";
 
 /** One replica's logs. */
 export interface Replica {
@@ -33,11 +34,6 @@ export interface Opened {
   /** Close both replicas and open them again on the same database, as restarted daemons do. */
   reopen(): Promise<void>;
   close(): Promise<void>;
-}
-
-async function closeReplica(r: Replica): Promise<void> {
-  await r.state.close();
-  await r.usage.close();
 }
 
 /** The rollback a test asks for. */
@@ -73,15 +69,13 @@ export async function openSqlite(): Promise<Opened> {
       return Promise.resolve();
     },
     async reopen() {
-      await closeReplica(opened.a);
-      await closeReplica(opened.b);
+      await closeReplicas(opened.a, opened.b);
       store.close();
       store = new Store(path);
       [opened.a, opened.b] = replicas();
     },
     async close() {
-      await closeReplica(opened.a);
-      await closeReplica(opened.b);
+      await closeReplicas(opened.a, opened.b);
       store.close();
       await Deno.remove(dir, { recursive: true });
     },
@@ -110,14 +104,12 @@ export async function openPg(url: string): Promise<Opened> {
       }
     },
     async reopen() {
-      await closeReplica(opened.a);
-      await closeReplica(opened.b);
+      await closeReplicas(opened.a, opened.b);
       opened.a = await replica();
       opened.b = await replica();
     },
     async close() {
-      await closeReplica(opened.a);
-      await closeReplica(opened.b);
+      await closeReplicas(opened.a, opened.b);
       await raw.end();
     },
   };

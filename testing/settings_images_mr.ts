@@ -15,6 +15,7 @@ import { PgSettingsLog } from "../lib/storage/pg_settings_log.ts";
 import { PgImageLog } from "../lib/storage/pg_image_log.ts";
 import { PgMergeRequestLog } from "../lib/storage/pg_merge_request_log.ts";
 import { connectPostgres } from "../lib/storage/pg_client.ts";
+import { closeReplicas } from "./storage_replicas.ts";
 
 /** One replica's logs. */
 export interface Replica {
@@ -35,12 +36,6 @@ export interface Opened {
   close(): Promise<void>;
 }
 
-async function closeReplica(r: Replica): Promise<void> {
-  await r.settings.close();
-  await r.images.close();
-  await r.mrs.close();
-}
-
 /** A fresh SQLite file in a temp dir; both replicas on the store's handle (one daemon, two of its parts). */
 export async function openSqlite(): Promise<Opened> {
   const dir = await Deno.makeTempDir({ prefix: "lvmh-sim-" });
@@ -57,16 +52,14 @@ export async function openSqlite(): Promise<Opened> {
     blobs: () =>
       Promise.resolve((store.db.prepare("SELECT count(*) AS n FROM image_blobs").get() as { n: number }).n),
     async reopen() {
-      await closeReplica(opened.a);
-      await closeReplica(opened.b);
+      await closeReplicas(opened.a, opened.b);
       store.close();
       store = new Store(path);
       opened.a = replica();
       opened.b = replica();
     },
     async close() {
-      await closeReplica(opened.a);
-      await closeReplica(opened.b);
+      await closeReplicas(opened.a, opened.b);
       store.close();
       await Deno.remove(dir, { recursive: true });
     },
@@ -90,14 +83,12 @@ export async function openPg(url: string, options: { sweepMs?: number } = {}): P
       return row.n as number;
     },
     async reopen() {
-      await closeReplica(opened.a);
-      await closeReplica(opened.b);
+      await closeReplicas(opened.a, opened.b);
       opened.a = await replica();
       opened.b = await replica();
     },
     async close() {
-      await closeReplica(opened.a);
-      await closeReplica(opened.b);
+      await closeReplicas(opened.a, opened.b);
       await raw.end();
     },
   };

@@ -99,3 +99,12 @@ export async function listeners(admin: postgres.Sql, db: string): Promise<number
     WHERE datname = ${db} AND state = 'idle' AND query ILIKE 'listen%'`;
   return rows.map((r) => Number(r.pid));
 }
+
+/** Closes every part of each replica (an object of stores), in order: what a case's `reopen` and `close` do. */
+export async function closeReplicas<R extends { [K in keyof R]: { close(): Promise<void> } }>(
+  ...replicas: R[]
+): Promise<void> {
+  for (const replica of replicas) {
+    for (const part of Object.values(replica) as { close(): Promise<void> }[]) await part.close();
+  }
+}
