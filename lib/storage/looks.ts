@@ -46,3 +46,35 @@ export class Looks {
     } while (this.#again && !this.#stopped);
   }
 }
+
+/** A store's subscriptions that each look for themselves: a hint or a (re)LISTEN makes every one look. */
+export class Watches<W extends { look(): Promise<void>; stop(): void }> implements Iterable<W> {
+  #all = new Set<W>();
+
+  get size(): number {
+    return this.#all.size;
+  }
+
+  /** @returns what stops `watch` and forgets it. */
+  add(watch: W): () => void {
+    this.#all.add(watch);
+    return () => {
+      watch.stop();
+      this.#all.delete(watch);
+    };
+  }
+
+  lookAll(): void {
+    for (const watch of this.#all) void watch.look();
+  }
+
+  [Symbol.iterator](): Iterator<W> {
+    return this.#all[Symbol.iterator]();
+  }
+
+  /** Stop every watch and forget them. */
+  stop(): void {
+    for (const watch of this.#all) watch.stop();
+    this.#all.clear();
+  }
+}

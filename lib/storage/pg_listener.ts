@@ -9,6 +9,7 @@
  *   channel every `pingMs` while `active()`, and one that heard nothing for three periods is built anew.
  */
 import { type ConnectOptions, connectPostgres, type Sql } from "./pg_client.ts";
+import type { Watches } from "./looks.ts";
 
 /** The watchdog's ping period unless an owner's options say otherwise. */
 export const LISTENER_PING_MS = 5_000;
@@ -105,4 +106,13 @@ export class PgListener {
     // Every replica hears every ping: a listener that hears none is deaf, whoever sent them.
     await this.#o.pool`SELECT pg_notify(${this.#o.channel}, '')`.catch(() => {});
   }
+}
+
+/** A listener whose every hint and every (re)LISTEN makes each of `watches` look; it pings while any is there. */
+export function watchesListener(
+  watches: Watches<{ look(): Promise<void>; stop(): void }>,
+  options: Omit<PgListenerOptions, "onHint" | "onListen" | "active">,
+): PgListener {
+  const lookAll = () => watches.lookAll();
+  return new PgListener({ ...options, onHint: lookAll, onListen: lookAll, active: () => watches.size > 0 });
 }

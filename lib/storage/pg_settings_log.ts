@@ -11,7 +11,8 @@
  */
 import { type ConnectOptions, PgStore, type Sql } from "./pg_client.ts";
 import { openMigrated } from "./pg_migrate.ts";
-import { LISTENER_PING_MS, listenerClient, PgListener } from "./pg_listener.ts";
+import { LISTENER_PING_MS, listenerClient, type PgListener, watchesListener } from "./pg_listener.ts";
+import { Watches } from "./looks.ts";
 import {
   entryOf,
   type OnSettingsChanged,
@@ -38,7 +39,7 @@ export interface PgSettingsLogOptions {
 export class PgSettingsLog extends PgStore implements SettingsLog {
   #sweepMs: number;
   #listener: PgListener;
-  #watches = new Set<SettingsWatch>();
+  #watches = new Watches<SettingsWatch>();
   #closed = false;
 
   /**
@@ -48,16 +49,10 @@ export class PgSettingsLog extends PgStore implements SettingsLog {
   constructor(sql: Sql, connectListener: () => Sql, options: PgSettingsLogOptions = {}) {
     super(sql, options);
     this.#sweepMs = options.sweepMs ?? SETTINGS_SWEEP_MS;
-    const lookAll = () => {
-      for (const watch of this.#watches) void watch.look();
-    };
-    this.#listener = new PgListener({
+    this.#listener = watchesListener(this.#watches, {
       channel: SETTINGS_CHANNEL,
       connect: connectListener,
       pool: sql,
-      onHint: lookAll,
-      onListen: lookAll,
-      active: () => this.#watches.size > 0,
       pingMs: options.pingMs ?? LISTENER_PING_MS,
     });
   }
@@ -103,7 +98,7 @@ export class PgSettingsLog extends PgStore implements SettingsLog {
     });
     // Committed. A hint that fails to go is found by the other replicas' sweeps.
     await this.sql`SELECT pg_notify(${SETTINGS_CHANNEL}, ${keys.join(",").slice(0, 7000)})`.catch(() => {});
-    for (const watch of this.#watches) void watch.look();
+    this.#watches.lookAll();
   }
 
   async list(): Promise<SettingEntry[]> {
@@ -118,20 +113,16 @@ export class PgSettingsLog extends PgStore implements SettingsLog {
       return new Map(rows.map((r) => [r.key as string, String(r.version)]));
     };
     const watch = new SettingsWatch(read, onChanged, this.#sweepMs);
-    this.#watches.add(watch);
+    const unwatch = this.#watches.add(watch);
     // The listener stays until `close()`: a LISTEN made anew per subscriber would miss hints meanwhile.
     // Ready once it listens and the first look is taken: a later commit's hint then finds a state to compare.
     const ready = Promise.all([this.#listener.start(), watch.ready]).then(() => {});
-    return Object.assign(() => {
-      watch.stop();
-      this.#watches.delete(watch);
-    }, { ready });
+    return Object.assign(unwatch, { ready });
   }
 
   override async close(): Promise<void> {
     this.#closed = true;
-    for (const watch of this.#watches) watch.stop();
-    this.#watches.clear();
+    this.#watches.stop();
     await this.#listener.close();
     await super.close();
   }

@@ -11,7 +11,8 @@
  */
 import { type ConnectOptions, PgStore, type Sql } from "./pg_client.ts";
 import { openMigrated } from "./pg_migrate.ts";
-import { LISTENER_PING_MS, listenerClient, PgListener } from "./pg_listener.ts";
+import { LISTENER_PING_MS, listenerClient, type PgListener, watchesListener } from "./pg_listener.ts";
+import { Watches } from "./looks.ts";
 import { safeInteger } from "./event_log.ts";
 import {
   type OnRevoked,
@@ -41,7 +42,7 @@ export interface PgTokenLogOptions {
 export class PgTokenLog extends PgStore implements TokenLog {
   #sweepMs: number;
   #listener: PgListener;
-  #watches = new Set<RevokedWatch>();
+  #watches = new Watches<RevokedWatch>();
   #closed = false;
 
   /**
@@ -51,16 +52,10 @@ export class PgTokenLog extends PgStore implements TokenLog {
   constructor(sql: Sql, connectListener: () => Sql, options: PgTokenLogOptions = {}) {
     super(sql, options);
     this.#sweepMs = options.sweepMs ?? REVOKED_SWEEP_MS;
-    const lookAll = () => {
-      for (const watch of this.#watches) void watch.look();
-    };
-    this.#listener = new PgListener({
+    this.#listener = watchesListener(this.#watches, {
       channel: REVOKED_CHANNEL,
       connect: connectListener,
       pool: sql,
-      onHint: lookAll,
-      onListen: lookAll,
-      active: () => this.#watches.size > 0,
       pingMs: options.pingMs ?? LISTENER_PING_MS,
     });
   }
@@ -141,19 +136,15 @@ export class PgTokenLog extends PgStore implements TokenLog {
       };
     };
     const watch = new RevokedWatch(read, onRevoked, this.#sweepMs);
-    this.#watches.add(watch);
+    const unwatch = this.#watches.add(watch);
     // The listener stays until `close()`: a LISTEN made anew per subscriber would miss hints meanwhile.
     if (!this.#closed) void this.#listener.start();
-    return () => {
-      watch.stop();
-      this.#watches.delete(watch);
-    };
+    return unwatch;
   }
 
   override async close(): Promise<void> {
     this.#closed = true;
-    for (const watch of this.#watches) watch.stop();
-    this.#watches.clear();
+    this.#watches.stop();
     await this.#listener.close();
     await super.close();
   }
