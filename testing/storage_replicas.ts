@@ -100,7 +100,7 @@ export async function listeners(admin: postgres.Sql, db: string): Promise<number
   return rows.map((r) => Number(r.pid));
 }
 
-/** Closes every part of each replica (an object of stores), in order: what a case's `reopen` and `close` do. */
+/** Closes every part of each replica (an object of stores), in order, as a case's `reopen` and `close` do. */
 export async function closeReplicas<R extends { [K in keyof R]: { close(): Promise<void> } }>(
   ...replicas: R[]
 ): Promise<void> {

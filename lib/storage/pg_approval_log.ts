@@ -18,7 +18,7 @@ import { NotFoundError } from "../errors.ts";
 import type { ApprovalSource, ApprovalState } from "../protocol.ts";
 import { type ConnectOptions, PgStore, type Sql } from "./pg_client.ts";
 import { openMigrated } from "./pg_migrate.ts";
-import { LISTENER_PING_MS, listenerClient, PgListener } from "./pg_listener.ts";
+import { LISTENER_PING_MS, listenerClient, type PgListener, wakeupsListener } from "./pg_listener.ts";
 import type { Wakeups } from "./command_queue.ts";
 import {
   APPROVAL_SWEEP_MS,
@@ -74,13 +74,10 @@ export class PgApprovalLog extends PgStore implements ApprovalLog<PgDecisionWrit
       );
       return rows as unknown as { id: string; sessionId: string }[];
     }, options.sweepMs ?? APPROVAL_SWEEP_MS);
-    this.#listener = new PgListener({
+    this.#listener = wakeupsListener(this.#wakeups, {
       channel: APPROVALS_CHANNEL,
       connect: connectListener,
       pool: sql,
-      onHint: (sessionId) => this.#wakeups.hint(sessionId),
-      onListen: () => void this.#wakeups.sweep(),
-      active: () => this.#wakeups.size > 0,
       pingMs: options.pingMs ?? LISTENER_PING_MS,
     });
   }

@@ -16,7 +16,7 @@ import { sessionNotFound } from "../errors.ts";
 import { FencedError, safeInteger } from "./event_log.ts";
 import { type ConnectOptions, PgStore, type Sql } from "./pg_client.ts";
 import { openMigrated } from "./pg_migrate.ts";
-import { LISTENER_PING_MS, listenerClient, PgListener } from "./pg_listener.ts";
+import { LISTENER_PING_MS, listenerClient, type PgListener, wakeupsListener } from "./pg_listener.ts";
 import {
   type CommandFrame,
   type CommandQueue,
@@ -59,13 +59,10 @@ export class PgCommandQueue extends PgStore implements CommandQueue {
         WHERE acked_at IS NULL AND taken_epoch IS NULL LIMIT 1000`;
       return rows.map((r) => r.session_id as string);
     }, options.sweepMs ?? SWEEP_MS);
-    this.#listener = new PgListener({
+    this.#listener = wakeupsListener(this.#wakeups, {
       channel: COMMANDS_CHANNEL,
       connect: connectListener,
       pool: sql,
-      onHint: (sessionId) => this.#wakeups.hint(sessionId),
-      onListen: () => void this.#wakeups.sweep(),
-      active: () => this.#wakeups.size > 0,
       pingMs: options.pingMs ?? LISTENER_PING_MS,
     });
   }

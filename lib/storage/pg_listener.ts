@@ -10,6 +10,7 @@
  */
 import { type ConnectOptions, connectPostgres, type Sql } from "./pg_client.ts";
 import type { Watches } from "./looks.ts";
+import type { Wakeups } from "./command_queue.ts";
 
 /** The watchdog's ping period unless an owner's options say otherwise. */
 export const LISTENER_PING_MS = 5_000;
@@ -108,11 +109,24 @@ export class PgListener {
   }
 }
 
-/** A listener whose every hint and every (re)LISTEN makes each of `watches` look; it pings while any is there. */
+/** A listener whose every hint and (re)LISTEN makes each of `watches` look; it pings while any is there. */
 export function watchesListener(
   watches: Watches<{ look(): Promise<void>; stop(): void }>,
   options: Omit<PgListenerOptions, "onHint" | "onListen" | "active">,
 ): PgListener {
   const lookAll = () => watches.lookAll();
   return new PgListener({ ...options, onHint: lookAll, onListen: lookAll, active: () => watches.size > 0 });
+}
+
+/** A listener hinting each payload to `wakeups`, which sweep at each (re)LISTEN; it pings while any wait. */
+export function wakeupsListener(
+  wakeups: Wakeups,
+  options: Omit<PgListenerOptions, "onHint" | "onListen" | "active">,
+): PgListener {
+  return new PgListener({
+    ...options,
+    onHint: (sessionId) => wakeups.hint(sessionId),
+    onListen: () => void wakeups.sweep(),
+    active: () => wakeups.size > 0,
+  });
 }
