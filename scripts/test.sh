@@ -20,7 +20,8 @@ export NO_COLOR=1 DENO_NO_UPDATE_CHECK=1 PATH="$ROOT/.tools/node_modules/.bin:$P
 #   process  tests/process/: root-free too, but slow or load-sensitive for what they add to `deno task ok`,
 #            and each needs the daemon as a process of its own (the CLI, a Node process, 10 s; the database
 #            locked, an exit code after SQLite's busy timeouts; the event streams under SIGKILL and a stalled
-#            reader). They run in the full suite's parallel phase beside the unit set, whose in-process tests
+#            reader; the storage contracts and db:copy, each with a PostgreSQL server of its own). They run in
+#            the full suite's parallel phase beside the unit set, whose in-process tests
 #            cover the same routes (tests/rest_test.ts and tests/roles_test.ts: both streams;
 #            lib/store_locked_test.ts: the write gate)
 #   e2e      tests/e2e/: needs root, the real pi, Chromium or Docker, or a quiet machine for its bounds; one

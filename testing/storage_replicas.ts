@@ -1,5 +1,5 @@
 /**
- * What the storage contract tests (tests/*_contract_test.ts) and their PostgreSQL-only companions share: one
+ * What the storage contract tests (tests/process/*_contract_test.ts) and their PostgreSQL-only companions share: one
  * backend's test with its server, a case's opened stores closed whatever the case did, and the wait for a
  * replica's first wake-up hint.
  */

@@ -1,7 +1,7 @@
 /**
  * Approvals behind one async interface: the daemon's SQLite file (`sqlite_approval_log.ts`, over the same
  * `approvals` table and SQL as lib/approval_store.ts) and PostgreSQL shared by several replicas
- * (`pg_approval_log.ts`). Both pass one contract (tests/approval_log_contract_test.ts).
+ * (`pg_approval_log.ts`). Both pass one contract (tests/process/approval_log_contract_test.ts).
  *
  * First answer wins, across replicas too: a decision is one conditional write (`… WHERE state = 'pending'`),
  * so of two replicas deciding at once exactly one changes the row, and the other is handed the row as the

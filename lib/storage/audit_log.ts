@@ -1,7 +1,7 @@
 /**
  * The audit log behind an async interface, so that several replicas on one database append to one log. Two
  * implementations (SQLite over lib/audit.ts's table, PostgreSQL) pass one contract
- * (tests/token_audit_contract_test.ts). The semantics are lib/audit.ts's: append-only, one row per human action
+ * (tests/process/token_audit_contract_test.ts). The semantics are lib/audit.ts's: append-only, one row per human action
  * and per failed sign-in, read in id order by pages (`id > after`); an append never fails the action it
  * records; a detail longer than `MAX_DETAIL_CHARS` is kept cut. There is no retention: rows stay.
  *

@@ -1,7 +1,7 @@
 /**
  * Commands to a session's plugin, queued in the store so that any replica can send one and the replica holding
  * the plugin's socket delivers it. Two implementations (SQLite, PostgreSQL) pass one contract
- * (tests/command_queue_contract_test.ts).
+ * (tests/process/command_queue_contract_test.ts).
  *
  * Order: each session numbers its commands from a counter moved inside the inserting transaction (the way the
  * event log numbers events), so commands commit in position order and `take` hands them out in enqueue order,

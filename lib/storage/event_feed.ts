@@ -2,7 +2,7 @@
  * Live fan-out across replicas: how a replica that does not hold a session learns of that session's new
  * events, in seq order, without gaps or repeats, so its browser sockets and SSE streams can show them live.
  * Two implementations (SQLite in process, PostgreSQL with LISTEN/NOTIFY) pass one contract
- * (tests/event_feed_contract_test.ts).
+ * (tests/process/event_feed_contract_test.ts).
  *
  * The table is the truth, the hint only says where to look. The appender (the session's holder) announces each
  * commit after it (never inside the append transaction: on PostgreSQL a NOTIFY takes a global lock at commit);

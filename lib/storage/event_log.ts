@@ -1,7 +1,7 @@
 /**
  * The event log behind one async interface, so that the daemon can keep it in SQLite (one daemon, the embedded
  * default) or in PostgreSQL (several replicas on one database). Both implementations pass the same contract
- * (tests/event_log_contract_test.ts).
+ * (tests/process/event_log_contract_test.ts).
  *
  * Ordering: each session has a counter row. An append locks it, numbers the batch from it and moves it on, all
  * inside the transaction that inserts the rows, so commits of one session are in seq order and a reader that

@@ -1,7 +1,7 @@
 /**
  * Kept hook prompts behind one async interface: the daemon's SQLite file (`sqlite_hook_prompt_log.ts`, over
  * lib/hooks/hook_store.ts itself, so the file keeps one schema) and PostgreSQL shared by several replicas
- * (`pg_hook_prompt_log.ts`). Both pass one contract (tests/hook_push_contract_test.ts).
+ * (`pg_hook_prompt_log.ts`). Both pass one contract (tests/process/hook_push_contract_test.ts).
  *
  * A prompt is kept until its session's plugin answered it (`command_result` stored), it failed for good, or it
  * grew too old, exactly as lib/hooks/kept_prompts.ts keeps it today. With several replicas on one database,

@@ -1,6 +1,6 @@
 /**
  * The images of web prompts behind an async interface, so every replica serves an image whichever one took
- * the prompt. Two implementations pass one contract (tests/settings_images_mr_contract_test.ts): SQLite over
+ * the prompt. Two implementations pass one contract (tests/process/settings_images_mr_contract_test.ts): SQLite over
  * lib/image_store.ts (its tables and statements, so SQLite keeps one schema) and PostgreSQL (the same two
  * tables, bytes as `bytea`). The semantics are the image store's: each image once, by the sha256 of its
  * bytes; served only for a session it was sent to; a deleted session's links go, and with them every image

@@ -1,6 +1,6 @@
 /**
  * lvmh's record of each session's merge request behind an async interface, so several replicas on one
- * database share it. Two implementations pass one contract (tests/settings_images_mr_contract_test.ts):
+ * database share it. Two implementations pass one contract (tests/process/settings_images_mr_contract_test.ts):
  * SQLite over lib/merge_request_record.ts (its table and statements: the one schema) and PostgreSQL (the same
  * columns).
  *

@@ -1,7 +1,7 @@
 /**
  * Web push state behind one async interface: the daemon's SQLite file (`sqlite_push_log.ts`, over
  * lib/notify/push_store.ts itself, so the file keeps one schema) and PostgreSQL shared by several replicas
- * (`pg_push_log.ts`). Both pass one contract (tests/hook_push_contract_test.ts).
+ * (`pg_push_log.ts`). Both pass one contract (tests/process/hook_push_contract_test.ts).
  *
  * The VAPID key pair is made once per deployment: browsers subscribed with its public key, and a push signed
  * by another pair is refused by the push service. Replicas starting together may each make a pair, but only

@@ -3,7 +3,7 @@
  * several replicas on one database share it: each session's own budget (`session_budgets`, lib/budget_table.ts),
  * its working copy's record (`session_workspaces`, lib/workspaces.ts) and its worker's state with the last logs
  * (`session_containers`, lib/spawn/containers.ts). Two implementations pass one contract
- * (tests/session_state_contract_test.ts): SQLite over those owners (their tables: the one schema) and
+ * (tests/process/session_state_contract_test.ts): SQLite over those owners (their tables: the one schema) and
  * PostgreSQL (the same columns). Usage runs are lib/storage/usage_run_log.ts.
  *
  * Which replica acts on a worker: moving a worker's state is a compare-and-set on the state the caller read

@@ -1,7 +1,7 @@
 /**
  * The daemon's settings behind an async interface, so several replicas on one database share them: the GitLab
  * connection (its token, the user it belongs to, the GitLab it was validated against) and the GitLab hook
- * secret set through the API. Two implementations pass one contract (tests/settings_images_mr_contract_test.ts):
+ * secret set through the API. Two implementations pass one contract (tests/process/settings_images_mr_contract_test.ts):
  * SQLite over the tables the daemon has today (`settings` through lib/store.ts, `hook_settings` through
  * lib/hooks/hook_store.ts, so SQLite keeps one schema), and PostgreSQL (one `settings` table).
  *

@@ -1,7 +1,7 @@
 /**
  * Named tokens behind an async interface, so that several replicas on one database share them. Two
  * implementations (SQLite over the `tokens` table `deno task token` also writes, PostgreSQL) pass one contract
- * (tests/token_audit_contract_test.ts). The semantics are lib/token_store.ts's: only SHA-256 hashes are stored
+ * (tests/process/token_audit_contract_test.ts). The semantics are lib/token_store.ts's: only SHA-256 hashes are stored
  * (never a token), lookups are by hash (the constant-time comparison with the bootstrap token stays in
  * lib/tokens.ts), names stay taken after revocation (so the audit log's names stay unambiguous), a lookup of a
  * revoked token finds nothing, `lastUsedAt` is written best effort.

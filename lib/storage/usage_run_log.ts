@@ -1,7 +1,7 @@
 /**
  * The rows of `usage_runs` (one per run, derived from the event log: lib/usage_runs.ts decides when they are
  * counted and written, lib/usage_count.ts how) behind an async interface, so several replicas on one database
- * share them. Two implementations pass one contract (tests/session_state_contract_test.ts): SQLite on the
+ * share them. Two implementations pass one contract (tests/process/session_state_contract_test.ts): SQLite on the
  * table lib/usage_runs.ts makes (the one schema) and PostgreSQL (the same columns, migration 8).
  *
  * Every row carries `seenSeq`, how far its session's log was counted when it was written. Replicas may count

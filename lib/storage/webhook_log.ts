@@ -1,7 +1,7 @@
 /**
  * Webhook endpoints and their delivery outbox behind one async interface: the daemon's SQLite file
  * (`sqlite_webhook_log.ts`, over lib/webhooks/webhook_store.ts so the file keeps one schema) and PostgreSQL
- * shared by several replicas (`pg_webhook_log.ts`). Both pass one contract (tests/webhook_log_contract_test.ts).
+ * shared by several replicas (`pg_webhook_log.ts`). Both pass one contract (tests/process/webhook_log_contract_test.ts).
  *
  * What it stores is what lib/webhooks/webhooks.ts keeps today: endpoints with their signing secrets (never in a
  * list), one outbox row per event and endpoint whose id is the `webhook-id` of every attempt, the attempt log

@@ -3,11 +3,11 @@
  * Store) and the PostgreSQL log (a real server from testing/postgres.ts, a fresh database per case). `other`
  * is a second log object on the same database: another replica on PostgreSQL, another part of the one daemon
  * on SQLite. What only PostgreSQL has (a decider held on the row lock or cut off by a partition) is in
- * tests/approval_log_pg_test.ts.
+ * tests/process/approval_log_pg_test.ts.
  */
 import assert from "node:assert/strict";
-import { NotFoundError } from "../lib/errors.ts";
-import { contractTest, newDatabase, opening } from "../testing/storage_replicas.ts";
+import { NotFoundError } from "../../lib/errors.ts";
+import { contractTest, newDatabase, opening } from "../../testing/storage_replicas.ts";
 import {
   type AnyLogs,
   HINT_MS,
@@ -15,7 +15,7 @@ import {
   openPgLogs,
   openSqliteLogs,
   request,
-} from "../testing/approval_log.ts";
+} from "../../testing/approval_log.ts";
 
 function contract(name: string, open: () => Promise<AnyLogs>) {
   const withLogs = opening(open);

@@ -3,16 +3,16 @@
  * Store and its event log) and the PostgreSQL queue (a real server from testing/postgres.ts, a fresh database
  * per case). `other` is a second queue object on the same database: another replica on PostgreSQL, another
  * part of the one daemon on SQLite. What only PostgreSQL has (its listener, partitions, migrations) is in
- * tests/command_queue_pg_test.ts.
+ * tests/process/command_queue_pg_test.ts.
  */
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
-import { Store } from "../lib/store.ts";
-import { InvalidError, NotFoundError } from "../lib/errors.ts";
-import { FencedError } from "../lib/storage/event_log.ts";
-import { SqliteEventLog } from "../lib/storage/sqlite_event_log.ts";
-import { SqliteCommandQueue } from "../lib/storage/sqlite_command_queue.ts";
-import { contractTest, newDatabase, opening } from "../testing/storage_replicas.ts";
+import { Store } from "../../lib/store.ts";
+import { InvalidError, NotFoundError } from "../../lib/errors.ts";
+import { FencedError } from "../../lib/storage/event_log.ts";
+import { SqliteEventLog } from "../../lib/storage/sqlite_event_log.ts";
+import { SqliteCommandQueue } from "../../lib/storage/sqlite_command_queue.ts";
+import { contractTest, newDatabase, opening } from "../../testing/storage_replicas.ts";
 import {
   hintFor,
   info,
@@ -21,8 +21,8 @@ import {
   openPgQueues,
   prompt,
   WAKE_MS,
-} from "../testing/command_queue.ts";
-import { waitFor } from "../testing/daemon.ts";
+} from "../../testing/command_queue.ts";
+import { waitFor } from "../../testing/daemon.ts";
 
 async function openSqlite(): Promise<OpenedQueues> {
   const dir = await Deno.makeTempDir({ prefix: "lvmh-commands-" });

@@ -2,22 +2,22 @@
  * One contract, two stores, for named tokens and the audit log: every case runs against SQLite (a real file
  * opened the way the daemon opens it) and PostgreSQL (a real server from testing/postgres.ts, a fresh database
  * per case). `a` and `b` are two objects on one database: two replicas on PostgreSQL, two parts of the one
- * daemon on SQLite. What only PostgreSQL has (its listener killed) is in tests/token_audit_pg_test.ts.
+ * daemon on SQLite. What only PostgreSQL has (its listener killed) is in tests/process/token_audit_pg_test.ts.
  */
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
-import { Store } from "../lib/store.ts";
-import { TokenStore } from "../lib/token_store.ts";
-import { hashToken, newToken } from "../lib/tokens.ts";
-import type { TokenLog } from "../lib/storage/token_log.ts";
-import type { AuditEntry, AuditLog } from "../lib/storage/audit_log.ts";
-import { SqliteTokenLog } from "../lib/storage/sqlite_token_log.ts";
-import { SqliteAuditLog } from "../lib/storage/sqlite_audit_log.ts";
-import { PgTokenLog } from "../lib/storage/pg_token_log.ts";
-import { PgAuditLog } from "../lib/storage/pg_audit_log.ts";
-import { contractTest, newDatabase, opening } from "../testing/storage_replicas.ts";
-import { percentiles } from "../testing/event_feed.ts";
-import { waitFor } from "../testing/daemon.ts";
+import { Store } from "../../lib/store.ts";
+import { TokenStore } from "../../lib/token_store.ts";
+import { hashToken, newToken } from "../../lib/tokens.ts";
+import type { TokenLog } from "../../lib/storage/token_log.ts";
+import type { AuditEntry, AuditLog } from "../../lib/storage/audit_log.ts";
+import { SqliteTokenLog } from "../../lib/storage/sqlite_token_log.ts";
+import { SqliteAuditLog } from "../../lib/storage/sqlite_audit_log.ts";
+import { PgTokenLog } from "../../lib/storage/pg_token_log.ts";
+import { PgAuditLog } from "../../lib/storage/pg_audit_log.ts";
+import { contractTest, newDatabase, opening } from "../../testing/storage_replicas.ts";
+import { percentiles } from "../../testing/event_feed.ts";
+import { waitFor } from "../../testing/daemon.ts";
 
 /** What the issue promises: a revoked token's sockets close on every replica within this. */
 const REVOKED_MS = 1_000;

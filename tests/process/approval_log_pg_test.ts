@@ -6,13 +6,13 @@
  */
 import assert from "node:assert/strict";
 import postgres from "postgres";
-import { PgApprovalLog, type PgDecisionWrites } from "../lib/storage/pg_approval_log.ts";
-import { connectPostgres } from "../lib/storage/pg_client.ts";
-import { migrate, MIGRATIONS } from "../lib/storage/pg_migrate.ts";
-import { pausableProxy } from "../testing/postgres.ts";
-import { adminClient, newDatabase, postgresTest, runningServer } from "../testing/storage_replicas.ts";
-import { hintFor, openPgLogs, request } from "../testing/approval_log.ts";
-import { waitFor } from "../testing/daemon.ts";
+import { PgApprovalLog, type PgDecisionWrites } from "../../lib/storage/pg_approval_log.ts";
+import { connectPostgres } from "../../lib/storage/pg_client.ts";
+import { migrate, MIGRATIONS } from "../../lib/storage/pg_migrate.ts";
+import { pausableProxy } from "../../testing/postgres.ts";
+import { adminClient, newDatabase, postgresTest, runningServer } from "../../testing/storage_replicas.ts";
+import { hintFor, openPgLogs, request } from "../../testing/approval_log.ts";
+import { waitFor } from "../../testing/daemon.ts";
 
 postgresTest(
   "approval log on PostgreSQL: deciders held or cut off, hints after a killed LISTEN, migration",

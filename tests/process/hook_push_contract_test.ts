@@ -2,19 +2,19 @@
  * One contract, two stores, for kept hook prompts and web push: every case runs against the SQLite logs (a real
  * file under the daemon's Store, with a second handle as the other replica) and the PostgreSQL logs (a real
  * server from testing/postgres.ts, a fresh database per case, each replica with pools of its own). What only
- * PostgreSQL has is in tests/hook_push_pg_test.ts.
+ * PostgreSQL has is in tests/process/hook_push_pg_test.ts.
  */
 import assert from "node:assert/strict";
-import { contractTest, newDatabase, opening } from "../testing/storage_replicas.ts";
-import { waitFor } from "../testing/daemon.ts";
+import { contractTest, newDatabase, opening } from "../../testing/storage_replicas.ts";
+import { waitFor } from "../../testing/daemon.ts";
 import {
   keptPrompt,
   openPgReplicas,
   openSqliteReplicas,
   type Replicas,
   subscription,
-} from "../testing/hook_push.ts";
-import type { ClaimedPrompt } from "../lib/storage/hook_prompt_log.ts";
+} from "../../testing/hook_push.ts";
+import type { ClaimedPrompt } from "../../lib/storage/hook_prompt_log.ts";
 
 /** Long enough that no lease runs out during a case unless the case means it to. */
 const LONG = 60_000;

@@ -5,10 +5,10 @@
  */
 import assert from "node:assert/strict";
 import postgres from "postgres";
-import { adminClient, listeners, newDatabase, postgresTest } from "../testing/storage_replicas.ts";
-import { waitFor } from "../testing/daemon.ts";
-import { hashToken, newToken } from "../lib/tokens.ts";
-import { PgTokenLog, REVOKED_CHANNEL } from "../lib/storage/pg_token_log.ts";
+import { adminClient, listeners, newDatabase, postgresTest } from "../../testing/storage_replicas.ts";
+import { waitFor } from "../../testing/daemon.ts";
+import { hashToken, newToken } from "../../lib/tokens.ts";
+import { PgTokenLog, REVOKED_CHANNEL } from "../../lib/storage/pg_token_log.ts";
 
 /** What the issue promises: a revoked token's sockets close on every replica within this. */
 const REVOKED_MS = 1_000;

@@ -5,14 +5,14 @@
  * it, and a database at an older schema version migrated to the webhook tables.
  */
 import assert from "node:assert/strict";
-import { PgWebhookLog } from "../lib/storage/pg_webhook_log.ts";
-import { connectPostgres } from "../lib/storage/pg_client.ts";
-import { migrate, MIGRATIONS } from "../lib/storage/pg_migrate.ts";
-import type { WebhookLog } from "../lib/storage/webhook_log.ts";
-import { pausableProxy } from "../testing/postgres.ts";
-import { adminClient, newDatabase, postgresTest, runningServer } from "../testing/storage_replicas.ts";
-import { delivery, endpoint, openPgLogs, outcome } from "../testing/webhook_log.ts";
-import { waitFor } from "../testing/daemon.ts";
+import { PgWebhookLog } from "../../lib/storage/pg_webhook_log.ts";
+import { connectPostgres } from "../../lib/storage/pg_client.ts";
+import { migrate, MIGRATIONS } from "../../lib/storage/pg_migrate.ts";
+import type { WebhookLog } from "../../lib/storage/webhook_log.ts";
+import { pausableProxy } from "../../testing/postgres.ts";
+import { adminClient, newDatabase, postgresTest, runningServer } from "../../testing/storage_replicas.ts";
+import { delivery, endpoint, openPgLogs, outcome } from "../../testing/webhook_log.ts";
+import { waitFor } from "../../testing/daemon.ts";
 
 postgresTest(
   "webhook log on PostgreSQL: partitioned claimant, skipped locks, three replicas, removal races, migration",

@@ -4,7 +4,7 @@
  * of their own). A appends and announces; B's follower must get every event once, in order, within 1 s.
  */
 import assert from "node:assert/strict";
-import { type Postgres, postgresBinDir, startPostgres } from "../testing/postgres.ts";
+import { type Postgres, postgresBinDir, startPostgres } from "../../testing/postgres.ts";
 import {
   LIVE_MS,
   notes,
@@ -14,8 +14,8 @@ import {
   type Replicas,
   sqliteReplicas,
   upTo,
-} from "../testing/event_feed.ts";
-import { waitFor } from "../testing/daemon.ts";
+} from "../../testing/event_feed.ts";
+import { waitFor } from "../../testing/daemon.ts";
 
 let pg: Postgres | null = null;
 const HAVE_POSTGRES = (await postgresBinDir()) !== null;

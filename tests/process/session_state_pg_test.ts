@@ -4,12 +4,12 @@
  * schema 7 brought up to schema 8 with its rows kept.
  */
 import assert from "node:assert/strict";
-import { pausableProxy } from "../testing/postgres.ts";
-import { newDatabase, postgresTest, runningServer } from "../testing/storage_replicas.ts";
-import { connectPostgres } from "../lib/storage/pg_client.ts";
-import { migrate, MIGRATIONS } from "../lib/storage/pg_migrate.ts";
-import { PgSessionStateLog } from "../lib/storage/pg_session_state_log.ts";
-import { PgUsageRunLog } from "../lib/storage/pg_usage_run_log.ts";
+import { pausableProxy } from "../../testing/postgres.ts";
+import { newDatabase, postgresTest, runningServer } from "../../testing/storage_replicas.ts";
+import { connectPostgres } from "../../lib/storage/pg_client.ts";
+import { migrate, MIGRATIONS } from "../../lib/storage/pg_migrate.ts";
+import { PgSessionStateLog } from "../../lib/storage/pg_session_state_log.ts";
+import { PgUsageRunLog } from "../../lib/storage/pg_usage_run_log.ts";
 
 /** A resume sent by A while A is partitioned, after B resumed and started the worker: A's move is refused. */
 async function partitioned() {

@@ -5,10 +5,10 @@
  */
 import assert from "node:assert/strict";
 import postgres from "postgres";
-import { adminClient, listeners, newDatabase, postgresTest } from "../testing/storage_replicas.ts";
-import { LIVE_MS, notes, percentiles, pgReplicas, Recorder, upTo } from "../testing/event_feed.ts";
-import { waitFor } from "../testing/daemon.ts";
-import { EVENTS_CHANNEL } from "../lib/storage/pg_event_feed.ts";
+import { adminClient, listeners, newDatabase, postgresTest } from "../../testing/storage_replicas.ts";
+import { LIVE_MS, notes, percentiles, pgReplicas, Recorder, upTo } from "../../testing/event_feed.ts";
+import { waitFor } from "../../testing/daemon.ts";
+import { EVENTS_CHANNEL } from "../../lib/storage/pg_event_feed.ts";
 
 postgresTest("event feed on PostgreSQL: LISTEN killed mid-stream, lying hints", async (t) => {
   await t.step(

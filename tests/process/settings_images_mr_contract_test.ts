@@ -2,19 +2,19 @@
  * One contract, two stores, for settings, prompt images and merge request records: every case runs against
  * SQLite (a real file under the daemon's Store) and PostgreSQL (a real server from testing/postgres.ts, a
  * fresh database per case). `a` and `b` are two replicas on one database (on SQLite, two parts of the one
- * daemon on its handle). Lost hints and killed listeners are in tests/settings_images_mr_pg_test.ts.
+ * daemon on its handle). Lost hints and killed listeners are in tests/process/settings_images_mr_pg_test.ts.
  */
 import assert from "node:assert/strict";
-import { contractTest, newDatabase, opening } from "../testing/storage_replicas.ts";
-import { hear, type Opened, openPg, openSqlite } from "../testing/settings_images_mr.ts";
+import { contractTest, newDatabase, opening } from "../../testing/storage_replicas.ts";
+import { hear, type Opened, openPg, openSqlite } from "../../testing/settings_images_mr.ts";
 import {
   GITLAB_BASE_URL,
   GITLAB_TOKEN,
   GITLAB_USERNAME,
   HOOK_GITLAB_SECRET,
-} from "../lib/storage/settings_log.ts";
-import { sha256Hex } from "../lib/storage/image_log.ts";
-import type { Row, Save } from "../lib/storage/merge_request_log.ts";
+} from "../../lib/storage/settings_log.ts";
+import { sha256Hex } from "../../lib/storage/image_log.ts";
+import type { Row, Save } from "../../lib/storage/merge_request_log.ts";
 
 /** A setting changed on one replica is heard on the other within this. */
 const HEAR_MS = 1_000;

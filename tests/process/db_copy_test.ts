@@ -8,16 +8,16 @@
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import { fileURLToPath } from "node:url";
-import { freePort, startDaemon } from "../testing/daemon.ts";
-import { connectAgent, userEnd } from "../testing/agent.ts";
-import { startPostgres } from "../testing/postgres.ts";
-import { connectPostgres } from "../lib/storage/pg_client.ts";
-import { PgEventLog } from "../lib/storage/pg_event_log.ts";
-import { PgTokenLog } from "../lib/storage/pg_token_log.ts";
-import { PgApprovalLog } from "../lib/storage/pg_approval_log.ts";
-import { hashToken } from "../lib/tokens.ts";
+import { freePort, startDaemon } from "../../testing/daemon.ts";
+import { connectAgent, userEnd } from "../../testing/agent.ts";
+import { startPostgres } from "../../testing/postgres.ts";
+import { connectPostgres } from "../../lib/storage/pg_client.ts";
+import { PgEventLog } from "../../lib/storage/pg_event_log.ts";
+import { PgTokenLog } from "../../lib/storage/pg_token_log.ts";
+import { PgApprovalLog } from "../../lib/storage/pg_approval_log.ts";
+import { hashToken } from "../../lib/tokens.ts";
 
-const ROOT = fileURLToPath(new URL("../", import.meta.url));
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
 interface Run {
   code: number;

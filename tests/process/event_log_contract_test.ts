@@ -3,17 +3,17 @@
  * Store) and the PostgreSQL log (a real server started by testing/postgres.ts, a fresh database per case).
  */
 import assert from "node:assert/strict";
-import type { AgentEvent, SessionInfo } from "../lib/protocol.ts";
-import { Store } from "../lib/store.ts";
-import { ConflictError, NotFoundError } from "../lib/errors.ts";
-import { type EventLog, FencedError } from "../lib/storage/event_log.ts";
-import { SqliteEventLog } from "../lib/storage/sqlite_event_log.ts";
-import { PgEventLog } from "../lib/storage/pg_event_log.ts";
-import { connectPostgres } from "../lib/storage/pg_client.ts";
-import { migrate, MIGRATIONS } from "../lib/storage/pg_migrate.ts";
-import { pausableProxy, type Postgres, postgresBinDir, startPostgres } from "../testing/postgres.ts";
-import { sessionInfo } from "../testing/agent.ts";
-import { freePort } from "../testing/daemon.ts";
+import type { AgentEvent, SessionInfo } from "../../lib/protocol.ts";
+import { Store } from "../../lib/store.ts";
+import { ConflictError, NotFoundError } from "../../lib/errors.ts";
+import { type EventLog, FencedError } from "../../lib/storage/event_log.ts";
+import { SqliteEventLog } from "../../lib/storage/sqlite_event_log.ts";
+import { PgEventLog } from "../../lib/storage/pg_event_log.ts";
+import { connectPostgres } from "../../lib/storage/pg_client.ts";
+import { migrate, MIGRATIONS } from "../../lib/storage/pg_migrate.ts";
+import { pausableProxy, type Postgres, postgresBinDir, startPostgres } from "../../testing/postgres.ts";
+import { sessionInfo } from "../../testing/agent.ts";
+import { freePort } from "../../testing/daemon.ts";
 
 const info = (id: string) => sessionInfo(id) as SessionInfo;
 const ev = (sessionId: string, seq: number, type = "agent_start", extra = {}) =>

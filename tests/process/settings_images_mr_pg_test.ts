@@ -5,15 +5,15 @@
  * database at the schema before the settings, images and records migration brought up to it.
  */
 import assert from "node:assert/strict";
-import { connectPostgres } from "../lib/storage/pg_client.ts";
-import { migrate, MIGRATIONS } from "../lib/storage/pg_migrate.ts";
-import { PgImageLog } from "../lib/storage/pg_image_log.ts";
-import { PgMergeRequestLog } from "../lib/storage/pg_merge_request_log.ts";
-import { SETTINGS_CHANNEL } from "../lib/storage/pg_settings_log.ts";
-import { GITLAB_BASE_URL, GITLAB_TOKEN, GITLAB_USERNAME } from "../lib/storage/settings_log.ts";
-import { adminClient, newDatabase, postgresTest } from "../testing/storage_replicas.ts";
-import { hear, openPg } from "../testing/settings_images_mr.ts";
-import { waitFor } from "../testing/daemon.ts";
+import { connectPostgres } from "../../lib/storage/pg_client.ts";
+import { migrate, MIGRATIONS } from "../../lib/storage/pg_migrate.ts";
+import { PgImageLog } from "../../lib/storage/pg_image_log.ts";
+import { PgMergeRequestLog } from "../../lib/storage/pg_merge_request_log.ts";
+import { SETTINGS_CHANNEL } from "../../lib/storage/pg_settings_log.ts";
+import { GITLAB_BASE_URL, GITLAB_TOKEN, GITLAB_USERNAME } from "../../lib/storage/settings_log.ts";
+import { adminClient, newDatabase, postgresTest } from "../../testing/storage_replicas.ts";
+import { hear, openPg } from "../../testing/settings_images_mr.ts";
+import { waitFor } from "../../testing/daemon.ts";
 
 postgresTest(
   "settings on PostgreSQL: lost hints, a killed LISTEN, lying hints, concurrent writers, migration",

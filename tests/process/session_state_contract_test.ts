@@ -5,10 +5,10 @@
  * two replicas on one database (on SQLite, two parts of the one daemon on its handle and table owners).
  */
 import assert from "node:assert/strict";
-import { contractTest, newDatabase, opening } from "../testing/storage_replicas.ts";
-import { type Opened, openPg, openSqlite } from "../testing/session_state.ts";
-import type { RunRow } from "../lib/storage/usage_run_log.ts";
-import { MAX_KEPT_LOG_CHARS } from "../lib/spawn/containers.ts";
+import { contractTest, newDatabase, opening } from "../../testing/storage_replicas.ts";
+import { type Opened, openPg, openSqlite } from "../../testing/session_state.ts";
+import type { RunRow } from "../../lib/storage/usage_run_log.ts";
+import { MAX_KEPT_LOG_CHARS } from "../../lib/spawn/containers.ts";
 
 const SHA = "0123456789abcdef0123456789abcdef01234567";
 const WORKSPACE = { repo: "g/p", baseBranch: "main", baseSha: SHA, branch: "lvmh/s1" };

@@ -4,21 +4,21 @@
  * going silent, and a database at an older schema version is migrated to the commands table.
  */
 import assert from "node:assert/strict";
-import { FencedError } from "../lib/storage/event_log.ts";
-import { PgEventLog } from "../lib/storage/pg_event_log.ts";
-import { PgCommandQueue } from "../lib/storage/pg_command_queue.ts";
-import { connectPostgres } from "../lib/storage/pg_client.ts";
-import { migrate, MIGRATIONS } from "../lib/storage/pg_migrate.ts";
-import { pausableProxy, type Postgres } from "../testing/postgres.ts";
+import { FencedError } from "../../lib/storage/event_log.ts";
+import { PgEventLog } from "../../lib/storage/pg_event_log.ts";
+import { PgCommandQueue } from "../../lib/storage/pg_command_queue.ts";
+import { connectPostgres } from "../../lib/storage/pg_client.ts";
+import { migrate, MIGRATIONS } from "../../lib/storage/pg_migrate.ts";
+import { pausableProxy, type Postgres } from "../../testing/postgres.ts";
 import {
   adminClient,
   listeners,
   newDatabase,
   postgresTest,
   runningServer,
-} from "../testing/storage_replicas.ts";
-import { hintFor, info, messages, openPgQueues, prompt } from "../testing/command_queue.ts";
-import { waitFor } from "../testing/daemon.ts";
+} from "../../testing/storage_replicas.ts";
+import { hintFor, info, messages, openPgQueues, prompt } from "../../testing/command_queue.ts";
+import { waitFor } from "../../testing/daemon.ts";
 
 postgresTest("command queue on PostgreSQL: fencing, wake-up faults, migration", async (t) => {
   await t.step(

@@ -4,10 +4,10 @@
  * a second log object on the same database: another replica on PostgreSQL, another part of the one daemon on
  * SQLite. Times are passed in, so leases and retries are tested without waiting for them. What only
  * PostgreSQL has (a claimant cut off by a partition, claims skipping locked rows) is in
- * tests/webhook_log_pg_test.ts.
+ * tests/process/webhook_log_pg_test.ts.
  */
 import assert from "node:assert/strict";
-import { contractTest, newDatabase } from "../testing/storage_replicas.ts";
+import { contractTest, newDatabase } from "../../testing/storage_replicas.ts";
 import {
   delivery,
   endpoint,
@@ -16,8 +16,8 @@ import {
   openPgLogs,
   openSqliteLogs,
   outcome,
-} from "../testing/webhook_log.ts";
-import { DEFAULT_LEASE_MS, settleAttempt, type WebhookLog } from "../lib/storage/webhook_log.ts";
+} from "../../testing/webhook_log.ts";
+import { DEFAULT_LEASE_MS, settleAttempt, type WebhookLog } from "../../lib/storage/webhook_log.ts";
 
 const T0 = 1_700_000_000_000;
 
