@@ -13,6 +13,7 @@ import { createSpawner, type Spawner } from "../spawner.ts";
 import { Workspaces } from "../workspaces.ts";
 import { ContainerStates } from "./containers.ts";
 import type { SpawnJob } from "../protocol.ts";
+import { podName } from "../kube/objects.ts";
 
 export const GITLAB_TOKEN = "glpat-kube-test-secret-0123456789";
 export const SHA = "0123456789abcdef0123456789abcdef01234567";
@@ -147,3 +148,14 @@ export const podMade = (env: Env) =>
 /** The spawn answers once the Pod is created; the job goes on to `running` (or `failed`) after. */
 export const settled = (env: Env, state: "running" | "failed") =>
   waitFor(() => jobOf(env)?.state === state, `the job ${state}`, 10_000);
+
+/** Spawn a session whose Pod then runs, once its job is `running`; its session id. */
+export async function spawnRunning(env: Env): Promise<string> {
+  const spawned = env.spawner.spawn({ repo: "group/sub/proj" });
+  await podMade(env);
+  const id = jobOf(env).sessionId;
+  env.fake.setPodStatus(podName(id), running(id));
+  await spawned;
+  await settled(env, "running");
+  return id;
+}

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { waitFor } from "../../testing/daemon.ts";
 import { podName, secretName } from "../kube/objects.ts";
 import { UnavailableError } from "../errors.ts";
-import { cloning, jobOf, podMade, running, settled, setup, SHA } from "./_kube_test_env.ts";
+import { cloning, jobOf, podMade, running, settled, setup, SHA, spawnRunning } from "./_kube_test_env.ts";
 
 for (const mode of ["event", "bare", "drop"] as const) {
   Deno.test(`kube backend: a watch broken by ${mode} is resumed and the spawn still sees its Pod run`, async () => {
@@ -98,12 +98,7 @@ Deno.test("kube backend: a missing permission is one sentence naming verb and re
 Deno.test("kube backend: a resume after the daemon's token changed makes the immutable Secret again", async () => {
   const env = await setup();
   try {
-    const spawned = env.spawner.spawn({ repo: "group/sub/proj" });
-    await podMade(env);
-    const id = jobOf(env).sessionId;
-    env.fake.setPodStatus(podName(id), running(id));
-    await spawned;
-    await settled(env, "running");
+    const id = await spawnRunning(env);
     await env.spawner.stopSession(id);
     const before = env.fake.get("secrets", secretName(id))!;
     env.tokenSuffix = "rotated";

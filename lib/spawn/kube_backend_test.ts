@@ -20,6 +20,7 @@ import {
   settled,
   setup,
   SHA,
+  spawnRunning,
 } from "./_kube_test_env.ts";
 
 Deno.test("kube backend: spawn → cloning (credential once) → running; stop keeps claim and Secret; resume; discard", async () => {
@@ -179,12 +180,7 @@ Deno.test("kube backend: unschedulable is queued with the scheduler's message, t
 Deno.test("kube backend: a running worker killed for memory is crashed (oom); lvmh's own delete is a stop", async () => {
   const env = await setup();
   try {
-    const spawned = env.spawner.spawn({ repo: "group/sub/proj" });
-    await podMade(env);
-    const id = jobOf(env).sessionId;
-    env.fake.setPodStatus(podName(id), running(id));
-    await spawned;
-    await settled(env, "running");
+    const id = await spawnRunning(env);
     env.fake.setPodStatus(
       podName(id),
       podStatus({
