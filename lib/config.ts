@@ -87,6 +87,11 @@ const Env = z.object({
   LVMH_SPAWN_BACKEND: z.enum(["docker", "kubernetes"]).default("docker"),
   LVMH_REPLICA_ID: z.string().regex(/^[A-Za-z0-9._:-]{1,128}$/, "must be 1–128 of A-Z a-z 0-9 . _ : -")
     .optional(),
+  LVMH_DATABASE_URL: z.string().superRefine((v, ctx) => {
+    const problem = databaseUrlProblem(v);
+    if (problem) ctx.addIssue({ code: "custom", message: problem });
+  }).optional(),
+  LVMH_DATABASE_CA_FILE: z.string().startsWith("/", "must be an absolute path").optional(),
   LVMH_KUBE_URL: z.url().refine((u) => /^https?:\/\//.test(u), "must be http(s)").optional(),
   LVMH_KUBE_TOKEN_FILE: z.string().startsWith("/", "must be an absolute path").optional(),
   LVMH_KUBE_CA_FILE: z.string().startsWith("/", "must be an absolute path").optional(),
@@ -109,7 +114,12 @@ const Env = z.object({
 });
 
 /** Variables whose value is a secret: a refusal names them but never echoes what they hold. */
-const SECRET_VARIABLES = new Set(["LVMH_TOKEN", "LVMH_GITLAB_HOOK_SECRET", "ZAI_RENAUD_API_KEY"]);
+const SECRET_VARIABLES = new Set([
+  "LVMH_TOKEN",
+  "LVMH_GITLAB_HOOK_SECRET",
+  "ZAI_RENAUD_API_KEY",
+  "LVMH_DATABASE_URL",
+]);
 
 /** A budget from the environment: one limit or both, and what reaching it does. */
 export interface ConfigBudget {
@@ -163,6 +173,11 @@ export interface Config {
   kube: KubeSettings | null;
   /** This daemon's name among the replicas of a deployment (`LVMH_REPLICA_ID`, else host name and pid). */
   replicaId: string;
+  /**
+   * PostgreSQL (`LVMH_DATABASE_URL`) and the PEM file of the CA its certificate is verified with
+   * (`LVMH_DATABASE_CA_FILE`); null: SQLite in the data dir.
+   */
+  database: { url: string; caFile: string | null } | null;
 }
 
 /**
@@ -202,6 +217,7 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
     }, set)
     : null;
   if (typeof kube === "string") throw new ConfigError(kube);
+  const database = databaseSettings(e.LVMH_DATABASE_URL, e.LVMH_DATABASE_CA_FILE);
   const { token, generated } = e.LVMH_TOKEN
     ? { token: e.LVMH_TOKEN, generated: false }
     : tokenFile(e.LVMH_DATA_DIR);
@@ -240,7 +256,57 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
     // The host name is the Pod's or the container's name in a deployment; the pid tells two daemons of one
     // host apart.
     replicaId: e.LVMH_REPLICA_ID ?? `${Deno.hostname()}-${Deno.pid}`,
+    database,
   };
+}
+
+/** libpq's `sslmode` values (lib/storage/open.ts gives each its meaning). */
+const SSL_MODES = ["disable", "allow", "prefer", "require", "verify-ca", "verify-full"];
+
+/** Why `value` cannot be `LVMH_DATABASE_URL`, or null; never quotes the URL, which holds a password. */
+function databaseUrlProblem(value: string): string | null {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return "must be a postgres:// or postgresql:// URL";
+  }
+  if (url.protocol !== "postgres:" && url.protocol !== "postgresql:") {
+    return "must be a postgres:// or postgresql:// URL";
+  }
+  if (!url.hostname) return "must name the server (postgres://user:password@host:5432/database)";
+  const mode = url.searchParams.get("sslmode");
+  if (mode !== null && !SSL_MODES.includes(mode)) return `sslmode must be one of ${SSL_MODES.join(", ")}`;
+  const root = url.searchParams.get("sslrootcert");
+  if (root !== null && root !== "system") {
+    return "give the CA's file as LVMH_DATABASE_CA_FILE, not sslrootcert";
+  }
+  return null;
+}
+
+/** The database settings, the CA file checked: readable, a PEM certificate, with a mode that verifies. */
+function databaseSettings(url: string | undefined, caFile: string | undefined): Config["database"] {
+  if (!url) {
+    if (caFile) throw new ConfigError("LVMH_DATABASE_CA_FILE: set without LVMH_DATABASE_URL");
+    return null;
+  }
+  if (!caFile) return { url, caFile: null };
+  const mode = new URL(url).searchParams.get("sslmode");
+  if (mode === "disable" || mode === "allow" || mode === "prefer") {
+    throw new ConfigError(
+      `LVMH_DATABASE_CA_FILE: sslmode=${mode} verifies no certificate (use require, verify-ca or verify-full)`,
+    );
+  }
+  let pem: string;
+  try {
+    pem = Deno.readTextFileSync(caFile);
+  } catch (error) {
+    throw new ConfigError(`LVMH_DATABASE_CA_FILE: cannot read ${caFile}: ${(error as Error).message}`);
+  }
+  if (!pem.includes("-----BEGIN CERTIFICATE-----")) {
+    throw new ConfigError(`LVMH_DATABASE_CA_FILE: ${caFile} holds no PEM certificate`);
+  }
+  return { url, caFile };
 }
 
 /** Read the token kept in the data dir, or create it (mode 0600) on first start. */

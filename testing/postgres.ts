@@ -14,6 +14,8 @@ export interface Postgres extends AsyncDisposable {
   /** The superuser's URL on the same server (for what a test does behind the store's back). */
   adminUrl: string;
   port: number;
+  /** With `tls`: the PEM file of the throwaway CA that signed the server's certificate; otherwise null. */
+  caFile: string | null;
   /** A fresh empty database owned by the same user, as a URL (isolates one test case from the others). */
   newDatabase(): Promise<string>;
   /** Stop the server and remove its files. */
@@ -26,6 +28,11 @@ export interface PostgresOptions {
    * Tests default to false, which only changes what a power cut would lose.
    */
   durable?: boolean;
+  /**
+   * Serve TLS too (`ssl=on`) with a certificate for 127.0.0.1 and localhost signed by a throwaway CA made with
+   * `openssl` (see `caFile`); clients still choose whether to use it.
+   */
+  tls?: boolean;
 }
 
 const PASSWORD_BYTES = 18;
@@ -126,6 +133,10 @@ export async function startPostgres(options: PostgresOptions = {}): Promise<Post
     ], asPostgres);
     await Deno.remove(pwfile);
     const settings = ["-c listen_addresses=127.0.0.1", `-k ${dir}`, "-c max_connections=200"];
+    const caFile = options.tls ? await makeCertificates(dir, asPostgres) : null;
+    if (caFile) {
+      settings.push("-c ssl=on", `-c ssl_cert_file=${dir}/server.crt`, `-c ssl_key_file=${dir}/server.key`);
+    }
     if (!options.durable) {
       settings.push("-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off");
     }
@@ -178,7 +189,7 @@ export async function startPostgres(options: PostgresOptions = {}): Promise<Post
         await watchdog.stdin.close();
         await watchdog.status;
       })();
-    return { url, adminUrl, port, newDatabase, close, [Symbol.asyncDispose]: close };
+    return { url, adminUrl, port, caFile, newDatabase, close, [Symbol.asyncDispose]: close };
   } catch (error) {
     await run(`${bin}/pg_ctl`, ["-D", `${dir}/data`, "-m", "immediate", "-w", "stop"], asPostgres).catch(
       () => {},
@@ -186,6 +197,76 @@ export async function startPostgres(options: PostgresOptions = {}): Promise<Post
     await Deno.remove(dir, { recursive: true }).catch(() => {});
     throw error;
   }
+}
+
+/**
+ * A throwaway CA and a server certificate it signs for 127.0.0.1 and localhost, in `dir`; the key readable by
+ * the server alone (it refuses a key others can read). Returns the CA's PEM file.
+ */
+async function makeCertificates(dir: string, asPostgres: boolean): Promise<string> {
+  const openssl = async (...args: string[]) => {
+    const out = await new Deno.Command("openssl", { args, stdout: "piped", stderr: "piped", stdin: "null" })
+      .output();
+    if (!out.success) {
+      throw new Error(`openssl ${args[0]} failed: ${new TextDecoder().decode(out.stderr).trim()}`);
+    }
+  };
+  const ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"];
+  await openssl(
+    "req",
+    "-x509",
+    ...ec,
+    "-keyout",
+    `${dir}/ca.key`,
+    "-out",
+    `${dir}/ca.crt`,
+    "-days",
+    "2",
+    "-subj",
+    "/CN=lvmh test CA",
+    "-addext",
+    "basicConstraints=critical,CA:TRUE",
+    "-addext",
+    "keyUsage=critical,keyCertSign,cRLSign",
+  );
+  await openssl(
+    "req",
+    ...ec,
+    "-keyout",
+    `${dir}/server.key`,
+    "-out",
+    `${dir}/server.csr`,
+    "-subj",
+    "/CN=localhost",
+  );
+  await Deno.writeTextFile(
+    `${dir}/server.ext`,
+    "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n" +
+      "keyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n",
+  );
+  await openssl(
+    "x509",
+    "-req",
+    "-in",
+    `${dir}/server.csr`,
+    "-CA",
+    `${dir}/ca.crt`,
+    "-CAkey",
+    `${dir}/ca.key`,
+    "-CAcreateserial",
+    "-out",
+    `${dir}/server.crt`,
+    "-days",
+    "2",
+    "-extfile",
+    `${dir}/server.ext`,
+  );
+  await Deno.chmod(`${dir}/server.key`, 0o600);
+  if (asPostgres) {
+    const { uid, gid } = await userIds("postgres");
+    for (const file of ["server.key", "server.crt"]) await Deno.chown(`${dir}/${file}`, uid, gid);
+  }
+  return `${dir}/ca.crt`;
 }
 
 /**

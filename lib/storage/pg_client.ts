@@ -3,6 +3,7 @@
  * integers as JS numbers (the driver hands them over as strings by default), no notices on stderr.
  */
 import postgres from "postgres";
+import type { ConnectionOptions } from "node:tls";
 
 /** A connection pool to one database. */
 export type Sql = postgres.Sql;
@@ -13,6 +14,11 @@ export interface ConnectOptions {
   max?: number;
   /** Seconds to wait for a connection before failing (default 10). */
   connectTimeout?: number;
+  /**
+   * TLS, winning over the URL's `sslmode`: "prefer" (TLS when the server offers it, unverified), "require"
+   * (TLS, unverified), or `node:tls` options (TLS, verified as they say). Unset: as the URL says.
+   */
+  ssl?: false | "prefer" | "require" | ConnectionOptions;
 }
 
 /** int8: seq, ts (ms epoch) and epochs. */
@@ -26,6 +32,8 @@ export function connectPostgres(url: string, options: ConnectOptions = {}): Sql 
   return postgres(url, {
     max: options.max ?? 10,
     connect_timeout: options.connectTimeout ?? 10,
+    // Only when given: a present `ssl` key, even undefined, overrides the URL's sslmode.
+    ...(options.ssl === undefined ? {} : { ssl: options.ssl }),
     onnotice: () => {},
     types: {
       int8: {
