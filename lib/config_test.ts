@@ -74,3 +74,78 @@ Deno.test("loadConfig(): the replica id is LVMH_REPLICA_ID, else the host name a
       (e) => e instanceof ConfigError && e.message.startsWith("LVMH_REPLICA_ID"),
     );
   }));
+
+Deno.test("loadConfig(): LVMH_DATABASE_URL selects PostgreSQL; a refusal never shows the URL's password", () =>
+  withDataDir((dir) => {
+    assert.equal(loadConfig(base(dir)).database, null, "unset: SQLite");
+    assert.equal(loadConfig({ ...base(dir), LVMH_DATABASE_URL: "" }).database, null, "empty: unset");
+    for (
+      const url of [
+        "postgres://lvmh:pw@db.internal:5432/lvmh",
+        "postgresql://lvmh:pw@127.0.0.1/lvmh?sslmode=require",
+        "postgres://lvmh:pw@[::1]:6432/lvmh?sslmode=verify-full&sslrootcert=system",
+      ]
+    ) {
+      assert.deepEqual(loadConfig({ ...base(dir), LVMH_DATABASE_URL: url }).database, { url, caFile: null });
+    }
+    const password = "s3cret-Pa55word";
+    for (
+      const [url, why] of [
+        [`mysql://lvmh:${password}@db:3306/lvmh`, "postgres://"],
+        [`lvmh:${password}@db:5432/lvmh`, "postgres://"],
+        [`postgres://lvmh:${password}@:5432/lvmh`, "postgres://"],
+        [`postgres://lvmh:${password}@db/lvmh?sslmode=verify`, "sslmode must be one of"],
+        [`postgres://lvmh:${password}@db/lvmh?sslrootcert=/etc/ca.pem`, "LVMH_DATABASE_CA_FILE"],
+      ]
+    ) {
+      assert.throws(
+        () => loadConfig({ ...base(dir), LVMH_DATABASE_URL: url }),
+        (e) =>
+          e instanceof ConfigError && e.message.startsWith("LVMH_DATABASE_URL: ") &&
+          e.message.includes(why) &&
+          !e.message.includes(password),
+        url,
+      );
+    }
+  }));
+
+Deno.test("loadConfig(): LVMH_DATABASE_CA_FILE is a readable PEM, with a URL whose sslmode verifies", () =>
+  withDataDir((dir) => {
+    const url = "postgres://lvmh:pw@db:5432/lvmh";
+    const ca = `${dir}/ca.pem`;
+    Deno.writeTextFileSync(ca, "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n");
+    assert.deepEqual(
+      loadConfig({ ...base(dir), LVMH_DATABASE_URL: url, LVMH_DATABASE_CA_FILE: ca }).database,
+      {
+        url,
+        caFile: ca,
+      },
+    );
+    assert.equal(
+      loadConfig({ ...base(dir), LVMH_DATABASE_URL: `${url}?sslmode=verify-ca`, LVMH_DATABASE_CA_FILE: ca })
+        .database?.caFile,
+      ca,
+    );
+    Deno.writeTextFileSync(`${dir}/not.pem`, "hello\n");
+    for (
+      const [env, why] of [
+        [{ LVMH_DATABASE_CA_FILE: ca }, "without LVMH_DATABASE_URL"],
+        [{ LVMH_DATABASE_URL: url, LVMH_DATABASE_CA_FILE: "ca.pem" }, "absolute path"],
+        [{ LVMH_DATABASE_URL: url, LVMH_DATABASE_CA_FILE: `${dir}/missing.pem` }, "cannot read"],
+        [{ LVMH_DATABASE_URL: url, LVMH_DATABASE_CA_FILE: `${dir}/not.pem` }, "no PEM certificate"],
+        [
+          { LVMH_DATABASE_URL: `${url}?sslmode=prefer`, LVMH_DATABASE_CA_FILE: ca },
+          "verifies no certificate",
+        ],
+      ] as const
+    ) {
+      assert.throws(
+        () => loadConfig({ ...base(dir), ...env }),
+        (e) =>
+          e instanceof ConfigError && e.message.startsWith("LVMH_DATABASE_CA_FILE: ") &&
+          e.message.includes(why) &&
+          !e.message.includes("pw@"),
+        why,
+      );
+    }
+  }));
