@@ -49,9 +49,22 @@ export interface EventFeed {
    * `onEvents` once each, in seq order per session (sessions interleave freely); events committed before are
    * not. Session rows created or deleted from then on go to `onSessions`. A handler that throws does not stop
    * the feed. Deliveries are late by a hint's round trip, or by a sweep period when the hint was lost.
+   *
+   * With `from` (session → seq), the follower starts at those cursors instead of "now": a replica that keeps
+   * its own copy of the log passes where that copy stands, and is handed everything after it, sessions it does
+   * not know yet as `created` (from seq 1) and sessions gone meanwhile as `deleted`.
    * @returns a function that stops this follower.
    */
-  follow(onEvents: OnEvents, onSessions?: OnSessions): Promise<() => void>;
+  follow(
+    onEvents: OnEvents,
+    onSessions?: OnSessions,
+    from?: ReadonlyMap<string, number>,
+  ): Promise<() => void>;
+  /**
+   * This replica appended the session's events up to `lastSeq` itself: its followers skip reading them back
+   * (they hand over only what comes after). Never throws.
+   */
+  advance(sessionId: string, lastSeq: number): void;
   /**
    * Tell every replica's followers that `commit` is in the table: call it after the append resolved (and with
    * `lastSeq` 0 after creating a session row). Never throws and never waits; a hint that cannot be sent is

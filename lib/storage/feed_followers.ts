@@ -45,11 +45,26 @@ class Follower {
     this.#page = page;
   }
 
-  /** Take the cursors from the counter rows ("now"), then look at what was hinted meanwhile. */
-  async start(): Promise<void> {
-    this.#cursors = await this.#source.counters();
+  /**
+   * Take the cursors from the counter rows ("now"), then look at what was hinted meanwhile. With `from`, start
+   * at those cursors instead (where a replica's local copy stands) and catch up to the counter rows at once.
+   */
+  async start(from?: ReadonlyMap<string, number>): Promise<void> {
+    const counters = await this.#source.counters();
+    this.#cursors = from ? new Map(from) : counters;
     this.#ready = true;
+    if (from) this.reconcile(counters);
     for (const id of [...this.#pending.keys()]) void this.#run(id);
+  }
+
+  /**
+   * The caller has the session's events up to `lastSeq` already (it appended them itself): move the cursor
+   * there instead of reading them back. A read in flight below it is dropped (see `#catchUp`'s cursor check).
+   */
+  advance(sessionId: string, lastSeq: number): void {
+    const cursor = this.#cursors.get(sessionId);
+    if (!this.#ready || cursor === undefined || lastSeq <= cursor) return;
+    this.#cursors.set(sessionId, lastSeq);
   }
 
   /** Somebody says the session's counter is at `lastSeq` (-1: its row was deleted). */
@@ -165,12 +180,16 @@ export class Followers {
   }
 
   /** Start a follower: resolves once its cursors are taken (see `EventFeed.follow`). */
-  async follow(onEvents: OnEvents, onSessions: OnSessions = () => {}): Promise<() => void> {
+  async follow(
+    onEvents: OnEvents,
+    onSessions: OnSessions = () => {},
+    from?: ReadonlyMap<string, number>,
+  ): Promise<() => void> {
     const follower = new Follower(this.#source, onEvents, onSessions, this.#page);
     // Hints heard from here on are kept, so none sent while the cursors are read is lost.
     this.#all.add(follower);
     try {
-      await follower.start();
+      await follower.start(from);
     } catch (error) {
       this.#remove(follower);
       throw error;
@@ -181,6 +200,10 @@ export class Followers {
 
   hint(sessionId: string, lastSeq: number): void {
     for (const f of this.#all) f.hint(sessionId, lastSeq);
+  }
+
+  advance(sessionId: string, lastSeq: number): void {
+    for (const f of this.#all) f.advance(sessionId, lastSeq);
   }
 
   /** Compare the counter rows with every follower's cursors now (also after a listener reconnected). */

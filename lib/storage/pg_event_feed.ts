@@ -99,12 +99,20 @@ export class PgEventFeed extends PgStore implements EventFeed {
     return new PgEventFeed(sql, listener, { ...options, ownsPool: true });
   }
 
-  async follow(onEvents: OnEvents, onSessions?: OnSessions): Promise<() => void> {
+  async follow(
+    onEvents: OnEvents,
+    onSessions?: OnSessions,
+    from?: ReadonlyMap<string, number>,
+  ): Promise<() => void> {
     if (this.#closed) throw new Error("The event feed is closed");
     // LISTEN in place before the cursors are read: a commit after that read is then hinted to this follower
     // (should the LISTEN fail, its re-LISTEN sweeps, and so does the period).
     await this.#listener.start();
-    return await this.#followers.follow(onEvents, onSessions);
+    return await this.#followers.follow(onEvents, onSessions, from);
+  }
+
+  advance(sessionId: string, lastSeq: number): void {
+    this.#followers.advance(sessionId, lastSeq);
   }
 
   announce(commit: Committed): void {

@@ -285,6 +285,16 @@ CREATE TABLE usage_runs(
   PRIMARY KEY(session_id, start_seq));
 CREATE INDEX usage_runs_by_start ON usage_runs(started_at);`,
   },
+  {
+    version: 9,
+    title: "replicas and when each was last seen, for which sessions are online on another replica",
+    // A session is online while its holder (sessions.holder) is a replica seen lately: a SIGKILLed replica
+    // cannot clear its sessions' holder, its heartbeat just stops. Times are the database's clock (ms epoch),
+    // so replicas' clocks need not agree.
+    sql: `
+CREATE TABLE replicas(id text PRIMARY KEY, seen_at bigint NOT NULL);
+CREATE INDEX sessions_held ON sessions(holder) WHERE holder IS NOT NULL;`,
+  },
 ];
 
 /** What `migrate` did. */

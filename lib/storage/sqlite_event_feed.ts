@@ -45,9 +45,17 @@ export class SqliteEventFeed implements EventFeed {
     feeds.add(this.#followers);
   }
 
-  follow(onEvents: OnEvents, onSessions?: OnSessions): Promise<() => void> {
+  follow(
+    onEvents: OnEvents,
+    onSessions?: OnSessions,
+    from?: ReadonlyMap<string, number>,
+  ): Promise<() => void> {
     if (this.#closed) return Promise.reject(new Error("The event feed is closed"));
-    return this.#followers.follow(onEvents, onSessions);
+    return this.#followers.follow(onEvents, onSessions, from);
+  }
+
+  advance(sessionId: string, lastSeq: number): void {
+    this.#followers.advance(sessionId, lastSeq);
   }
 
   announce(commit: Committed): void {

@@ -1,0 +1,237 @@
+/**
+ * This daemon as one replica of several on one PostgreSQL database (`LVMH_DATABASE_URL`). PostgreSQL holds
+ * the truth of sessions, events and commands; this file is where a replica meets it:
+ *
+ * - **Holding.** A plugin's `hello` claims its session (`claimHolder`: a new epoch). This replica then appends
+ *   the session's events with that epoch; once another replica claimed it, an append or a take fails with
+ *   `FencedError` and the socket here is closed, so a holder cut off from the others cannot write after the
+ *   takeover.
+ * - **Appending.** An append commits in PostgreSQL first (that is what the plugin's ack means), then the
+ *   replica's own copy (lib/replica/mirror.ts) stores it and the feed announces it to the other replicas.
+ * - **Commands.** Whatever replica a person uses, a command goes into the shared queue, in the order it was
+ *   sent from this replica, and the holder takes it, writes it to the plugin and acknowledges it.
+ */
+import type { AgentEvent, AskSet, SessionInfo } from "../protocol.ts";
+import type { SessionCommit } from "../store.ts";
+import { NotFoundError } from "../errors.ts";
+import type { SharedDatabase } from "../storage/open.ts";
+import { PgEventLog } from "../storage/pg_event_log.ts";
+import { PgEventFeed } from "../storage/pg_event_feed.ts";
+import { PgCommandQueue } from "../storage/pg_command_queue.ts";
+import { type CommandFrame, FencedError } from "../storage/command_queue.ts";
+import { Holders } from "./holders.ts";
+
+export { FencedError };
+
+/** How long a command that cannot be queued (the database away) is tried again before it is given up. */
+export const ENQUEUE_RETRY_FOR_MS = 30_000;
+const ENQUEUE_RETRY_EVERY_MS = 250;
+
+/** What a hello on this replica found in the shared database. */
+export interface Claimed {
+  epoch: number;
+  /** The session's highest stored seq: `welcome.lastSeq`. */
+  lastSeq: number;
+  /** The session's own ask set, null for the daemon's default. */
+  ask: AskSet | null;
+}
+
+/** What the replica asks of the session registry. */
+export interface ReplicaDeps {
+  /** Write a command to the session's plugin socket on this replica; false when it has none. */
+  deliver(frame: CommandFrame): boolean;
+  /** This replica's socket of the session lost its claim (a newer holder): close it. */
+  fenced(sessionId: string): void;
+  /** Sessions whose holder on another replica came or went (their online state). */
+  heldElsewhereChanged(sessionIds: string[]): void;
+}
+
+/** This daemon's part in a deployment of several replicas. */
+export class Replica {
+  readonly id: string;
+  readonly log: PgEventLog;
+  readonly feed: PgEventFeed;
+  readonly queue: PgCommandQueue;
+  #db: SharedDatabase;
+  #holders: Holders;
+  #deps: ReplicaDeps | null = null;
+  /** The sessions this replica holds, with their epoch. */
+  #epochs = new Map<string, number>();
+  /** Per session, the command enqueued last from here: the next waits for it, so they queue in send order. */
+  #sending = new Map<string, Promise<void>>();
+  /** Per held session, the take in progress (one at a time keeps the frames in queue order). */
+  #taking = new Map<string, Promise<void>>();
+  #again = new Set<string>();
+  #unsubscribe: (() => void) | null = null;
+  #closed = false;
+
+  constructor(db: SharedDatabase, id: string) {
+    this.#db = db;
+    this.id = id;
+    this.log = new PgEventLog(db.sql);
+    this.feed = new PgEventFeed(db.sql, db.listen);
+    this.queue = new PgCommandQueue(db.sql, db.listen);
+    this.#holders = new Holders(db.sql, id, (ids) => this.#deps?.heldElsewhereChanged(ids));
+  }
+
+  /** Start beating, reading the holders and taking commands. */
+  async start(deps: ReplicaDeps): Promise<void> {
+    this.#deps = deps;
+    await this.#holders.start();
+    this.#unsubscribe = this.queue.subscribe((sessionId) => this.take(sessionId));
+  }
+
+  /** True when a live replica other than this one holds the session's socket. */
+  heldElsewhere(sessionId: string): boolean {
+    return this.#holders.heldElsewhere(sessionId);
+  }
+
+  /** True when this replica holds the session. */
+  holds(sessionId: string): boolean {
+    return this.#epochs.has(sessionId);
+  }
+
+  /** A plugin said hello here: make its session's row, claim it, and read where its log stands. */
+  async claim(info: SessionInfo): Promise<Claimed> {
+    await this.log.ensureSession(info);
+    const epoch = await this.log.claimHolder(info.id, this.id);
+    this.#epochs.set(info.id, epoch);
+    const [row] = await this.#db.sql`UPDATE sessions SET info = ${JSON.stringify(info)} WHERE id = ${info.id}
+      RETURNING last_seq, ask`;
+    return {
+      epoch,
+      lastSeq: Number(row?.last_seq ?? 0),
+      ask: row?.ask ? JSON.parse(row.ask as string) as AskSet : null,
+    };
+  }
+
+  /** The session's socket here went: release the claim unless a newer hello (here or elsewhere) made one. */
+  release(sessionId: string, epoch: number): void {
+    if (this.#epochs.get(sessionId) !== epoch) return;
+    this.#epochs.delete(sessionId);
+    this.#holders.release(sessionId, epoch).catch(() => {
+      // The row keeps naming this replica; it stops counting when this replica's heartbeat goes stale.
+    });
+  }
+
+  /** The epoch of a session this replica holds, undefined otherwise. */
+  epochOf(sessionId: string): number | undefined {
+    return this.#epochs.get(sessionId);
+  }
+
+  /**
+   * Store a held session's events in the shared log and announce them.
+   * @throws {FencedError} when another replica claimed the session (or this one no longer holds it).
+   */
+  async append(sessionId: string, events: readonly AgentEvent[]): Promise<SessionCommit> {
+    const epoch = this.#epochs.get(sessionId);
+    if (epoch === undefined) throw new FencedError(sessionId, -1, -1);
+    try {
+      const commit = await this.log.append(sessionId, events, { epoch });
+      if (commit.inserted.length) this.feed.announce({ sessionId, lastSeq: commit.lastSeq });
+      return commit;
+    } catch (error) {
+      if (error instanceof FencedError && this.#epochs.get(sessionId) === epoch) {
+        this.#epochs.delete(sessionId);
+      }
+      throw error;
+    }
+  }
+
+  /** Store a session's own ask set in the shared row (every replica's welcome reads it from there). */
+  async setAsk(sessionId: string, ask: AskSet): Promise<void> {
+    await this.#db.sql`UPDATE sessions SET ask = ${JSON.stringify(ask)} WHERE id = ${sessionId}`;
+  }
+
+  /** A session's snapshot as the shared row has it. */
+  async info(sessionId: string): Promise<SessionInfo | null> {
+    const [row] = await this.#db.sql`SELECT info FROM sessions WHERE id = ${sessionId}`;
+    return row ? JSON.parse(row.info as string) as SessionInfo : null;
+  }
+
+  /** Delete a session from the shared database and tell the other replicas. */
+  async deleteSession(sessionId: string): Promise<void> {
+    if (await this.log.deleteSession(sessionId)) this.feed.announceDeleted(sessionId);
+  }
+
+  /**
+   * Queue a command for the session's holder, after every command sent from here before it. Never throws:
+   * while the database is away it is tried again for `ENQUEUE_RETRY_FOR_MS`, then given up with a log line.
+   */
+  send(frame: CommandFrame): void {
+    const id = frame.sessionId;
+    const next = (this.#sending.get(id) ?? Promise.resolve()).then(() => this.#enqueue(frame));
+    this.#sending.set(id, next);
+    void next.finally(() => {
+      if (this.#sending.get(id) === next) this.#sending.delete(id);
+    });
+  }
+
+  /** Hand the session's waiting commands to its socket here (after a hint, and right after the welcome). */
+  take(sessionId: string): void {
+    if (!this.#epochs.has(sessionId) || this.#closed) return;
+    if (this.#taking.has(sessionId)) {
+      this.#again.add(sessionId); // the take in progress looks again when done
+      return;
+    }
+    const run = this.#takeAll(sessionId).finally(() => {
+      this.#taking.delete(sessionId);
+      if (this.#again.delete(sessionId)) this.take(sessionId);
+    });
+    this.#taking.set(sessionId, run);
+  }
+
+  /** Stop taking, beating and following; wait for commands being queued; release the database. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#unsubscribe?.();
+    this.#holders.stop();
+    await Promise.allSettled([...this.#sending.values(), ...this.#taking.values()]);
+    await Promise.allSettled([this.feed.close(), this.queue.close(), this.log.close()]);
+    await this.#db.close();
+  }
+
+  async #enqueue(frame: CommandFrame): Promise<void> {
+    const deadline = Date.now() + ENQUEUE_RETRY_FOR_MS;
+    for (;;) {
+      try {
+        await this.queue.enqueue(frame.sessionId, frame);
+        return;
+      } catch (error) {
+        if (error instanceof NotFoundError || Date.now() > deadline || this.#closed) {
+          console.error(
+            `lvmh: session ${frame.sessionId}: ${frame.type} not queued: ${(error as Error).message}`,
+          );
+          return;
+        }
+        await new Promise((resolve) => setTimeout(resolve, ENQUEUE_RETRY_EVERY_MS));
+      }
+    }
+  }
+
+  async #takeAll(sessionId: string): Promise<void> {
+    for (;;) {
+      const epoch = this.#epochs.get(sessionId);
+      if (epoch === undefined || this.#closed) return;
+      try {
+        const taken = await this.queue.take(sessionId, { epoch });
+        if (!taken.length) return;
+        const delivered: number[] = [];
+        for (const command of taken) {
+          if (!this.#deps?.deliver(command.frame)) break; // the socket went: the rest waits for the next holder
+          delivered.push(command.pos);
+        }
+        if (delivered.length) await this.queue.ack(sessionId, { epoch }, delivered);
+        if (delivered.length < taken.length) return;
+      } catch (error) {
+        if (error instanceof FencedError) {
+          if (this.#epochs.get(sessionId) === epoch) this.#epochs.delete(sessionId);
+          this.#deps?.fenced(sessionId);
+        }
+        // Otherwise the database is away: the queue's sweep hints the session again.
+        return;
+      }
+    }
+  }
+}
