@@ -1,11 +1,13 @@
 /**
  * Production entry: read the configuration, open the store, build the route table, serve.
- * Exit codes: 0 after a clean shutdown (SIGTERM/SIGINT), 2 on invalid configuration.
+ * Exit codes: 0 after a clean shutdown (SIGTERM/SIGINT), 2 on invalid configuration or a database that cannot
+ * be used at start.
  */
 import { ConfigError, loadConfig } from "./lib/config.ts";
 import { createDaemon } from "./lib/daemon.ts";
 import { routes } from "./routes/_table.ts";
 import { ensureBundle } from "./lib/bundle.ts";
+import { DatabaseUnavailable, openDatabase } from "./lib/storage/open.ts";
 
 async function start() {
   let config;
@@ -15,6 +17,16 @@ async function start() {
     if (!(error instanceof ConfigError)) throw error;
     console.error(`lvmh: invalid configuration: ${error.message}`);
     Deno.exit(2);
+  }
+  let database = null;
+  if (config.database) {
+    try {
+      database = await openDatabase(config.database);
+    } catch (error) {
+      if (!(error instanceof DatabaseUnavailable)) throw error;
+      console.error(`lvmh: ${error.message}`);
+      Deno.exit(2);
+    }
   }
   try {
     if (await ensureBundle()) console.log("lvmh: built the UI bundle (static/client.js)");
@@ -26,7 +38,7 @@ async function start() {
   }
   let daemon;
   try {
-    daemon = createDaemon(config, routes);
+    daemon = createDaemon(config, routes, { database });
   } catch (error) {
     // A data dir we cannot write (read-only, full, locked) is the operator's to fix: one line, exit 2.
     console.error(`lvmh: cannot open the database in ${config.dataDir}: ${(error as Error).message}`);

@@ -4,6 +4,7 @@
  */
 import type { App } from "./app.ts";
 import type { Config } from "./config.ts";
+import type { SharedDatabase } from "./storage/open.ts";
 import { Store } from "./store.ts";
 import { Hub } from "./hub.ts";
 import { Ingest } from "./ingest.ts";
@@ -56,7 +57,11 @@ export interface Daemon {
  * Build a daemon for `config` with the given route table.
  * @throws {Error} when the database cannot be opened.
  */
-export function createDaemon(config: Config, routes: RouteDef[]): Daemon {
+export function createDaemon(
+  config: Config,
+  routes: RouteDef[],
+  _options: { database?: SharedDatabase | null } = {},
+): Daemon {
   const store = new Store(config.dbPath);
   const checkpointer = new WalCheckpointer(store.db, config.dbPath);
   // The daemon's store always keeps the index; events stored before it existed are indexed in the background.
