@@ -32,7 +32,7 @@ Deno.test("deploy/kubernetes: the Role's verbs are exactly the backend's", async
   assert.deepEqual(granted, used);
 });
 
-Deno.test("deploy/kubernetes: one daemon replica on its own claim, bound to the Role, workers fenced in", async () => {
+Deno.test("deploy/kubernetes: two daemon replicas on PostgreSQL, bound to the Role, workers fenced in", async () => {
   const all = await manifests();
   const kinds = all.map((m) => m.kind).sort();
   assert.deepEqual(kinds, [
@@ -41,23 +41,45 @@ Deno.test("deploy/kubernetes: one daemon replica on its own claim, bound to the 
     "NetworkPolicy",
     "NetworkPolicy",
     "NetworkPolicy",
-    "PersistentVolumeClaim",
+    "NetworkPolicy",
+    "PodDisruptionBudget",
     "Role",
     "RoleBinding",
     "Service",
+    "Service",
     "ServiceAccount",
+    "StatefulSet",
   ]);
   for (const m of all.filter((m) => m.kind !== "Namespace")) {
     assert.equal(m.metadata.namespace, "lvmh", m.kind);
   }
   const deployment = all.find((m) => m.kind === "Deployment");
-  assert.equal(deployment.spec.replicas, 1);
-  assert.equal(deployment.spec.strategy.type, "Recreate");
+  assert.equal(deployment.spec.replicas, 2);
+  assert.equal(deployment.spec.strategy.rollingUpdate.maxUnavailable, 0);
   const pod = deployment.spec.template.spec;
   assert.equal(pod.serviceAccountName, "lvmh");
-  assert.equal(pod.volumes[0].persistentVolumeClaim.claimName, "lvmh-data");
+  // The data dir is a disposable per-replica copy: no claim a second replica could not mount.
+  assert.deepEqual(Object.keys(pod.volumes[0]), ["name", "emptyDir"]);
   const env = Object.fromEntries(
     pod.containers[0].env.map((e: { name: string; value?: string }) => [e.name, e.value]),
+  );
+  const from = Object.fromEntries(
+    pod.containers[0].env.map((e: { name: string; valueFrom?: unknown }) => [e.name, e.valueFrom]),
+  );
+  assert.deepEqual(from.LVMH_DATABASE_URL, { secretKeyRef: { name: "lvmh-postgres", key: "url" } });
+  assert.deepEqual(from.LVMH_REPLICA_ID, { fieldRef: { fieldPath: "metadata.name" } });
+  assert.equal(pod.containers[0].readinessProbe.httpGet.path, "/api/health");
+  // PostgreSQL is not selected by the daemon's Service, nor reachable by workers (their egress names lvmh).
+  const database = all.find((m) => m.kind === "StatefulSet").spec.template;
+  const service = all.find((m) => m.kind === "Service" && m.metadata.name === "lvmh");
+  assert.notEqual(
+    database.metadata.labels["app.kubernetes.io/name"],
+    service.spec.selector["app.kubernetes.io/name"],
+  );
+  assert.equal(
+    database.spec.containers[0].env.find((e: { name: string }) => e.name === "POSTGRES_PASSWORD")
+      .valueFrom.secretKeyRef.name,
+    "lvmh-postgres",
   );
   assert.equal(env.LVMH_SPAWN_BACKEND, "kubernetes");
   assert.match(env.LVMH_WORKER_IMAGE, /@sha256:[0-9a-f]{64}$/);
