@@ -22,6 +22,7 @@ const BENCHES = [
   "pg_ingest.ts",
   "command_latency.ts",
   "replica_fanout.ts",
+  "live_channel.ts",
   "usage.ts",
 ];
 

@@ -40,6 +40,8 @@ export interface LiveChannel {
    * @returns a function that stops this subscriber.
    */
   subscribe(fn: (delta: LiveDelta) => void): () => void;
+  /** Deltas this object dropped instead of sending (too large, queued too long behind others, a failed send). */
+  readonly dropped: number;
   /** Stop listening and sending; the channel is unusable afterwards. */
   close(): Promise<void>;
 }
@@ -47,6 +49,7 @@ export interface LiveChannel {
 /** The channel of a single daemon (SQLite): there is no other replica, so it carries nothing anywhere. */
 export class NullLiveChannel implements LiveChannel {
   readonly kind = "sqlite";
+  readonly dropped = 0;
 
   publish(_delta: LiveDelta): void {}
 
