@@ -6,8 +6,13 @@
  */
 import assert from "node:assert/strict";
 import { adminClient, listeners, newDatabase, postgresTest } from "../../testing/storage_replicas.ts";
-import { waitFor } from "../../testing/daemon.ts";
-import { MAX_PAYLOAD_BYTES, parsePayload, PgLiveChannel } from "../../lib/storage/pg_live_channel.ts";
+import { freePort, waitFor } from "../../testing/daemon.ts";
+import {
+  MAX_PAYLOAD_BYTES,
+  MAX_QUEUED,
+  parsePayload,
+  PgLiveChannel,
+} from "../../lib/storage/pg_live_channel.ts";
 import type { LiveDelta } from "../../lib/storage/live_channel.ts";
 
 /** What a replica's deltas look like: a `message_update` as browsers receive it. */
@@ -58,6 +63,8 @@ postgresTest("live channel on PostgreSQL: A → B", async (t) => {
     () => withReplicas(listenerKilled, { pingMs: 500 }),
   );
   await t.step("session ids and text of any characters come back as sent", () => withReplicas(anyText));
+  await t.step("past MAX_QUEUED waiting, the oldest are dropped and counted", () => withReplicas(queueBound));
+  await t.step("the database away: publish neither throws nor waits, the delta is counted", unreachable);
 });
 
 async function inOrderNotSelf(a: PgLiveChannel, b: PgLiveChannel) {
@@ -162,4 +169,33 @@ async function anyText(a: PgLiveChannel, b: PgLiveChannel) {
   assert.equal(parsePayload("L2 x\n1 1 1\nab"), null);
   assert.equal(parsePayload("L1 x\n1 5 1\nab"), null);
   onB.stop();
+}
+
+async function queueBound(a: PgLiveChannel, b: PgLiveChannel) {
+  const onB = await recorder(b);
+  // All in one tick: nothing leaves before the first statement, so the queue holds them all at once.
+  const extra = 5;
+  for (let i = 1; i <= MAX_QUEUED + extra; i++) a.publish(delta("s", 0, i));
+  assert.equal(a.dropped, extra);
+  await waitFor(() => onB.heard.length >= MAX_QUEUED, "the rest", 10_000);
+  const seqs = onB.heard.map((d) => JSON.parse(d.json).seq as number);
+  assert.equal(seqs.length, MAX_QUEUED);
+  assert.equal(seqs[0], extra + 1, "the oldest went");
+  assert.equal(seqs.at(-1), MAX_QUEUED + extra);
+  assert.ok(seqs.every((s, i) => i === 0 || s === seqs[i - 1] + 1), "in order, no gap");
+  onB.stop();
+}
+
+async function unreachable() {
+  const port = await freePort();
+  const channel = PgLiveChannel.open(`postgres://nobody:pw@127.0.0.1:${port}/none`, { connectTimeout: 1 });
+  try {
+    const t0 = performance.now();
+    channel.publish(delta("s", 0, 1));
+    channel.publish(delta("s", 0, 2));
+    assert.ok(performance.now() - t0 < 50, "publish did not wait");
+    await waitFor(() => channel.dropped === 2, "the failed send counted", 5_000);
+  } finally {
+    await channel.close();
+  }
 }
