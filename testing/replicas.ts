@@ -6,7 +6,7 @@
  * `await replicas.close()` (or use `await using`).
  */
 import { type Balancer, startBalancer } from "./balancer.ts";
-import { type DaemonProcess, freePort, startDaemon, TEST_TOKEN } from "./daemon.ts";
+import { bearerFetch, type Daemon, type DaemonProcess, freePort, startDaemon, TEST_TOKEN } from "./daemon.ts";
 
 export interface ReplicasOptions {
   /** `LVMH_DATABASE_URL` of every replica. */
@@ -38,6 +38,12 @@ export interface Replicas extends AsyncDisposable {
   balancer: Balancer;
   /** http://127.0.0.1:PORT of the balancer. */
   balancerUrl: string;
+  /** ws://…/agent/ws through the balancer: a plugin dialing it lands on any live replica. */
+  agentUrl: string;
+  /** ws://…/ws?token=… through the balancer. */
+  browserUrl: string;
+  /** fetch a path through the balancer with the bearer token (fetch's pool may reuse a connection). */
+  api: Daemon["api"];
   token: string;
   /** Close the balancer, stop every replica and remove their data dirs. */
   close(): Promise<void>;
@@ -116,6 +122,9 @@ export async function startReplicas(n: number, options: ReplicasOptions): Promis
     replicas: made,
     balancer,
     balancerUrl: balancer.url,
+    agentUrl: `ws://127.0.0.1:${balancer.port}/agent/ws`,
+    browserUrl: `ws://127.0.0.1:${balancer.port}/ws?token=${encodeURIComponent(token)}`,
+    api: bearerFetch(balancer.url, token),
     token,
     close,
     [Symbol.asyncDispose]: close,

@@ -53,8 +53,7 @@ postgresTest("replicas harness: two replicas behind the balancer, one SIGKILLed 
     assert.deepEqual((await healthReplicas(set.balancerUrl, 4)).sort(), ["r0", "r0", "r1", "r1"]);
 
     // A browser socket through the balancer on each replica.
-    const browser = `ws://127.0.0.1:${set.balancer.port}/ws?token=${encodeURIComponent(set.token)}`;
-    sockets.push(await openSocket(browser), await openSocket(browser));
+    sockets.push(await openSocket(set.browserUrl), await openSocket(set.browserUrl));
     assert.deepEqual(set.balancer.connections(), { [r0.port]: 1, [r1.port]: 1 });
 
     const pid = r0.daemon().pid;
@@ -78,6 +77,10 @@ postgresTest("replicas harness: two replicas behind the balancer, one SIGKILLed 
     assert.equal(r0.daemon().dataDir, r0.dataDir);
     assert.equal(r0.daemon().port, r0.port);
     assert.deepEqual((await healthReplicas(set.balancerUrl, 4)).sort(), ["r0", "r0", "r1", "r1"]);
+    // An authenticated route through the balancer, with the shared token.
+    const me = await set.api("/api/me");
+    assert.equal(me.status, 200);
+    await me.body?.cancel();
   } finally {
     for (const { socket } of sockets) socket.close();
     await Promise.all(sockets.map((s) => s.closed));
