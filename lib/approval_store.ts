@@ -1,7 +1,8 @@
 /**
- * The `approvals` table, in the store's SQLite file: one row per tool call that waited for a person. Only
- * `lib/approvals.ts` calls this; every change is one statement (a decision with the writes that belong to
- * it: one transaction), so a SIGKILL leaves each row before or after it.
+ * The `approvals` table, in the store's SQLite file: one row per tool call that waited for a person. Its SQL
+ * is reached through lib/storage/sqlite_approval_log.ts (the owner, lib/approvals.ts, works on that log; the
+ * daemon reads `pending()` here once at start, synchronously); every change is one statement (a decision with
+ * the writes that belong to it: one transaction), so a SIGKILL leaves each row before or after it.
  */
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { gateOf, type WriteGate } from "./write_gate.ts";

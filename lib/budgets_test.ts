@@ -7,6 +7,7 @@ import { sessionInfo } from "../testing/agent.ts";
 import { ConflictError } from "./errors.ts";
 import { Approvals } from "./approvals.ts";
 import { ApprovalStore } from "./approval_store.ts";
+import { SqliteApprovalLog } from "./storage/sqlite_approval_log.ts";
 
 const reply = (sessionId: string, seq: number, tokens: number, cost = 0) =>
   ({
@@ -138,7 +139,7 @@ Deno.test("Budgets: a budget card's decision and raise are one transaction (a fa
     budgets.set("s", { maxCost: 1, onReach: "ask" });
     const fail = new Error("injected between the decision and the raise");
     let failAfterRaise = false;
-    const approvals = new Approvals(new ApprovalStore(store.db), {
+    const approvals = new Approvals(new SqliteApprovalLog(store.db), {
       trySend: () => true,
       touch: () => {},
       broadcast: () => {},
@@ -149,10 +150,10 @@ Deno.test("Budgets: a budget card's decision and raise are one transaction (a fa
       },
       budgetApproved: (id) => budgets.raised(id),
     });
-    approvals.requested(card("c1"));
-    assert.throws(() => approvals.decide("c1", { decision: "approve" }), fail);
+    await approvals.requested(card("c1"));
+    await assert.rejects(approvals.decide("c1", { decision: "approve" }), fail);
     failAfterRaise = true;
-    assert.throws(() => approvals.decide("c1", { decision: "approve" }), fail);
+    await assert.rejects(approvals.decide("c1", { decision: "approve" }), fail);
     // What the file holds, read by a fresh open: the card still waits, the budget is not raised.
     budgets.close();
     store.close();
@@ -160,14 +161,14 @@ Deno.test("Budgets: a budget card's decision and raise are one transaction (a fa
     assert.equal(new ApprovalStore(store.db).get("c1")?.state, "pending");
     assert.deepEqual(budgets.budgetOf("s")?.current, { maxCost: 1 });
     // Without a failure both land, and survive the reopen.
-    const ok = new Approvals(new ApprovalStore(store.db), {
+    const ok = new Approvals(new SqliteApprovalLog(store.db), {
       trySend: () => true,
       touch: () => {},
       broadcast: () => {},
       raiseBudget: (id) => budgets.raise(id),
       budgetApproved: (id) => budgets.raised(id),
     });
-    assert.equal(ok.decide("c1", { decision: "approve" }).state, "approved");
+    assert.equal((await ok.decide("c1", { decision: "approve" })).state, "approved");
     budgets.close();
     store.close();
     ({ store, budgets } = open());

@@ -11,6 +11,7 @@ import { Ingest } from "./ingest.ts";
 import { Sessions } from "./sessions.ts";
 import { Approvals } from "./approvals.ts";
 import { ApprovalStore } from "./approval_store.ts";
+import { SqliteApprovalLog } from "./storage/sqlite_approval_log.ts";
 import { ImageStore } from "./image_store.ts";
 import { Tokens } from "./tokens.ts";
 import { TokenStore } from "./token_store.ts";
@@ -94,13 +95,14 @@ export function createDaemon(
   // is read in the background.
   const usage = new UsageRuns(store.db);
   usage.backfill(() => store.listSessions());
-  const approvals = new Approvals(new ApprovalStore(store.db), {
+  const approvals = new Approvals(new SqliteApprovalLog(store.db), {
     trySend: (id, command) => sessions.trySend(id, command),
     touch: (id) => sessions.touch(id),
     broadcast: (frame) => hub.broadcast(frame),
     raiseBudget: (id) => budgets.raise(id),
     budgetApproved: (id) => budgets.raised(id),
-  });
+  }, { pending: new ApprovalStore(store.db).pending() }); // read now: nothing sees an empty list
+  void approvals.start();
   sessions.setWaiting((id) => approvals.waiting(id));
   sessions.setBudgets((id) => budgets.glance(id));
   const gitlab = createGitlab({ config, store });
@@ -220,6 +222,7 @@ export function createDaemon(
       await backend.close?.();
       app.sessions.closeAll(CloseCode.goingAway, "daemon shutting down");
       hub.closeAll(CloseCode.goingAway, "daemon shutting down");
+      await approvals.close();
       stopIndexer();
       await checkpointer.close();
       store.close();

@@ -4,7 +4,7 @@ import { Hub, type Subscriber } from "./hub.ts";
 import { Ingest } from "./ingest.ts";
 import { type PluginLink, Sessions } from "./sessions.ts";
 import { Approvals } from "./approvals.ts";
-import { ApprovalStore } from "./approval_store.ts";
+import { SqliteApprovalLog } from "./storage/sqlite_approval_log.ts";
 import { ImageStore } from "./image_store.ts";
 import { Workspaces } from "./workspaces.ts";
 import type { AgentEvent, DaemonFrame, ServerFrame, SessionInfo, SessionSummary } from "./protocol.ts";
@@ -47,7 +47,7 @@ async function build() {
   const ingest = new Ingest(store, hub, (commits) => commits.forEach((c) => sessions.touch(c.sessionId)));
   const images = new ImageStore(store.db);
   const sessions = new Sessions(store, ingest, hub, { defaultAsk: ["bash"], images });
-  const approvals = new Approvals(new ApprovalStore(store.db), {
+  const approvals = new Approvals(new SqliteApprovalLog(store.db), {
     trySend: (id, c) => sessions.trySend(id, c),
     touch: (id) => sessions.touch(id),
     broadcast: (f) => hub.broadcast(f),

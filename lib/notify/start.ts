@@ -66,7 +66,7 @@ export function startNotify(app: App): { close(): Promise<void> } {
     }
   });
   const unbudget = app.budgets.onReached(emit);
-  watcher.prime(app.sessions.list(), app.approvals.list({ state: "pending" }));
+  watcher.prime(app.sessions.list(), app.approvals.pending());
   app.webhooks.start();
   return {
     async close() {

@@ -7,7 +7,7 @@ import { actorName } from "../../../lib/auth.ts";
 export const handler: Handlers = {
   async POST(ctx) {
     const body = await readJson(ctx.req, DecisionBody);
-    const approval = ctx.app.approvals.decide(ctx.params.id, body, actorName(ctx.principal));
+    const approval = await ctx.app.approvals.decide(ctx.params.id, body, actorName(ctx.principal));
     ctx.audit(body.decision, { sessionId: approval.sessionId, detail: { approvalId: approval.id, ...body } });
     return json(approval);
   },

@@ -5,9 +5,9 @@ import type { Handlers } from "../../../lib/router.ts";
 
 /** Approvals of every session, oldest first (`?state=pending` for what waits). */
 export const handler: Handlers = {
-  GET(ctx) {
+  async GET(ctx) {
     const query = parseWith(ApprovalsQuery, Object.fromEntries(ctx.url.searchParams));
     if (!query.ok) throw new InvalidError(query.message);
-    return json(ctx.app.approvals.list({ state: query.value.state }));
+    return json(await ctx.app.approvals.list({ state: query.value.state }));
   },
 };

@@ -5,10 +5,10 @@ import type { Handlers } from "../../../../lib/router.ts";
 
 /** One session's approvals, oldest first (every state unless `?state=`). */
 export const handler: Handlers = {
-  GET(ctx) {
+  async GET(ctx) {
     const query = parseWith(ApprovalsQuery, Object.fromEntries(ctx.url.searchParams));
     if (!query.ok) throw new InvalidError(query.message);
     if (!ctx.app.sessions.get(ctx.params.id)) throw sessionNotFound(ctx.params.id);
-    return json(ctx.app.approvals.list({ sessionId: ctx.params.id, state: query.value.state }));
+    return json(await ctx.app.approvals.list({ sessionId: ctx.params.id, state: query.value.state }));
   },
 };
