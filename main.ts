@@ -44,6 +44,13 @@ async function start() {
     console.error(`lvmh: cannot open the database in ${config.dataDir}: ${(error as Error).message}`);
     Deno.exit(2);
   }
+  try {
+    // With a shared database: the replica's heartbeat written and its copy following the log.
+    await daemon.ready;
+  } catch (error) {
+    console.error(`lvmh: cannot start on the shared database: ${(error as Error).message}`);
+    Deno.exit(2);
+  }
   // Handlers go in before the socket opens: a signal that arrives once clients can see us must find them,
   // not the default action that ends the process mid-write.
   let server: Deno.HttpServer | null = null;

@@ -6,6 +6,7 @@
 import type { App } from "./app.ts";
 import {
   type AgentEvent,
+  type AskSet,
   CloseCode,
   type DaemonFrame,
   type ErrorCode,
@@ -13,8 +14,11 @@ import {
   MAX_FRAME_BYTES,
   parseAgentEvent,
   parsePluginFrame,
+  type PluginFrame,
   PROTOCOL_VERSION,
 } from "./protocol.ts";
+
+type HelloFrame = Extract<PluginFrame, { type: "hello" }>;
 import type { PluginLink } from "./sessions.ts";
 import type { EventOrigin } from "./ingest.ts";
 import type { Principal } from "./auth.ts";
@@ -109,7 +113,13 @@ export function acceptAgentSocket(app: App, socket: WebSocket, principal: Princi
     return null;
   };
 
+  /**
+   * With a shared database a hello waits for the claim and the copy's catch-up: frames that come meanwhile are
+   * held here and handled after the welcome, in order.
+   */
+  let held: MessageEvent[] | null = null;
   socket.onmessage = (e: MessageEvent) => {
+    if (held) return void held.push(e);
     try {
       onFrame(e);
     } catch (error) {
@@ -142,21 +152,8 @@ export function acceptAgentSocket(app: App, socket: WebSocket, principal: Princi
         return refuse("bad_frame", "session.id must equal sessionId");
       }
       sessionId = frame.sessionId;
-      const { lastSeq, ask } = app.sessions.connect(frame.session, link);
-      if (frame.waiting) app.approvals.helloWaiting(sessionId, frame.waiting);
-      send({
-        v: PROTOCOL_VERSION,
-        type: "welcome",
-        sessionId,
-        seq: 0,
-        ts: Date.now(),
-        lastSeq,
-        policy: { ask },
-        budget: app.budgets.wire(sessionId),
-        features: [Feature.batch],
-      });
-      // What the plugin supports (`hello.features`); a kept hook prompt unanswered on an older socket goes again.
-      app.hooks.pluginHello(sessionId, frame.features);
+      if (app.replica) return helloShared(frame);
+      welcome(frame, app.sessions.connect(frame.session, link));
       return;
     }
     if (frame.type === "ping") {
@@ -180,6 +177,44 @@ export function acceptAgentSocket(app: App, socket: WebSocket, principal: Princi
       if (refused) reject(...refused, seqOf(raw));
       if (closed) return;
     }
+  };
+
+  const helloShared = (frame: HelloFrame) => {
+    held = [];
+    app.sessions.connectShared(frame.session, link).then(
+      (connected) => {
+        if (closed) return;
+        welcome(frame, connected);
+        app.sessions.welcomed(frame.sessionId);
+        const waiting = held ?? [];
+        held = null;
+        for (const e of waiting) socket.onmessage!(e);
+      },
+      (error) => {
+        console.error(`lvmh: session ${frame.sessionId}: hello not claimed: ${(error as Error).message}`);
+        held = null;
+        close(CloseCode.internal, "shared database unavailable");
+      },
+    );
+  };
+
+  /** Welcome the plugin with where its log stands and its policy; then what waited for its hello goes again. */
+  const welcome = (frame: HelloFrame, { lastSeq, ask }: { lastSeq: number; ask: AskSet }) => {
+    const sessionId = frame.sessionId;
+    if (frame.waiting) app.approvals.helloWaiting(sessionId, frame.waiting);
+    send({
+      v: PROTOCOL_VERSION,
+      type: "welcome",
+      sessionId,
+      seq: 0,
+      ts: Date.now(),
+      lastSeq,
+      policy: { ask },
+      budget: app.budgets.wire(sessionId),
+      features: [Feature.batch],
+    });
+    // What the plugin supports (`hello.features`); a kept hook prompt unanswered on an older socket goes again.
+    app.hooks.pluginHello(sessionId, frame.features);
   };
   const unwatch = app.tokens.closeOnRevoke(principal, () => close(CloseCode.policy, "token revoked"));
   socket.onclose = () => {

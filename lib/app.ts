@@ -25,9 +25,12 @@ import type { SearchIndex } from "./search/types.ts";
 import type { Budgets } from "./budgets.ts";
 import type { UsageRuns } from "./usage_runs.ts";
 import type { Presence } from "./presence.ts";
+import type { Replica } from "./replica/replica.ts";
 
 export interface App {
   config: Config;
+  /** This daemon's part among replicas sharing a PostgreSQL database; null for a daemon alone on its file. */
+  replica: Replica | null;
   /** SQLite: the event log, session rows and settings (read here; session rows change only via `sessions`). */
   store: Store;
   /** Full-text search over every session's events (the store's index, written with the events). */

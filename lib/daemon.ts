@@ -43,6 +43,9 @@ import { startIndexer } from "./search/indexer.ts";
 import { Budgets } from "./budgets.ts";
 import { Presence } from "./presence.ts";
 import { UsageRuns } from "./usage_runs.ts";
+import { Replica } from "./replica/replica.ts";
+import { Mirror } from "./replica/mirror.ts";
+import type { SessionCommit } from "./store.ts";
 
 /** How often sessions past the retention period are looked for (also once at start). */
 const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
@@ -50,8 +53,15 @@ const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 export interface Daemon {
   app: App;
   handler: (req: Request, info: Deno.ServeHandlerInfo) => Promise<Response>;
+  /** Resolves once the daemon may serve (with a shared database: its replica started, its copy following). */
+  ready: Promise<void>;
   /** Flush pending writes, close every socket with 1001 and the database. */
   shutdown(): Promise<void>;
+}
+
+export interface DaemonOptions {
+  /** The PostgreSQL database several replicas share (`LVMH_DATABASE_URL`); absent: the SQLite file alone. */
+  database?: SharedDatabase | null;
 }
 
 /**
@@ -61,7 +71,7 @@ export interface Daemon {
 export function createDaemon(
   config: Config,
   routes: RouteDef[],
-  _options: { database?: SharedDatabase | null } = {},
+  options: DaemonOptions = {},
 ): Daemon {
   const store = new Store(config.dbPath);
   const checkpointer = new WalCheckpointer(store.db, config.dbPath);
@@ -69,17 +79,55 @@ export function createDaemon(
   const search = store.search!;
   const stopIndexer = startIndexer(search, store.gate, () => store.lastAppendAt);
   const hub = new Hub();
+  // With a shared database, PostgreSQL is the truth and this file the replica's copy of it (lib/replica/).
+  const replica = options.database ? new Replica(options.database, config.replicaId) : null;
   // Ingest tells the registry which sessions a commit changed; the registry reads committed seqs from ingest.
-  const ingest = new Ingest(store, hub, (commits) => {
+  const committed = (commits: SessionCommit[]) => {
     for (const c of commits) sessions.touch(c.sessionId);
     for (const c of commits) budgets.committed(c.sessionId);
     usage.committed(commits);
-  });
+  };
+  const ingest = new Ingest(
+    store,
+    hub,
+    committed,
+    replica && {
+      append: (sessionId, events) => replica.append(sessionId, events),
+      copied: (sessionId, lastSeq) => replica.feed.advance(sessionId, lastSeq),
+      live: (sessionId, after, events) => replica.publishLive(sessionId, after, events),
+    },
+  );
+  // Every session's events other replicas store reach this file, and this replica's browsers, through it.
+  const mirror = replica &&
+    new Mirror(store, replica.log, replica.feed, {
+      committed: (commits) => {
+        for (const c of commits) hub.publishEvents(c.sessionId, c.after, c.inserted);
+        for (const c of commits) replica.advanced(c.sessionId);
+        committed(commits);
+      },
+      created: (info) => sessions.createdElsewhere(info),
+      deleted: (sessionId) => sessions.removedElsewhere(sessionId),
+      info: (sessionId) => replica.info(sessionId),
+    });
   const images = new ImageStore(store.db);
   const sessions = new Sessions(store, ingest, hub, {
     defaultAsk: config.localAsk,
     spawnAsk: config.spawnAsk,
     images,
+    ...(replica && mirror
+      ? {
+        shared: {
+          claim: (info) => replica.claim(info),
+          catchUp: (sessionId) => mirror.catchUp(sessionId),
+          release: (sessionId, epoch) => replica.release(sessionId, epoch),
+          send: (frame) => replica.send(frame),
+          take: (sessionId) => replica.take(sessionId),
+          heldElsewhere: (sessionId) => replica.heldElsewhere(sessionId),
+          setAsk: (sessionId, ask) => replica.setAsk(sessionId, ask),
+          deleteSession: (sessionId) => replica.deleteSession(sessionId),
+        },
+      }
+      : {}),
   });
   // Budgets count from the committed log and reach plugins with a `policy` frame (their ask set unchanged).
   const budgets = new Budgets(store.db, config, {
@@ -142,6 +190,7 @@ export function createDaemon(
   const idleStop = startIdleStop({ minutes: config.idleStopMinutes, spawner, sessions });
   const parts = {
     config,
+    replica,
     store,
     search,
     hub,
@@ -199,9 +248,24 @@ export function createDaemon(
   // Memory back after ingest bursts (lib/memory.ts): ~290 → ~100 MiB RSS after the ingest benchmark.
   const stopCollector = startIdleCollector(() => ingest.pushed);
 
+  const ready = replica && mirror
+    ? (async () => {
+      await replica.start({
+        deliver: (frame) => sessions.deliver(frame),
+        fenced: (sessionId) => sessions.fenced(sessionId),
+        heldElsewhereChanged: (ids) => ids.forEach((id) => sessions.touch(id)),
+        releaseLive: (sessionId, json, after) =>
+          hub.publishEvents(sessionId, after, [{ seq: (JSON.parse(json) as { seq: number }).seq, json }]),
+        cursor: (sessionId) => store.getSession(sessionId) ? store.lastSeq(sessionId) : -1,
+      });
+      await mirror.start();
+    })()
+    : Promise.resolve();
+
   let stopped = false;
   return {
     app,
+    ready,
     handler: createRouter(app, routes),
     async shutdown() {
       if (stopped) return;
@@ -215,7 +279,9 @@ export function createDaemon(
       await app.mergeRequests.close();
       hooks.close();
       feed.close();
+      mirror?.close();
       app.ingest.flush();
+      await app.ingest.drained();
       usage.close(); // after the last commit's count
       app.tokens.close();
       await app.spawner.shutdown();
@@ -225,6 +291,7 @@ export function createDaemon(
       await approvals.close();
       stopIndexer();
       await checkpointer.close();
+      await replica?.close();
       store.close();
     },
   };

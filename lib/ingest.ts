@@ -14,6 +14,22 @@ export interface EventOrigin {
   fail(error: Error): void;
 }
 
+/**
+ * Where events are stored first when several replicas share one database (lib/replica/replica.ts): the shared
+ * log commits, and only then does this replica's own file store the events and the plugin get its ack.
+ */
+export interface SharedLog {
+  /**
+   * Store one session's events in the shared log.
+   * @throws {FencedError} when another replica holds the session now.
+   */
+  append(sessionId: string, events: readonly AgentEvent[]): Promise<SessionCommit>;
+  /** This replica's file has the session's events up to `lastSeq` (its feed need not read them back). */
+  copied(sessionId: string, lastSeq: number): void;
+  /** Live deltas of a session held here, for the other replicas' browsers; never throws or waits. */
+  live(sessionId: string, after: number, events: readonly EncodedEvent[]): void;
+}
+
 interface Pending {
   event: AgentEvent;
   origin: EventOrigin;
@@ -50,14 +66,25 @@ export class Ingest {
   #store: Store;
   #hub: Hub;
   #onCommitted: (commits: SessionCommit[]) => void;
+  #shared: SharedLog | null;
+  /** With a shared log: the commit in flight (one at a time keeps each session's order), and its sessions. */
+  #committing: Promise<void> = Promise.resolve();
+  #inFlight = new Map<string, number>();
 
   /**
    * @param onCommitted called after every commit that stored something (the session list changed).
+   * @param shared the log of several replicas, committed before this replica's file (null: the file alone).
    */
-  constructor(store: Store, hub: Hub, onCommitted: (commits: SessionCommit[]) => void = () => {}) {
+  constructor(
+    store: Store,
+    hub: Hub,
+    onCommitted: (commits: SessionCommit[]) => void = () => {},
+    shared: SharedLog | null = null,
+  ) {
     this.#store = store;
     this.#hub = hub;
     this.#onCommitted = onCommitted;
+    this.#shared = shared;
   }
 
   #pushed = 0;
@@ -70,10 +97,16 @@ export class Ingest {
   /** Accept one event from a plugin; it is stored and published within a tick. */
   push(event: AgentEvent, origin: EventOrigin): void {
     this.#pushed++;
-    if (isEphemeral(event.type) && !this.#pendingSessions.has(event.sessionId)) {
+    if (
+      isEphemeral(event.type) && !this.#pendingSessions.has(event.sessionId) &&
+      !this.#inFlight.has(event.sessionId)
+    ) {
       // Nothing of this session waits for the disk, so the delta can go out now, in order.
       // With its object, so in-process followers (the list's glances) do not parse it back.
-      this.#hub.publishEvents(event.sessionId, this.#store.lastSeq(event.sessionId), [encodedEvent(event)]);
+      const after = this.#store.lastSeq(event.sessionId);
+      const encoded = [encodedEvent(event)];
+      this.#hub.publishEvents(event.sessionId, after, encoded);
+      this.#shared?.live(event.sessionId, after, encoded);
       return;
     }
     this.#queue.push({ event, origin });
@@ -107,8 +140,23 @@ export class Ingest {
     this.#queue = [];
     this.#pendingSessions.clear();
     this.#live = false;
+    if (this.#shared) return this.#commitShared(this.#shared, batch);
     const commits = this.#commit(batch);
     if (commits.length) this.#onCommitted(commits);
+  }
+
+  /** Resolves once the commits in flight to a shared log are done (at once without one). */
+  async drained(): Promise<void> {
+    await this.#committing;
+  }
+
+  /**
+   * With a shared log: resolves once everything of the session queued so far is committed (or failed), so a
+   * `welcome` counts it.
+   */
+  async settled(sessionId: string): Promise<void> {
+    this.flushSession(sessionId);
+    while (this.#inFlight.has(sessionId)) await this.#committing;
   }
 
   /**
@@ -151,6 +199,65 @@ export class Ingest {
   #persist(batch: Pending[]): SessionCommit[] {
     const persisted = batch.filter((p) => !isEphemeral(p.event.type)).map((p) => p.event);
     const commits = this.#store.appendBatch(persisted);
+    return this.#publish(batch, commits, new Map(commits.map((c) => [c.sessionId, c.lastSeq])));
+  }
+
+  /**
+   * Commit a batch in the shared log (each session on its own: one session's failure or fence costs only its
+   * own events), then store what committed in this replica's file and publish it, after the commit before.
+   */
+  #commitShared(shared: SharedLog, batch: Pending[]): void {
+    const sessions = new Set(batch.map((p) => p.event.sessionId));
+    for (const id of sessions) this.#inFlight.set(id, (this.#inFlight.get(id) ?? 0) + 1);
+    this.#committing = this.#committing.then(async () => {
+      const bySession = Map.groupBy(batch, (p) => p.event.sessionId);
+      const acked = new Map<string, number>();
+      await Promise.all([...bySession].map(async ([sessionId, part]) => {
+        const persisted = part.filter((p) => !isEphemeral(p.event.type)).map((p) => p.event);
+        if (!persisted.length) return;
+        try {
+          acked.set(sessionId, (await shared.append(sessionId, persisted)).lastSeq);
+        } catch (error) {
+          this.#fail(part, error);
+          bySession.delete(sessionId);
+        }
+      }));
+      const stored = [...bySession.values()].flat();
+      let commits: SessionCommit[] = [];
+      try {
+        commits = this.#publish(
+          stored,
+          this.#store.appendBatch(
+            stored.filter((p) => !isEphemeral(p.event.type)).map((p) => p.event),
+          ),
+          acked,
+        );
+      } catch (error) {
+        // Committed in the shared log (so acked), but not in this file: the feed brings it again.
+        console.error(
+          `lvmh: cannot copy committed events to this replica's file: ${(error as Error).message}`,
+        );
+        for (const [sessionId, lastSeq] of acked) {
+          for (const p of stored) if (p.event.sessionId === sessionId) p.origin.ack(lastSeq);
+        }
+        return;
+      }
+      for (const [sessionId, lastSeq] of acked) shared.copied(sessionId, lastSeq);
+      if (commits.length) this.#onCommitted(commits);
+    }).catch((error) => {
+      // A follower's own failure (onCommitted); the chain must go on for the commits behind this one.
+      console.error(`lvmh: after a commit to the shared log: ${(error as Error).message}`);
+    }).finally(() => {
+      for (const id of sessions) {
+        const n = this.#inFlight.get(id)! - 1;
+        if (n) this.#inFlight.set(id, n);
+        else this.#inFlight.delete(id);
+      }
+    });
+  }
+
+  /** Ack each session's origin with its stored lastSeq, publish its new events and deltas in seq order. */
+  #publish(batch: Pending[], commits: SessionCommit[], acked: ReadonlyMap<string, number>): SessionCommit[] {
     const origins = new Map<string, EventOrigin>();
     const ephemeral = new Map<string, EncodedEvent[]>();
     for (const { event, origin } of batch) {
@@ -161,7 +268,7 @@ export class Ingest {
       ephemeral.set(event.sessionId, list);
     }
     const after = new Map(commits.map((c) => [c.sessionId, c.after]));
-    for (const c of commits) origins.get(c.sessionId)?.ack(c.lastSeq);
+    for (const [sessionId, lastSeq] of acked) origins.get(sessionId)?.ack(lastSeq);
     for (const sessionId of origins.keys()) {
       const events = [
         ...commits.find((c) => c.sessionId === sessionId)?.inserted ?? [],
@@ -169,8 +276,32 @@ export class Ingest {
       ].sort((a, b) => a.seq - b.seq);
       const from = after.get(sessionId) ?? this.#store.lastSeq(sessionId);
       this.#hub.publishEvents(sessionId, from, events);
+      const deltas = ephemeral.get(sessionId);
+      if (this.#shared && deltas) this.#shareDeltas(this.#shared, sessionId, from, events, new Set(deltas));
     }
     return commits.filter((c) => c.inserted.length > 0);
+  }
+
+  /** Hand the deltas among `events` (seq order) to the shared log, each run after the stored event before it. */
+  #shareDeltas(
+    shared: SharedLog,
+    sessionId: string,
+    from: number,
+    events: readonly EncodedEvent[],
+    deltas: ReadonlySet<EncodedEvent>,
+  ): void {
+    let after = from;
+    let run: EncodedEvent[] = [];
+    for (const e of events) {
+      if (deltas.has(e)) {
+        run.push(e);
+        continue;
+      }
+      if (run.length) shared.live(sessionId, after, run);
+      run = [];
+      after = e.seq;
+    }
+    if (run.length) shared.live(sessionId, after, run);
   }
 
   #fail(batch: Pending[], cause: unknown): void {

@@ -72,6 +72,29 @@ export interface SentPrompt {
   images?: StoredImageRef[];
 }
 
+/**
+ * What the registry needs when several replicas share one database (lib/replica/): the holder's claim, the
+ * shared command queue, and which sessions another replica holds.
+ */
+export interface SharedSessions {
+  /** Claim the session for this replica: its epoch, and its lastSeq and ask set in the shared database. */
+  claim(info: SessionInfo): Promise<{ epoch: number; lastSeq: number; ask: AskSet | null }>;
+  /** Bring this replica's copy of the session's events up to the shared log. */
+  catchUp(sessionId: string): Promise<void>;
+  /** The socket of `epoch` went (a newer claim is left alone). */
+  release(sessionId: string, epoch: number): void;
+  /** Queue a command for whichever replica holds the session (in send order; never throws). */
+  send(frame: DaemonFrame & { type: CommandType }): void;
+  /** Hand the session's queued commands to its socket here. */
+  take(sessionId: string): void;
+  /** True when a live replica other than this one holds the session. */
+  heldElsewhere(sessionId: string): boolean;
+  /** Store a session's own ask set in the shared row. */
+  setAsk(sessionId: string, ask: AskSet): Promise<void>;
+  /** Delete the session from the shared database (and so from every replica's copy). */
+  deleteSession(sessionId: string): Promise<void>;
+}
+
 /** How often, at most, browsers get a `session_update` while sessions are busy. */
 export const SESSION_UPDATE_INTERVAL_MS = 100;
 
@@ -86,11 +109,16 @@ export interface SessionsOptions {
   images?: ImageStore;
   /** A session's merge request as its row shows it (the merge requests owner answers). */
   mergeRequest?: (sessionId: string) => SessionMergeRequest | undefined;
+  /** The replicas' shared database; absent: this daemon alone, its SQLite file the truth. */
+  shared?: SharedSessions;
 }
 
 /** Every session the daemon knows, and which of them have a live plugin socket. */
 export class Sessions {
   #links = new Map<string, PluginLink>();
+  /** With a shared database: the epoch each socket's claim got. */
+  #epochs = new WeakMap<PluginLink, number>();
+  #shared: SharedSessions | null;
   #changed = new Set<string>();
   #removed = new Set<string>();
   #publish = throttle(() => this.#flushChanges(), SESSION_UPDATE_INTERVAL_MS);
@@ -111,6 +139,7 @@ export class Sessions {
     this.#ingest = ingest;
     this.#hub = hub;
     this.#images = options.images ?? null;
+    this.#shared = options.shared ?? null;
     this.#defaultAsk = options.defaultAsk;
     this.#spawnAsk = options.spawnAsk ?? options.defaultAsk;
     this.#waiting = options.waiting ?? (() => 0);
@@ -162,6 +191,50 @@ export class Sessions {
   }
 
   /**
+   * `connect` with several replicas: claim the session in the shared database and bring this replica's copy up
+   * to its log before the plugin is welcomed (its next events follow what the copy has); then the commands
+   * queued for it are handed over (after the welcome: call `welcomed`).
+   * @throws when the shared database cannot be reached (the socket is closed; the plugin comes back).
+   */
+  async connectShared(info: SessionInfo, link: PluginLink): Promise<{ lastSeq: number; ask: AskSet }> {
+    const shared = this.#shared!;
+    await this.#ingest.settled(info.id);
+    const claimed = await shared.claim(info);
+    this.#store.upsertSession(info, claimed.ask ? { ask: claimed.ask } : {});
+    await shared.catchUp(info.id);
+    this.#epochs.set(link, claimed.epoch);
+    const old = this.#links.get(info.id);
+    this.#links.set(info.id, link);
+    if (old && old !== link) old.close(CloseCode.replaced, "replaced by a newer connection");
+    this.#glances.follow(info.id);
+    this.touch(info.id);
+    return { lastSeq: claimed.lastSeq, ask: this.askOf(info.id) };
+  }
+
+  /** The plugin of a shared session got its welcome: hand it the commands waiting for it. */
+  welcomed(sessionId: string): void {
+    this.#shared?.take(sessionId);
+  }
+
+  /**
+   * A command the shared queue handed to this replica: write it to the session's socket here.
+   * @returns false when the session has no socket here (the command waits for the next holder).
+   */
+  deliver(frame: DaemonFrame & { type: CommandType }): boolean {
+    const link = this.#links.get(frame.sessionId);
+    if (!link) return false;
+    // The ask set is the session row's: a `policy` sent from another replica changes this copy's too.
+    if (frame.type === "policy") this.#setAsk(frame.sessionId, frame.ask);
+    link.send(frame);
+    return true;
+  }
+
+  /** Another replica claimed the session: close its socket here, which can no longer store anything. */
+  fenced(sessionId: string): void {
+    this.#links.get(sessionId)?.close(CloseCode.replaced, "the session was claimed by another replica");
+  }
+
+  /**
    * Forget `link` once its socket closed or said bye. Only the session's current socket takes it offline.
    * @returns true when the session went offline.
    */
@@ -169,6 +242,12 @@ export class Sessions {
     if (this.#links.get(sessionId) !== link) return false;
     this.#links.delete(sessionId);
     this.#ingest.flushSession(sessionId); // a `bye` still queued is stored before the list says offline
+    const epoch = this.#epochs.get(link);
+    const shared = this.#shared;
+    // The claim goes once what the socket sent is stored (its `bye` included): appends need the epoch.
+    if (shared && epoch !== undefined) {
+      void this.#ingest.settled(sessionId).then(() => shared.release(sessionId, epoch));
+    }
     this.#store.setIdle(sessionId);
     this.#glances.unfollow(sessionId);
     this.touch(sessionId);
@@ -189,12 +268,25 @@ export class Sessions {
    * @throws {NotFoundError} when the session is unknown.
    */
   setPolicy(sessionId: string, ask: AskSet): AskSet {
-    const row = this.#store.getSession(sessionId);
-    if (!row) throw sessionNotFound(sessionId);
-    this.#store.upsertSession(row, { keepSnapshot: true, ask });
-    this.#links.get(sessionId)?.send(this.#frame(sessionId, { type: "policy", ask }));
-    this.touch(sessionId);
+    if (!this.#store.getSession(sessionId)) throw sessionNotFound(sessionId);
+    this.#setAsk(sessionId, ask);
+    if (this.#shared) {
+      const shared = this.#shared;
+      // The row first, then the frame: a plugin welcomed in between reads the new set from the row.
+      shared.setAsk(sessionId, ask).then(
+        () => this.#isOnline(sessionId) && shared.send(this.#frame(sessionId, { type: "policy", ask })),
+        (error) =>
+          console.error(`lvmh: session ${sessionId}: policy not stored: ${(error as Error).message}`),
+      );
+    } else this.#links.get(sessionId)?.send(this.#frame(sessionId, { type: "policy", ask }));
     return ask;
+  }
+
+  #setAsk(sessionId: string, ask: AskSet): void {
+    const row = this.#store.getSession(sessionId);
+    if (!row) return;
+    this.#store.upsertSession(row, { keepSnapshot: true, ask });
+    this.touch(sessionId);
   }
 
   /** The ask set in force for a session: its own, or the daemon's default. */
@@ -208,11 +300,31 @@ export class Sessions {
    */
   remove(sessionId: string): void {
     // A live plugin would only bring the session back, with a history that no longer starts at seq 1.
-    if (this.#links.has(sessionId)) {
+    if (this.#isOnline(sessionId)) {
       throw new ConflictError(`Session "${sessionId}" is online: end it (or stop its container) first`);
     }
     this.#ingest.flushSession(sessionId); // nothing of it may still wait for the disk
     if (!this.#store.deleteSession(sessionId)) throw sessionNotFound(sessionId);
+    this.#shared?.deleteSession(sessionId).catch((error) =>
+      console.error(
+        `lvmh: session ${sessionId}: not deleted from the shared database: ${(error as Error).message}`,
+      )
+    );
+    this.#glances.forget(sessionId);
+    this.#changed.delete(sessionId);
+    this.#removed.add(sessionId);
+    this.#publish();
+  }
+
+  /** Another replica made a session's row: list it here too (offline until its holder is seen). */
+  createdElsewhere(info: SessionInfo): void {
+    this.#store.upsertSession(info, { keepSnapshot: true });
+    this.touch(info.id);
+  }
+
+  /** Another replica deleted the session: remove it from this replica's copy and tell the browsers here. */
+  removedElsewhere(sessionId: string): void {
+    if (this.#links.has(sessionId) || !this.#store.deleteSession(sessionId)) return;
     this.#glances.forget(sessionId);
     this.#changed.delete(sessionId);
     this.#removed.add(sessionId);
@@ -224,9 +336,13 @@ export class Sessions {
     return this.#links.size;
   }
 
-  /** True when the session has a live socket. */
+  /** True when the session has a live socket (here, or on another replica of a shared database). */
   isOnline(sessionId: string): boolean {
-    return this.#links.has(sessionId);
+    return this.#isOnline(sessionId);
+  }
+
+  #isOnline(sessionId: string): boolean {
+    return this.#links.has(sessionId) || (this.#shared?.heldElsewhere(sessionId) ?? false);
   }
 
   /** One session, or null. */
@@ -245,7 +361,13 @@ export class Sessions {
    * @throws {NotFoundError} when the session is unknown; {ConflictError} when it has no live socket.
    */
   send(sessionId: string, command: Command): void {
-    this.#linkOf(sessionId).send(this.#frame(sessionId, command));
+    this.#sendFrame(this.#linkOf(sessionId), this.#frame(sessionId, command));
+  }
+
+  /** Write a command frame to the session's socket here, or queue it for its holder on a shared database. */
+  #sendFrame(link: PluginLink | null, frame: DaemonFrame & { type: CommandType }): void {
+    if (this.#shared) this.#shared.send(frame);
+    else link?.send(frame);
   }
 
   /**
@@ -263,24 +385,27 @@ export class Sessions {
     const { message, deliverAs, by } = request;
     const promptId = request.promptId ?? crypto.randomUUID();
     const stored = images ? this.#keepImages(sessionId, images) : undefined;
-    link.send(this.#frame(sessionId, {
-      type: "prompt",
-      promptId,
-      commandId: promptId,
-      message,
-      deliverAs,
-      by,
-      ...(request.source ? { source: request.source } : {}),
-      ...(images ? { images } : {}),
-    }));
+    this.#sendFrame(
+      link,
+      this.#frame(sessionId, {
+        type: "prompt",
+        promptId,
+        commandId: promptId,
+        message,
+        deliverAs,
+        by,
+        ...(request.source ? { source: request.source } : {}),
+        ...(images ? { images } : {}),
+      }),
+    );
     return { promptId, message, deliverAs, ...(stored ? { images: stored } : {}) };
   }
 
   /** Send a command if the session is online; false when it is not (it will be sent again on reconnect). */
   trySend(sessionId: string, command: Command): boolean {
-    const link = this.#links.get(sessionId);
-    link?.send(this.#frame(sessionId, command));
-    return link !== undefined;
+    if (!this.#isOnline(sessionId)) return false;
+    this.#sendFrame(this.#links.get(sessionId) ?? null, this.#frame(sessionId, command));
+    return true;
   }
 
   /** Note that a session's row changed (events committed, approvals); browsers hear of it within a tick. */
@@ -298,14 +423,20 @@ export class Sessions {
     this.#glances.close();
   }
 
-  #frame(sessionId: string, command: Command): DaemonFrame {
-    return { v: PROTOCOL_VERSION, sessionId, seq: 0, ts: Date.now(), ...command };
+  #frame(sessionId: string, command: Command): DaemonFrame & { type: CommandType } {
+    return { v: PROTOCOL_VERSION, sessionId, seq: 0, ts: Date.now(), ...command } as DaemonFrame & {
+      type: CommandType;
+    };
   }
 
-  /** The live link of a session. @throws {NotFoundError} when unknown; {ConflictError} when offline. */
-  #linkOf(sessionId: string): PluginLink {
+  /**
+   * The live link of a session (null for one held by another replica).
+   * @throws {NotFoundError} when unknown; {ConflictError} when offline.
+   */
+  #linkOf(sessionId: string): PluginLink | null {
     const link = this.#links.get(sessionId);
     if (link) return link;
+    if (this.#shared?.heldElsewhere(sessionId) && this.#store.getSession(sessionId)) return null;
     if (!this.#store.getSession(sessionId)) throw sessionNotFound(sessionId);
     throw sessionOffline(sessionId);
   }
@@ -316,7 +447,7 @@ export class Sessions {
   }
 
   #summary(row: SessionRecord): SessionSummary {
-    const online = this.#links.has(row.id);
+    const online = this.#isOnline(row.id);
     const waiting = this.#waiting(row.id);
     const g = this.#glances.of(row.id, row.lastSeq);
     const state = waiting > 0 ? "waiting" : !online ? "offline" : row.state;

@@ -1,13 +1,11 @@
 /**
  * Which sessions have their plugin socket on another replica, so every replica lists them online and accepts
- * commands for them. The truth is the sessions table's `holder` column (set by `claimHolder`, cleared when the
- * holder's socket goes) and each replica's heartbeat row: a replica that was SIGKILLed cannot clear its
- * sessions' holder, so a holder counts only while its heartbeat is younger than `HOLDER_STALE_MS`.
+ * commands for them: the session rows' holders and the replicas' heartbeats (lib/storage/pg_replicas.ts).
  *
  * Polled, not hinted: the list's online dot may lag a claim by `HOLDERS_POLL_MS`, which no command waits on
  * (a command goes into the queue whoever holds the session).
  */
-import type { Sql } from "../storage/pg_client.ts";
+import type { PgReplicas } from "../storage/pg_replicas.ts";
 
 /** How often this replica writes its heartbeat. */
 export const HEARTBEAT_MS = 2_000;
@@ -18,7 +16,7 @@ export const HOLDERS_POLL_MS = 1_000;
 
 /** The sessions other live replicas hold, kept fresh by polling. */
 export class Holders {
-  #sql: Sql;
+  #rows: PgReplicas;
   #self: string;
   #elsewhere = new Set<string>();
   #onChange: (sessionIds: string[]) => void;
@@ -27,8 +25,8 @@ export class Holders {
   #polling = false;
 
   /** @param onChange sessions whose online state (as held elsewhere) changed. */
-  constructor(sql: Sql, self: string, onChange: (sessionIds: string[]) => void) {
-    this.#sql = sql;
+  constructor(rows: PgReplicas, self: string, onChange: (sessionIds: string[]) => void) {
+    this.#rows = rows;
     this.#self = self;
     this.#onChange = onChange;
   }
@@ -51,10 +49,7 @@ export class Holders {
     if (this.#polling) return;
     this.#polling = true;
     try {
-      const rows = await this.#sql`SELECT s.id FROM sessions s JOIN replicas r ON r.id = s.holder
-        WHERE s.holder <> ${this.#self}
-          AND r.seen_at > (extract(epoch FROM clock_timestamp()) * 1000)::bigint - ${HOLDER_STALE_MS}`;
-      const now = new Set(rows.map((r) => r.id as string));
+      const now = new Set(await this.#rows.heldElsewhere(this.#self, HOLDER_STALE_MS));
       const changed = [...now].filter((id) => !this.#elsewhere.has(id));
       for (const id of this.#elsewhere) if (!now.has(id)) changed.push(id);
       this.#elsewhere = now;
@@ -68,8 +63,7 @@ export class Holders {
 
   /** This replica no longer holds the session (its socket went): unless a newer holder claimed it meanwhile. */
   async release(sessionId: string, epoch: number): Promise<void> {
-    await this.#sql`UPDATE sessions SET holder = NULL
-      WHERE id = ${sessionId} AND holder = ${this.#self} AND holder_epoch = ${epoch}`;
+    await this.#rows.release(sessionId, this.#self, epoch);
   }
 
   /** Stop beating and polling; this replica's row stays until it goes stale (a restart beats again). */
@@ -78,9 +72,7 @@ export class Holders {
     clearInterval(this.#poll);
   }
 
-  async #beat(): Promise<void> {
-    await this.#sql`INSERT INTO replicas(id, seen_at)
-      VALUES (${this.#self}, (extract(epoch FROM clock_timestamp()) * 1000)::bigint)
-      ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at`;
+  #beat(): Promise<void> {
+    return this.#rows.beat(this.#self);
   }
 }

@@ -19,9 +19,9 @@ import type { EventFeed, FeedBatch, SessionChange } from "../storage/event_feed.
 export interface MirrorDeps {
   /** Events this copy just stored, for the hub and the in-process followers (as ingest's commits are). */
   committed(commits: SessionCommit[]): void;
-  /** A session's row appeared in the copy. */
-  created(sessionId: string): void;
-  /** A session was deleted on another replica and is now gone from the copy. */
+  /** Another replica made a session's row: make it in the copy (the registry owns the copy's rows). */
+  created(info: SessionInfo): void;
+  /** Another replica deleted a session: remove it from the copy. */
   deleted(sessionId: string): void;
   /** Read a session's snapshot from the shared database (null when it has no row). */
   info(sessionId: string): Promise<SessionInfo | null>;
@@ -107,13 +107,11 @@ export class Mirror {
 
   async #change(change: SessionChange): Promise<void> {
     if (change.change === "deleted") {
-      if (this.#store.deleteSession(change.sessionId)) this.#deps.deleted(change.sessionId);
+      if (this.#store.getSession(change.sessionId)) this.#deps.deleted(change.sessionId);
       return;
     }
     if (this.#store.getSession(change.sessionId)) return;
     const info = await this.#deps.info(change.sessionId);
-    if (!info || this.#store.getSession(change.sessionId)) return;
-    this.#store.upsertSession(info, { keepSnapshot: true });
-    this.#deps.created(change.sessionId);
+    if (info && !this.#store.getSession(change.sessionId)) this.#deps.created(info);
   }
 }

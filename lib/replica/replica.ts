@@ -10,6 +10,8 @@
  *   replica's own copy (lib/replica/mirror.ts) stores it and the feed announces it to the other replicas.
  * - **Commands.** Whatever replica a person uses, a command goes into the shared queue, in the order it was
  *   sent from this replica, and the holder takes it, writes it to the plugin and acknowledges it.
+ * - **Live deltas.** The holder's streaming deltas, never stored, go to the other replicas on a lossy channel
+ *   (lib/storage/pg_live_channel.ts); each holds a delta until its copy has the stored events before it.
  */
 import type { AgentEvent, AskSet, SessionInfo } from "../protocol.ts";
 import type { SessionCommit } from "../store.ts";
@@ -19,7 +21,11 @@ import { PgEventLog } from "../storage/pg_event_log.ts";
 import { PgEventFeed } from "../storage/pg_event_feed.ts";
 import { PgCommandQueue } from "../storage/pg_command_queue.ts";
 import { type CommandFrame, FencedError } from "../storage/command_queue.ts";
+import { PgReplicas } from "../storage/pg_replicas.ts";
 import { Holders } from "./holders.ts";
+import type { EncodedEvent } from "../event_codec.ts";
+import { PgLiveChannel } from "../storage/pg_live_channel.ts";
+import { LiveOrder } from "../storage/live_order.ts";
 
 export { FencedError };
 
@@ -44,6 +50,10 @@ export interface ReplicaDeps {
   fenced(sessionId: string): void;
   /** Sessions whose holder on another replica came or went (their online state). */
   heldElsewhereChanged(sessionIds: string[]): void;
+  /** Hand another replica's live delta to the browsers here, after the stored event `after`. */
+  releaseLive(sessionId: string, json: string, after: number): void;
+  /** The highest seq of the session this replica's copy stored and published (-1 for one it does not know). */
+  cursor(sessionId: string): number;
 }
 
 /** This daemon's part in a deployment of several replicas. */
@@ -52,7 +62,10 @@ export class Replica {
   readonly log: PgEventLog;
   readonly feed: PgEventFeed;
   readonly queue: PgCommandQueue;
+  readonly live: PgLiveChannel;
+  #order: LiveOrder | null = null;
   #db: SharedDatabase;
+  #rows: PgReplicas;
   #holders: Holders;
   #deps: ReplicaDeps | null = null;
   /** The sessions this replica holds, with their epoch. */
@@ -71,14 +84,34 @@ export class Replica {
     this.log = new PgEventLog(db.sql);
     this.feed = new PgEventFeed(db.sql, db.listen);
     this.queue = new PgCommandQueue(db.sql, db.listen);
-    this.#holders = new Holders(db.sql, id, (ids) => this.#deps?.heldElsewhereChanged(ids));
+    this.live = new PgLiveChannel(db.sql, db.listen);
+    this.#rows = new PgReplicas(db.sql);
+    this.#holders = new Holders(this.#rows, id, (ids) => this.#deps?.heldElsewhereChanged(ids));
   }
 
   /** Start beating, reading the holders and taking commands. */
   async start(deps: ReplicaDeps): Promise<void> {
     this.#deps = deps;
     await this.#holders.start();
-    this.#unsubscribe = this.queue.subscribe((sessionId) => this.take(sessionId));
+    const order = new LiveOrder(deps.releaseLive, deps.cursor);
+    this.#order = order;
+    const unlisten = this.live.subscribe((delta) => order.offer(delta));
+    const untake = this.queue.subscribe((sessionId) => this.take(sessionId));
+    this.#unsubscribe = () => {
+      unlisten();
+      untake();
+      order.close();
+    };
+  }
+
+  /** Send a held session's live deltas (each after the stored event `after`) to the other replicas. */
+  publishLive(sessionId: string, after: number, events: readonly EncodedEvent[]): void {
+    for (const e of events) this.live.publish({ sessionId, after, json: e.json });
+  }
+
+  /** This replica's copy stored and published the session's events: deltas waiting for them may go. */
+  advanced(sessionId: string): void {
+    this.#order?.advanced(sessionId);
   }
 
   /** True when a live replica other than this one holds the session's socket. */
@@ -96,13 +129,8 @@ export class Replica {
     await this.log.ensureSession(info);
     const epoch = await this.log.claimHolder(info.id, this.id);
     this.#epochs.set(info.id, epoch);
-    const [row] = await this.#db.sql`UPDATE sessions SET info = ${JSON.stringify(info)} WHERE id = ${info.id}
-      RETURNING last_seq, ask`;
-    return {
-      epoch,
-      lastSeq: Number(row?.last_seq ?? 0),
-      ask: row?.ask ? JSON.parse(row.ask as string) as AskSet : null,
-    };
+    const row = await this.#rows.setInfo(info);
+    return { epoch, lastSeq: row?.lastSeq ?? 0, ask: row?.ask ?? null };
   }
 
   /** The session's socket here went: release the claim unless a newer hello (here or elsewhere) made one. */
@@ -139,14 +167,13 @@ export class Replica {
   }
 
   /** Store a session's own ask set in the shared row (every replica's welcome reads it from there). */
-  async setAsk(sessionId: string, ask: AskSet): Promise<void> {
-    await this.#db.sql`UPDATE sessions SET ask = ${JSON.stringify(ask)} WHERE id = ${sessionId}`;
+  setAsk(sessionId: string, ask: AskSet): Promise<void> {
+    return this.#rows.setAsk(sessionId, ask);
   }
 
   /** A session's snapshot as the shared row has it. */
-  async info(sessionId: string): Promise<SessionInfo | null> {
-    const [row] = await this.#db.sql`SELECT info FROM sessions WHERE id = ${sessionId}`;
-    return row ? JSON.parse(row.info as string) as SessionInfo : null;
+  info(sessionId: string): Promise<SessionInfo | null> {
+    return this.#rows.info(sessionId);
   }
 
   /** Delete a session from the shared database and tell the other replicas. */
@@ -188,7 +215,7 @@ export class Replica {
     this.#unsubscribe?.();
     this.#holders.stop();
     await Promise.allSettled([...this.#sending.values(), ...this.#taking.values()]);
-    await Promise.allSettled([this.feed.close(), this.queue.close(), this.log.close()]);
+    await Promise.allSettled([this.feed.close(), this.queue.close(), this.live.close(), this.log.close()]);
     await this.#db.close();
   }
 

@@ -12,7 +12,7 @@ export const handler: Handlers = {
       {
         ok: true,
         replica: app.config.replicaId,
-        database: app.store.kind,
+        database: app.replica ? "postgres" : "sqlite",
         holderOf: app.sessions.onlineCount,
       },
       200,

@@ -1,0 +1,67 @@
+/**
+ * What replicas on one PostgreSQL database keep about each other and about the sessions they hold, beside the
+ * event log: each replica's heartbeat (`replicas`), and the session row's holder, snapshot and ask set. A
+ * session is online on another replica while its `holder` names a replica whose heartbeat is younger than the
+ * stale limit: a SIGKILLed replica cannot clear its sessions' holder, its heartbeat just stops. Times are the
+ * database's clock (ms epoch), so the replicas' clocks need not agree.
+ */
+import type { AskSet, SessionInfo } from "../protocol.ts";
+import { PgStore } from "./pg_client.ts";
+import { safeInteger } from "./event_log.ts";
+
+const NOW_MS = "(extract(epoch FROM clock_timestamp()) * 1000)::bigint";
+
+/** A session row as a hello on this replica reads it after its claim. */
+export interface HeldRow {
+  lastSeq: number;
+  /** The session's own ask set, null for the daemon's default. */
+  ask: AskSet | null;
+}
+
+/** The replicas' heartbeats and the session rows' holder, snapshot and ask set. */
+export class PgReplicas extends PgStore {
+  /** Say that `replicaId` is alive now. */
+  async beat(replicaId: string): Promise<void> {
+    await this.sql.unsafe(
+      `INSERT INTO replicas(id, seen_at) VALUES ($1, ${NOW_MS})
+        ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at`,
+      [replicaId],
+    );
+  }
+
+  /** The sessions held by replicas other than `replicaId` that were seen within `staleMs`. */
+  async heldElsewhere(replicaId: string, staleMs: number): Promise<string[]> {
+    const rows = await this.sql.unsafe(
+      `SELECT s.id FROM sessions s JOIN replicas r ON r.id = s.holder
+        WHERE s.holder <> $1 AND r.seen_at > ${NOW_MS} - $2`,
+      [replicaId, staleMs],
+    );
+    return rows.map((r) => r.id as string);
+  }
+
+  /** `replicaId`'s socket of the session went: clear the holder, unless a newer claim (epoch) was made. */
+  async release(sessionId: string, replicaId: string, epoch: number): Promise<void> {
+    await this.sql`UPDATE sessions SET holder = NULL
+      WHERE id = ${sessionId} AND holder = ${replicaId} AND holder_epoch = ${epoch}`;
+  }
+
+  /** Store the snapshot a plugin's hello carried; returns where the row stands (null: no such row). */
+  async setInfo(info: SessionInfo): Promise<HeldRow | null> {
+    const [row] = await this.sql`UPDATE sessions SET info = ${JSON.stringify(info)} WHERE id = ${info.id}
+      RETURNING last_seq, ask`;
+    return row
+      ? { lastSeq: safeInteger(row.last_seq), ask: row.ask ? JSON.parse(row.ask as string) as AskSet : null }
+      : null;
+  }
+
+  /** A session's snapshot, or null when it has no row. */
+  async info(sessionId: string): Promise<SessionInfo | null> {
+    const [row] = await this.sql`SELECT info FROM sessions WHERE id = ${sessionId}`;
+    return row ? JSON.parse(row.info as string) as SessionInfo : null;
+  }
+
+  /** Store a session's own ask set (every replica's welcome reads it from the row). */
+  async setAsk(sessionId: string, ask: AskSet): Promise<void> {
+    await this.sql`UPDATE sessions SET ask = ${JSON.stringify(ask)} WHERE id = ${sessionId}`;
+  }
+}
