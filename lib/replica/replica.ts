@@ -89,6 +89,11 @@ export class Replica {
     this.#holders = new Holders(this.#rows, id, (ids) => this.#deps?.heldElsewhereChanged(ids));
   }
 
+  /** The shared database, for the owners of the other kinds of state to open their logs on. */
+  get db(): SharedDatabase {
+    return this.#db;
+  }
+
   /** Start beating, reading the holders and taking commands. */
   async start(deps: ReplicaDeps): Promise<void> {
     this.#deps = deps;
