@@ -23,6 +23,9 @@ const BENCHES = [
   "command_latency.ts",
   "replica_fanout.ts",
   "live_channel.ts",
+  "replicas_ingest.ts",
+  "replicas_fanout.ts",
+  "replicas_commands.ts",
   "usage.ts",
 ];
 
