@@ -2,9 +2,14 @@
  * Idle stop (`LVMH_IDLE_STOP_MINUTES`): a spawned session whose worker runs but that has had no run, no
  * pending approval and no activity for that long is stopped. Its storage stays, so it is resumed as it was;
  * a worker left alone overnight costs nothing until then.
+ *
+ * Every replica checks the workers it knows: idleness is judged from the shared log, so replicas agree on it,
+ * and a stop that finds the worker gone (another replica stopped it first, or it exited) is quiet; the
+ * spawner's reconcile then marks it stopped here too.
  */
 import type { SessionSummary } from "../protocol.ts";
 import type { Spawner } from "../spawner.ts";
+import { NotFoundError } from "../errors.ts";
 
 /** How often idle sessions are looked for, at most (a shorter idle time checks more often). */
 const CHECK_MS = 30_000;
@@ -45,6 +50,7 @@ export function startIdleStop(deps: IdleStopDeps): { check(): Promise<string[]>;
         await deps.spawner.stopSession(id);
         stopped.push(id);
       } catch (error) {
+        if (error instanceof NotFoundError) continue;
         console.warn(`lvmh: idle stop of ${id} failed: ${(error as Error).message}`);
       }
     }

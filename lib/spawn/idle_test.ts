@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { idleSessions, startIdleStop } from "./idle.ts";
 import type { SessionSummary } from "../protocol.ts";
+import { NotFoundError } from "../errors.ts";
 
 const MIN = 60_000;
 
@@ -68,6 +69,33 @@ Deno.test("idle stop: only running workers with no run, no approval and no recen
     assert.deepEqual(await idle.check(), ["idle"]);
     assert.deepEqual(stops, ["idle"]);
   } finally {
+    idle.close();
+  }
+});
+
+Deno.test("idle stop: a worker another replica stopped first is not a failure, nor counted", async () => {
+  const now = 100 * MIN;
+  const warned: string[] = [];
+  const warn = console.warn;
+  console.warn = (line: string) => warned.push(line);
+  const idle = startIdleStop({
+    minutes: 30,
+    sessions: { list: () => [row("gone", { lastActivityAt: now - 31 * MIN }), row("broken", {})] },
+    spawner: {
+      container: () => undefined,
+      stopSession: (id: string) =>
+        Promise.reject(
+          id === "gone" ? new NotFoundError(`Session "${id}" has no worker Pod`) : new Error("API down"),
+        ),
+    },
+    now: () => now,
+  });
+  try {
+    assert.deepEqual(await idle.check(), []);
+    assert.equal(warned.length, 1, warned.join("\n"));
+    assert.match(warned[0], /idle stop of broken failed: API down/);
+  } finally {
+    console.warn = warn;
     idle.close();
   }
 });

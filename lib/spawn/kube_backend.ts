@@ -73,6 +73,10 @@ export interface KubeBackendDeps {
   sessionKnown?(sessionId: string): boolean;
   /** Session storage younger than this is never swept (a spawn makes it before the session is listed). */
   storageGraceMs?: number;
+  /** Other replicas run helpers in this namespace: `sweep` leaves theirs until past their deadline. */
+  shared?: boolean;
+  /** Whether `sweep` may delete session storage now (default yes; with replicas, their leader's). */
+  sweepStorage?(): boolean;
 }
 
 /** The extra the Kubernetes backend offers tests and the daemon. */
@@ -269,6 +273,8 @@ export function createKubeBackend(config: KubeBackendConfig, deps: KubeBackendDe
         helpersRunning: () => helpers.running(),
         sessionKnown: deps.sessionKnown,
         storageGraceMs: deps.storageGraceMs,
+        shared: deps.shared,
+        sweepStorage: deps.sweepStorage,
         log,
       }),
 

@@ -3,7 +3,8 @@
  * daemon left are deleted (the ones this daemon runs are not); the claims and Secrets of sessions lvmh no
  * longer knows and no worker uses are deleted past their grace time, those of known sessions, of a session
  * whose worker Pod exists, of young ones and of other components are kept. Helper Pods carry
- * `activeDeadlineSeconds`.
+ * `activeDeadlineSeconds`. With replicas in the namespace, another replica's helper is kept until past its
+ * deadline, and session storage is swept only when the sweep is allowed to (the leader's).
  */
 import assert from "node:assert/strict";
 import { startFakeKube } from "../../testing/fixtures/kube_api.ts";
@@ -11,6 +12,8 @@ import { kubeClient } from "../../testing/fixtures/kube/client.ts";
 import { createKubeBackend } from "./kube_backend.ts";
 import { claimBody, secretBody, sessionLabels } from "../kube/objects.ts";
 import { helperPodBody } from "../kube/helper_pods.ts";
+import { KubeClient } from "../kube/client.ts";
+import { sweepLeftovers } from "./kube_sweep.ts";
 
 const KNOWN = "11111111-1111-4111-8111-111111111111";
 const GONE = "22222222-2222-4222-8222-222222222222";
@@ -129,6 +132,92 @@ Deno.test("kube backend: sweep deletes a crashed daemon's helpers and the storag
       logs.join("\n"),
     );
   } finally {
+    api.close();
+    await fake.close();
+  }
+});
+
+Deno.test("kube sweep with replicas: another replica's running helper stays until past its deadline; storage only when allowed", async () => {
+  const fake = await startFakeKube({ kubelet: "script", bookmarkMs: 200 });
+  const api = await kubeClient(fake);
+  const client = new KubeClient({
+    url: fake.url,
+    namespace: fake.namespace,
+    tokenFile: fake.tokenFile,
+    caFile: fake.caFile,
+  });
+  const create = async (resource: string, body: unknown) => {
+    const r = await api.call("POST", `~/${resource}`, body);
+    assert.equal(r.status, 201, JSON.stringify(r.body));
+  };
+  const names = (resource: "pods" | "secrets" | "persistentvolumeclaims") =>
+    fake.list(resource).filter((o) => !o.metadata.deletionTimestamp).map((o) => o.metadata.name).sort();
+  const helperSecret = (name: string) => ({
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: {
+      name,
+      labels: { "app.kubernetes.io/managed-by": "lvmh", "app.kubernetes.io/component": "helper-secret" },
+    },
+    stringData: { token: "agent.helper-x.y" },
+  });
+  const job = {
+    kind: "push",
+    cmd: ["true", "lvmh-push"],
+    workingCopy: null,
+    network: true,
+    secret: "t\n",
+    failure: "push failed",
+    timeoutMs: 60_000, // deadline 180 s
+  };
+  const pod = (name: string) =>
+    helperPodBody(name, job, {
+      image: "x",
+      agentUrl: "ws://127.0.0.1:1/agent/ws",
+      nodeName: null,
+      inputSecret: name,
+      limits: { memoryBytes: null, cpus: null },
+    });
+  const sweep = (o: { mine?: string[]; at?: number; storage?: boolean }) =>
+    sweepLeftovers(client, {
+      helpersRunning: () => new Set(o.mine ?? []),
+      sessionKnown: () => false,
+      storageGraceMs: 0,
+      shared: true,
+      sweepStorage: () => o.storage ?? false,
+      now: () => Date.now() + (o.at ?? 0),
+      log: () => {},
+    });
+  try {
+    // Replica B runs a push helper (Pod and Secret); A runs one of its own; a Secret whose Pod B is about
+    // to create; the storage of a session nobody knows.
+    await create("pods", pod("lvmh-h-push-b"));
+    await create("secrets", helperSecret("lvmh-h-push-b"));
+    await create("pods", pod("lvmh-h-push-a"));
+    await create("secrets", helperSecret("lvmh-h-push-a"));
+    await create("secrets", helperSecret("lvmh-h-push-c"));
+    await create("persistentvolumeclaims", claimBody(GONE, "g/p", { size: "1Gi", storageClass: null }));
+
+    // A starts and sweeps: nothing of B's goes, nor storage (A does not lead).
+    await sweep({ mine: ["lvmh-h-push-a"] });
+    assert.deepEqual(names("pods"), ["lvmh-h-push-a", "lvmh-h-push-b"]);
+    assert.deepEqual(names("secrets"), ["lvmh-h-push-a", "lvmh-h-push-b", "lvmh-h-push-c"]);
+    assert.deepEqual(names("persistentvolumeclaims"), [`lvmh-ws-${GONE}`]);
+
+    // Within its deadline (180 s + the margin) B's helper still stays.
+    await sweep({ mine: ["lvmh-h-push-a"], at: 200_000 });
+    assert.deepEqual(names("pods"), ["lvmh-h-push-a", "lvmh-h-push-b"]);
+
+    // Past it, B's Pod and Secret go; the lone Secret stays until the default deadline (12 min) has passed;
+    // A's own stay; storage goes once this sweep may delete it.
+    await sweep({ mine: ["lvmh-h-push-a"], at: 300_000, storage: true });
+    assert.deepEqual(names("pods"), ["lvmh-h-push-a"]);
+    assert.deepEqual(names("secrets"), ["lvmh-h-push-a", "lvmh-h-push-c"]);
+    assert.deepEqual(names("persistentvolumeclaims"), []);
+    await sweep({ mine: ["lvmh-h-push-a"], at: 14 * 60_000 });
+    assert.deepEqual(names("secrets"), ["lvmh-h-push-a"]);
+  } finally {
+    client.close();
     api.close();
     await fake.close();
   }
