@@ -28,6 +28,11 @@ export interface BudgetDeps {
   send(sessionId: string, budget: PluginBudget | null): boolean;
   /** Every session with a live plugin. */
   online(): string[];
+  /**
+   * Whether this daemon announces a budget or the daily cap reached (default yes): with replicas every one
+   * counts every session, and their leader alone announces, so `budget.reached` is heard once.
+   */
+  announces?(): boolean;
   /** Every known session with its latest event time (to count today's spending at start). */
   sessions(): { id: string; lastEventAt: number | null }[];
 }
@@ -303,6 +308,7 @@ export class Budgets {
   }
 
   #announce(event: NotifyEvent): void {
+    if (this.#deps.announces?.() === false) return;
     for (const fn of this.#listeners) {
       try {
         fn(event);
