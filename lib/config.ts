@@ -106,6 +106,8 @@ const Env = z.object({
   LVMH_KUBE_START_TIMEOUT: z.coerce.number().positive("must be a positive number of seconds").default(300),
   LVMH_STALL_MINUTES: z.coerce.number().positive("must be a positive number of minutes").default(10),
   LVMH_IDLE_STOP_MINUTES: z.coerce.number().positive("must be a positive number of minutes").optional(),
+  LVMH_WEBHOOK_LEASE_SECONDS: z.coerce.number().int().min(1, "must be a whole number of seconds, at least 1")
+    .max(86_400).default(60),
   // The same rule as `PUT /api/hooks/gitlab`'s body: a secret the API would refuse is refused here too.
   LVMH_GITLAB_HOOK_SECRET: z.string().min(16, "must be at least 16 characters").max(
     256,
@@ -165,6 +167,8 @@ export interface Config {
   stallMinutes: number;
   /** Minutes a spawned session may sit idle before its worker is stopped (`LVMH_IDLE_STOP_MINUTES`); null: never. */
   idleStopMinutes: number | null;
+  /** How long a replica's claim on a webhook delivery keeps it from the others (`LVMH_WEBHOOK_LEASE_SECONDS`). */
+  webhookLeaseSeconds: number;
   /** The GitLab hook secret from the environment, which wins over one set through the API; null when unset. */
   gitlabHookSecret: string | null;
   /** Where spawned sessions run (`LVMH_SPAWN_BACKEND`). */
@@ -250,6 +254,7 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
     signinLimit: e.LVMH_SIGNIN_LIMIT,
     stallMinutes: e.LVMH_STALL_MINUTES,
     idleStopMinutes: e.LVMH_IDLE_STOP_MINUTES ?? null,
+    webhookLeaseSeconds: e.LVMH_WEBHOOK_LEASE_SECONDS,
     gitlabHookSecret: e.LVMH_GITLAB_HOOK_SECRET ?? null,
     spawnBackend: e.LVMH_SPAWN_BACKEND,
     kube,

@@ -34,6 +34,10 @@ import { Webhooks } from "./webhooks/webhooks.ts";
 import { startNotify } from "./notify/start.ts";
 import { Hooks } from "./hooks/hooks.ts";
 import { Push } from "./notify/push.ts";
+import { SqliteWebhookLog } from "./storage/sqlite_webhook_log.ts";
+import { PgWebhookLog } from "./storage/pg_webhook_log.ts";
+import { SqlitePushLog } from "./storage/sqlite_push_log.ts";
+import { PgPushLog } from "./storage/pg_push_log.ts";
 import { DaemonFeed } from "./daemon_feed.ts";
 import { startIdleCollector } from "./memory.ts";
 import { WalCheckpointer } from "./wal_checkpointer.ts";
@@ -45,7 +49,6 @@ import { Presence } from "./presence.ts";
 import { UsageRuns } from "./usage_runs.ts";
 import { Replica } from "./replica/replica.ts";
 import { Mirror } from "./replica/mirror.ts";
-import { ALWAYS_LEADER, Leadership, type Leading } from "./replica/leader.ts";
 import type { SessionCommit } from "./store.ts";
 
 /** How often sessions past the retention period are looked for (also once at start). */
@@ -82,9 +85,6 @@ export function createDaemon(
   const hub = new Hub();
   // With a shared database, PostgreSQL is the truth and this file the replica's copy of it (lib/replica/).
   const replica = options.database ? new Replica(options.database, config.replicaId) : null;
-  // Once-only background jobs (docs/REPLICAS.md) run on the leader: with replicas, the one holding its lock.
-  const leader = replica && new Leadership(replica.db.listen, { log: (line) => console.warn(line) });
-  const leading: Leading = leader ?? ALWAYS_LEADER;
   // Ingest tells the registry which sessions a commit changed; the registry reads committed seqs from ingest.
   const committed = (commits: SessionCommit[]) => {
     for (const c of commits) sessions.touch(c.sessionId);
@@ -141,7 +141,6 @@ export function createDaemon(
       return sessions.trySend(id, { type: "policy", ask: sessions.askOf(id), budget });
     },
     online: () => sessions.list().filter((s) => s.online).map((s) => s.id),
-    announces: () => leading.isLeader(),
     sessions: () => store.listSessions(),
   });
   // One row per run for usage reports, kept from the committed log; what a crash or an upgrade left unread
@@ -178,8 +177,6 @@ export function createDaemon(
       credential: () => gitlab.credential(),
       onCloned: (sessionId, repo, base) => workspaces.record(sessionId, { ...base, repo }),
       sessionKnown: (sessionId) => sessions.get(sessionId) !== null,
-      shared: replica !== null,
-      sweepStorage: () => leading.isLeader(),
     })
     : createDockerBackend(config);
   const spawner = createSpawner({
@@ -208,8 +205,13 @@ export function createDaemon(
     tokens: new Tokens(new TokenStore(store.db), config.token),
     audit: new Audit(store.db),
     signins: new SigninThrottle(config.signinLimit),
-    webhooks: new Webhooks(store.db),
-    push: new Push(store.db),
+    webhooks: new Webhooks(
+      replica
+        ? new PgWebhookLog(replica.db.sql, { leaseMs: config.webhookLeaseSeconds * 1000 })
+        : new SqliteWebhookLog(store.db, { leaseMs: config.webhookLeaseSeconds * 1000 }),
+      { replica: config.replicaId },
+    ),
+    push: new Push(replica ? new PgPushLog(replica.db.sql) : new SqlitePushLog(store.db)),
     gitlab,
     mergeRequests,
     spawner,
@@ -234,7 +236,6 @@ export function createDaemon(
   const notify = startNotify(app);
 
   const prune = () => {
-    if (!leading.isLeader()) return;
     try {
       const gone = pruneSessions(app, config.retentionDays!);
       if (gone.length) {
@@ -252,12 +253,6 @@ export function createDaemon(
     prune();
     pruneTimer = setInterval(prune, PRUNE_INTERVAL_MS);
   }
-  // A replica that becomes the leader (its copy caught up) prunes and sweeps what the last leader left.
-  leading.onChange((now) => {
-    if (!now) return;
-    if (config.retentionDays !== null) prune();
-    backend.sweep().catch((error) => console.warn(`lvmh: could not sweep: ${(error as Error).message}`));
-  });
 
   // Memory back after ingest bursts (lib/memory.ts): ~290 → ~100 MiB RSS after the ingest benchmark.
   const stopCollector = startIdleCollector(() => ingest.pushed);
@@ -273,7 +268,6 @@ export function createDaemon(
         cursor: (sessionId) => store.getSession(sessionId) ? store.lastSeq(sessionId) : -1,
       });
       await mirror.start();
-      await leader?.start();
     })()
     : Promise.resolve();
 
@@ -306,7 +300,6 @@ export function createDaemon(
       await approvals.close();
       stopIndexer();
       await checkpointer.close();
-      await leading.close();
       await replica?.close();
       store.close();
     },

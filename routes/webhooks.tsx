@@ -9,7 +9,9 @@ import { KIND_LABELS, NOTIFY_KINDS, type NotifyKind } from "../lib/notify/kinds.
 const DEFAULT_EVENTS: NotifyKind[] = ["approval.requested", "run.failed", "spawn.failed"];
 
 export const handler = {
-  GET(ctx: Ctx): Response {
+  async GET(ctx: Ctx): Promise<Response> {
+    // Read before the page is drawn (it is drawn synchronously); shown only to those who may manage them.
+    const endpoints = ctx.principal ? await ctx.app.webhooks.list() : [];
     return page(ctx, { need: "webhooks", what: "Managing webhooks" }, () => {
       const source = ctx.app.hooks.gitlabSecret.source();
       return {
@@ -20,7 +22,7 @@ export const handler = {
             name="WebhookAdmin"
             component={WebhookAdmin}
             props={{
-              endpoints: ctx.app.webhooks.list(),
+              endpoints,
               gitlab: { enabled: source !== null, source, path: "/hooks/gitlab" },
               kinds: NOTIFY_KINDS.map((kind) => ({ kind, label: KIND_LABELS[kind] })),
               defaults: DEFAULT_EVENTS,

@@ -42,6 +42,11 @@ export interface NotifyEvent {
   at: number;
   sessionId: string | null;
   data: Record<string, unknown>;
+  /**
+   * What happened, named the same on every replica that saw it (an approval's id, a day's cap), when there is
+   * such a name: outbound webhooks make their delivery ids from it, so copies of it are stored once. Not sent.
+   */
+  key?: string;
 }
 
 /** A one-line human title for an event, for push notifications. */

@@ -3,11 +3,15 @@
  * want; an event goes to each subscription that asked for it, unless that browser shows the page right now
  * (it saw it there) or the same session and kind went out in the last 30 s. The push service's 404/410 deletes
  * a subscription; 429 and 5xx are retried with backoff (honouring `Retry-After`).
+ *
+ * The keys and subscriptions are a `PushLog` (lib/storage/push_log.ts): the daemon's SQLite file, or PostgreSQL
+ * shared by several replicas, which then sign with one key pair and push to the same subscriptions (which
+ * replica sends an event is lib/notify/start.ts's rule). Visibility reports are kept in memory.
  */
-import type { DatabaseSync } from "node:sqlite";
 import { describe, type NotifyEvent, type NotifyKind } from "./kinds.ts";
 import type { PushSubscribeBody } from "../protocol.ts";
-import { PushStore, type PushSubscriptionRecord } from "./push_store.ts";
+import type { PushSubscriptionRecord } from "./push_store.ts";
+import type { PushLog, VapidKeys } from "../storage/push_log.ts";
 import { Coalescer } from "./coalesce.ts";
 import { generateVapidKeys, sendPush } from "./web_push.ts";
 import { NotFoundError } from "../errors.ts";
@@ -32,8 +36,8 @@ export interface PushOutcome {
 
 /** VAPID keys, subscriptions and sending. */
 export class Push {
-  #store: PushStore;
-  #keys: { publicKey: string; privateKey: string };
+  #log: PushLog;
+  #keys: Promise<VapidKeys> | null = null;
   #visible = new Map<string, number>();
   #coalescer: Coalescer;
   #subject: string;
@@ -43,21 +47,37 @@ export class Push {
   /** Every outcome, newest last (bounded); tests read it. */
   readonly outcomes: PushOutcome[] = [];
 
-  constructor(db: DatabaseSync, options: PushOptions = {}) {
-    this.#store = new PushStore(db);
-    this.#keys = this.#store.keys(generateVapidKeys);
+  constructor(log: PushLog, options: PushOptions = {}) {
+    this.#log = log;
     this.#coalescer = new Coalescer(options.coalesceMs);
     this.#subject = options.subject ?? "mailto:lvmh@localhost";
     this.#retry = options.retryDelaysMs ?? [1000, 4000, 16_000];
   }
 
+  /** Read (or make, the first time in the deployment) the VAPID key pair. */
+  async start(): Promise<void> {
+    await this.#vapid();
+  }
+
   /** The VAPID public key browsers pass to `pushManager.subscribe()` as `applicationServerKey`. */
-  get publicKey(): string {
-    return this.#keys.publicKey;
+  async publicKey(): Promise<string> {
+    return (await this.#vapid()).publicKey;
+  }
+
+  /** The stored pair, read once (again after a failed read: the database was away). */
+  #vapid(): Promise<VapidKeys> {
+    this.#keys ??= this.#log.vapidKeys(generateVapidKeys).catch((error) => {
+      this.#keys = null;
+      throw error;
+    });
+    return this.#keys;
   }
 
   /** Add or replace this browser's subscription. */
-  subscribe(body: PushSubscribeBody, owner: string): Omit<PushSubscriptionRecord, "p256dh" | "auth"> {
+  async subscribe(
+    body: PushSubscribeBody,
+    owner: string,
+  ): Promise<Omit<PushSubscriptionRecord, "p256dh" | "auth">> {
     const record: PushSubscriptionRecord = {
       endpoint: body.subscription.endpoint,
       p256dh: body.subscription.keys.p256dh,
@@ -66,7 +86,7 @@ export class Push {
       owner,
       createdAt: Date.now(),
     };
-    this.#store.upsert(record);
+    await this.#log.upsert(record);
     return { endpoint: record.endpoint, kinds: record.kinds, owner, createdAt: record.createdAt };
   }
 
@@ -74,14 +94,14 @@ export class Push {
    * Forget a browser's subscription.
    * @throws {NotFoundError} when there is none for `endpoint`.
    */
-  unsubscribe(endpoint: string): void {
-    if (!this.#store.remove(endpoint)) throw new NotFoundError("no push subscription for that endpoint");
+  async unsubscribe(endpoint: string): Promise<void> {
+    if (!await this.#log.remove(endpoint)) throw new NotFoundError("no push subscription for that endpoint");
     this.#visible.delete(endpoint);
   }
 
   /** The kinds one browser asked for, or null when it has no subscription. */
-  kindsOf(endpoint: string): NotifyKind[] | null {
-    return this.#store.all().find((s) => s.endpoint === endpoint)?.kinds ?? null;
+  kindsOf(endpoint: string): Promise<NotifyKind[] | null> {
+    return this.#log.kindsOf(endpoint);
   }
 
   /** Note that the page of the browser behind `endpoint` is shown (it sees events there) or hidden. */
@@ -90,19 +110,32 @@ export class Push {
     else this.#visible.delete(endpoint);
   }
 
-  /** Push `event` to every subscription that wants it; returns once each attempt is started. */
-  notify(event: NotifyEvent): void {
-    if (this.#closed) return;
+  /** Push `event` to every subscription that wants it; resolves once each attempt is started. */
+  notify(event: NotifyEvent): Promise<void> {
+    if (this.#closed) return Promise.resolve();
+    // Counted from the call, so `idle()` waits for the read of the targets too.
+    const started = this.#notify(event);
+    const p = started.catch(() => {}).finally(() => this.#pending.delete(p));
+    this.#pending.add(p);
+    return started;
+  }
+
+  async #notify(event: NotifyEvent): Promise<void> {
     const now = Date.now();
-    const targets = this.#store.all().filter((s) => {
-      if (!s.kinds.includes(event.type)) return false;
+    const wanted = await this.#log.targets(event.type);
+    if (this.#closed) return;
+    const targets = wanted.filter((s) => {
       const seen = this.#visible.get(s.endpoint);
       return seen === undefined || now - seen > VISIBLE_TTL_MS;
     });
     if (!targets.length || !this.#coalescer.admit(event.sessionId, event.type, now)) return;
     const payload = JSON.stringify(payloadOf(event));
     for (const target of targets) {
-      const p = this.#deliver(target, payload, event).finally(() => this.#pending.delete(p));
+      const p = this.#deliver(target, payload, event).catch((error) => {
+        console.warn(
+          `lvmh: push to ${new URL(target.endpoint).origin} not sent: ${(error as Error).message}`,
+        );
+      }).finally(() => this.#pending.delete(p));
       this.#pending.add(p);
     }
   }
@@ -119,12 +152,13 @@ export class Push {
 
   async #deliver(target: PushSubscriptionRecord, payload: string, event: NotifyEvent): Promise<void> {
     const topic = await topicOf(`${event.type}:${event.sessionId ?? ""}`);
+    const keys = await this.#vapid();
     for (let attempt = 0;; attempt++) {
       let status: number | null = null;
       let retryAfterMs: number | null = null;
       try {
         const res = await sendPush(target, payload, {
-          vapid: { subject: this.#subject, ...this.#keys },
+          vapid: { subject: this.#subject, ...keys },
           ttlSec: event.type === "approval.requested" ? 24 * 3600 : 3600,
           urgency: event.type === "approval.requested" ? "high" : "normal",
           topic,
@@ -138,7 +172,7 @@ export class Push {
       }
       if (status !== null && status >= 200 && status < 300) return this.#outcome(target, status, "sent");
       if (status === 404 || status === 410) {
-        this.#store.remove(target.endpoint);
+        await this.#log.remove(target.endpoint).catch(() => false);
         return this.#outcome(target, status, "deleted");
       }
       const retriable = status === null || status === 429 || status >= 500;

@@ -2,6 +2,26 @@
  * Wire notifications into a built daemon: the watcher turns hub frames into events, the merge requests owner's
  * changes become `merge_request.*` events, and each event goes to the outbound webhooks (and web push). Kept
  * here so `lib/daemon.ts` needs one line to start and one to stop.
+ *
+ * Several replicas on one database: every replica's hub carries every session's frames, so each would announce
+ * each event; the rule is that each notification is emitted by ONE replica:
+ * - what a session's plugin did (`approval.requested`, `run.settled`, `run.failed`, `session.stalled`, a
+ *   session's `budget.reached`) by the replica that holds the session (`app.replica.holds`: the plugin's
+ *   socket is there); `session.lost` by the replica it was held by when its socket dropped. A session nobody
+ *   holds (its replica was killed) announces nothing until its plugin is back on another replica.
+ * - what only one replica knows (`spawn.failed`: the spawn job runs on the replica that took the request and
+ *   its `spawn_status` frames go to that replica's hub alone; `session.crashed`: the worker's state as that
+ *   replica's spawner keeps it) by the replica that produced it.
+ * - `merge_request.*`: by the replica whose merge request owner saw the change. Its records are in the
+ *   replica's own file (lib/merge_requests.ts), so only the replica that shipped the merge request (or took
+ *   the GitLab hook about it) has the record its poller follows; a record kept in the shared database would
+ *   need its poller to run on one replica.
+ * - the daily cap's `budget.reached` (no session): every replica counts every session's events
+ *   (lib/budgets.ts runs on each, fed by ingest here and by the event feed elsewhere), so each crosses the cap.
+ *   Its `key` is the day and the cap: the outbox keeps one delivery per endpoint whichever replicas queue it,
+ *   while a push goes from each with one tag and topic, so the browser shows one notification.
+ * Where a happening has a name that is the same on every replica (an approval's id, the day's cap), the
+ * event's `key` makes its webhook delivery id, so even a copy queued during a holder's takeover is stored once.
  */
 import type { App } from "../app.ts";
 import type { MergeRequestChange } from "../merge_request_change.ts";
@@ -51,11 +71,15 @@ export function mergeRequestEvents(
 
 /** Start watching `app` for events and delivering them; `close()` stops both. */
 export function startNotify(app: App): { close(): Promise<void> } {
+  const replica = app.replica;
+  const holds = (sessionId: string) => replica?.holds(sessionId) ?? true;
   const emit = (event: NotifyEvent) => {
-    app.webhooks.emit(event);
-    app.push.notify(event);
+    const failed = (error: unknown) =>
+      console.error(`lvmh: notification ${event.type} not sent: ${(error as Error).message}`);
+    app.webhooks.emit(event).catch(failed);
+    app.push.notify(event).catch(failed);
   };
-  const watcher = new Watcher(app.hub, emit, { stallMs: app.config.stallMinutes * 60_000 });
+  const watcher = new Watcher(app.hub, emit, { stallMs: app.config.stallMinutes * 60_000, holds });
   const unfollow = app.mergeRequests.onChange((change) => {
     for (const event of mergeRequestEvents(change, app.sessions.get(change.sessionId))) {
       try {
@@ -65,9 +89,17 @@ export function startNotify(app: App): { close(): Promise<void> } {
       }
     }
   });
-  const unbudget = app.budgets.onReached(emit);
+  const unbudget = app.budgets.onReached((event) => {
+    if (event.sessionId !== null) {
+      if (holds(event.sessionId)) emit(event);
+      return;
+    }
+    emit({ ...event, key: `budget.reached:${String(event.data.day)}:${JSON.stringify(event.data.budget)}` });
+  });
   watcher.prime(app.sessions.list(), app.approvals.pending());
   app.webhooks.start();
+  // The key pair is made now, the first time in a deployment; a database away now is tried again at first use.
+  app.push.start().catch((error) => console.error(`lvmh: push keys: ${(error as Error).message}`));
   return {
     async close() {
       unfollow();

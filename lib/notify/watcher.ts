@@ -16,6 +16,12 @@ export interface WatcherOptions {
   stallMs: number;
   /** How often running sessions are checked for a stall. */
   checkEveryMs?: number;
+  /**
+   * Whether this daemon holds the session's plugin socket. With several replicas every one sees every
+   * session's frames; what a session's plugin did (an approval request, a run's end, a stall, its socket
+   * dropping) is announced only where it is held. Default: always (a daemon alone holds every session).
+   */
+  holds?: (sessionId: string) => boolean;
 }
 
 interface Seen {
@@ -28,6 +34,8 @@ interface Seen {
   stalledAt: number | null;
   /** Set by a `bye` event, cleared when the session comes back. */
   said: boolean;
+  /** Whether this daemon held the session when it was last seen online. */
+  held: boolean;
   /** Set by an assistant message that ended in error or abort during this run. */
   failure: string | null;
   follower: Subscriber | null;
@@ -65,6 +73,7 @@ export class Watcher {
       if (s.state !== "running" || !s.online || s.lastEventAt === null || s.stalledAt !== null) continue;
       if (now - s.lastEventAt < this.options.stallMs) continue;
       s.stalledAt = now;
+      if (!this.#holds(id)) continue;
       this.#emit("session.stalled", id, { minutes: Math.round(this.options.stallMs / 60_000) });
     }
   }
@@ -76,11 +85,20 @@ export class Watcher {
     for (const s of this.#sessions.values()) if (s.follower) this.hub.leave(s.follower);
   }
 
-  #emit(type: NotifyEvent["type"], sessionId: string | null, data: Record<string, unknown>): void {
+  #holds(sessionId: string): boolean {
+    return this.options.holds?.(sessionId) ?? true;
+  }
+
+  #emit(
+    type: NotifyEvent["type"],
+    sessionId: string | null,
+    data: Record<string, unknown>,
+    key?: string,
+  ): void {
     const s = sessionId ? this.#sessions.get(sessionId) : undefined;
     const context = s ? { sessionName: s.name ?? sessionId, repo: s.repo, branch: s.branch } : {};
     try {
-      this.emit({ type, at: Date.now(), sessionId, data: { ...context, ...data } });
+      this.emit({ type, at: Date.now(), sessionId, data: { ...context, ...data }, ...(key ? { key } : {}) });
     } catch (error) {
       console.error(`lvmh: notification ${type} not sent: ${(error as Error).message}`);
     }
@@ -96,12 +114,13 @@ export class Watcher {
       for (const a of pending) {
         if (this.#approvals.has(a.id)) continue;
         this.#approvals.add(a.id);
+        if (!this.#holds(a.sessionId)) continue;
         this.#emit("approval.requested", a.sessionId, {
           approvalId: a.id,
           toolName: a.toolName,
           args: a.args,
           path: `/sessions/${encodeURIComponent(a.sessionId)}#approval-${encodeURIComponent(a.id)}`,
-        });
+        }, `approval.requested:${a.sessionId}:${a.id}`);
       }
       const now = new Set(pending.map((a) => a.id));
       for (const id of this.#approvals) if (!now.has(id)) this.#approvals.delete(id);
@@ -130,6 +149,7 @@ export class Watcher {
       lastEventAt: s.lastEventAt,
       stalledAt: null,
       said: false,
+      held: false,
       failure: null,
       follower: null,
       container: s.container ?? null,
@@ -141,9 +161,12 @@ export class Watcher {
     seen.lastEventAt = s.lastEventAt;
     this.#sessions.set(s.id, seen);
     if (s.online && !seen.follower) this.#follow(s.id, seen);
+    // Its socket drops here: only the replica it was on says so (when that one was killed, nobody does: the
+    // plugin reconnects to another within its backoff).
     if (announce && prev) {
-      if (prev.online && !s.online && !seen.said) this.#emit("session.lost", s.id, {});
+      if (prev.online && !s.online && !seen.said && seen.held) this.#emit("session.lost", s.id, {});
     }
+    if (s.online) seen.held = this.#holds(s.id);
     if (announce && s.container === "crashed" && (!prev || prev.container !== "crashed")) {
       this.#emit("session.crashed", s.id, {
         exitCode: s.exitCode,
@@ -194,6 +217,10 @@ export class Watcher {
         // From the event, not the row: a short run can start and end within one coalesced row update. A click
         // opens the conversation at the run's end.
         const at = { seq: e.seq, path: `/sessions/${encodeURIComponent(id)}?at=${e.seq}` };
+        if (!this.#holds(id)) {
+          seen.failure = null;
+          return;
+        }
         if (seen.failure) this.#emit("run.failed", id, { reason: seen.failure, ...at });
         else this.#emit("run.settled", id, at);
         seen.failure = null;

@@ -148,3 +148,67 @@ Deno.test("Watcher.checkStalls() reports a quiet running session once per quiet 
     watcher.close();
   }
 });
+
+Deno.test("Watcher with replicas: only the replica holding a session announces what its plugin did", () => {
+  const hub = new Hub();
+  const got: NotifyEvent[] = [];
+  const held = new Set(["mine"]);
+  const watcher = new Watcher(hub, (e) => got.push(e), {
+    stallMs: 60_000,
+    checkEveryMs: 3_600_000,
+    holds: (id) => held.has(id),
+  });
+  const kinds = () => got.map((e) => `${e.type}:${e.sessionId}`);
+  const update = (...sessions: SessionSummary[]) =>
+    hub.broadcast({ type: "session_update", sessions, removed: [] });
+  try {
+    watcher.prime([], []);
+    update(
+      row("mine", { state: "running", lastEventAt: 0 }),
+      row("theirs", { state: "running", lastEventAt: 0 }),
+    );
+    publish(hub, "mine", { type: "agent_start" }, { type: "agent_end" });
+    publish(hub, "theirs", { type: "agent_start" }, { type: "agent_end" });
+    const approval = (id: string, sessionId: string) => ({
+      id,
+      sessionId,
+      toolName: "bash",
+      args: {},
+      toolCallId: `c-${id}`,
+      state: "pending" as const,
+      createdAt: 0,
+      decidedBy: null,
+      decidedAt: null,
+      reason: null,
+      appliedAt: null,
+    });
+    hub.broadcast({ type: "approvals", pending: [approval("p1", "mine"), approval("p2", "theirs")] });
+    watcher.checkStalls(120_000);
+    assert.deepEqual(kinds(), ["run.settled:mine", "approval.requested:mine", "session.stalled:mine"]);
+    assert.equal(got[1].key, "approval.requested:mine:p1", "an approval's id names it on every replica");
+    assert.equal(got[0].key, undefined);
+
+    // Both drop without bye: only the replica that held "mine" says it is lost; "theirs" was held elsewhere.
+    held.clear();
+    update(row("mine", { online: false }), row("theirs", { online: false }));
+    assert.deepEqual(kinds().slice(3), ["session.lost:mine"]);
+    // The spawn job is this replica's own (its frames reach this hub only): announced whoever holds the session.
+    hub.broadcast({
+      type: "spawn_status",
+      jobs: [{
+        id: "j1",
+        sessionId: "theirs",
+        repo: "g/r",
+        branch: null,
+        state: "failed" as const,
+        containerId: null,
+        error: "no",
+        createdAt: 0,
+        updatedAt: 0,
+      }],
+    });
+    assert.deepEqual(kinds().slice(4), ["spawn.failed:theirs"]);
+  } finally {
+    watcher.close();
+  }
+});

@@ -3,5 +3,5 @@ import type { Handlers } from "../../../lib/router.ts";
 
 /** The VAPID public key a browser subscribes with (`applicationServerKey`). */
 export const handler: Handlers = {
-  GET: (ctx) => json({ publicKey: ctx.app.push.publicKey }),
+  GET: async (ctx) => json({ publicKey: await ctx.app.push.publicKey() }),
 };

@@ -8,21 +8,21 @@ import type { Handlers } from "../../../lib/router.ts";
  * kinds wanted (POST), read those kinds (GET `?endpoint=`), or remove it (DELETE `?endpoint=`).
  */
 export const handler: Handlers = {
-  GET(ctx) {
+  async GET(ctx) {
     const q = PushEndpointQuery.safeParse(Object.fromEntries(ctx.url.searchParams));
     if (!q.success) throw new InvalidError("endpoint is required");
-    return json({ kinds: ctx.app.push.kindsOf(q.data.endpoint) });
+    return json({ kinds: await ctx.app.push.kindsOf(q.data.endpoint) });
   },
   async POST(ctx) {
     const body = await readJson(ctx.req, PushSubscribeBody);
-    const saved = ctx.app.push.subscribe(body, ctx.principal!.name);
+    const saved = await ctx.app.push.subscribe(body, ctx.principal!.name);
     ctx.audit("push.subscribe", { detail: { origin: new URL(saved.endpoint).origin, kinds: saved.kinds } });
     return json(saved, 201);
   },
-  DELETE(ctx) {
+  async DELETE(ctx) {
     const q = PushEndpointQuery.safeParse(Object.fromEntries(ctx.url.searchParams));
     if (!q.success) throw new InvalidError("endpoint is required");
-    ctx.app.push.unsubscribe(q.data.endpoint);
+    await ctx.app.push.unsubscribe(q.data.endpoint);
     return new Response(null, { status: 204 });
   },
 };

@@ -4,10 +4,10 @@ import type { Handlers } from "../../../lib/router.ts";
 
 /** Outbound webhook endpoints (admin): list them (no secrets), or register one (its secret is shown only here). */
 export const handler: Handlers = {
-  GET: (ctx) => json(ctx.app.webhooks.list()),
+  GET: async (ctx) => json(await ctx.app.webhooks.list()),
   async POST(ctx) {
     const body = await readJson(ctx.req, EndpointBody);
-    const created = ctx.app.webhooks.create(body);
+    const created = await ctx.app.webhooks.create(body);
     // The URL may carry a key in its query: the audit row keeps only its origin.
     ctx.audit("webhook.add", {
       detail: { id: created.id, origin: new URL(created.url).origin, events: body.events },

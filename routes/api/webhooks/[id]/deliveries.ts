@@ -3,5 +3,5 @@ import type { Handlers } from "../../../../lib/router.ts";
 
 /** An endpoint's delivery log (admin): the latest attempts with status and latency, newest first. */
 export const handler: Handlers = {
-  GET: (ctx) => json(ctx.app.webhooks.log(ctx.params.id)),
+  GET: async (ctx) => json(await ctx.app.webhooks.log(ctx.params.id)),
 };
