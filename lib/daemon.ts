@@ -49,6 +49,7 @@ import { Presence } from "./presence.ts";
 import { UsageRuns } from "./usage_runs.ts";
 import { Replica } from "./replica/replica.ts";
 import { Mirror } from "./replica/mirror.ts";
+import { ALWAYS_LEADER, Leadership, type Leading } from "./replica/leader.ts";
 import type { SessionCommit } from "./store.ts";
 
 /** How often sessions past the retention period are looked for (also once at start). */
@@ -85,6 +86,9 @@ export function createDaemon(
   const hub = new Hub();
   // With a shared database, PostgreSQL is the truth and this file the replica's copy of it (lib/replica/).
   const replica = options.database ? new Replica(options.database, config.replicaId) : null;
+  // Once-only background jobs (docs/REPLICAS.md) run on the leader: with replicas, the one holding its lock.
+  const leader = replica && new Leadership(replica.db.listen, { log: (line) => console.warn(line) });
+  const leading: Leading = leader ?? ALWAYS_LEADER;
   // Ingest tells the registry which sessions a commit changed; the registry reads committed seqs from ingest.
   const committed = (commits: SessionCommit[]) => {
     for (const c of commits) sessions.touch(c.sessionId);
@@ -141,6 +145,7 @@ export function createDaemon(
       return sessions.trySend(id, { type: "policy", ask: sessions.askOf(id), budget });
     },
     online: () => sessions.list().filter((s) => s.online).map((s) => s.id),
+    announces: () => leading.isLeader(),
     sessions: () => store.listSessions(),
   });
   // One row per run for usage reports, kept from the committed log; what a crash or an upgrade left unread
@@ -177,6 +182,8 @@ export function createDaemon(
       credential: () => gitlab.credential(),
       onCloned: (sessionId, repo, base) => workspaces.record(sessionId, { ...base, repo }),
       sessionKnown: (sessionId) => sessions.get(sessionId) !== null,
+      shared: replica !== null,
+      sweepStorage: () => leading.isLeader(),
     })
     : createDockerBackend(config);
   const spawner = createSpawner({
@@ -236,6 +243,7 @@ export function createDaemon(
   const notify = startNotify(app);
 
   const prune = () => {
+    if (!leading.isLeader()) return;
     try {
       const gone = pruneSessions(app, config.retentionDays!);
       if (gone.length) {
@@ -253,6 +261,12 @@ export function createDaemon(
     prune();
     pruneTimer = setInterval(prune, PRUNE_INTERVAL_MS);
   }
+  // A replica that becomes the leader (its copy caught up) prunes and sweeps what the last leader left.
+  leading.onChange((now) => {
+    if (!now) return;
+    if (config.retentionDays !== null) prune();
+    backend.sweep().catch((error) => console.warn(`lvmh: could not sweep: ${(error as Error).message}`));
+  });
 
   // Memory back after ingest bursts (lib/memory.ts): ~290 → ~100 MiB RSS after the ingest benchmark.
   const stopCollector = startIdleCollector(() => ingest.pushed);
@@ -268,6 +282,7 @@ export function createDaemon(
         cursor: (sessionId) => store.getSession(sessionId) ? store.lastSeq(sessionId) : -1,
       });
       await mirror.start();
+      await leader?.start();
     })()
     : Promise.resolve();
 
@@ -300,6 +315,7 @@ export function createDaemon(
       await approvals.close();
       stopIndexer();
       await checkpointer.close();
+      await leading.close();
       await replica?.close();
       store.close();
     },
