@@ -5,10 +5,10 @@
  *
  * Several replicas on one database: every replica's hub carries every session's frames, so each would announce
  * each event; the rule is that each notification is emitted by ONE replica:
- * - what a session's plugin did (`approval.requested`, `run.settled`, `run.failed`, `session.stalled`, a
- *   session's `budget.reached`) by the replica that holds the session (`app.replica.holds`: the plugin's
- *   socket is there); `session.lost` by the replica it was held by when its socket dropped. A session nobody
- *   holds (its replica was killed) announces nothing until its plugin is back on another replica.
+ * - what a session's plugin did (`approval.requested`, `run.settled`, `run.failed`, `session.stalled`) by the
+ *   replica that holds the session (`app.replica.holds`: the plugin's socket is there); `session.lost` by the
+ *   replica it was held by when its socket dropped. A session nobody holds (its replica was killed) announces
+ *   nothing until its plugin is back on another replica.
  * - what only one replica knows (`spawn.failed`: the spawn job runs on the replica that took the request and
  *   its `spawn_status` frames go to that replica's hub alone; `session.crashed`: the worker's state as that
  *   replica's spawner keeps it) by the replica that produced it.
@@ -16,10 +16,10 @@
  *   replica's own file (lib/merge_requests.ts), so only the replica that shipped the merge request (or took
  *   the GitLab hook about it) has the record its poller follows; a record kept in the shared database would
  *   need its poller to run on one replica.
- * - the daily cap's `budget.reached` (no session): every replica counts every session's events
- *   (lib/budgets.ts runs on each, fed by ingest here and by the event feed elsewhere), so each crosses the cap.
- *   Its `key` is the day and the cap: the outbox keeps one delivery per endpoint whichever replicas queue it,
- *   while a push goes from each with one tag and topic, so the browser shows one notification.
+ * - `budget.reached`: every replica counts every session's events (lib/budgets.ts runs on each, fed by ingest
+ *   here and by the event feed elsewhere), and only the replicas' leader announces (lib/replica/leader.ts,
+ *   `BudgetDeps.announces`), so what Budgets announces is emitted as it comes. Around a change of leader two
+ *   may announce the daily cap: its `key` is the day and the cap, so the outbox keeps one delivery.
  * Where a happening has a name that is the same on every replica (an approval's id, the day's cap), the
  * event's `key` makes its webhook delivery id, so even a copy queued during a holder's takeover is stored once.
  */
@@ -89,13 +89,13 @@ export function startNotify(app: App): { close(): Promise<void> } {
       }
     }
   });
-  const unbudget = app.budgets.onReached((event) => {
-    if (event.sessionId !== null) {
-      if (holds(event.sessionId)) emit(event);
-      return;
-    }
-    emit({ ...event, key: `budget.reached:${String(event.data.day)}:${JSON.stringify(event.data.budget)}` });
-  });
+  const unbudget = app.budgets.onReached((event) =>
+    emit(
+      event.sessionId === null
+        ? { ...event, key: `budget.reached:${String(event.data.day)}:${JSON.stringify(event.data.budget)}` }
+        : event,
+    )
+  );
   watcher.prime(app.sessions.list(), app.approvals.pending());
   app.webhooks.start();
   // The key pair is made now, the first time in a deployment; a database away now is tried again at first use.
