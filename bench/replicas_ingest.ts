@@ -14,6 +14,7 @@ import { startDaemon } from "../testing/daemon.ts";
 import { eventFrame } from "../testing/agent.ts";
 import { postgresBinDir, startPostgres } from "../testing/postgres.ts";
 import { connectPostgres } from "../lib/storage/pg_client.ts";
+import { cpuMs } from "../testing/proc.ts";
 import { ingestLoad } from "./daemon.ts";
 
 const SOCKETS = 50;
@@ -70,12 +71,17 @@ const message = (i: number) => ({
   message: { role: "assistant", id: `m${i}`, text: TEXT, thinking: null, toolCalls: [], toolCallId: null },
 });
 
-/** bench/daemon.ts's ingest load against a daemon process on database `url`; checks PostgreSQL holds it all. */
-async function daemonRate(url: string): Promise<number> {
+/**
+ * bench/daemon.ts's ingest load against a daemon process on database `url`; checks PostgreSQL holds it all.
+ * @returns events per second and the daemon's CPU per event (all its threads), µs.
+ */
+async function daemonRate(url: string): Promise<{ rate: number; cpuUs: number }> {
   await using d = await startDaemon({ env: { LVMH_DATABASE_URL: url, LVMH_REPLICA_ID: "r0" } });
   const health = await (await fetch(`${d.url}/api/health`)).json();
   if (health.database !== "postgres") throw new Error(`the daemon runs on ${health.database}`);
-  const rate = await ingestLoad(d);
+  let cpu0 = 0;
+  const rate = await ingestLoad(d, () => void (cpu0 = cpuMs(d.pid)));
+  const cpuUs = ((cpuMs(d.pid) - cpu0) * 1000) / (SOCKETS * EVENTS_PER_SOCKET);
   const sql = connectPostgres(url, { max: 1 });
   try {
     const [{ count }] = await sql`SELECT count(*)::int AS count FROM events`;
@@ -85,7 +91,7 @@ async function daemonRate(url: string): Promise<number> {
   } finally {
     await sql.end();
   }
-  return rate;
+  return { rate, cpuUs };
 }
 
 async function main() {
@@ -99,11 +105,11 @@ async function main() {
   const admin = connectPostgres(pg.url, { max: 1 });
   const [{ server_version: version }] = await admin`SHOW server_version`;
   await admin.end();
-  const rounds: { raw: number; daemon: number; share: number }[] = [];
+  const rounds: { raw: number; daemon: number; share: number; cpuUs: number }[] = [];
   for (let i = 0; i < ROUNDS; i++) {
     const raw = await rawRate(await pg.newDatabase());
-    const daemon = await daemonRate(await pg.newDatabase());
-    rounds.push({ raw, daemon, share: daemon / raw });
+    const { rate: daemon, cpuUs } = await daemonRate(await pg.newDatabase());
+    rounds.push({ raw, daemon, share: daemon / raw, cpuUs });
   }
   console.log(
     `replicas ingest: ${SOCKETS} plugin sockets × ${
@@ -117,7 +123,7 @@ async function main() {
     console.log(
       `  ${Math.round(r.daemon).toLocaleString("en")} events/s against ${
         Math.round(r.raw).toLocaleString("en")
-      } rows/s raw: ${r.share.toFixed(2)}`,
+      } rows/s raw: ${r.share.toFixed(2)}; daemon CPU ${r.cpuUs.toFixed(1)} µs per event`,
     );
   }
   const median = [...rounds].sort((a, b) => a.share - b.share)[Math.floor(rounds.length / 2)];
