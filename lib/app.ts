@@ -13,6 +13,7 @@ import type { Spawner } from "./spawner.ts";
 import type { Gitlab } from "./gitlab.ts";
 import type { Tokens } from "./tokens.ts";
 import type { Audit } from "./audit.ts";
+import type { Settings } from "./settings.ts";
 import type { SigninThrottle } from "./signin_throttle.ts";
 import type { Webhooks } from "./webhooks/webhooks.ts";
 import type { Hooks } from "./hooks/hooks.ts";
@@ -49,6 +50,8 @@ export interface App {
   tokens: Tokens;
   /** The append-only audit log. */
   audit: Audit;
+  /** The deployment's settings (the GitLab connection, the hook secret), read from a cache every replica keeps. */
+  settings: Settings;
   /** Failed sign-ins per address. */
   signins: SigninThrottle;
   /** Outbound webhook endpoints and their outbox. */

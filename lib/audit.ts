@@ -2,11 +2,15 @@
  * The audit log: one append-only row per human action (prompt with its text, abort, approve/reject, policy,
  * spawn, stop, delete, GitLab connect/disconnect, token add/revoke) and per failed sign-in. No route edits or
  * deletes a row; rows are read in id order.
+ *
+ * `Audit` is the daemon's owner, over the async `AuditLog` (lib/storage/audit_log.ts: the SQLite file, or the
+ * PostgreSQL database every replica appends to); `AuditStore` is the SQLite table under the SQLite log.
  */
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { gateOf, type WriteGate } from "./write_gate.ts";
 import type { Role } from "./token_store.ts";
 import type { AuditEntry } from "./protocol.ts";
+import type { AuditLog } from "./storage/audit_log.ts";
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS audit(
@@ -29,8 +33,45 @@ export interface AuditInput {
   detail?: unknown;
 }
 
-/** The append-only audit table. */
+/**
+ * The daemon's audit log. Appends go out one at a time in call order: ids are commit-ordered across replicas,
+ * so this replica's actions keep their order in the one log. A read waits for this replica's appends, so an
+ * action is listed by the request after it.
+ */
 export class Audit {
+  #log: AuditLog;
+  #tail: Promise<void> = Promise.resolve();
+  #inFlight = 0;
+
+  constructor(log: AuditLog) {
+    this.#log = log;
+  }
+
+  /**
+   * Append a row; never throws or rejects (an action that already happened must not turn into an error).
+   * @returns when the row is stored (or its failure logged); callers need not wait.
+   */
+  append(entry: AuditInput): Promise<void> {
+    const run = () => this.#log.append(entry).catch(() => {}).finally(() => this.#inFlight--);
+    // Nothing queued: at once, so a SQLite append is written before this returns, as it always was.
+    return this.#tail = this.#inFlight++ === 0 ? run() : this.#tail.then(run);
+  }
+
+  /** Rows with id above `after`, oldest first (at most `limit`, capped by the log). */
+  async page(after: number, limit: number): Promise<AuditEntry[]> {
+    await this.#tail;
+    return await this.#log.page(after, limit);
+  }
+
+  /** Wait for the queued appends, then release the log. */
+  async close(): Promise<void> {
+    await this.#tail;
+    await this.#log.close();
+  }
+}
+
+/** The append-only audit table in a SQLite file. */
+export class AuditStore {
   #insert: StatementSync;
   #page: StatementSync;
 

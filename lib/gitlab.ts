@@ -1,11 +1,11 @@
 /**
- * The GitLab connection: a personal access token validated against the API v4 and kept in the store's
- * settings, and the member projects listed by last activity. The token leaves this module only through
+ * The GitLab connection: a personal access token validated against the API v4 and kept in the deployment's
+ * settings (lib/settings.ts: every replica reads the same connection), and the member projects listed by last activity. The token leaves this module only through
  * `credential()`, which the spawner hands to a clone helper as a file (never an env var or argument); no
  * API response, log line or error message ever contains it.
  */
 import type { Config } from "./config.ts";
-import type { Store } from "./store.ts";
+import { GITLAB_BASE_URL, GITLAB_TOKEN, GITLAB_USERNAME, type SettingsAccess } from "./settings.ts";
 import { ConflictError, InvalidError, UnavailableError } from "./errors.ts";
 import { type GitlabRepo, type GitlabStatus, RepoPath } from "./protocol.ts";
 
@@ -20,7 +20,7 @@ export interface Gitlab {
    */
   connect(token: string): Promise<{ username: string }>;
   /** Forget the stored token. */
-  disconnect(): void;
+  disconnect(): Promise<void>;
   /**
    * Every member project, most recently active first (all pages); kept for `REPOS_TTL_MS` unless `refresh`.
    * @throws {ConflictError} when not connected or the token was revoked; {UnavailableError} as `connect`.
@@ -32,9 +32,9 @@ export interface Gitlab {
   credential(): string | null;
 }
 
-const KEY_TOKEN = "gitlab.token";
-const KEY_USER = "gitlab.username";
-const KEY_BASE = "gitlab.baseUrl";
+const KEY_TOKEN = GITLAB_TOKEN;
+const KEY_USER = GITLAB_USERNAME;
+const KEY_BASE = GITLAB_BASE_URL;
 /** Items per page of a GitLab list. */
 export const PER_PAGE = 100;
 /** 100 pages of 100: beyond that the picker is not the right tool anyway. */
@@ -45,17 +45,17 @@ export const TIMEOUT_MS = 15_000;
 export const REPOS_TTL_MS = 60_000;
 
 /**
- * Build the GitLab connection on the daemon's store and config (`LVMH_GITLAB_URL`).
+ * Build the GitLab connection on the daemon's settings and config (`LVMH_GITLAB_URL`).
  * @param options.fetch replaces global fetch (tests).
  */
 export function createGitlab(
   core: {
     config: Pick<Config, "gitlabUrl">;
-    store: Pick<Store, "getSetting" | "setSetting" | "deleteSetting">;
+    settings: SettingsAccess;
   },
   options: { fetch?: typeof fetch } = {},
 ): Gitlab {
-  const { store } = core;
+  const { settings } = core;
   const baseUrl = core.config.gitlabUrl;
   const doFetch = options.fetch ?? fetch;
   /** The last project list, for the token that read it. */
@@ -63,8 +63,8 @@ export function createGitlab(
 
   /** The stored token, only if it was validated against this same GitLab (a changed URL must not get it). */
   function credential(): string | null {
-    const token = store.getSetting(KEY_TOKEN);
-    return token && store.getSetting(KEY_BASE) === baseUrl ? token : null;
+    const token = settings.get(KEY_TOKEN);
+    return token && settings.get(KEY_BASE) === baseUrl ? token : null;
   }
 
   async function get(path: string, token: string): Promise<Response> {
@@ -87,7 +87,7 @@ export function createGitlab(
   return {
     status() {
       const token = credential();
-      const username = store.getSetting(KEY_USER);
+      const username = settings.get(KEY_USER);
       return token
         ? { connected: true, baseUrl, ...(username ? { username } : {}) }
         : { connected: false, baseUrl };
@@ -104,15 +104,14 @@ export function createGitlab(
         throw new UnavailableError(`GitLab at ${baseUrl} sent no username`);
       }
       cache = null;
-      store.setSetting(KEY_TOKEN, token);
-      store.setSetting(KEY_USER, user.username);
-      store.setSetting(KEY_BASE, baseUrl);
+      // Together: another replica never reads a token with the previous one's user or GitLab.
+      await settings.put({ [KEY_TOKEN]: token, [KEY_USER]: user.username, [KEY_BASE]: baseUrl });
       return { username: user.username };
     },
 
-    disconnect() {
+    async disconnect() {
       cache = null;
-      for (const key of [KEY_TOKEN, KEY_USER, KEY_BASE]) store.deleteSetting(key);
+      await settings.put({ [KEY_TOKEN]: null, [KEY_USER]: null, [KEY_BASE]: null });
     },
 
     async repos(options = {}) {

@@ -1,17 +1,18 @@
 import assert from "node:assert/strict";
 import { createGitlab } from "./gitlab.ts";
 import { ConflictError, InvalidError, UnavailableError } from "./errors.ts";
-import type { App } from "./app.ts";
 import { startGitlabFixture } from "../testing/fixtures/gitlab_fixture.ts";
 
-/** The two parts createGitlab uses: a config with the URL and a settings map standing in for the store. */
+/** The two parts createGitlab uses: a config with the URL and a map standing in for the settings. */
 function core(gitlabUrl: string, settings = new Map<string, string>()) {
-  const store = {
-    getSetting: (k: string) => settings.get(k) ?? null,
-    setSetting: (k: string, v: string) => void settings.set(k, v),
-    deleteSetting: (k: string) => void settings.delete(k),
+  const access = {
+    get: (k: string) => settings.get(k) ?? null,
+    put: (changes: Record<string, string | null>) => {
+      for (const [k, v] of Object.entries(changes)) v === null ? settings.delete(k) : settings.set(k, v);
+      return Promise.resolve();
+    },
   };
-  return { settings, core: { config: { gitlabUrl }, store } as unknown as Pick<App, "config" | "store"> };
+  return { settings, core: { config: { gitlabUrl }, settings: access } };
 }
 
 const TOKEN = "glpat-unit-test-token";
@@ -85,8 +86,8 @@ Deno.test("gitlab: connect, status, repos over every page, disconnect", async (t
       assert.ok(error instanceof ConflictError, String(error));
       assert.match(error.message, /connect again/);
     });
-    await t.step("disconnect forgets everything", () => {
-      gitlab.disconnect();
+    await t.step("disconnect forgets everything", async () => {
+      await gitlab.disconnect();
       assert.equal(settings.size, 0);
       assert.equal(gitlab.status().connected, false);
     });

@@ -101,9 +101,18 @@ export function createRouter(app: App, table: RouteDef[]) {
         }
         const params = decodeParams(match.pathname.groups);
         const who = principal;
+        let audited: Promise<void> | undefined;
         const audit: Ctx["audit"] = (action, entry = {}) =>
-          app.audit.append({ actor: who?.name ?? "anonymous", role: who?.role ?? null, action, ...entry });
-        return await handler({ req, url, params, app, principal, info, audit });
+          void (audited = app.audit.append({
+            actor: who?.name ?? "anonymous",
+            role: who?.role ?? null,
+            action,
+            ...entry,
+          }));
+        const res = await handler({ req, url, params, app, principal, info, audit });
+        // An action is answered once it is on record (a shared database's append is a round trip away).
+        await audited;
+        return res;
       }
       throw new HttpError(404, `no route for ${url.pathname}`);
     } catch (error) {

@@ -1,11 +1,17 @@
 /**
- * Named tokens and their roles: the one owner of the `tokens` rows. Tokens are `lvmh_` + 32 random bytes
- * (base64url), shown once when created and stored only as SHA-256 hashes; the bootstrap token (`LVMH_TOKEN` or
- * `data/token`) is the admin named `bootstrap`, compared in constant time. A revoked token stops working at once:
- * requests look it up every time, and open sockets and streams that watch it are closed (also when the
- * `deno task token` command revoked it, which this module hears of by polling the table).
+ * Named tokens and their roles, over the async `TokenLog` (lib/storage/token_log.ts: the SQLite file, or the
+ * PostgreSQL database every replica shares). Tokens are `lvmh_` + 32 random bytes (base64url), shown once when
+ * created and stored only as SHA-256 hashes; the bootstrap token (`LVMH_TOKEN` or `data/token`) is the admin
+ * named `bootstrap`, compared in constant time.
+ *
+ * A revoked token stops working: on SQLite every request looks its hash up in the file (so a revocation by the
+ * `deno task token` command counts at once). With a shared database, the hashes found are kept in memory, so a
+ * request costs no round trip; an entry goes as soon as its revocation is heard — at once on the replica that
+ * revoked, by the log's hint (within milliseconds) or sweep (within `REVOKED_SWEEP_MS`) on the others. Open
+ * sockets and streams that watch a token are closed on every replica the same way.
  */
-import { type Role, ROLES, type TokenInfo, type TokenStore } from "./token_store.ts";
+import { type Role, ROLES, type TokenInfo } from "./token_store.ts";
+import type { TokenLog } from "./storage/token_log.ts";
 import { TokenBody } from "./protocol.ts";
 import { BOOTSTRAP_NAME } from "./wire.ts";
 import { ConflictError, InvalidError, NotFoundError } from "./errors.ts";
@@ -21,8 +27,6 @@ export interface Identity {
 }
 
 export const TOKEN_PREFIX = "lvmh_";
-/** How often revocations written by the command line are looked for. */
-const REVOCATION_POLL_MS = 1000;
 /** `lastUsedAt` is written at most this often per token. */
 const TOUCH_INTERVAL_MS = 60_000;
 
@@ -39,16 +43,16 @@ export async function hashToken(token: string): Promise<string> {
   return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-/** Add a token to a store (the REST route and the command share this). */
+/** Add a token to a store or log (the REST route and the command share this). */
 export async function addToken(
-  store: TokenStore,
+  store: { insert(name: string, role: Role, hash: string): boolean | Promise<boolean> },
   name: string,
   role: Role,
 ): Promise<Identity & { token: string }> {
   const parsed = TokenBody.safeParse({ name, role });
   if (!parsed.success) throw new InvalidError(parsed.error.issues[0].message);
   const token = newToken();
-  if (!store.insert(name, role, await hashToken(token))) {
+  if (!await store.insert(name, role, await hashToken(token))) {
     throw new ConflictError(`A token named "${name}" exists already (names of revoked tokens stay taken)`);
   }
   return { name, role, token };
@@ -56,21 +60,25 @@ export async function addToken(
 
 /** Named tokens of a running daemon. */
 export class Tokens {
+  #log: TokenLog;
   #watchers = new Map<string, Set<() => void>>();
   #touched = new Map<string, number>();
-  #lastPoll = Date.now();
-  #timer: ReturnType<typeof setInterval>;
+  /** Live tokens found by hash (shared database only; null: look each one up). */
+  #known: Map<string, Identity> | null;
+  /** Counts revocations heard: a lookup that began before one must not put what it found in `#known`. */
+  #revocations = 0;
+  #unsubscribe: () => void;
   /** The bootstrap token's hash, computed once: every cookie check compares against it. */
   #bootstrapHash: Promise<string>;
-  #store: TokenStore;
   #bootstrap: string;
 
-  constructor(store: TokenStore, bootstrap: string) {
-    this.#store = store;
+  constructor(log: TokenLog, bootstrap: string) {
+    this.#log = log;
     this.#bootstrap = bootstrap;
     this.#bootstrapHash = hashToken(bootstrap);
-    this.#timer = setInterval(() => this.#poll(), REVOCATION_POLL_MS);
-    Deno.unrefTimer(this.#timer);
+    this.#known = log.kind === "postgres" ? new Map() : null;
+    // Revocations from anywhere: this daemon's routes, the token command, another replica.
+    this.#unsubscribe = log.revoked((name) => this.#revoked(name));
   }
 
   /** Who holds `secret`, or null for an unknown or revoked token. */
@@ -86,34 +94,40 @@ export class Tokens {
     if (await safeEqual(hash, await this.#bootstrapHash)) {
       return { name: BOOTSTRAP_NAME, role: "admin" };
     }
-    const found = this.#store.find(hash);
+    // The map is keyed by the SHA-256 of a secret: finding a key reveals nothing an attacker could time.
+    let found = this.#known?.get(hash) ?? null;
+    if (!found) {
+      const revocations = this.#revocations;
+      found = await this.#log.find(hash);
+      if (found && this.#known && revocations === this.#revocations) this.#known.set(hash, found);
+    }
     if (found) {
       const now = Date.now();
       if (now - (this.#touched.get(found.name) ?? 0) > TOUCH_INTERVAL_MS) {
         this.#touched.set(found.name, now);
-        this.#store.touch(found.name, now);
+        void this.#log.touch(found.name, now);
       }
     }
-    return found;
+    return found && { name: found.name, role: found.role };
   }
 
   /** Create a token; its value is in the answer and nowhere else. */
   add(name: string, role: Role): Promise<Identity & { token: string }> {
-    return addToken(this.#store, name, role);
+    return addToken(this.#log, name, role);
   }
 
   /** Every token, without values or hashes. */
-  list(): TokenInfo[] {
-    return this.#store.list();
+  list(): Promise<TokenInfo[]> {
+    return this.#log.list();
   }
 
   /**
-   * Revoke a token and close whatever is open with it.
+   * Revoke a token and close whatever is open with it, here at once and on other replicas as they hear of it.
    * @throws {NotFoundError} when no live token has that name.
    */
-  revoke(name: string): void {
-    if (!this.#store.revoke(name)) throw new NotFoundError(`No live token named "${name}"`);
-    this.#fire(name);
+  async revoke(name: string): Promise<void> {
+    if (!await this.#log.revoke(name)) throw new NotFoundError(`No live token named "${name}"`);
+    this.#revoked(name);
   }
 
   /**
@@ -135,26 +149,17 @@ export class Tokens {
     };
   }
 
-  /** Stop polling (shutdown). */
-  close(): void {
-    clearInterval(this.#timer);
+  /** Stop hearing of revocations and release the log (shutdown). */
+  async close(): Promise<void> {
+    this.#unsubscribe();
+    await this.#log.close();
   }
 
-  #poll(): void {
-    if (this.#watchers.size === 0) {
-      this.#lastPoll = Date.now();
-      return;
+  #revoked(name: string): void {
+    this.#revocations++;
+    if (this.#known) {
+      for (const [hash, who] of this.#known) if (who.name === name) this.#known.delete(hash);
     }
-    try {
-      const since = this.#lastPoll;
-      this.#lastPoll = Date.now();
-      for (const { name } of this.#store.revokedSince(since - REVOCATION_POLL_MS)) this.#fire(name);
-    } catch {
-      // The database is busy or closing: the next round looks again.
-    }
-  }
-
-  #fire(name: string): void {
     const set = this.#watchers.get(name);
     this.#watchers.delete(name);
     for (const fn of set ?? []) {

@@ -1,23 +1,24 @@
 /**
- * The GitLab hook secret: the token GitLab sends with each event. Set through the API (kept in SQLite) or by
+ * The GitLab hook secret: the token GitLab sends with each event. Set through the API (kept in the deployment's
+ * settings, lib/settings.ts, so every replica checks the same one) or by
  * `LVMH_GITLAB_HOOK_SECRET`, which wins; with neither, the GitLab hook answers 404.
  */
 import { z } from "zod";
 import { safeEqual } from "../auth.ts";
-import type { HookStore } from "./hook_store.ts";
+import { HOOK_GITLAB_SECRET, type SettingsAccess } from "../settings.ts";
 
 /** `PUT /api/hooks/gitlab`. */
 export const GitlabSecretBody = z.object({ secret: z.string().min(16, "secret is too short").max(256) });
 
-const SECRET_KEY = "gitlab.secret";
+const SECRET_KEY = HOOK_GITLAB_SECRET;
 
 /** The secret and where it comes from. */
 export class GitlabSecret {
-  #store: HookStore;
+  #store: SettingsAccess;
   #env: string | null;
 
   /** @param envSecret `LVMH_GITLAB_HOOK_SECRET`, or null when it is not set */
-  constructor(store: HookStore, envSecret: string | null) {
+  constructor(store: SettingsAccess, envSecret: string | null) {
     this.#store = store;
     this.#env = envSecret;
   }
@@ -28,14 +29,14 @@ export class GitlabSecret {
   }
 
   /** Store a secret (ignored while the environment sets one; the answer says so). */
-  set(secret: string): { fromEnv: boolean } {
-    this.#store.set(SECRET_KEY, secret);
+  async set(secret: string): Promise<{ fromEnv: boolean }> {
+    await this.#store.put({ [SECRET_KEY]: secret });
     return { fromEnv: this.#env !== null };
   }
 
   /** Remove the secret set through the API (the hook answers 404 again unless the environment sets one). */
-  clear(): { fromEnv: boolean } {
-    this.#store.unset(SECRET_KEY);
+  async clear(): Promise<{ fromEnv: boolean }> {
+    await this.#store.put({ [SECRET_KEY]: null });
     return { fromEnv: this.#env !== null };
   }
 

@@ -9,6 +9,7 @@ import { z } from "zod";
 import type { Gitlab } from "../gitlab.ts";
 import type { MergeRequests } from "../merge_requests.ts";
 import type { MergeRequestChange } from "../merge_request_change.ts";
+import type { SettingsAccess } from "../settings.ts";
 import { BranchName, RepoPath, SessionId } from "../protocol.ts";
 import { MAX_PROMPT_CHARS } from "../wire.ts";
 import { HookStore } from "./hook_store.ts";
@@ -34,6 +35,8 @@ export type GenericHookBody = z.infer<typeof GenericHookBody>;
 export interface HookDeps extends KeptPromptDeps {
   gitlab: Gitlab;
   mergeRequests: MergeRequests;
+  /** The deployment's settings, where the GitLab hook secret set through the API is kept. */
+  settings: SettingsAccess;
 }
 
 /** Inbound hook state and work. */
@@ -49,7 +52,7 @@ export class Hooks {
   constructor(deps: HookDeps, envSecret: string | null) {
     this.#deps = deps;
     this.#store = new HookStore(deps.store.db);
-    this.gitlabSecret = new GitlabSecret(this.#store, envSecret);
+    this.gitlabSecret = new GitlabSecret(deps.settings, envSecret);
     this.#kept = new KeptPrompts(deps, this.#store, (what, work) => this.later(what, work));
     // A failed pipeline of a followed merge request, from the hook or the poller: a follow-up once the run
     // ends. Written inside the record's savepoint, so the prompt and the mark that it was made commit together.

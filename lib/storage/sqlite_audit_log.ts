@@ -3,16 +3,16 @@
  * AUTOINCREMENT ids are assigned under the file's single writer lock, so they commit in order).
  */
 import type { DatabaseSync } from "node:sqlite";
-import { Audit } from "../audit.ts";
+import { AuditStore } from "../audit.ts";
 import { type AuditEntry, type AuditInput, type AuditLog, MAX_PAGE } from "./audit_log.ts";
 
 /** The audit log on a SQLite handle shared with the daemon's `Store` (which stays its owner). */
 export class SqliteAuditLog implements AuditLog {
   readonly kind = "sqlite";
-  #audit: Audit;
+  #audit: AuditStore;
 
   constructor(db: DatabaseSync) {
-    this.#audit = new Audit(db);
+    this.#audit = new AuditStore(db);
   }
 
   append(entry: AuditInput): Promise<void> {

@@ -5,9 +5,9 @@ import type { Handlers } from "../../lib/router.ts";
 
 /** The audit log (admin), oldest first from `after`. */
 export const handler: Handlers = {
-  GET(ctx) {
+  async GET(ctx) {
     const query = parseWith(AuditQuery, Object.fromEntries(ctx.url.searchParams));
     if (!query.ok) throw new InvalidError(query.message);
-    return json(ctx.app.audit.page(query.value.after, query.value.limit));
+    return json(await ctx.app.audit.page(query.value.after, query.value.limit));
   },
 };

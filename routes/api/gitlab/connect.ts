@@ -10,8 +10,8 @@ export const handler: Handlers = {
     ctx.audit("gitlab.connect", { detail: { username } });
     return json({ username });
   },
-  DELETE(ctx) {
-    ctx.app.gitlab.disconnect();
+  async DELETE(ctx) {
+    await ctx.app.gitlab.disconnect();
     ctx.audit("gitlab.disconnect");
     return json({ ok: true });
   },

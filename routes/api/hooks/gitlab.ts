@@ -13,12 +13,12 @@ export const handler: Handlers = {
   },
   async PUT(ctx) {
     const { secret } = await readJson(ctx.req, GitlabSecretBody);
-    const { fromEnv } = ctx.app.hooks.gitlabSecret.set(secret);
+    const { fromEnv } = await ctx.app.hooks.gitlabSecret.set(secret);
     ctx.audit("hook.gitlab.secret", { detail: { fromEnv } });
     return json({ ok: true, enabled: true, overriddenByEnv: fromEnv });
   },
-  DELETE(ctx) {
-    const { fromEnv } = ctx.app.hooks.gitlabSecret.clear();
+  async DELETE(ctx) {
+    const { fromEnv } = await ctx.app.hooks.gitlabSecret.clear();
     ctx.audit("hook.gitlab.secret.clear", { detail: { fromEnv } });
     return json({ ok: true, enabled: fromEnv, overriddenByEnv: fromEnv });
   },

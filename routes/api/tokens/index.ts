@@ -4,7 +4,7 @@ import type { Handlers } from "../../../lib/router.ts";
 
 /** Named tokens (admin): list them (never a value or hash), or create one (its value is shown only here). */
 export const handler: Handlers = {
-  GET: (ctx) => json(ctx.app.tokens.list()),
+  GET: async (ctx) => json(await ctx.app.tokens.list()),
   async POST(ctx) {
     const { name, role } = await readJson(ctx.req, TokenBody);
     const created = await ctx.app.tokens.add(name, role);
