@@ -14,13 +14,8 @@ import { ApprovalStore } from "./approval_store.ts";
 import { SqliteApprovalLog } from "./storage/sqlite_approval_log.ts";
 import { ImageStore } from "./image_store.ts";
 import { Tokens } from "./tokens.ts";
-import { SqliteTokenLog } from "./storage/sqlite_token_log.ts";
-import { PgTokenLog } from "./storage/pg_token_log.ts";
+import { TokenStore } from "./token_store.ts";
 import { Audit } from "./audit.ts";
-import { SqliteAuditLog } from "./storage/sqlite_audit_log.ts";
-import { PgAuditLog } from "./storage/pg_audit_log.ts";
-import { Settings } from "./settings.ts";
-import { PgSettingsLog } from "./storage/pg_settings_log.ts";
 import { SigninThrottle } from "./signin_throttle.ts";
 import { createRouter, type RouteDef } from "./router.ts";
 import { CloseCode } from "./protocol.ts";
@@ -167,11 +162,7 @@ export function createDaemon(
   void approvals.start();
   sessions.setWaiting((id) => approvals.waiting(id));
   sessions.setBudgets((id) => budgets.glance(id));
-  // Settings (the GitLab connection, the hook secret) are the deployment's: shared by replicas.
-  const settings = replica
-    ? new Settings(new PgSettingsLog(replica.db.sql, replica.db.listen))
-    : Settings.sqlite(store);
-  const gitlab = createGitlab({ config, settings });
+  const gitlab = createGitlab({ config, store });
   const workspaces = new Workspaces(store.db);
   const mergeRequests = new MergeRequests(store.db, {
     workspaces,
@@ -220,12 +211,8 @@ export function createDaemon(
     sessions,
     approvals,
     images,
-    tokens: new Tokens(
-      replica ? new PgTokenLog(replica.db.sql, replica.db.listen) : new SqliteTokenLog(store.db),
-      config.token,
-    ),
-    audit: new Audit(replica ? new PgAuditLog(replica.db.sql) : new SqliteAuditLog(store.db)),
-    settings,
+    tokens: new Tokens(new TokenStore(store.db), config.token),
+    audit: new Audit(store.db),
     signins: new SigninThrottle(config.signinLimit),
     webhooks: new Webhooks(
       replica
@@ -289,7 +276,6 @@ export function createDaemon(
 
   const ready = replica && mirror
     ? (async () => {
-      await settings.start();
       await replica.start({
         deliver: (frame) => sessions.deliver(frame),
         fenced: (sessionId) => sessions.fenced(sessionId),
@@ -324,7 +310,7 @@ export function createDaemon(
       app.ingest.flush();
       await app.ingest.drained();
       usage.close(); // after the last commit's count
-      await app.tokens.close();
+      app.tokens.close();
       await app.spawner.shutdown();
       await backend.close?.();
       app.sessions.closeAll(CloseCode.goingAway, "daemon shutting down");
@@ -332,8 +318,6 @@ export function createDaemon(
       await approvals.close();
       stopIndexer();
       await checkpointer.close();
-      await app.audit.close();
-      await settings.close();
       await leading.close();
       await replica?.close();
       store.close();

@@ -70,7 +70,7 @@ export interface KubeBackendDeps {
    * Whether lvmh still knows a session (stopped ones included): `sweep` deletes the claims and Secrets of
    * sessions it does not know and that have no worker Pod. Without it, `sweep` leaves session storage alone.
    */
-  sessionKnown?(sessionId: string): boolean;
+  sessionKnown?(sessionId: string): boolean | Promise<boolean>;
   /** Session storage younger than this is never swept (a spawn makes it before the session is listed). */
   storageGraceMs?: number;
   /** Other replicas run helpers in this namespace: `sweep` leaves theirs until past their deadline. */

@@ -31,8 +31,11 @@ const HELPER_DEADLINE_MARGIN_MS = 60_000;
 export interface SweepDeps {
   /** The helper Pods (and their Secrets, same name) this daemon is running now. */
   helpersRunning(): ReadonlySet<string>;
-  /** Whether lvmh still knows a session; without it, session storage is left alone. */
-  sessionKnown?(sessionId: string): boolean;
+  /**
+   * Whether lvmh still knows a session; without it, session storage is left alone. With replicas it asks the
+   * shared database, since a replica's copy may not have every session yet.
+   */
+  sessionKnown?(sessionId: string): boolean | Promise<boolean>;
   /** Session storage younger than this is never swept. */
   storageGraceMs?: number;
   /** Other daemons (replicas) run helpers in this namespace: another's helper goes only past its deadline. */
@@ -93,7 +96,7 @@ export async function sweepLeftovers(client: KubeClient, deps: SweepDeps): Promi
       const sessionId = sessionOf(o);
       const age = ageOf(o);
       if (
-        !sessionId || withWorker.has(sessionId) || deps.sessionKnown(sessionId) || age < grace
+        !sessionId || withWorker.has(sessionId) || age < grace || await deps.sessionKnown(sessionId)
       ) continue;
       log(`lvmh: deleting ${resource} ${o.metadata.name}: its session is gone`);
       await client.json("DELETE", client.path(resource, o.metadata.name)).catch(
