@@ -14,8 +14,13 @@ import { ApprovalStore } from "./approval_store.ts";
 import { SqliteApprovalLog } from "./storage/sqlite_approval_log.ts";
 import { ImageStore } from "./image_store.ts";
 import { Tokens } from "./tokens.ts";
-import { TokenStore } from "./token_store.ts";
+import { SqliteTokenLog } from "./storage/sqlite_token_log.ts";
+import { PgTokenLog } from "./storage/pg_token_log.ts";
 import { Audit } from "./audit.ts";
+import { SqliteAuditLog } from "./storage/sqlite_audit_log.ts";
+import { PgAuditLog } from "./storage/pg_audit_log.ts";
+import { Settings } from "./settings.ts";
+import { PgSettingsLog } from "./storage/pg_settings_log.ts";
 import { SigninThrottle } from "./signin_throttle.ts";
 import { createRouter, type RouteDef } from "./router.ts";
 import { CloseCode } from "./protocol.ts";
@@ -162,7 +167,11 @@ export function createDaemon(
   void approvals.start();
   sessions.setWaiting((id) => approvals.waiting(id));
   sessions.setBudgets((id) => budgets.glance(id));
-  const gitlab = createGitlab({ config, store });
+  // Settings (the GitLab connection, the hook secret) are the deployment's: shared by replicas.
+  const settings = replica
+    ? new Settings(new PgSettingsLog(replica.db.sql, replica.db.listen))
+    : Settings.sqlite(store);
+  const gitlab = createGitlab({ config, settings });
   const workspaces = new Workspaces(store.db);
   const mergeRequests = new MergeRequests(store.db, {
     workspaces,
@@ -211,8 +220,12 @@ export function createDaemon(
     sessions,
     approvals,
     images,
-    tokens: new Tokens(new TokenStore(store.db), config.token),
-    audit: new Audit(store.db),
+    tokens: new Tokens(
+      replica ? new PgTokenLog(replica.db.sql, replica.db.listen) : new SqliteTokenLog(store.db),
+      config.token,
+    ),
+    audit: new Audit(replica ? new PgAuditLog(replica.db.sql) : new SqliteAuditLog(store.db)),
+    settings,
     signins: new SigninThrottle(config.signinLimit),
     webhooks: new Webhooks(
       replica
@@ -276,6 +289,7 @@ export function createDaemon(
 
   const ready = replica && mirror
     ? (async () => {
+      await settings.start();
       await replica.start({
         deliver: (frame) => sessions.deliver(frame),
         fenced: (sessionId) => sessions.fenced(sessionId),
@@ -310,7 +324,7 @@ export function createDaemon(
       app.ingest.flush();
       await app.ingest.drained();
       usage.close(); // after the last commit's count
-      app.tokens.close();
+      await app.tokens.close();
       await app.spawner.shutdown();
       await backend.close?.();
       app.sessions.closeAll(CloseCode.goingAway, "daemon shutting down");
@@ -318,6 +332,8 @@ export function createDaemon(
       await approvals.close();
       stopIndexer();
       await checkpointer.close();
+      await app.audit.close();
+      await settings.close();
       await leading.close();
       await replica?.close();
       store.close();
