@@ -11,6 +11,8 @@ import { connectBrowser } from "../../testing/agent.ts";
 import { startReplicas } from "../../testing/replicas.ts";
 import { startGitlabFixture } from "../../testing/fixtures/gitlab_fixture.ts";
 import { connectPostgres } from "../../lib/storage/pg_client.ts";
+import { PgAuditLog } from "../../lib/storage/pg_audit_log.ts";
+import { Audit } from "../../lib/audit.ts";
 
 /** How long a revocation on one replica may take to close what another one serves. */
 const REVOKE_DEADLINE_MS = 3_000;
@@ -251,5 +253,19 @@ Deno.test("replicas: tokens, audit and settings are the deployment's, not a repl
     });
   } finally {
     await gitlab.close();
+  }
+});
+
+Deno.test("audit on PostgreSQL: a burst of appends not waited for is stored in call order, read back at once", async () => {
+  await using pg = await startPostgres();
+  const url = await pg.newDatabase();
+  const audit = new Audit(await PgAuditLog.open(url));
+  try {
+    // A pool of ten connections: appends sent side by side would commit in any order.
+    for (let i = 0; i < 200; i++) void audit.append({ actor: "burst", role: "admin", action: `a${i}` });
+    const rows = await audit.page(0, 1000);
+    assert.deepEqual(rows.map((r) => r.action), Array.from({ length: 200 }, (_, i) => `a${i}`));
+  } finally {
+    await audit.close();
   }
 });
