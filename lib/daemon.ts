@@ -57,6 +57,11 @@ import { Mirror } from "./replica/mirror.ts";
 import { ALWAYS_LEADER, Leadership, type Leading } from "./replica/leader.ts";
 import type { SessionCommit } from "./store.ts";
 
+/** Another replica's live delta as the hub publishes it (its seq read from its JSON). */
+function liveEvent({ json }: { json: string }): { seq: number; json: string } {
+  return { seq: (JSON.parse(json) as { seq: number }).seq, json };
+}
+
 /** How often sessions past the retention period are looked for (also once at start). */
 const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 
@@ -114,8 +119,15 @@ export function createDaemon(
   const mirror = replica &&
     new Mirror(store, replica.log, replica.feed, {
       committed: (commits) => {
-        for (const c of commits) hub.publishEvents(c.sessionId, c.after, c.inserted);
-        for (const c of commits) replica.advanced(c.sessionId);
+        for (const c of commits) {
+          // Another replica's deltas that came before these events are published among them, by seq.
+          const deltas = replica.deltasWithin(c.sessionId, c.after, c.lastSeq).map(liveEvent);
+          const events = deltas.length
+            ? [...c.inserted, ...deltas].sort((x, y) => x.seq - y.seq)
+            : c.inserted;
+          hub.publishEvents(c.sessionId, c.after, events);
+          replica.advanced(c.sessionId);
+        }
         committed(commits);
       },
       created: (info) => sessions.createdElsewhere(info),
@@ -294,8 +306,7 @@ export function createDaemon(
         deliver: (frame) => sessions.deliver(frame),
         fenced: (sessionId) => sessions.fenced(sessionId),
         heldElsewhereChanged: (ids) => ids.forEach((id) => sessions.touch(id)),
-        releaseLive: (sessionId, json, after) =>
-          hub.publishEvents(sessionId, after, [{ seq: (JSON.parse(json) as { seq: number }).seq, json }]),
+        releaseLive: (sessionId, json, after) => hub.publishEvents(sessionId, after, [liveEvent({ json })]),
         cursor: (sessionId) => store.getSession(sessionId) ? store.lastSeq(sessionId) : -1,
       });
       await mirror.start();

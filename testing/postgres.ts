@@ -18,6 +18,11 @@ export interface Postgres extends AsyncDisposable {
   caFile: string | null;
   /** A fresh empty database owned by the same user, as a URL (isolates one test case from the others). */
   newDatabase(): Promise<string>;
+  /**
+   * Stop the server (its connections cut, as a crash or a failover does) and start it again on the same port
+   * and files, after `downMs` (default 0) with it stopped.
+   */
+  restart(downMs?: number): Promise<void>;
   /** Stop the server and remove its files. */
   close(): Promise<void>;
 }
@@ -189,7 +194,24 @@ export async function startPostgres(options: PostgresOptions = {}): Promise<Post
         await watchdog.stdin.close();
         await watchdog.status;
       })();
-    return { url, adminUrl, port, caFile, newDatabase, close, [Symbol.asyncDispose]: close };
+    // The admin client reconnects by itself on its next query.
+    const restart = async (downMs = 0) => {
+      await run(`${bin}/pg_ctl`, ["-D", data, "-m", "immediate", "-w", "stop"], asPostgres);
+      if (downMs) await new Promise((resolve) => setTimeout(resolve, downMs));
+      await run(`${bin}/pg_ctl`, [
+        "-D",
+        data,
+        "-w",
+        "-t",
+        "60",
+        "-l",
+        `${dir}/log`,
+        "-o",
+        [`-p ${port}`, ...settings].join(" "),
+        "start",
+      ], asPostgres);
+    };
+    return { url, adminUrl, port, caFile, newDatabase, restart, close, [Symbol.asyncDispose]: close };
   } catch (error) {
     await run(`${bin}/pg_ctl`, ["-D", `${dir}/data`, "-m", "immediate", "-w", "stop"], asPostgres).catch(
       () => {},

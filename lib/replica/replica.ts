@@ -26,12 +26,13 @@ import { Holders } from "./holders.ts";
 import type { EncodedEvent } from "../event_codec.ts";
 import { PgLiveChannel } from "../storage/pg_live_channel.ts";
 import { LiveOrder } from "../storage/live_order.ts";
+import type { LiveDelta } from "../storage/live_channel.ts";
 
 export { FencedError };
 
-/** How long a command that cannot be queued (the database away) is tried again before it is given up. */
-export const ENQUEUE_RETRY_FOR_MS = 30_000;
-const ENQUEUE_RETRY_EVERY_MS = 250;
+/** How long a write the database did not take (a command to queue, a claim to end) is tried again. */
+export const RETRY_FOR_MS = 30_000;
+const RETRY_EVERY_MS = 250;
 
 /** What a hello on this replica found in the shared database. */
 export interface Claimed {
@@ -70,6 +71,8 @@ export class Replica {
   #deps: ReplicaDeps | null = null;
   /** The sessions this replica holds, with their epoch. */
   #epochs = new Map<string, number>();
+  /** The epoch each of those sessions' claim got (what its socket knows; `#renew` may have moved it on). */
+  #claimed = new Map<string, number>();
   /** Per session, the command enqueued last from here: the next waits for it, so they queue in send order. */
   #sending = new Map<string, Promise<void>>();
   /** Per held session, the take in progress (one at a time keeps the frames in queue order). */
@@ -114,6 +117,11 @@ export class Replica {
     for (const e of events) this.live.publish({ sessionId, after, json: e.json });
   }
 
+  /** Held live deltas that belong among stored events `after < seq ≤ lastSeq` about to be published. */
+  deltasWithin(sessionId: string, after: number, lastSeq: number): LiveDelta[] {
+    return this.#order?.within(sessionId, after, lastSeq) ?? [];
+  }
+
   /** This replica's copy stored and published the session's events: deltas waiting for them may go. */
   advanced(sessionId: string): void {
     this.#order?.advanced(sessionId);
@@ -134,17 +142,21 @@ export class Replica {
     await this.log.ensureSession(info);
     const epoch = await this.log.claimHolder(info.id, this.id);
     this.#epochs.set(info.id, epoch);
+    this.#claimed.set(info.id, epoch);
     const row = await this.#rows.setInfo(info);
     return { epoch, lastSeq: row?.lastSeq ?? 0, ask: row?.ask ?? null };
   }
 
   /** The session's socket here went: release the claim unless a newer hello (here or elsewhere) made one. */
-  release(sessionId: string, epoch: number): void {
-    if (this.#epochs.get(sessionId) !== epoch) return;
+  release(sessionId: string, claimed: number): void {
+    if (this.#claimed.get(sessionId) !== claimed) return;
+    this.#claimed.delete(sessionId);
+    const epoch = this.#epochs.get(sessionId);
     this.#epochs.delete(sessionId);
-    this.#holders.release(sessionId, epoch).catch(() => {
-      // The row keeps naming this replica; it stops counting when this replica's heartbeat goes stale.
-    });
+    if (epoch === undefined) return; // fenced meanwhile: the row names another holder
+    // While the row names this replica, the others list the session online; given up, it stops counting when
+    // this replica's heartbeat goes stale.
+    void this.#retried(() => this.#holders.release(sessionId, epoch), `${sessionId}: claim not released`);
   }
 
   /** The epoch of a session this replica holds, undefined otherwise. */
@@ -188,11 +200,16 @@ export class Replica {
 
   /**
    * Queue a command for the session's holder, after every command sent from here before it. Never throws:
-   * while the database is away it is tried again for `ENQUEUE_RETRY_FOR_MS`, then given up with a log line.
+   * while the database is away it is tried again for `RETRY_FOR_MS`, then given up with a log line.
    */
   send(frame: CommandFrame): void {
     const id = frame.sessionId;
-    const next = (this.#sending.get(id) ?? Promise.resolve()).then(() => this.#enqueue(frame));
+    const next = (this.#sending.get(id) ?? Promise.resolve()).then(() =>
+      this.#retried(
+        () => this.queue.enqueue(frame.sessionId, frame),
+        `${frame.sessionId}: ${frame.type} not queued`,
+      )
+    );
     this.#sending.set(id, next);
     void next.finally(() => {
       if (this.#sending.get(id) === next) this.#sending.delete(id);
@@ -224,22 +241,42 @@ export class Replica {
     await this.#db.close();
   }
 
-  async #enqueue(frame: CommandFrame): Promise<void> {
-    const deadline = Date.now() + ENQUEUE_RETRY_FOR_MS;
+  /** Run `write` until it succeeds, for `RETRY_FOR_MS` at most (not past an unknown session); never throws. */
+  async #retried(write: () => Promise<unknown>, failure: string): Promise<void> {
+    const deadline = Date.now() + RETRY_FOR_MS;
     for (;;) {
       try {
-        await this.queue.enqueue(frame.sessionId, frame);
+        await write();
         return;
       } catch (error) {
         if (error instanceof NotFoundError || Date.now() > deadline || this.#closed) {
-          console.error(
-            `lvmh: session ${frame.sessionId}: ${frame.type} not queued: ${(error as Error).message}`,
-          );
+          console.error(`lvmh: session ${failure}: ${(error as Error).message}`);
           return;
         }
-        await new Promise((resolve) => setTimeout(resolve, ENQUEUE_RETRY_EVERY_MS));
+        await new Promise((resolve) => setTimeout(resolve, RETRY_EVERY_MS));
       }
     }
+  }
+
+  /**
+   * A take or an ack failed without an answer (the database went away): the commands it may have handed to
+   * this epoch would never be handed out again in it, so the session moves to a new epoch, if still ours, and
+   * takes again; what the old epoch took unacknowledged then comes again. Appends still carrying the old
+   * epoch are refused, which closes the socket; the plugin's replay repairs that.
+   */
+  #renew(sessionId: string, epoch: number): void {
+    void this.#retried(async () => {
+      if (this.#epochs.get(sessionId) !== epoch || this.#closed) return;
+      const next = await this.#rows.renew(sessionId, this.id, epoch);
+      if (this.#epochs.get(sessionId) !== epoch) return;
+      if (next === null) {
+        this.#epochs.delete(sessionId);
+        this.#deps?.fenced(sessionId);
+        return;
+      }
+      this.#epochs.set(sessionId, next);
+      this.take(sessionId);
+    }, `${sessionId}: commands not taken again`);
   }
 
   async #takeAll(sessionId: string): Promise<void> {
@@ -261,7 +298,7 @@ export class Replica {
           if (this.#epochs.get(sessionId) === epoch) this.#epochs.delete(sessionId);
           this.#deps?.fenced(sessionId);
         }
-        // Otherwise the database is away: the queue's sweep hints the session again.
+        this.#renew(sessionId, epoch);
         return;
       }
     }

@@ -131,6 +131,29 @@ export class LiveOrder {
     if (queue) this.#drain(sessionId, queue);
   }
 
+  /**
+   * The replica is about to publish stored events `after < seq ≤ lastSeq` of the session in one batch: hand
+   * back (and forget) the held deltas that belong among them (`after ≤ d.after < lastSeq`), in arrival order,
+   * for the caller to merge by seq; those that follow no event of the batch or before it are stale.
+   */
+  within(sessionId: string, after: number, lastSeq: number): LiveDelta[] {
+    const queue = this.#held.get(sessionId);
+    if (!queue) return [];
+    const taken: LiveDelta[] = [];
+    const kept = queue.filter(({ delta }) => {
+      if (delta.after >= lastSeq) return true;
+      if (delta.after >= after) taken.push(delta);
+      else this.#counts.stale++;
+      return false;
+    });
+    this.#size -= queue.length - kept.length;
+    this.#counts.released += taken.length;
+    if (kept.length) this.#held.set(sessionId, kept);
+    else this.#held.delete(sessionId);
+    this.#idle();
+    return taken;
+  }
+
   /** Drop every held delta older than `maxAgeMs` (the timer calls it; so may a test with its own clock). */
   expire(): void {
     const oldest = this.#now() - this.#maxAgeMs;

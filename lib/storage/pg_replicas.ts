@@ -45,6 +45,16 @@ export class PgReplicas extends PgStore {
       WHERE id = ${sessionId} AND holder = ${replicaId} AND holder_epoch = ${epoch}`;
   }
 
+  /**
+   * Move a session this replica holds at `epoch` to the next epoch, unless another claim was made meanwhile.
+   * @returns the new epoch, or null when the session is no longer held at `epoch` by `replicaId`.
+   */
+  async renew(sessionId: string, replicaId: string, epoch: number): Promise<number | null> {
+    const [row] = await this.sql`UPDATE sessions SET holder_epoch = holder_epoch + 1
+      WHERE id = ${sessionId} AND holder = ${replicaId} AND holder_epoch = ${epoch} RETURNING holder_epoch`;
+    return row ? safeInteger(row.holder_epoch) : null;
+  }
+
   /** Store the snapshot a plugin's hello carried; returns where the row stands (null: no such row). */
   async setInfo(info: SessionInfo): Promise<HeldRow | null> {
     const [row] = await this.sql`UPDATE sessions SET info = ${JSON.stringify(info)} WHERE id = ${info.id}
