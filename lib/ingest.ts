@@ -30,6 +30,12 @@ export interface SharedLog {
   live(sessionId: string, after: number, events: readonly EncodedEvent[]): void;
 }
 
+/** A session's commit to the shared log in flight, and what came for the session meanwhile. */
+interface SharedCommit {
+  waiting: Pending[];
+  done: Promise<void>;
+}
+
 interface Pending {
   event: AgentEvent;
   origin: EventOrigin;
@@ -67,9 +73,8 @@ export class Ingest {
   #hub: Hub;
   #onCommitted: (commits: SessionCommit[]) => void;
   #shared: SharedLog | null;
-  /** With a shared log: the commit in flight (one at a time keeps each session's order), and its sessions. */
-  #committing: Promise<void> = Promise.resolve();
-  #inFlight = new Map<string, number>();
+  /** With a shared log: each session's commit in flight (one at a time keeps the session's order). */
+  #inFlight = new Map<string, SharedCommit>();
 
   /**
    * @param onCommitted called after every commit that stored something (the session list changed).
@@ -147,7 +152,7 @@ export class Ingest {
 
   /** Resolves once the commits in flight to a shared log are done (at once without one). */
   async drained(): Promise<void> {
-    await this.#committing;
+    while (this.#inFlight.size) await Promise.all([...this.#inFlight.values()].map((c) => c.done));
   }
 
   /**
@@ -156,7 +161,7 @@ export class Ingest {
    */
   async settled(sessionId: string): Promise<void> {
     this.flushSession(sessionId);
-    while (this.#inFlight.has(sessionId)) await this.#committing;
+    for (let c = this.#inFlight.get(sessionId); c; c = this.#inFlight.get(sessionId)) await c.done;
   }
 
   /**
@@ -203,57 +208,52 @@ export class Ingest {
   }
 
   /**
-   * Commit a batch in the shared log (each session on its own: one session's failure or fence costs only its
-   * own events), then store what committed in this replica's file and publish it, after the commit before.
+   * Commit a batch in the shared log, each session on its own (one session's failure or fence costs only its
+   * own events, and a slow one holds up no other), then store what committed in this replica's file and
+   * publish it. A session has one commit in flight; what comes meanwhile waits and goes in its next one.
    */
   #commitShared(shared: SharedLog, batch: Pending[]): void {
-    const sessions = new Set(batch.map((p) => p.event.sessionId));
-    for (const id of sessions) this.#inFlight.set(id, (this.#inFlight.get(id) ?? 0) + 1);
-    this.#committing = this.#committing.then(async () => {
-      const bySession = Map.groupBy(batch, (p) => p.event.sessionId);
-      const acked = new Map<string, number>();
-      await Promise.all([...bySession].map(async ([sessionId, part]) => {
-        const persisted = part.filter((p) => !isEphemeral(p.event.type)).map((p) => p.event);
-        if (!persisted.length) return;
-        try {
-          acked.set(sessionId, (await shared.append(sessionId, persisted)).lastSeq);
-        } catch (error) {
-          this.#fail(part, error);
-          bySession.delete(sessionId);
-        }
-      }));
-      const stored = [...bySession.values()].flat();
-      let commits: SessionCommit[] = [];
-      try {
-        commits = this.#publish(
-          stored,
-          this.#store.appendBatch(
-            stored.filter((p) => !isEphemeral(p.event.type)).map((p) => p.event),
-          ),
-          acked,
-        );
-      } catch (error) {
-        // Committed in the shared log (so acked), but not in this file: the feed brings it again.
-        console.error(
-          `lvmh: cannot copy committed events to this replica's file: ${(error as Error).message}`,
-        );
-        for (const [sessionId, lastSeq] of acked) {
-          for (const p of stored) if (p.event.sessionId === sessionId) p.origin.ack(lastSeq);
-        }
-        return;
-      }
-      for (const [sessionId, lastSeq] of acked) shared.copied(sessionId, lastSeq);
-      if (commits.length) this.#onCommitted(commits);
-    }).catch((error) => {
-      // A follower's own failure (onCommitted); the chain must go on for the commits behind this one.
+    for (const [sessionId, part] of Map.groupBy(batch, (p) => p.event.sessionId)) {
+      const running = this.#inFlight.get(sessionId);
+      if (running) running.waiting.push(...part);
+      else this.#startShared(shared, sessionId, part);
+    }
+  }
+
+  #startShared(shared: SharedLog, sessionId: string, part: Pending[]): void {
+    const entry: SharedCommit = { waiting: [], done: Promise.resolve() };
+    this.#inFlight.set(sessionId, entry);
+    entry.done = this.#commitSession(shared, sessionId, part).catch((error) => {
+      // A follower's own failure (onCommitted); the session's next commit must still go.
       console.error(`lvmh: after a commit to the shared log: ${(error as Error).message}`);
     }).finally(() => {
-      for (const id of sessions) {
-        const n = this.#inFlight.get(id)! - 1;
-        if (n) this.#inFlight.set(id, n);
-        else this.#inFlight.delete(id);
-      }
+      if (entry.waiting.length) this.#startShared(shared, sessionId, entry.waiting);
+      else this.#inFlight.delete(sessionId);
     });
+  }
+
+  async #commitSession(shared: SharedLog, sessionId: string, part: Pending[]): Promise<void> {
+    const persisted = part.filter((p) => !isEphemeral(p.event.type)).map((p) => p.event);
+    const acked = new Map<string, number>();
+    if (persisted.length) {
+      try {
+        acked.set(sessionId, (await shared.append(sessionId, persisted)).lastSeq);
+      } catch (error) {
+        return this.#fail(part, error);
+      }
+    }
+    let local: SessionCommit[] = [];
+    try {
+      if (persisted.length) local = this.#store.appendBatch(persisted);
+    } catch (error) {
+      // Committed in the shared log (so acked), but not in this file: the feed brings it again.
+      console.error(`lvmh: cannot copy committed events to this replica's file: ${(error as Error).message}`);
+      for (const [, lastSeq] of acked) part.at(-1)!.origin.ack(lastSeq);
+      return;
+    }
+    const commits = this.#publish(part, local, acked);
+    for (const [, lastSeq] of acked) shared.copied(sessionId, lastSeq);
+    if (commits.length) this.#onCommitted(commits);
   }
 
   /** Ack each session's origin with its stored lastSeq, publish its new events and deltas in seq order. */
