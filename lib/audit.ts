@@ -10,7 +10,9 @@ import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { gateOf, type WriteGate } from "./write_gate.ts";
 import type { Role } from "./token_store.ts";
 import type { AuditEntry } from "./protocol.ts";
-import type { AuditLog } from "./storage/audit_log.ts";
+import type { AuditInput, AuditLog } from "./storage/audit_log.ts";
+
+export type { AuditInput };
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS audit(
@@ -23,15 +25,6 @@ const MAX_DETAIL_CHARS = 20_000;
 
 // One audit row is a wire shape the browser shares: it lives in lib/protocol.ts.
 export type { AuditEntry };
-
-/** What an action appends. */
-export interface AuditInput {
-  actor: string;
-  role: Role | null;
-  action: string;
-  sessionId?: string | null;
-  detail?: unknown;
-}
 
 /**
  * The daemon's audit log. Appends go out one at a time in call order: ids are commit-ordered across replicas,

@@ -10,9 +10,18 @@
  * `after` never skips a row that commits later.
  */
 import type { AuditEntry } from "../protocol.ts";
-import type { AuditInput } from "../audit.ts";
+import type { Role } from "../token_store.ts";
 
-export type { AuditEntry, AuditInput };
+/** What an action appends. */
+export interface AuditInput {
+  actor: string;
+  role: Role | null;
+  action: string;
+  sessionId?: string | null;
+  detail?: unknown;
+}
+
+export type { AuditEntry };
 
 /** Longest detail kept per row, as lib/audit.ts keeps it (a prompt's text beyond it is cut). */
 export const MAX_DETAIL_CHARS = 20_000;
