@@ -8,7 +8,6 @@
  */
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { gateOf, type WriteGate } from "./write_gate.ts";
-import type { Role } from "./token_store.ts";
 import type { AuditEntry } from "./protocol.ts";
 import type { AuditInput, AuditLog } from "./storage/audit_log.ts";
 
