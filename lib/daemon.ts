@@ -12,6 +12,7 @@ import { Sessions } from "./sessions.ts";
 import { Approvals } from "./approvals.ts";
 import { ApprovalStore } from "./approval_store.ts";
 import { SqliteApprovalLog } from "./storage/sqlite_approval_log.ts";
+import { PgApprovalLog } from "./storage/pg_approval_log.ts";
 import { ImageStore } from "./image_store.ts";
 import { Tokens } from "./tokens.ts";
 import { SqliteTokenLog } from "./storage/sqlite_token_log.ts";
@@ -145,7 +146,7 @@ export function createDaemon(
           claim: (info) => replica.claim(info),
           catchUp: (sessionId) => mirror.catchUp(sessionId),
           release: (sessionId, epoch) => replica.release(sessionId, epoch),
-          send: (frame) => replica.send(frame),
+          send: (frame, options) => replica.send(frame, options),
           take: (sessionId) => replica.take(sessionId),
           heldElsewhere: (sessionId) => replica.heldElsewhere(sessionId),
           setAsk: (sessionId, ask) => replica.setAsk(sessionId, ask),
@@ -169,14 +170,19 @@ export function createDaemon(
   // is read in the background.
   const usage = new UsageRuns(store.db);
   usage.backfill(() => store.listSessions());
-  const approvals = new Approvals(new SqliteApprovalLog(store.db), {
+  // Approvals are the deployment's: with replicas, one answer wins across all of them.
+  const approvalLog = replica
+    ? new PgApprovalLog(replica.db.sql, replica.db.listen)
+    : new SqliteApprovalLog(store.db);
+  const approvals = new Approvals(approvalLog, {
     trySend: (id, command) => sessions.trySend(id, command),
     touch: (id) => sessions.touch(id),
     broadcast: (frame) => hub.broadcast(frame),
     raiseBudget: (id) => budgets.raise(id),
     budgetApproved: (id) => budgets.raised(id),
-  }, { pending: new ApprovalStore(store.db).pending() }); // read now: nothing sees an empty list
-  void approvals.start();
+  }, replica ? {} : { pending: new ApprovalStore(store.db).pending() }); // read now: nothing sees an empty list
+  // With replicas the pending list is read from the shared log before the daemon serves (`ready`).
+  if (!replica) void approvals.start();
   sessions.setWaiting((id) => approvals.waiting(id));
   sessions.setBudgets((id) => budgets.glance(id));
   // Settings (the GitLab connection, the hook secret) are the deployment's: shared by replicas.
@@ -302,6 +308,7 @@ export function createDaemon(
   const ready = replica && mirror
     ? (async () => {
       await settings.start();
+      await approvals.start();
       await replica.start({
         deliver: (frame) => sessions.deliver(frame),
         fenced: (sessionId) => sessions.fenced(sessionId),
@@ -341,6 +348,7 @@ export function createDaemon(
       app.sessions.closeAll(CloseCode.goingAway, "daemon shutting down");
       hub.closeAll(CloseCode.goingAway, "daemon shutting down");
       await approvals.close();
+      await approvalLog.close();
       stopIndexer();
       await checkpointer.close();
       await app.audit.close();

@@ -83,8 +83,11 @@ export interface SharedSessions {
   catchUp(sessionId: string): Promise<void>;
   /** The socket of `epoch` went (a newer claim is left alone). */
   release(sessionId: string, epoch: number): void;
-  /** Queue a command for whichever replica holds the session (in send order; never throws). */
-  send(frame: DaemonFrame & { type: CommandType }): void;
+  /**
+   * Queue a command for whichever replica holds the session (in send order; never throws); with `ifHeld`,
+   * only if one does.
+   */
+  send(frame: DaemonFrame & { type: CommandType }, options?: { ifHeld?: boolean }): void;
   /** Hand the session's queued commands to its socket here. */
   take(sessionId: string): void;
   /** True when a live replica other than this one holds the session. */
@@ -403,6 +406,11 @@ export class Sessions {
 
   /** Send a command if the session is online; false when it is not (it will be sent again on reconnect). */
   trySend(sessionId: string, command: Command): boolean {
+    if (this.#shared && !this.#isOnline(sessionId)) {
+      // This replica's view of the other replicas' sessions lags their claims by a poll: the shared row says.
+      this.#shared.send(this.#frame(sessionId, command), { ifHeld: true });
+      return false;
+    }
     if (!this.#isOnline(sessionId)) return false;
     this.#sendFrame(this.#links.get(sessionId) ?? null, this.#frame(sessionId, command));
     return true;

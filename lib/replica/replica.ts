@@ -201,14 +201,18 @@ export class Replica {
   /**
    * Queue a command for the session's holder, after every command sent from here before it. Never throws:
    * while the database is away it is tried again for `RETRY_FOR_MS`, then given up with a log line.
+   * @param options.ifHeld queue it only when some replica holds the session (this replica's view of the
+   *   others lags their claims by up to a poll): a command for a session nobody holds is dropped, as one for
+   *   an offline session is on a single daemon.
    */
-  send(frame: CommandFrame): void {
+  send(frame: CommandFrame, options: { ifHeld?: boolean } = {}): void {
     const id = frame.sessionId;
+    const enqueue = async () => {
+      if (options.ifHeld && !this.#epochs.has(id) && !(await this.#rows.held(id))) return;
+      await this.queue.enqueue(id, frame);
+    };
     const next = (this.#sending.get(id) ?? Promise.resolve()).then(() =>
-      this.#retried(
-        () => this.queue.enqueue(frame.sessionId, frame),
-        `${frame.sessionId}: ${frame.type} not queued`,
-      )
+      this.#retried(enqueue, `${frame.sessionId}: ${frame.type} not queued`)
     );
     this.#sending.set(id, next);
     void next.finally(() => {

@@ -55,6 +55,12 @@ export class PgReplicas extends PgStore {
     return row ? safeInteger(row.holder_epoch) : null;
   }
 
+  /** True when some replica claimed the session and has not released it (it may since have died). */
+  async held(sessionId: string): Promise<boolean> {
+    const [row] = await this.sql`SELECT holder IS NOT NULL AS held FROM sessions WHERE id = ${sessionId}`;
+    return row?.held === true;
+  }
+
   /** Store the snapshot a plugin's hello carried; returns where the row stands (null: no such row). */
   async setInfo(info: SessionInfo): Promise<HeldRow | null> {
     const [row] = await this.sql`UPDATE sessions SET info = ${JSON.stringify(info)} WHERE id = ${info.id}

@@ -172,6 +172,65 @@ Deno.test(
   },
 );
 
+Deno.test("replicas: an approval asked on A, answered on B and C at once: one answer wins, delivered once", async () => {
+  await using pg = await startPostgres();
+  const url = await pg.newDatabase();
+  const [a, b, c] = await replicas(url, 3);
+  const agent = await connectAgent(a, { sessionId: "ask-1" });
+  try {
+    for (let round = 1; round <= 5; round++) {
+      const id = `ap-${round}`;
+      agent.send("approval_request", {
+        approvalId: id,
+        toolCallId: `call-${id}`,
+        toolName: "bash",
+        args: { command: `echo ${round}` },
+      });
+      for (const d of [b, c]) {
+        await waitFor(
+          async () => {
+            const pending = await (await d.api("/api/approvals?state=pending")).json();
+            return pending.some((p: { id: string }) => p.id === id);
+          },
+          `${id} pending on ${d.url}`,
+          5_000,
+        );
+      }
+      const answers = await Promise.all(
+        [[b, "approve"], [c, "reject"]].map(([d, decision]) =>
+          (d as DaemonProcess).api(`/api/approvals/${id}`, {
+            method: "POST",
+            body: JSON.stringify({ decision }),
+          })
+        ),
+      );
+      assert.deepEqual(answers.map((r) => r.status).sort(), [200, 409], `${id}: one answer wins`);
+      const winner = await answers.find((r) => r.status === 200)!.json();
+      await answers.find((r) => r.status === 409)!.body?.cancel();
+      const decision = await agent.waitFrame(
+        (f) => f.type === "approval_decision" && f.approvalId === id,
+        `${id}'s decision on A's plugin`,
+        5_000,
+      );
+      assert.equal(decision.decision, winner.state === "approved" ? "approve" : "reject");
+      for (const d of [a, b, c]) {
+        const listed = await (await d.api(`/api/approvals?state=${winner.state}`)).json();
+        assert.ok(listed.some((p: { id: string }) => p.id === id), `${id} ${winner.state} on ${d.url}`);
+      }
+    }
+    // A later frame proves nothing else was on its way: each decision reached the plugin once.
+    agent.send("message_end", userEnd("after", "after"));
+    const last = agent.frames.length;
+    await agent.waitFrame((f) => f.type === "ack", "an ack after the rounds");
+    assert.ok(agent.frames.length >= last);
+    const decisions = agent.frames.filter((f) => f.type === "approval_decision").map((f) => f.approvalId);
+    assert.deepEqual(decisions, ["ap-1", "ap-2", "ap-3", "ap-4", "ap-5"]);
+  } finally {
+    await agent.close();
+    await Promise.all([a.stop(), b.stop(), c.stop()]);
+  }
+});
+
 /** Every seq B's browser got for the session, stored or live, in arrival order. */
 function seenOrder(frames: Frame[], sessionId: string): number[] {
   return frames.filter((f) => f.type === "events" && f.sessionId === sessionId)
