@@ -44,6 +44,7 @@ import { SqliteWebhookLog } from "./storage/sqlite_webhook_log.ts";
 import { PgWebhookLog } from "./storage/pg_webhook_log.ts";
 import { SqlitePushLog } from "./storage/sqlite_push_log.ts";
 import { PgPushLog } from "./storage/pg_push_log.ts";
+import { PgVisibilityShare } from "./notify/visibility.ts";
 import { DaemonFeed } from "./daemon_feed.ts";
 import { startIdleCollector } from "./memory.ts";
 import { WalCheckpointer } from "./wal_checkpointer.ts";
@@ -251,7 +252,9 @@ export function createDaemon(
         : new SqliteWebhookLog(store.db, { leaseMs: config.webhookLeaseSeconds * 1000 }),
       { replica: config.replicaId },
     ),
-    push: new Push(replica ? new PgPushLog(replica.db.sql) : new SqlitePushLog(store.db)),
+    push: replica
+      ? new Push(new PgPushLog(replica.db.sql), { visibility: new PgVisibilityShare(replica.db) })
+      : new Push(new SqlitePushLog(store.db)),
     gitlab,
     mergeRequests,
     spawner,

@@ -12,6 +12,7 @@ import { describe, type NotifyEvent, type NotifyKind } from "./kinds.ts";
 import type { PushSubscribeBody } from "../protocol.ts";
 import type { PushSubscriptionRecord } from "./push_store.ts";
 import type { PushLog, VapidKeys } from "../storage/push_log.ts";
+import type { VisibilityShare } from "./visibility.ts";
 import { Coalescer } from "./coalesce.ts";
 import { generateVapidKeys, sendPush } from "./web_push.ts";
 import { NotFoundError } from "../errors.ts";
@@ -25,6 +26,8 @@ export interface PushOptions {
   subject?: string;
   retryDelaysMs?: number[];
   coalesceMs?: number;
+  /** With replicas: visibility reports made on one are heard by all (lib/notify/visibility.ts). */
+  visibility?: VisibilityShare;
 }
 
 /** What a push attempt came to, for tests and logs. */
@@ -44,6 +47,7 @@ export class Push {
   #retry: number[];
   #pending = new Set<Promise<unknown>>();
   #closed = false;
+  #share: VisibilityShare | null;
   /** Every outcome, newest last (bounded); tests read it. */
   readonly outcomes: PushOutcome[] = [];
 
@@ -52,10 +56,12 @@ export class Push {
     this.#coalescer = new Coalescer(options.coalesceMs);
     this.#subject = options.subject ?? "mailto:lvmh@localhost";
     this.#retry = options.retryDelaysMs ?? [1000, 4000, 16_000];
+    this.#share = options.visibility ?? null;
   }
 
   /** Read (or make, the first time in the deployment) the VAPID key pair. */
   async start(): Promise<void> {
+    await this.#share?.start(({ endpoint, visible }) => this.#setVisible(endpoint, visible, Date.now()));
     await this.#vapid();
   }
 
@@ -105,7 +111,12 @@ export class Push {
   }
 
   /** Note that the page of the browser behind `endpoint` is shown (it sees events there) or hidden. */
-  setVisible(endpoint: string, visible: boolean, now = Date.now()): void {
+  async setVisible(endpoint: string, visible: boolean, now = Date.now()): Promise<void> {
+    this.#setVisible(endpoint, visible, now);
+    await this.#share?.publish({ endpoint, visible });
+  }
+
+  #setVisible(endpoint: string, visible: boolean, now: number): void {
     if (visible) this.#visible.set(endpoint, now);
     else this.#visible.delete(endpoint);
   }
@@ -146,8 +157,9 @@ export class Push {
   }
 
   /** Stop sending: retries still waiting are dropped. */
-  close(): void {
+  async close(): Promise<void> {
     this.#closed = true;
+    await this.#share?.close();
   }
 
   async #deliver(target: PushSubscriptionRecord, payload: string, event: NotifyEvent): Promise<void> {

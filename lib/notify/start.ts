@@ -98,14 +98,15 @@ export function startNotify(app: App): { close(): Promise<void> } {
   );
   watcher.prime(app.sessions.list(), app.approvals.pending());
   app.webhooks.start();
-  // The key pair is made now, the first time in a deployment; a database away now is tried again at first use.
-  app.push.start().catch((error) => console.error(`lvmh: push keys: ${(error as Error).message}`));
+  // The key pair is made now, the first time in a deployment (a database away now: tried again at first use),
+  // and other replicas' visibility reports are heard from now on.
+  app.push.start().catch((error) => console.error(`lvmh: push: ${(error as Error).message}`));
   return {
     async close() {
       unfollow();
       unbudget();
       watcher.close();
-      app.push.close();
+      await app.push.close();
       await app.webhooks.close();
     },
   };

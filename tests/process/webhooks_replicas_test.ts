@@ -3,14 +3,15 @@
  * webhook delivered once"): an endpoint created through B is listed on A and C; a plugin on A asks for
  * approvals and ends a run, and the receiver (which checks every signature) gets each notification exactly
  * once, although every replica sees every session's events; one VAPID key pair on every replica, and a
- * browser subscribed through C gets one push of a run's end on A; the replica that claimed a delivery SIGKILLed
+ * browser subscribed through C gets one push of a run's end on A, and none once its page told B it is shown;
+ * the replica that claimed a delivery SIGKILLed
  * while the receiver holds the request open: another replica sends it again, with the same webhook-id, once
  * its claim ran out (`LVMH_WEBHOOK_LEASE_SECONDS`), and it is settled once.
  */
 import assert from "node:assert/strict";
 import { startPostgres } from "../../testing/postgres.ts";
 import { waitFor } from "../../testing/daemon.ts";
-import { connectAgent } from "../../testing/agent.ts";
+import { connectAgent, connectBrowser } from "../../testing/agent.ts";
 import { startReplicas } from "../../testing/replicas.ts";
 import { startReceiver } from "../../testing/fixtures/webhook_receiver.ts";
 import { startPushService } from "../../testing/fixtures/push_service.ts";
@@ -40,6 +41,7 @@ Deno.test("webhooks on three replicas: each notification delivered once, a kille
     env: { LVMH_ASK: "bash", LVMH_WEBHOOK_LEASE_SECONDS: String(LEASE_S) },
   });
   const [a, b, c] = cluster.replicas;
+  const browsers = await Promise.all(cluster.replicas.map((r) => connectBrowser(r.daemon().browserUrl)));
   const agent = await connectAgent(a.daemon(), { sessionId: "wh-rep" });
   try {
     const ofApproval = (id: string) => receiver.received.filter((r) => r.body.data.approvalId === id);
@@ -60,12 +62,15 @@ Deno.test("webhooks on three replicas: each notification delivered once, a kille
     });
 
     await t.step("approvals and a run's end on A's plugin: one signed delivery each", async () => {
-      // Every replica follows the session (lists it online) before anything happens: each sees each event.
-      for (const r of cluster.replicas) {
-        await waitFor(async () => {
-          const list = await (await r.daemon().api("/api/sessions")).json();
-          return list.some((s: { id: string; online: boolean }) => s.id === "wh-rep" && s.online);
-        }, `${r.id} lists the session online`);
+      // Every replica's watcher follows the session once its hub says it is online (a browser there hears the
+      // same broadcast) before anything happens: each sees each event.
+      for (const browser of browsers) {
+        await browser.waitFrame(
+          (f) =>
+            f.type === "session_update" &&
+            (f.sessions as { id: string; online: boolean }[]).some((s) => s.id === "wh-rep" && s.online),
+          "wh-rep online in every replica's hub",
+        );
       }
       for (const id of ["x1", "x2", "x3"]) agent.send("approval_request", request(id));
       agent.send("agent_start", {});
@@ -132,11 +137,53 @@ Deno.test("webhooks on three replicas: each notification delivered once, a kille
       const [got] = service.received;
       assert.equal(got.vapidOk, true, got.vapidError ?? "");
       assert.equal(got.jwt!.k, keys[0]);
-      // Copies from other replicas would be sent as soon as this one: a webhook marker sent after the run's
-      // end, delivered, leaves them no time.
+      // Copies from other replicas would be sent as soon as this one: the run's webhook and a marker sent
+      // after it, delivered, leave them no time.
+      const settled = () =>
+        receiver.received.filter((r) => r.body.type === "run.settled" && r.status === 200);
+      await waitFor(() => settled().length === 2, "the run's webhook", 15_000);
       agent.send("approval_request", request("marker2"));
       await waitFor(() => ofApproval("marker2").length === 1, "a later marker delivered", 15_000);
       assert.equal(service.received.length, 1, "one push");
+
+      // Another session on A (a push per session and kind is coalesced for 30 s): the page reports it is
+      // shown to B; A, which sends the pushes of its sessions, hears it.
+      // A's watcher follows a session once the hub's `session_update` says it is online: a browser on A hears
+      // the same broadcast.
+      const browser = await connectBrowser(a.daemon().browserUrl);
+      const other = await connectAgent(a.daemon(), { sessionId: "wh-vis" });
+      try {
+        await browser.waitFrame(
+          (f) =>
+            f.type === "session_update" &&
+            (f.sessions as { id: string; online: boolean }[]).some((s) => s.id === "wh-vis" && s.online),
+          "wh-vis online in A's hub",
+        );
+        const report = async (visible: boolean) => {
+          const res = await b.daemon().api("/api/push/visible", {
+            method: "POST",
+            body: JSON.stringify({ endpoint: sub.endpoint, visible }),
+          });
+          assert.equal(res.status, 200);
+          await res.body?.cancel();
+        };
+        await report(true);
+        other.send("agent_start", {});
+        other.send("agent_end", {});
+        await waitFor(() => settled().length === 3, "the run's end happened (its webhook went out)", 15_000);
+        agent.send("approval_request", request("marker3"));
+        await waitFor(() => ofApproval("marker3").length === 1, "a later marker delivered", 15_000);
+        assert.equal(service.received.length, 1, "no push to a page shown, whichever replica it told");
+        // Hidden again (told to B): the next run's end is pushed.
+        await report(false);
+        other.send("agent_start", {});
+        other.send("agent_end", {});
+        await waitFor(() => service.received.length === 2, "the push once the page is hidden", 15_000);
+        await waitFor(() => settled().length === 4, "its webhook", 15_000);
+      } finally {
+        await other.close();
+        await browser.close();
+      }
     });
 
     await t.step(
@@ -188,6 +235,7 @@ Deno.test("webhooks on three replicas: each notification delivered once, a kille
     );
   } finally {
     await agent.close().catch(() => {});
+    for (const browser of browsers) await browser.close().catch(() => {});
     await cluster.close();
     await receiver.close();
     await service.close();

@@ -6,7 +6,7 @@ import type { Handlers } from "../../../lib/router.ts";
 export const handler: Handlers = {
   async POST(ctx) {
     const { endpoint, visible } = await readJson(ctx.req, PushVisibleBody);
-    ctx.app.push.setVisible(endpoint, visible);
+    await ctx.app.push.setVisible(endpoint, visible);
     return json({ ok: true });
   },
 };
