@@ -19,6 +19,8 @@ import { findSession } from "./find_session.ts";
 import { sendHookPrompt } from "./send.ts";
 import { type GitlabAction, promptFor } from "./gitlab_events.ts";
 import { MAX_PIPELINE_PROMPTS } from "../merge_request_change.ts";
+import { PgHookPromptLog } from "../storage/pg_hook_prompt_log.ts";
+import type { SharedDatabase } from "../storage/open.ts";
 
 /** `POST /hooks/generic`. */
 export const GenericHookBody = z.object({
@@ -37,6 +39,8 @@ export interface HookDeps extends KeptPromptDeps {
   mergeRequests: MergeRequests;
   /** The deployment's settings, where the GitLab hook secret set through the API is kept. */
   settings: SettingsAccess;
+  /** With replicas: the database they share, where the delivery keys are kept. */
+  replica?: { db: SharedDatabase } | null;
 }
 
 /** Inbound hook state and work. */
@@ -44,6 +48,8 @@ export class Hooks {
   #deps: HookDeps;
   #store: HookStore;
   #kept: KeptPrompts;
+  /** With replicas, the delivery keys of the deployment: a retry landing on another replica is a replay. */
+  #shared: PgHookPromptLog | null;
   #pending = new Set<Promise<void>>();
   /** The GitLab hook secret: `LVMH_GITLAB_HOOK_SECRET`, else the one set through the API. */
   readonly gitlabSecret: GitlabSecret;
@@ -52,6 +58,7 @@ export class Hooks {
   constructor(deps: HookDeps, envSecret: string | null) {
     this.#deps = deps;
     this.#store = new HookStore(deps.store.db);
+    this.#shared = deps.replica ? new PgHookPromptLog(deps.replica.db.sql) : null;
     this.gitlabSecret = new GitlabSecret(deps.settings, envSecret);
     this.#kept = new KeptPrompts(deps, this.#store, (what, work) => this.later(what, work));
     // A failed pipeline of a followed merge request, from the hook or the poller: a follow-up once the run
@@ -96,8 +103,9 @@ export class Hooks {
     this.#kept.pluginHello(sessionId, features);
   }
 
-  /** Record a delivery key; false when it was handled before. */
-  claim(source: string, key: string): boolean {
+  /** Record a delivery key; false when it was handled before (on any replica). */
+  async claim(source: string, key: string): Promise<boolean> {
+    if (this.#shared) return await this.#shared.claimDelivery(source, key);
     return this.#store.claim(source, key);
   }
 
@@ -158,7 +166,7 @@ export class Hooks {
       });
       return true;
     }
-    this.queueSpawn(action.repo, action.branch ?? undefined, message, actor, { gitlab: action.kind });
+    this.#kept.queueSpawn(action.repo, action.branch ?? undefined, message, actor, { gitlab: action.kind });
     return true;
   }
 
@@ -170,8 +178,11 @@ export class Hooks {
     actor: string,
     detail: Record<string, unknown> = {},
     dedupe?: { source: string; key: string },
-  ): { sessionId: string; duplicate: boolean } {
-    return this.#kept.queueSpawn(repo, branch, message, actor, detail, dedupe);
+  ): Promise<{ sessionId: string; duplicate: boolean }> {
+    if (this.#shared && dedupe) {
+      return this.#kept.queueSpawnShared(this.#shared, repo, branch, message, actor, detail, dedupe);
+    }
+    return Promise.resolve(this.#kept.queueSpawn(repo, branch, message, actor, detail, dedupe));
   }
 
   /** Prompt a live session now, as the generic hook does. @throws what `sessions.prompt` throws. */

@@ -23,6 +23,7 @@ import type { Spawner } from "../spawner.ts";
 import type { Store } from "../store.ts";
 import { UnavailableError } from "../errors.ts";
 import type { HookStore, PendingPrompt } from "./hook_store.ts";
+import type { HookPromptLog } from "../storage/hook_prompt_log.ts";
 import { whenOnline } from "./session_waits.ts";
 import { PromptDelivery } from "./prompt_delivery.ts";
 
@@ -103,9 +104,48 @@ export class KeptPrompts {
     detail: Record<string, unknown> = {},
     dedupe?: { source: string; key: string },
   ): { sessionId: string; duplicate: boolean } {
+    const pending = this.#spawnPrompt(repo, branch, message, actor, detail);
+    if (dedupe) {
+      const claimed = this.#store.claimSpawn(dedupe.source, dedupe.key, pending);
+      if (claimed.duplicate) return claimed;
+    } else {
+      this.#store.addPrompt(pending);
+    }
+    return this.#spawnKept(pending, actor, repo, branch);
+  }
+
+  /**
+   * `queueSpawn` with its delivery key in the database replicas share, so a replay on any replica names the
+   * first spawn. The prompt itself is kept in this replica's file as `queueSpawn` keeps it (the shared log's
+   * row is dropped at once): a kill between the two writes leaves the key without its spawn.
+   */
+  async queueSpawnShared(
+    shared: Pick<HookPromptLog, "keepSpawn" | "take">,
+    repo: string,
+    branch: string | undefined,
+    message: string,
+    actor: string,
+    detail: Record<string, unknown>,
+    dedupe: { source: string; key: string },
+  ): Promise<{ sessionId: string; duplicate: boolean }> {
+    const pending = this.#spawnPrompt(repo, branch, message, actor, detail);
+    const claimed = await shared.keepSpawn(dedupe.source, dedupe.key, pending);
+    if (claimed.duplicate) return claimed;
+    await shared.take(pending.id);
+    this.#store.addPrompt(pending);
+    return this.#spawnKept(pending, actor, repo, branch);
+  }
+
+  #spawnPrompt(
+    repo: string,
+    branch: string | undefined,
+    message: string,
+    actor: string,
+    detail: Record<string, unknown>,
+  ): PendingPrompt {
     const { spawnAsk } = this.#deps.config;
     const ask = spawnAsk === "all" || spawnAsk.length ? spawnAsk : FALLBACK_ASK;
-    const pending: PendingPrompt = {
+    return {
       id: crypto.randomUUID(),
       sessionId: crypto.randomUUID(),
       message,
@@ -116,12 +156,15 @@ export class KeptPrompts {
       createdAt: Date.now(),
       sentAfter: null,
     };
-    if (dedupe) {
-      const claimed = this.#store.claimSpawn(dedupe.source, dedupe.key, pending);
-      if (claimed.duplicate) return claimed;
-    } else {
-      this.#store.addPrompt(pending);
-    }
+  }
+
+  /** The kept spawn's prompt is written: audit it and carry it in the background. */
+  #spawnKept(
+    pending: PendingPrompt,
+    actor: string,
+    repo: string,
+    branch: string | undefined,
+  ): { sessionId: string; duplicate: boolean } {
     this.#deps.audit.append({
       actor,
       role: null,

@@ -24,7 +24,7 @@ export const handler: Handlers = {
     const source = `generic:${who.name}`;
     const actor = `hook:${who.name}`;
     if (body.sessionId) {
-      if (key && !ctx.app.hooks.claim(source, key)) {
+      if (key && !await ctx.app.hooks.claim(source, key)) {
         return json({ ok: true, sessionId: body.sessionId, duplicate: true }, 202);
       }
       ctx.app.hooks.prompt(body.sessionId, body.message, body.followUp, actor);
@@ -33,7 +33,7 @@ export const handler: Handlers = {
     // The id is the new session's from the start, and the prompt is kept in SQLite before this answers; a
     // replayed Idempotency-Key gets the first spawn's id and starts nothing.
     const { repo, branch } = body.spawn!;
-    const { sessionId, duplicate } = ctx.app.hooks.queueSpawn(
+    const { sessionId, duplicate } = await ctx.app.hooks.queueSpawn(
       repo,
       branch,
       body.message,

@@ -18,7 +18,7 @@ export const handler: Handlers = {
     }
     const payload = await readHookJson(ctx.req);
     const key = ctx.req.headers.get("idempotency-key") ?? ctx.req.headers.get("x-gitlab-event-uuid");
-    if (key && !hooks.claim("gitlab", key)) return json({ ok: true, duplicate: true }, 202);
+    if (key && !await hooks.claim("gitlab", key)) return json({ ok: true, duplicate: true }, 202);
     const action = parseGitlab(ctx.req.headers.get("x-gitlab-event"), payload);
     if (!action) return json({ ok: true, ignored: true }, 202);
     // Quick and synchronous (a frame sent or a row written), so it is done before GitLab hears "taken".
