@@ -212,7 +212,6 @@ Deno.test("webhooks on three replicas: each notification delivered once, a kille
           return row.state === "pending"
             ? undefined
             : (row as unknown as { state: string; attempts: number; claim: number });
-          row as unknown as { state: string; attempts: number; claim: number };
         }, "the retry recorded");
         assert.equal(settled.state, "delivered");
         assert.equal(settled.attempts, 1, "the killed attempt never counted; the retry once");
