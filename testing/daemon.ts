@@ -97,13 +97,18 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<DaemonPr
   const token = options.token ?? TEST_TOKEN;
   const port = options.port ?? freePort();
   const inspectPort = options.inspect ? freePort() : undefined;
+  // LVMH_TEST_STORE=postgres: the daemon on a database of its own, the same one again on a restart.
+  const store: Record<string, string> = Deno.env.get("LVMH_TEST_STORE") === "postgres" &&
+      !options.env?.LVMH_DATABASE_URL
+    ? { LVMH_DATABASE_URL: await (await import("./test_store.ts")).testDatabaseUrl(dataDir) }
+    : {};
   const args = ["run", "-A"];
   if (inspectPort !== undefined) args.push(`--inspect=127.0.0.1:${inspectPort}`);
   if (options.v8Flags?.length) args.push(`--v8-flags=${options.v8Flags.join(",")}`);
   const child = new Deno.Command(Deno.execPath(), {
     args: [...args, "main.ts"],
     cwd: ROOT,
-    env: { ...daemonEnv(token, port, dataDir), NO_COLOR: "1", ...options.env },
+    env: { ...daemonEnv(token, port, dataDir), NO_COLOR: "1", ...store, ...options.env },
     stdout: "piped",
     stderr: "piped",
   }).spawn();

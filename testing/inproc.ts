@@ -3,12 +3,16 @@
  * temporary data dir. REST requests go straight to `daemon.handler(req, info)`, with no socket in between;
  * the same handler is also served on a free loopback port for the WebSocket routes. No subprocess, no root,
  * no Docker (the engine socket points at a path that does not exist, so spawn routes answer 503).
+ * With `LVMH_TEST_STORE=postgres` the daemon runs on a PostgreSQL database of its own (testing/test_store.ts),
+ * as a replica does with `LVMH_DATABASE_URL`: the same tests prove both stores.
  * Every test that starts one must `await daemon.stop()` (or use `await using`).
  */
 import { createDaemon, type Daemon as LibDaemon } from "../lib/daemon.ts";
 import { loadConfig } from "../lib/config.ts";
+import { openDatabase } from "../lib/storage/open.ts";
 import { routes } from "../routes/_table.ts";
 import { bearerFetch, type Daemon, daemonEnv, TEST_TOKEN } from "./daemon.ts";
+import { TEST_STORE_POSTGRES, testDatabaseUrl } from "./test_store.ts";
 
 export interface InProcessOptions {
   /** Reuse a data dir (for restart tests); a fresh temp dir otherwise, removed by `stop()`. */
@@ -41,15 +45,34 @@ export async function startInProcess(options: InProcessOptions = {}): Promise<In
   const token = options.token ?? TEST_TOKEN;
   const log = captureConsole();
   let daemon: LibDaemon | null = null;
+  /** The daemon once it is ready: main.ts does not listen before. */
+  let serving: LibDaemon | null = null;
   // Listen first, so the config carries the real port (the spawner derives the worker URL from it).
   const server = Deno.serve(
     { hostname: "127.0.0.1", port: options.port ?? 0, onListen() {} },
-    (req, info) => daemon ? daemon.handler(req, info) : new Response("starting", { status: 503 }),
+    (req, info) => serving ? serving.handler(req, info) : new Response("starting", { status: 503 }),
   );
   const port = server.addr.port;
   try {
-    const config = loadConfig({ ...daemonEnv(token, port, dataDir), ...options.env });
-    daemon = createDaemon(config, routes);
+    // A restart on the same data dir finds the same database, as a replica restarted on its volume would.
+    const store = TEST_STORE_POSTGRES && !options.env?.LVMH_DATABASE_URL
+      ? { LVMH_DATABASE_URL: await testDatabaseUrl(dataDir) }
+      : {};
+    const config = loadConfig({ ...daemonEnv(token, port, dataDir), ...store, ...options.env });
+    // What main.ts does: the shared database opened first, the daemon serving once it is ready.
+    const database = config.database ? await openDatabase(config.database) : null;
+    try {
+      daemon = createDaemon(config, routes, { database });
+    } catch (error) {
+      await database?.close();
+      throw error;
+    }
+    try {
+      await daemon.ready;
+    } catch (error) {
+      await daemon.shutdown();
+      throw error;
+    }
   } catch (error) {
     await server.shutdown();
     log.stop();
@@ -57,6 +80,7 @@ export async function startInProcess(options: InProcessOptions = {}): Promise<In
     throw error;
   }
   const lib = daemon;
+  serving = lib;
 
   const url = `http://127.0.0.1:${port}`;
   const send = (path: string, init: RequestInit = {}) => lib.handler(new Request(url + path, init), LOOPBACK);

@@ -1,0 +1,39 @@
+/**
+ * Test helper: which store the test daemons use. With `LVMH_TEST_STORE=postgres` in the test process, every
+ * daemon a test starts (in-process by testing/inproc.ts, or as a process by testing/daemon.ts `startDaemon`)
+ * gets a fresh database of its own on one throwaway PostgreSQL server, so the same test files prove the daemon
+ * on both stores. Unset, nothing happens here and the daemons keep their SQLite file alone.
+ *
+ * The server starts while this module loads, before any test runs: it outlives every test of the file, and
+ * Deno's sanitizers only look at what a test opened itself. testing/inproc.ts imports this module, so its users
+ * get that for free; a file that starts daemons with `startDaemon` alone loads it by `deno test --preload
+ * testing/test_store.ts` (scripts/test.sh does), or else on its first daemon, inside that test.
+ *
+ * The server stops when the test file is done (the `unload` event), and in any case when this process ends:
+ * testing/postgres.ts's watchdog stops it once nobody holds its input.
+ */
+import { type Postgres, startPostgres } from "./postgres.ts";
+
+/** True when the test daemons run on PostgreSQL. */
+export const TEST_STORE_POSTGRES = Deno.env.get("LVMH_TEST_STORE") === "postgres";
+
+const server: Postgres | null = TEST_STORE_POSTGRES ? await startPostgres() : null;
+if (server) globalThis.addEventListener("unload", () => void server.close().catch(() => {}));
+
+/** The database of each data dir: a daemon restarted on the same data dir finds the same shared state. */
+const databases = new Map<string, Promise<string>>();
+
+/**
+ * The database URL of the daemon whose data dir is `dataDir`: a fresh database the first time, the same one
+ * for a restart on that data dir.
+ * @throws {Error} when `LVMH_TEST_STORE` is not `postgres`.
+ */
+export function testDatabaseUrl(dataDir: string): Promise<string> {
+  if (!server) throw new Error("LVMH_TEST_STORE is not postgres: the test daemons keep SQLite");
+  let url = databases.get(dataDir);
+  if (!url) {
+    url = server.newDatabase();
+    databases.set(dataDir, url);
+  }
+  return url;
+}
