@@ -4,10 +4,11 @@
  * gets a fresh database of its own on one throwaway PostgreSQL server, so the same test files prove the daemon
  * on both stores. Unset, nothing happens here and the daemons keep their SQLite file alone.
  *
- * The server starts while this module loads, before any test runs: it outlives every test of the file, and
- * Deno's sanitizers only look at what a test opened itself. testing/inproc.ts imports this module, so its users
- * get that for free; a file that starts daemons with `startDaemon` alone loads it by `deno test --preload
- * testing/test_store.ts` (scripts/test.sh does), or else on its first daemon, inside that test.
+ * The server starts while this module loads, before any test runs when testing/inproc.ts imports it: it
+ * outlives every test of the file, and Deno's sanitizers only look at what a test opened itself. A file that
+ * starts daemons with `startDaemon` alone loads it on its first daemon, inside that test (the watchdog child
+ * is unref'd and the sanitizers let it be). Not with `deno test --preload`: Deno runs a preloaded module's
+ * event loop dry before the tests, and the server's admin connection never lets it.
  *
  * The server stops when the test file is done (the `unload` event), and in any case when this process ends:
  * testing/postgres.ts's watchdog stops it once nobody holds its input.
