@@ -25,6 +25,7 @@ import type { Principal } from "./auth.ts";
 import { throttle } from "./throttle.ts";
 import { tooBig } from "./frame_precheck.ts";
 import { errorBudget } from "./error_budget.ts";
+import { FencedError } from "./storage/event_log.ts";
 
 /** At most one `ack` per socket in this interval. */
 export const ACK_INTERVAL_MS = 50;
@@ -84,10 +85,12 @@ export function acceptAgentSocket(app: App, socket: WebSocket, principal: Princi
       acked = lastSeq;
       sendAck();
     },
-    fail() {
+    fail(error) {
       // The plugin must not think these events are stored: drop the socket so its replay after the next
-      // welcome repairs the gap.
-      close(CloseCode.internal, "store write failed");
+      // welcome repairs the gap (on the replica that holds the session now, when another claimed it).
+      if (error instanceof FencedError) {
+        close(CloseCode.replaced, "the session was claimed by another replica");
+      } else close(CloseCode.internal, "store write failed");
     },
   };
 

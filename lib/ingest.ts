@@ -7,6 +7,7 @@ import { type AgentEvent, isEphemeral } from "./protocol.ts";
 import { type EncodedEvent, encodedEvent } from "./event_codec.ts";
 import { type SessionCommit, type Store, wholeFileError } from "./store.ts";
 import type { Hub } from "./hub.ts";
+import { FencedError } from "./storage/event_log.ts";
 
 /** The plugin connection an event came from: told when its events are stored, or that storing failed. */
 export interface EventOrigin {
@@ -313,7 +314,10 @@ export class Ingest {
       }; ` +
         `${origins.size} plugin socket(s) closed without an ack, their replay will repair it`,
     );
-    const error = new Error("Cannot store events: the database write failed");
+    // A fence is passed on as it is (the socket is closed as replaced); anything else as a failed write.
+    const error = cause instanceof FencedError
+      ? cause
+      : new Error("Cannot store events: the database write failed");
     for (const origin of origins) origin.fail(error);
   }
 }

@@ -39,6 +39,8 @@ Deno.test("replicas: a holder partitioned from the database cannot write after a
   partition.resume();
   // A's late append carries the old epoch: refused, and A drops the socket it can no longer write for.
   await waitFor(() => onA.socket.readyState === WebSocket.CLOSED, "A's plugin socket closed", 15_000);
+  const closed = await onA.closed;
+  assert.equal(closed.code, 4000, "A closed its plugin socket as replaced");
   assert.ok(lastAck(onA.frames) <= 5, `A acked nothing past the takeover (acked ${lastAck(onA.frames)})`);
   onB.send("message_end", userEnd("b8", "from b 8"));
   await onB.waitFrame((f) => f.type === "ack" && f.lastSeq === 8, "B goes on");
