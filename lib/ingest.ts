@@ -24,7 +24,7 @@ export interface SharedLog {
    * Store one session's events in the shared log.
    * @throws {FencedError} when another replica holds the session now.
    */
-  append(sessionId: string, events: readonly AgentEvent[]): Promise<SessionCommit>;
+  append(sessionId: string, events: readonly AgentEvent[]): Promise<{ lastSeq: number }>;
   /** This replica's file has the session's events up to `lastSeq` (its feed need not read them back). */
   copied(sessionId: string, lastSeq: number): void;
   /** Live deltas of a session held here, for the other replicas' browsers; never throws or waits. */

@@ -14,7 +14,6 @@
  *   (lib/storage/pg_live_channel.ts); each holds a delta until its copy has the stored events before it.
  */
 import type { AgentEvent, AskSet, SessionInfo } from "../protocol.ts";
-import type { SessionCommit } from "../store.ts";
 import { NotFoundError } from "../errors.ts";
 import type { SharedDatabase } from "../storage/open.ts";
 import { PgEventLog } from "../storage/pg_event_log.ts";
@@ -168,12 +167,12 @@ export class Replica {
    * Store a held session's events in the shared log and announce them.
    * @throws {FencedError} when another replica claimed the session (or this one no longer holds it).
    */
-  async append(sessionId: string, events: readonly AgentEvent[]): Promise<SessionCommit> {
+  async append(sessionId: string, events: readonly AgentEvent[]): Promise<{ lastSeq: number }> {
     const epoch = this.#epochs.get(sessionId);
     if (epoch === undefined) throw new FencedError(sessionId, -1, -1);
     try {
-      const commit = await this.log.append(sessionId, events, { epoch });
-      if (commit.inserted.length) this.feed.announce({ sessionId, lastSeq: commit.lastSeq });
+      const commit = await this.log.appendCounted(sessionId, events, { epoch });
+      if (commit.inserted) this.feed.announce({ sessionId, lastSeq: commit.lastSeq });
       return commit;
     } catch (error) {
       if (error instanceof FencedError && this.#epochs.get(sessionId) === epoch) {

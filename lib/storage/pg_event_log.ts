@@ -51,18 +51,7 @@ export class PgEventLog extends PgStore implements EventLog {
     options: AppendOptions,
   ): Promise<SessionCommit> {
     const n = events.length;
-    const seqs = new Array<number>(n);
-    const ts = new Array<number>(n);
-    const types = new Array<string>(n);
-    const payloads = new Array<string>(n);
-    for (let i = 0; i < n; i++) {
-      const event = events[i];
-      checkEvent(sessionId, event);
-      seqs[i] = event.seq;
-      ts[i] = Math.trunc(event.ts);
-      types[i] = event.type;
-      payloads[i] = payloadOf(event);
-    }
+    const { seqs, ts, types, payloads } = columns(sessionId, events);
     let row;
     try {
       [row] = await this.sql`SELECT o_after, o_last_seq, o_seqs, o_inserted, o_info_changed
@@ -89,6 +78,29 @@ export class PgEventLog extends PgStore implements EventLog {
       commit.inserted.push({ seq, json, event: storedForm(event, ts[i]) });
     }
     return commit;
+  }
+
+  /**
+   * `append` for a writer that needs only where the log stands after it (a replica's ingest, which stores and
+   * publishes the events from its own copy): nothing is encoded back, and only counts cross the wire.
+   * @returns the session's last seq after the batch and how many of the events went in (replays left out).
+   * @throws as `append`.
+   */
+  async appendCounted(
+    sessionId: string,
+    events: readonly AgentEvent[],
+    options: AppendOptions,
+  ): Promise<{ lastSeq: number; inserted: number }> {
+    const { seqs, ts, types, payloads } = columns(sessionId, events);
+    let row;
+    try {
+      [row] = await this.sql`SELECT o_last_seq, coalesce(cardinality(o_inserted), 0) AS inserted
+        FROM lvmh_append_events(${sessionId}, ${options.epoch}, ${seqs}::bigint[], ${ts}::bigint[],
+          ${types}::text[], ${payloads}::text[])`;
+    } catch (error) {
+      throw domainError(error, sessionId, options.epoch);
+    }
+    return { lastSeq: safeInteger(row.o_last_seq), inserted: Number(row.inserted) };
   }
 
   async events(sessionId: string, page: EventsPage): Promise<EventRow[]> {
@@ -139,4 +151,22 @@ function domainError(error: unknown, sessionId: string, epoch: number): unknown 
   if (e?.code === PG_FENCED) return new FencedError(sessionId, epoch, Number(e.detail));
   if (e?.code === PG_UNKNOWN_SESSION) return sessionNotFound(sessionId);
   return error;
+}
+
+/** A batch as the append function takes it: one array per column, each event checked. */
+function columns(sessionId: string, events: readonly AgentEvent[]) {
+  const n = events.length;
+  const seqs = new Array<number>(n);
+  const ts = new Array<number>(n);
+  const types = new Array<string>(n);
+  const payloads = new Array<string>(n);
+  for (let i = 0; i < n; i++) {
+    const event = events[i];
+    checkEvent(sessionId, event);
+    seqs[i] = event.seq;
+    ts[i] = Math.trunc(event.ts);
+    types[i] = event.type;
+    payloads[i] = payloadOf(event);
+  }
+  return { seqs, ts, types, payloads };
 }
