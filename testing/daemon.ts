@@ -5,6 +5,7 @@
  * `startDaemon` must `await daemon.stop()` (or use `await using`).
  */
 import { fileURLToPath } from "node:url";
+import { freePort } from "./ports.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 export const TEST_TOKEN = "test-token-0123456789abcdef";
@@ -49,13 +50,7 @@ export interface DaemonProcess extends Daemon {
   inspectPort?: number;
 }
 
-/** Ask the kernel for a free TCP port on loopback. */
-export function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return port;
-}
+export { freePort } from "./ports.ts";
 
 /**
  * The environment every test daemon starts from, in a process or in-process: loopback, its own data dir, and

@@ -5,7 +5,7 @@
  * starts one and hands each case a database of its own (`newDatabase()`).
  */
 import postgres from "postgres";
-import { freePort } from "./daemon.ts";
+import { freePort } from "./ports.ts";
 
 /** A running throwaway server. */
 export interface Postgres extends AsyncDisposable {
