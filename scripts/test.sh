@@ -95,7 +95,7 @@ if [ $# -gt 0 ]; then
 else
   DENO_JOBS="${DENO_JOBS:-2}" run_deno_test --parallel "${UNIT[@]}" "${PROCESS[@]}"
   # The protocol, REST, roles, approvals, SSE, hooks, webhooks and restart sets once more with every daemon on
-  # PostgreSQL (testing/test_store.ts: a server per file, a database per data dir). About 35 s on 2 cores.
+  # PostgreSQL (testing/test_store.ts: a server per file, a database per data dir). 24-28 s on 2 cores.
   # Left out until fixed: tests/hooks_kept_answer_test.ts (a kept prompt is sent before the shared hello
   # records the plugin's features, so it goes as to an old plugin, once) and tests/restart_test.ts (the
   # stopped daemon's claim outlives its SIGTERM, so the restarted one lists the session online).
