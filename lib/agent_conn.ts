@@ -30,6 +30,13 @@ import { FencedError } from "./storage/event_log.ts";
 /** At most one `ack` per socket in this interval. */
 export const ACK_INTERVAL_MS = 50;
 
+/**
+ * With a shared database, how long a hello may wait for its claim and the copy's catch-up before the socket
+ * is closed (1011) and the plugin tries again: a claim stuck behind a database that just came back could
+ * otherwise land long after the plugin moved on, and take the session from the replica it moved to.
+ */
+export const SHARED_HELLO_DEADLINE_MS = 5_000;
+
 /** Why a frame or an event was refused: the code and message of its `error` frame. */
 type Refusal = [ErrorCode, string];
 
@@ -121,6 +128,8 @@ export function acceptAgentSocket(app: App, socket: WebSocket, principal: Princi
    * held here and handled after the welcome, in order.
    */
   let held: MessageEvent[] | null = null;
+  /** Aborted when the socket closes while its shared hello is under way. */
+  let helloGone: AbortController | null = null;
   socket.onmessage = (e: MessageEvent) => {
     if (held) return void held.push(e);
     try {
@@ -184,11 +193,21 @@ export function acceptAgentSocket(app: App, socket: WebSocket, principal: Princi
 
   const helloShared = (frame: HelloFrame) => {
     held = [];
-    app.sessions.connectShared(frame.session, link).then(
+    const gone = new AbortController();
+    helloGone = gone;
+    const deadline = setTimeout(
+      () => gone.abort(new Error(`no claim within ${SHARED_HELLO_DEADLINE_MS} ms`)),
+      SHARED_HELLO_DEADLINE_MS,
+    );
+    const notAfter = Date.now() + SHARED_HELLO_DEADLINE_MS;
+    app.sessions.connectShared(frame.session, link, notAfter, gone.signal).finally(() =>
+      clearTimeout(deadline)
+    ).then(
       (connected) => {
         if (closed) return;
-        welcome(frame, connected);
-        app.sessions.welcomed(frame.sessionId);
+        // Online from the welcome on, in the same step as the features are recorded (a kept hook prompt
+        // must never see the one without the other).
+        welcome(frame, connected, () => app.sessions.welcomed(frame.sessionId));
         const waiting = held ?? [];
         held = null;
         for (const e of waiting) socket.onmessage!(e);
@@ -202,7 +221,11 @@ export function acceptAgentSocket(app: App, socket: WebSocket, principal: Princi
   };
 
   /** Welcome the plugin with where its log stands and its policy; then what waited for its hello goes again. */
-  const welcome = (frame: HelloFrame, { lastSeq, ask }: { lastSeq: number; ask: AskSet }) => {
+  const welcome = (
+    frame: HelloFrame,
+    { lastSeq, ask }: { lastSeq: number; ask: AskSet },
+    welcomed: () => void = () => {},
+  ) => {
     const sessionId = frame.sessionId;
     if (frame.waiting) app.approvals.helloWaiting(sessionId, frame.waiting);
     send({
@@ -216,6 +239,7 @@ export function acceptAgentSocket(app: App, socket: WebSocket, principal: Princi
       budget: app.budgets.wire(sessionId),
       features: [Feature.batch],
     });
+    welcomed();
     // What the plugin supports (`hello.features`); a kept hook prompt unanswered on an older socket goes again.
     app.hooks.pluginHello(sessionId, frame.features);
   };
@@ -223,6 +247,7 @@ export function acceptAgentSocket(app: App, socket: WebSocket, principal: Princi
   socket.onclose = () => {
     unwatch();
     closed = true;
+    helloGone?.abort(new Error("the plugin socket closed during its hello"));
     sendAck.cancel();
     try {
       goOffline();

@@ -144,7 +144,7 @@ export function createDaemon(
     ...(replica && mirror
       ? {
         shared: {
-          claim: (info) => replica.claim(info),
+          claim: (info, notAfter) => replica.claim(info, notAfter),
           catchUp: (sessionId) => mirror.catchUp(sessionId),
           release: (sessionId, epoch) => replica.release(sessionId, epoch),
           send: (frame, options) => replica.send(frame, options),

@@ -44,14 +44,27 @@ export function storedForm(event: AgentEvent, ts = Math.trunc(event.ts)): Stored
   return (event.ts === ts ? event : { ...event, ts }) as StoredEvent;
 }
 
-/** The payload part of an event: everything but the envelope, as stored in `events.payload`. */
-export function payloadOf(event: AgentEvent): string {
+/**
+ * Payloads encoded for a first store that a second one will store too (a replica writes each event to the
+ * shared database and then to its copy): kept with the event object, so the copy does not encode it again.
+ */
+const keptPayloads = new WeakMap<AgentEvent, string>();
+
+/**
+ * The payload part of an event: everything but the envelope, as stored in `events.payload`.
+ * @param keep remember it for the next call with this event object (see `keptPayloads`).
+ */
+export function payloadOf(event: AgentEvent, keep = false): string {
+  const kept = keptPayloads.get(event);
+  if (kept !== undefined) return kept;
   // Rest destructuring copies the other keys in one step, in their order: half the cost of a filtered loop.
   const { v: _v, sessionId: _id, seq: _seq, ts: _ts, type: _type, ...payload } = event as Record<
     string,
     unknown
   >;
-  return JSON.stringify(payload);
+  const text = JSON.stringify(payload);
+  if (keep) keptPayloads.set(event, text);
+  return text;
 }
 
 /** Rebuild the envelope+payload JSON of a row without parsing the payload. */

@@ -234,6 +234,10 @@ export class Ingest {
   }
 
   async #commitSession(shared: SharedLog, sessionId: string, part: Pending[]): Promise<void> {
+    // The other replicas get the deltas before the stored events around them are even sent: they hold each
+    // delta until their copy has the event it follows, and publish it among the batch that brings it. Sent
+    // after the commit, they lost the race with the commit's own hint and came too late to be shown.
+    this.#shareDeltas(shared, sessionId, part);
     const persisted = part.filter((p) => !isEphemeral(p.event.type)).map((p) => p.event);
     const acked = new Map<string, number>();
     if (persisted.length) {
@@ -277,30 +281,22 @@ export class Ingest {
       ].sort((a, b) => a.seq - b.seq);
       const from = after.get(sessionId) ?? this.#store.lastSeq(sessionId);
       this.#hub.publishEvents(sessionId, from, events);
-      const deltas = ephemeral.get(sessionId);
-      if (this.#shared && deltas) this.#shareDeltas(this.#shared, sessionId, from, events, new Set(deltas));
     }
     return commits.filter((c) => c.inserted.length > 0);
   }
 
-  /** Hand the deltas among `events` (seq order) to the shared log, each run after the stored event before it. */
-  #shareDeltas(
-    shared: SharedLog,
-    sessionId: string,
-    from: number,
-    events: readonly EncodedEvent[],
-    deltas: ReadonlySet<EncodedEvent>,
-  ): void {
-    let after = from;
+  /** Hand the deltas of a session's batch (arrival order) to the shared log, each after the stored event before it. */
+  #shareDeltas(shared: SharedLog, sessionId: string, part: readonly Pending[]): void {
+    let after = this.#store.lastSeq(sessionId);
     let run: EncodedEvent[] = [];
-    for (const e of events) {
-      if (deltas.has(e)) {
-        run.push(e);
+    for (const { event } of part) {
+      if (isEphemeral(event.type)) {
+        run.push(encodedEvent(event));
         continue;
       }
       if (run.length) shared.live(sessionId, after, run);
       run = [];
-      after = e.seq;
+      after = Math.max(after, event.seq);
     }
     if (run.length) shared.live(sessionId, after, run);
   }

@@ -78,7 +78,7 @@ export interface SentPrompt {
  */
 export interface SharedSessions {
   /** Claim the session for this replica: its epoch, and its lastSeq and ask set in the shared database. */
-  claim(info: SessionInfo): Promise<{ epoch: number; lastSeq: number; ask: AskSet | null }>;
+  claim(info: SessionInfo, notAfter: number): Promise<{ epoch: number; lastSeq: number; ask: AskSet | null }>;
   /** Bring this replica's copy of the session's events up to the shared log. */
   catchUp(sessionId: string): Promise<void>;
   /** The socket of `epoch` went (a newer claim is left alone). */
@@ -121,6 +121,8 @@ export class Sessions {
   #links = new Map<string, PluginLink>();
   /** With a shared database: the epoch each socket's claim got. */
   #epochs = new WeakMap<PluginLink, number>();
+  /** With a shared database: sessions whose socket here is claimed but not welcomed yet (not online). */
+  #welcoming = new Set<string>();
   #shared: SharedSessions | null;
   #changed = new Set<string>();
   #removed = new Set<string>();
@@ -197,25 +199,47 @@ export class Sessions {
    * `connect` with several replicas: claim the session in the shared database and bring this replica's copy up
    * to its log before the plugin is welcomed (its next events follow what the copy has); then the commands
    * queued for it are handed over (after the welcome: call `welcomed`).
-   * @throws when the shared database cannot be reached (the socket is closed; the plugin comes back).
+   * @param notAfter when (ms epoch) the claim is too late to be made: it is not (the hello's deadline).
+   * @param gone aborted when the socket closed or its hello took too long: a claim that comes back after that
+   *   is released at once.
+   * @throws when the shared database cannot be reached, or `gone` was aborted (the socket is closed; the
+   *   plugin comes back).
    */
-  async connectShared(info: SessionInfo, link: PluginLink): Promise<{ lastSeq: number; ask: AskSet }> {
+  async connectShared(
+    info: SessionInfo,
+    link: PluginLink,
+    notAfter: number,
+    gone: AbortSignal,
+  ): Promise<{ lastSeq: number; ask: AskSet }> {
     const shared = this.#shared!;
     await this.#ingest.settled(info.id);
-    const claimed = await shared.claim(info);
+    const claimed = await shared.claim(info, notAfter);
+    const giveUp = () => {
+      if (!gone.aborted) return;
+      shared.release(info.id, claimed.epoch);
+      throw gone.reason;
+    };
+    giveUp();
     this.#store.upsertSession(info, claimed.ask ? { ask: claimed.ask } : {});
     await shared.catchUp(info.id);
+    giveUp();
     this.#epochs.set(link, claimed.epoch);
     const old = this.#links.get(info.id);
     this.#links.set(info.id, link);
+    this.#welcoming.add(info.id);
     if (old && old !== link) old.close(CloseCode.replaced, "replaced by a newer connection");
     this.#glances.follow(info.id);
     this.touch(info.id);
     return { lastSeq: claimed.lastSeq, ask: this.askOf(info.id) };
   }
 
-  /** The plugin of a shared session got its welcome: hand it the commands waiting for it. */
+  /**
+   * The plugin of a shared session got its welcome (and what it supports is known): it is online from now
+   * on, and the commands waiting for it are handed over.
+   */
   welcomed(sessionId: string): void {
+    this.#welcoming.delete(sessionId);
+    this.touch(sessionId);
     this.#shared?.take(sessionId);
   }
 
@@ -244,6 +268,7 @@ export class Sessions {
   disconnect(sessionId: string, link: PluginLink): boolean {
     if (this.#links.get(sessionId) !== link) return false;
     this.#links.delete(sessionId);
+    this.#welcoming.delete(sessionId);
     this.#ingest.flushSession(sessionId); // a `bye` still queued is stored before the list says offline
     const epoch = this.#epochs.get(link);
     const shared = this.#shared;
@@ -345,7 +370,8 @@ export class Sessions {
   }
 
   #isOnline(sessionId: string): boolean {
-    return this.#links.has(sessionId) || (this.#shared?.heldElsewhere(sessionId) ?? false);
+    if (this.#links.has(sessionId)) return !this.#welcoming.has(sessionId);
+    return this.#shared?.heldElsewhere(sessionId) ?? false;
   }
 
   /** One session, or null. */
@@ -443,8 +469,8 @@ export class Sessions {
    */
   #linkOf(sessionId: string): PluginLink | null {
     const link = this.#links.get(sessionId);
-    if (link) return link;
-    if (this.#shared?.heldElsewhere(sessionId) && this.#store.getSession(sessionId)) return null;
+    if (link && !this.#welcoming.has(sessionId)) return link;
+    if (!link && this.#shared?.heldElsewhere(sessionId) && this.#store.getSession(sessionId)) return null;
     if (!this.#store.getSession(sessionId)) throw sessionNotFound(sessionId);
     throw sessionOffline(sessionId);
   }

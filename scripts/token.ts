@@ -6,7 +6,11 @@
  */
 import { DatabaseSync } from "node:sqlite";
 import { join } from "node:path";
-import { ROLES, TokenStore } from "../lib/token_store.ts";
+import { ROLES } from "../lib/token_store.ts";
+import type { TokenLog } from "../lib/storage/token_log.ts";
+import { SqliteTokenLog } from "../lib/storage/sqlite_token_log.ts";
+import { PgTokenLog } from "../lib/storage/pg_token_log.ts";
+import { DatabaseUnavailable, openDatabase } from "../lib/storage/open.ts";
 import { addToken } from "../lib/tokens.ts";
 import { RoleName } from "../lib/protocol.ts";
 
@@ -26,19 +30,11 @@ async function main(args: string[]): Promise<void> {
     console.log(USAGE);
     return;
   }
-  const dir = Deno.env.get("LVMH_DATA_DIR") || "./data";
-  try {
-    Deno.mkdirSync(dir, { recursive: true });
-  } catch (error) {
-    fail(2, `LVMH_DATA_DIR: cannot create ${dir}: ${(error as Error).message}`);
-  }
-  const db = new DatabaseSync(join(dir, "lvmh.db"));
-  db.exec("PRAGMA journal_mode=WAL; PRAGMA busy_timeout=5000;");
-  const store = new TokenStore(db);
+  const { tokens: store, close } = await openTokens();
   try {
     if (command === "list") {
       if (rest.length) fail(2, USAGE);
-      const rows = store.list();
+      const rows = await store.list();
       if (rows.length === 0) console.log("no named tokens (the bootstrap token is data/token or LVMH_TOKEN)");
       for (const t of rows) {
         const state = t.revokedAt ? `revoked ${new Date(t.revokedAt).toISOString()}` : "active";
@@ -61,14 +57,42 @@ async function main(args: string[]): Promise<void> {
       }
     } else if (command === "revoke") {
       if (rest.length !== 1) fail(2, USAGE);
-      if (!store.revoke(rest[0])) fail(1, `No live token named "${rest[0]}"`);
+      if (!await store.revoke(rest[0])) fail(1, `No live token named "${rest[0]}"`);
       console.log(`token "${rest[0]}" revoked`);
     } else {
       fail(2, USAGE);
     }
   } finally {
-    db.close();
+    await close();
   }
+}
+
+/**
+ * Where the daemon keeps its tokens: the replicas' shared database when `LVMH_DATABASE_URL` is set (as
+ * lib/config.ts reads it, with `LVMH_DATABASE_CA_FILE`), else the data dir's file.
+ */
+async function openTokens(): Promise<{ tokens: TokenLog; close(): Promise<void> }> {
+  const url = Deno.env.get("LVMH_DATABASE_URL");
+  if (url) {
+    try {
+      const database = await openDatabase({ url, caFile: Deno.env.get("LVMH_DATABASE_CA_FILE") || null });
+      const tokens = new PgTokenLog(database.sql, database.listen);
+      return { tokens, close: async () => (await tokens.close(), await database.close()) };
+    } catch (error) {
+      if (error instanceof DatabaseUnavailable) fail(2, `lvmh: ${error.message}`);
+      fail(2, `LVMH_DATABASE_URL: ${(error as Error).message}`);
+    }
+  }
+  const dir = Deno.env.get("LVMH_DATA_DIR") || "./data";
+  try {
+    Deno.mkdirSync(dir, { recursive: true });
+  } catch (error) {
+    fail(2, `LVMH_DATA_DIR: cannot create ${dir}: ${(error as Error).message}`);
+  }
+  const db = new DatabaseSync(join(dir, "lvmh.db"));
+  db.exec("PRAGMA journal_mode=WAL; PRAGMA busy_timeout=5000;");
+  const tokens = new SqliteTokenLog(db);
+  return { tokens, close: async () => (await tokens.close(), db.close()) };
 }
 
 if (import.meta.main) await main(Deno.args);

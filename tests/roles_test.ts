@@ -10,6 +10,7 @@ import { requiredRole } from "../lib/router.ts";
 import { type InProcessDaemon, startInProcess } from "../testing/inproc.ts";
 import { connectAgent, connectBrowser } from "../testing/agent.ts";
 import { waitFor } from "../testing/daemon.ts";
+import { TEST_STORE_POSTGRES, testDatabaseUrl } from "../testing/test_store.ts";
 
 type Who = "none" | "wrong" | "revoked" | "viewer" | "operator" | "admin" | "agent";
 const RANK = { agent: 0, viewer: 1, operator: 2, admin: 3 } as const;
@@ -240,10 +241,14 @@ Deno.test("sign-in failures: a burst of 1,000 wrong tokens gets 429s; a valid to
 
 Deno.test("deno task token: add, use, list and revoke against the data dir while the daemon runs", async () => {
   await using d = await startInProcess();
+  // Where the daemon keeps its tokens: its data dir, or the shared database it runs on.
+  const store: Record<string, string> = TEST_STORE_POSTGRES
+    ? { LVMH_DATABASE_URL: await testDatabaseUrl(d.dataDir) }
+    : {};
   const run = async (...args: string[]) => {
     const out = await new Deno.Command(Deno.execPath(), {
       args: ["run", "-A", new URL("../scripts/token.ts", import.meta.url).pathname, ...args],
-      env: { LVMH_DATA_DIR: d.dataDir, NO_COLOR: "1" },
+      env: { LVMH_DATA_DIR: d.dataDir, NO_COLOR: "1", ...store },
       stdout: "piped",
       stderr: "piped",
     }).output();

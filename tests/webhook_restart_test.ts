@@ -15,7 +15,10 @@ Deno.test("webhooks: SIGKILL between enqueue and delivery, delivered once after 
   // The first request is held open: the daemon dies while waiting for its answer.
   const receiver = startReceiver({ secret, hold: (n) => n === 1 });
   try {
-    const first = await startDaemon({ dataDir, env: { LVMH_ASK: "bash" } });
+    // A short lease: on a shared database the restarted daemon is another replica, which takes the killed
+    // one's delivery again only once its claim ran out (a lone daemon on its file needs no wait).
+    const env = { LVMH_ASK: "bash", LVMH_WEBHOOK_LEASE_SECONDS: "2" };
+    const first = await startDaemon({ dataDir, env });
     let endpointId = "";
     try {
       const res = await first.api("/api/webhooks", {
@@ -35,7 +38,7 @@ Deno.test("webhooks: SIGKILL between enqueue and delivery, delivered once after 
     }
     assert.equal(receiver.successes().length, 0, "nothing was answered before the kill");
 
-    await using second = await startDaemon({ dataDir, port: first.port, env: { LVMH_ASK: "bash" } });
+    await using second = await startDaemon({ dataDir, port: first.port, env });
     await waitFor(() => receiver.successes().length === 1, "delivered after the restart", 15_000);
     const log = await waitFor(async () => {
       const rows = await (await second.api(`/api/webhooks/${endpointId}/deliveries`)).json();

@@ -23,6 +23,7 @@ export class Holders {
   #heartbeat: ReturnType<typeof setInterval> | undefined;
   #poll: ReturnType<typeof setInterval> | undefined;
   #polling = false;
+  #offset = 0;
 
   /** @param onChange sessions whose online state (as held elsewhere) changed. */
   constructor(rows: PgReplicas, self: string, onChange: (sessionIds: string[]) => void) {
@@ -66,13 +67,24 @@ export class Holders {
     await this.#rows.release(sessionId, this.#self, epoch);
   }
 
-  /** Stop beating and polling; this replica's row stays until it goes stale (a restart beats again). */
-  stop(): void {
+  /** Stop beating and polling, and remove this replica's heartbeat (a clean stop). */
+  async stop(): Promise<void> {
     clearInterval(this.#heartbeat);
     clearInterval(this.#poll);
+    await this.#rows.forget(this.#self).catch(() => {
+      // The database is away: the row goes stale by itself.
+    });
   }
 
-  #beat(): Promise<void> {
-    return this.#rows.beat(this.#self);
+  /** The database's clock minus this process's, as the last heartbeat measured it (its round trip halved). */
+  get clockOffset(): number {
+    return this.#offset;
+  }
+
+  async #beat(): Promise<void> {
+    const sent = Date.now();
+    const dbNow = await this.#rows.beat(this.#self);
+    const back = Date.now();
+    this.#offset = Math.round(dbNow - (sent + back) / 2);
   }
 }

@@ -77,6 +77,8 @@ export class Replica {
   /** Per held session, the take in progress (one at a time keeps the frames in queue order). */
   #taking = new Map<string, Promise<void>>();
   #again = new Set<string>();
+  /** Releases of claims still being written (a clean stop waits for them). */
+  #releasing = new Set<Promise<void>>();
   #unsubscribe: (() => void) | null = null;
   #closed = false;
 
@@ -136,10 +138,15 @@ export class Replica {
     return this.#epochs.has(sessionId);
   }
 
-  /** A plugin said hello here: make its session's row, claim it, and read where its log stands. */
-  async claim(info: SessionInfo): Promise<Claimed> {
+  /**
+   * A plugin said hello here: make its session's row, claim it, and read where its log stands.
+   * @param notAfter this process's clock (ms epoch) past which the claim must not be made.
+   * @throws {Error} when the claim could not be made before `notAfter`; nothing was changed.
+   */
+  async claim(info: SessionInfo, notAfter: number): Promise<Claimed> {
     await this.log.ensureSession(info);
-    const epoch = await this.log.claimHolder(info.id, this.id);
+    const epoch = await this.#rows.claim(info.id, this.id, notAfter + this.#holders.clockOffset);
+    if (epoch === null) throw new Error("the claim reached the database too late");
     this.#epochs.set(info.id, epoch);
     this.#claimed.set(info.id, epoch);
     const row = await this.#rows.setInfo(info);
@@ -155,7 +162,12 @@ export class Replica {
     if (epoch === undefined) return; // fenced meanwhile: the row names another holder
     // While the row names this replica, the others list the session online; given up, it stops counting when
     // this replica's heartbeat goes stale.
-    void this.#retried(() => this.#holders.release(sessionId, epoch), `${sessionId}: claim not released`);
+    const writing = this.#retried(
+      () => this.#holders.release(sessionId, epoch),
+      `${sessionId}: claim not released`,
+    );
+    this.#releasing.add(writing);
+    void writing.finally(() => this.#releasing.delete(writing));
   }
 
   /** The epoch of a session this replica holds, undefined otherwise. */
@@ -236,9 +248,15 @@ export class Replica {
   /** Stop taking, beating and following; wait for commands being queued; release the database. */
   async close(): Promise<void> {
     if (this.#closed) return;
-    this.#closed = true;
     this.#unsubscribe?.();
-    this.#holders.stop();
+    // A clean stop says so at once: its claims and its heartbeat go, so no replica (nor this one started
+    // again) lists its sessions online until the heartbeat would have gone stale.
+    const claims = [...this.#epochs].map(([id, epoch]) => this.#holders.release(id, epoch).catch(() => {}));
+    this.#epochs.clear();
+    this.#claimed.clear();
+    await Promise.allSettled([...claims, ...this.#releasing]);
+    this.#closed = true;
+    await this.#holders.stop();
     await Promise.allSettled([...this.#sending.values(), ...this.#taking.values()]);
     await Promise.allSettled([this.feed.close(), this.queue.close(), this.live.close(), this.log.close()]);
     await this.#db.close();
@@ -297,11 +315,12 @@ export class Replica {
         if (delivered.length) await this.queue.ack(sessionId, { epoch }, delivered);
         if (delivered.length < taken.length) return;
       } catch (error) {
-        if (error instanceof FencedError) {
-          if (this.#epochs.get(sessionId) === epoch) this.#epochs.delete(sessionId);
+        if (!(error instanceof FencedError)) return this.#renew(sessionId, epoch);
+        // Only the socket of the fenced epoch goes: a newer claim made here meanwhile has a socket of its own.
+        if (this.#epochs.get(sessionId) === epoch) {
+          this.#epochs.delete(sessionId);
           this.#deps?.fenced(sessionId);
         }
-        this.#renew(sessionId, epoch);
         return;
       }
     }

@@ -8,6 +8,7 @@
 import type { AskSet, SessionInfo } from "../protocol.ts";
 import { PgStore } from "./pg_client.ts";
 import { safeInteger } from "./event_log.ts";
+import { sessionNotFound } from "../errors.ts";
 
 const NOW_MS = "(extract(epoch FROM clock_timestamp()) * 1000)::bigint";
 
@@ -20,13 +21,41 @@ export interface HeldRow {
 
 /** The replicas' heartbeats and the session rows' holder, snapshot and ask set. */
 export class PgReplicas extends PgStore {
-  /** Say that `replicaId` is alive now. */
-  async beat(replicaId: string): Promise<void> {
-    await this.sql.unsafe(
+  /**
+   * Say that `replicaId` is alive now.
+   * @returns the database's clock at that moment (ms epoch).
+   */
+  async beat(replicaId: string): Promise<number> {
+    const [row] = await this.sql.unsafe(
       `INSERT INTO replicas(id, seen_at) VALUES ($1, ${NOW_MS})
-        ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at`,
+        ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at RETURNING seen_at`,
       [replicaId],
     );
+    return safeInteger(row.seen_at);
+  }
+
+  /**
+   * Make `replicaId` the session's holder with a new epoch, unless the statement runs after `notAfter` (the
+   * database's clock, ms epoch): a claim held up on its way (a connection to a database coming back) must
+   * not land after its plugin gave up on it and took the session to another replica.
+   * @returns the new epoch; null when too late.
+   * @throws {NotFoundError} for an unknown session.
+   */
+  async claim(sessionId: string, replicaId: string, notAfter: number): Promise<number | null> {
+    const [row] = await this.sql.unsafe(
+      `WITH claimed AS (
+          UPDATE sessions SET holder = $2, holder_epoch = holder_epoch + 1
+            WHERE id = $1 AND ${NOW_MS} <= $3 RETURNING holder_epoch)
+        SELECT (SELECT holder_epoch FROM claimed) AS epoch, EXISTS (SELECT 1 FROM sessions WHERE id = $1) AS known`,
+      [sessionId, replicaId, notAfter],
+    );
+    if (!row.known) throw sessionNotFound(sessionId);
+    return row.epoch === null ? null : safeInteger(row.epoch);
+  }
+
+  /** `replicaId` stopped cleanly: it holds nothing from now on. */
+  async forget(replicaId: string): Promise<void> {
+    await this.sql`DELETE FROM replicas WHERE id = ${replicaId}`;
   }
 
   /** The sessions held by replicas other than `replicaId` that were seen within `staleMs`. */
