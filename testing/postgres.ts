@@ -145,22 +145,24 @@ export async function startPostgres(options: PostgresOptions = {}): Promise<Post
     if (!options.durable) {
       settings.push("-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off");
     }
+    const serve = (port: number) =>
+      run(`${bin}/pg_ctl`, [
+        "-D",
+        data,
+        "-w",
+        "-t",
+        "60",
+        "-l",
+        `${dir}/log`,
+        "-o",
+        [`-p ${port}`, ...settings].join(" "),
+        "start",
+      ], asPostgres);
     let port = 0;
     for (let attempt = 1;; attempt++) {
       port = freePort();
       try {
-        await run(`${bin}/pg_ctl`, [
-          "-D",
-          data,
-          "-w",
-          "-t",
-          "60",
-          "-l",
-          `${dir}/log`,
-          "-o",
-          [`-p ${port}`, ...settings].join(" "),
-          "start",
-        ], asPostgres);
+        await serve(port);
         break;
       } catch (error) {
         // Another process may have taken the port between freePort() and the bind.
@@ -198,18 +200,7 @@ export async function startPostgres(options: PostgresOptions = {}): Promise<Post
     const restart = async (downMs = 0) => {
       await run(`${bin}/pg_ctl`, ["-D", data, "-m", "immediate", "-w", "stop"], asPostgres);
       if (downMs) await new Promise((resolve) => setTimeout(resolve, downMs));
-      await run(`${bin}/pg_ctl`, [
-        "-D",
-        data,
-        "-w",
-        "-t",
-        "60",
-        "-l",
-        `${dir}/log`,
-        "-o",
-        [`-p ${port}`, ...settings].join(" "),
-        "start",
-      ], asPostgres);
+      await serve(port);
     };
     return { url, adminUrl, port, caFile, newDatabase, restart, close, [Symbol.asyncDispose]: close };
   } catch (error) {
