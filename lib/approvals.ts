@@ -30,10 +30,11 @@ export interface ApprovalDeps {
   /** Tell every browser. */
   broadcast(frame: ServerFrame): void;
   /**
-   * A budget card is being approved: store the raise (synchronous writes on the daemon's SQLite file), in the
-   * transaction that stores the decision. When it throws, the decision is not stored either.
+   * A budget card is being approved: store the raise in the transaction that stores the decision (`handle`,
+   * the log's own: on SQLite synchronous writes on the daemon's file, on PostgreSQL statements on the
+   * decision's transaction, awaited). When it throws or rejects, the decision is not stored either.
    */
-  raiseBudget?(sessionId: string): void;
+  raiseBudget?(sessionId: string, handle: unknown): void | Promise<unknown>;
   /** A budget card was approved (raise stored): tell the plugin, before it hears the answer. */
   budgetApproved?(sessionId: string): void;
 }
@@ -303,9 +304,8 @@ export class Approvals {
 
   /**
    * A decision with a budget card's raise (`raiseFor`) in its transaction. On SQLite the raise shares the
-   * decision's transaction; on PostgreSQL it runs inside the decision's transaction too (a raise that throws
-   * keeps the decision from being stored), but it writes this daemon's own SQLite file, which the PostgreSQL
-   * commit does not cover.
+   * decision's transaction; on PostgreSQL it runs inside the decision's transaction too, as statements on it
+   * (the shared budget limits, lib/budget_shared.ts): the decision and the raise commit together or not at all.
    */
   #decide(
     id: string,
@@ -317,10 +317,7 @@ export class Approvals {
     const raise = this.#deps.raiseBudget;
     if (raiseFor === null || !raise) return this.#log.decide(id, state, by, reason);
     // Not async: on SQLite the raise's throw must reach the decision's transaction synchronously.
-    const also = (_handle: unknown): Promise<void> => {
-      raise(raiseFor);
-      return Promise.resolve();
-    };
+    const also = (handle: unknown): Promise<unknown> => Promise.resolve(raise(raiseFor, handle));
     return this.#log.decide(id, state, by, reason, also);
   }
 

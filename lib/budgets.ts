@@ -19,6 +19,9 @@ import { describeSpent, reached } from "./budget_math.ts";
 import { budgetOfRow, BudgetTable, limitsOf } from "./budget_table.ts";
 import { SpendingLog } from "./budget_spending.ts";
 import { DailyCap } from "./budget_daily_cap.ts";
+import type { SharedBudgetRows } from "./budget_shared.ts";
+import type { PgStateWrites } from "./storage/pg_session_state_log.ts";
+import type postgres from "postgres";
 
 /** What budgets need from the rest of the daemon. */
 export interface BudgetDeps {
@@ -50,6 +53,10 @@ export class Budgets {
   #deps: BudgetDeps;
   #defaults: BudgetDefaults;
   #table: BudgetTable;
+  /** With replicas: the rows in the shared database, and this replica's copy of them. */
+  #shared: SharedBudgetRows<PgStateWrites> | null;
+  /** Where the limits are read: the shared rows' copy, else this daemon's own table. */
+  #rows: Pick<BudgetTable, "has" | "ids" | "row">;
   #spending: SpendingLog;
   #daily: DailyCap;
   /** Sessions whose budget was already reached when last counted (announced once per crossing). */
@@ -57,11 +64,19 @@ export class Budgets {
   #listeners = new Set<(event: NotifyEvent) => void>();
   #timer: ReturnType<typeof setInterval> | undefined;
 
-  constructor(db: DatabaseSync, defaults: BudgetDefaults, deps: BudgetDeps) {
+  /** @param shared with replicas, the limits shared by all of them (read once `start()` resolved). */
+  constructor(
+    db: DatabaseSync,
+    defaults: BudgetDefaults,
+    deps: BudgetDeps,
+    shared: SharedBudgetRows<PgStateWrites> | null = null,
+  ) {
     this.#gate = gateOf(db);
     this.#defaults = defaults;
     this.#deps = deps;
     this.#table = new BudgetTable(db);
+    this.#shared = shared;
+    this.#rows = shared ?? this.#table;
     this.#spending = new SpendingLog(db);
     this.#daily = new DailyCap(defaults.dailyBudget, this.#spending);
     if (defaults.dailyBudget) {
@@ -74,6 +89,16 @@ export class Budgets {
     // A new UTC day lifts the daily cap: plugins stopped by it hear so.
     this.#timer = setInterval(() => this.#checkDay(), 60_000);
     Deno.unrefTimer(this.#timer);
+  }
+
+  /**
+   * With replicas: load the shared limits, then follow other replicas' changes (a plugin held here hears of a
+   * budget set or raised on any replica). Without, nothing to do.
+   */
+  async start(): Promise<void> {
+    await this.#shared?.start((ids) => {
+      for (const id of ids) this.#settled(id);
+    });
   }
 
   /** Listen for `budget.reached` (notifications, webhooks, audit); returns the unsubscribe function. */
@@ -90,10 +115,10 @@ export class Budgets {
   /** The budget in force for a session: its own, else the default for its kind; null when none. */
   budgetOf(sessionId: string): SessionBudget | null {
     // Asked for every row of every list: sessions without a row and no defaults cost no query.
-    if (!this.#table.has(sessionId) && !this.#defaults.spawnBudget && !this.#defaults.localBudget) {
+    if (!this.#rows.has(sessionId) && !this.#defaults.spawnBudget && !this.#defaults.localBudget) {
       return null;
     }
-    const row = this.#table.row(sessionId);
+    const row = this.#rows.row(sessionId);
     if (row) return row.maxCost === null && row.maxTokens === null ? null : budgetOfRow(row);
     const info = this.#deps.session(sessionId);
     const d = info?.agent ? this.#defaults.spawnBudget : this.#defaults.localBudget;
@@ -120,7 +145,7 @@ export class Budgets {
     today: Spent;
   } {
     const sessions: { sessionId: string; glance: BudgetGlance }[] = [];
-    for (const id of this.#table.ids()) {
+    for (const id of this.#rows.ids()) {
       const glance = this.glance(id);
       if (glance) sessions.push({ sessionId: id, glance });
     }
@@ -147,22 +172,29 @@ export class Budgets {
    * @throws {NotFoundError} for an unknown session.
    */
   set(sessionId: string, body: BudgetBody): BudgetView {
+    if (this.#shared) throw new Error("budgets: with replicas a budget is set with put()");
     if (!this.#deps.session(sessionId)) throw sessionNotFound(sessionId);
-    this.#gate.run(() =>
-      this.#table.put(sessionId, {
-        maxCost: body?.maxCost ?? null,
-        maxTokens: body?.maxTokens ?? null,
-        onReach: body?.onReach ?? "ask",
-      }, "session")
-    );
-    this.#over.delete(sessionId);
-    if (this.#reachedOf(sessionId)) this.#over.add(sessionId);
-    this.#push(sessionId);
+    this.#gate.run(() => this.#table.put(sessionId, limitsOfBody(body), "session"));
+    this.#settled(sessionId);
+    return this.get(sessionId);
+  }
+
+  /**
+   * `set`, on whichever store holds the limits: with replicas the shared database (every replica's plugin
+   * hears of it: the holder's at once when it is this one, else at its next read of the rows).
+   * @throws {NotFoundError} for an unknown session.
+   */
+  async put(sessionId: string, body: BudgetBody): Promise<BudgetView> {
+    if (!this.#shared) return this.set(sessionId, body);
+    if (!this.#deps.session(sessionId)) throw sessionNotFound(sessionId);
+    await this.#shared.put(sessionId, limitsOfBody(body), "session");
+    this.#settled(sessionId);
     return this.get(sessionId);
   }
 
   /** A budget card was approved: raise the budget by its original size and tell the plugin. */
   approved(sessionId: string): void {
+    if (this.#shared) throw new Error("budgets: with replicas a raise is stored with its decision");
     this.#gate.run(() => this.raise(sessionId));
     this.raised(sessionId);
   }
@@ -171,9 +203,16 @@ export class Budgets {
    * Store the raise of an approved budget card: its writes only, so that `Approvals` runs them in the
    * transaction that stores the decision (a crash keeps both or neither). `raised` tells the plugin after.
    */
-  raise(sessionId: string): void {
+  raise(sessionId: string, handle?: unknown): void | Promise<unknown> {
     const budget = this.budgetOf(sessionId);
     if (!budget) return;
+    if (this.#shared) {
+      // One increment on the decision's PostgreSQL transaction (`handle`); the copy re-reads it after.
+      const fallback = budget.source !== "session" && !this.#shared.row(sessionId)
+        ? { ...limitsOfBody(budget), source: budget.source }
+        : null;
+      return this.#shared.raiseWrites(sessionId, fallback)(handle as postgres.TransactionSql);
+    }
     if (budget.source !== "session" && !this.#table.row(sessionId)) {
       // A default budget gets a row of its own, so the raise outlives a restart.
       this.#table.put(sessionId, {
@@ -187,7 +226,24 @@ export class Budgets {
 
   /** The raise of a budget card is stored: the session may be under its budget again; the plugin hears. */
   raised(sessionId: string): void {
+    if (!this.#shared) return this.#raisedHere(sessionId);
+    // The plugin raised its own limit on the approval: the stored one reaches it once read back.
+    this.#shared.reread(sessionId).then(
+      () => this.#raisedHere(sessionId),
+      (error) =>
+        console.error(`lvmh: session ${sessionId}: raised budget not re-read: ${(error as Error).message}`),
+    );
+  }
+
+  #raisedHere(sessionId: string): void {
     if (!this.#reachedOf(sessionId)) this.#over.delete(sessionId);
+    this.#push(sessionId);
+  }
+
+  /** A session's limits changed: whether it is over them starts afresh, and its plugin hears. */
+  #settled(sessionId: string): void {
+    this.#over.delete(sessionId);
+    if (this.#reachedOf(sessionId)) this.#over.add(sessionId);
     this.#push(sessionId);
   }
 
@@ -278,12 +334,17 @@ export class Budgets {
   sessionDeleted(sessionId: string): void {
     this.#spending.forget(sessionId);
     this.#over.delete(sessionId);
-    this.#gate.run(() => this.#table.delete(sessionId));
+    if (this.#shared) {
+      this.#shared.delete(sessionId).catch((error) =>
+        console.error(`lvmh: session ${sessionId}: budget not deleted: ${(error as Error).message}`)
+      );
+    } else this.#gate.run(() => this.#table.delete(sessionId));
   }
 
-  /** Stop the day timer. */
+  /** Stop the day timer (and with replicas the reading of the shared limits). */
   close(): void {
     clearInterval(this.#timer);
+    this.#shared?.close();
   }
 
   #reachedOf(sessionId: string): boolean {
@@ -317,4 +378,11 @@ export class Budgets {
       }
     }
   }
+}
+
+/** The limits a `PUT …/budget` body (or a budget in force) sets, null for what it leaves out. */
+function limitsOfBody(
+  b: { maxCost?: number | null; maxTokens?: number | null; onReach?: "ask" | "stop" } | null,
+): { maxCost: number | null; maxTokens: number | null; onReach: "ask" | "stop" } {
+  return { maxCost: b?.maxCost ?? null, maxTokens: b?.maxTokens ?? null, onReach: b?.onReach ?? "ask" };
 }

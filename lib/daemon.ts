@@ -52,6 +52,8 @@ import { Workspaces } from "./workspaces.ts";
 import { SessionChanges } from "./changes/session_changes.ts";
 import { startIndexer } from "./search/indexer.ts";
 import { Budgets } from "./budgets.ts";
+import { SharedBudgetRows } from "./budget_shared.ts";
+import { PgSessionStateLog } from "./storage/pg_session_state_log.ts";
 import { Presence } from "./presence.ts";
 import { UsageRuns } from "./usage_runs.ts";
 import { Replica } from "./replica/replica.ts";
@@ -166,7 +168,7 @@ export function createDaemon(
     online: () => sessions.list().filter((s) => s.online).map((s) => s.id),
     announces: () => leading.isLeader(),
     sessions: () => store.listSessions(),
-  });
+  }, replica && new SharedBudgetRows(new PgSessionStateLog(replica.db.sql))); // with replicas, limits shared
   // One row per run for usage reports, kept from the committed log; what a crash or an upgrade left unread
   // is read in the background.
   const usage = new UsageRuns(store.db);
@@ -179,7 +181,7 @@ export function createDaemon(
     trySend: (id, command) => sessions.trySend(id, command),
     touch: (id) => sessions.touch(id),
     broadcast: (frame) => hub.broadcast(frame),
-    raiseBudget: (id) => budgets.raise(id),
+    raiseBudget: (id, handle) => budgets.raise(id, handle),
     budgetApproved: (id) => budgets.raised(id),
   }, replica ? {} : { pending: new ApprovalStore(store.db).pending() }); // read now: nothing sees an empty list
   // With replicas the pending list is read from the shared log before the daemon serves (`ready`).
@@ -312,6 +314,7 @@ export function createDaemon(
     ? (async () => {
       await settings.start();
       await approvals.start();
+      await budgets.start();
       await replica.start({
         deliver: (frame) => sessions.deliver(frame),
         fenced: (sessionId) => sessions.fenced(sessionId),

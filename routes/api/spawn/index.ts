@@ -11,7 +11,7 @@ export const handler: Handlers = {
     const { budget, ...spawn } = body;
     const { sessionId, containerId, jobId } = await ctx.app.spawner.spawn(spawn);
     // Set once the session is registered; a plugin already online hears of it in a `policy` frame.
-    if (budget !== undefined) ctx.app.budgets.set(sessionId, budget);
+    if (budget !== undefined) await ctx.app.budgets.put(sessionId, budget);
     return json({ sessionId, containerId, jobId }, 201);
   },
 };

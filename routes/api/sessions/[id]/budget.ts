@@ -9,7 +9,7 @@ export const handler: Handlers = {
   },
   async PUT(ctx) {
     const body = await readJson(ctx.req, BudgetBody);
-    const view = ctx.app.budgets.set(ctx.params.id, body);
+    const view = await ctx.app.budgets.put(ctx.params.id, body);
     ctx.audit("budget", { sessionId: ctx.params.id, detail: { budget: body, spent: view.spent } });
     return json(view);
   },
