@@ -8,7 +8,7 @@ import type { Hub } from "./hub.ts";
 import type { Ingest } from "./ingest.ts";
 import type { Sessions } from "./sessions.ts";
 import type { Approvals } from "./approvals.ts";
-import type { ImageStore } from "./image_store.ts";
+import type { ImageLog } from "./storage/image_log.ts";
 import type { Spawner } from "./spawner.ts";
 import type { Gitlab } from "./gitlab.ts";
 import type { Tokens } from "./tokens.ts";
@@ -45,7 +45,7 @@ export interface App {
   /** Tool calls waiting for a person, and the answers. */
   approvals: Approvals;
   /** The images of web prompts, per session (kept by `sessions.prompt`, deleted with their session). */
-  images: ImageStore;
+  images: ImageLog;
   /** Named tokens and their roles. */
   tokens: Tokens;
   /** The append-only audit log. */

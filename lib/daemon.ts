@@ -14,6 +14,8 @@ import { ApprovalStore } from "./approval_store.ts";
 import { SqliteApprovalLog } from "./storage/sqlite_approval_log.ts";
 import { PgApprovalLog } from "./storage/pg_approval_log.ts";
 import { ImageStore } from "./image_store.ts";
+import { SqliteImageLog } from "./storage/sqlite_image_log.ts";
+import { PgImageLog } from "./storage/pg_image_log.ts";
 import { Tokens } from "./tokens.ts";
 import { SqliteTokenLog } from "./storage/sqlite_token_log.ts";
 import { PgTokenLog } from "./storage/pg_token_log.ts";
@@ -138,11 +140,13 @@ export function createDaemon(
       deleted: (sessionId) => sessions.removedElsewhere(sessionId),
       info: (sessionId) => replica.info(sessionId),
     });
-  const images = new ImageStore(store.db);
+  // Prompt images: alone, `prompt` keeps them in its own synchronous step (the same table `images` reads);
+  // with replicas, on the shared database, kept by the prompt route before `prompt` (`keepShared`).
+  const images = replica ? new PgImageLog(replica.db.sql) : new SqliteImageLog(store.db);
   const sessions = new Sessions(store, ingest, hub, {
     defaultAsk: config.localAsk,
     spawnAsk: config.spawnAsk,
-    images,
+    images: replica ? undefined : new ImageStore(store.db),
     ...(replica && mirror
       ? {
         shared: {

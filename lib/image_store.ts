@@ -40,7 +40,10 @@ export function sha256Hex(bytes: Uint8Array): string {
   return createHash("sha256").update(bytes).digest("hex");
 }
 
-/** The prompt images of one database: `createDaemon` builds the one instance (`app.images`). */
+/**
+ * The prompt images of one SQLite file: `Sessions.prompt` keeps them through it synchronously (no replicas),
+ * and `app.images` reads them through lib/storage/sqlite_image_log.ts over the same tables.
+ */
 export class ImageStore {
   #db: DatabaseSync;
   #insertBlob: StatementSync;

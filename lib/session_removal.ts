@@ -20,7 +20,10 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 export function deleteSession(app: Parts, id: string): void {
   app.sessions.remove(id);
   app.approvals.sessionDeleted(id);
-  app.images.sessionDeleted(id);
+  // Committed at once alone (SQLite); with replicas a failure on the shared database is only logged.
+  app.images.sessionDeleted(id).catch((error) => {
+    console.warn(`lvmh: could not delete the images of session ${id}: ${(error as Error).message}`);
+  });
   app.workspaces.sessionDeleted(id);
   app.mergeRequests?.sessionDeleted(id);
   app.budgets?.sessionDeleted(id);

@@ -22,6 +22,7 @@ import type { Store } from "./store.ts";
 import type { Ingest } from "./ingest.ts";
 import type { Hub } from "./hub.ts";
 import type { ImageStore, StoredImageRef } from "./image_store.ts";
+import type { ImageLog } from "./storage/image_log.ts";
 import { checkImages } from "./images.ts";
 import { ConflictError, sessionNotFound, sessionOffline } from "./errors.ts";
 import { throttle } from "./throttle.ts";
@@ -62,6 +63,8 @@ export interface PromptRequest {
   source?: PromptSource;
   /** The prompt's id, for a prompt kept across restarts (a hook's); a fresh one otherwise. */
   promptId?: string;
+  /** `images` as `keepShared` already kept them (with replicas): `prompt` then keeps nothing itself. */
+  kept?: StoredImageRef[];
 }
 
 /** What a sent prompt leaves for the audit log: what was asked, and of its images only what the store keeps. */
@@ -413,7 +416,7 @@ export class Sessions {
     const link = this.#linkOf(sessionId);
     const { message, deliverAs, by } = request;
     const promptId = request.promptId ?? crypto.randomUUID();
-    const stored = images ? this.#keepImages(sessionId, images) : undefined;
+    const stored = images ? request.kept ?? this.#keepImages(sessionId, images) : undefined;
     this.#sendFrame(
       link,
       this.#frame(sessionId, {
@@ -428,6 +431,19 @@ export class Sessions {
       }),
     );
     return { promptId, message, deliverAs, ...(stored ? { images: stored } : {}) };
+  }
+
+  /**
+   * With replicas, a prompt's images go to the shared `log` before `prompt` sends them (as `kept`): the caller
+   * awaits this first, so the frame leaves only once every replica can serve them. Checked and refused here
+   * as `prompt` would (bad images, unknown or offline session), so a refused prompt keeps nothing; a session
+   * that goes offline during the await leaves its images until the session is deleted.
+   * @throws as `prompt`.
+   */
+  keepShared(sessionId: string, images: readonly PromptImage[], log: ImageLog): Promise<StoredImageRef[]> {
+    const checked = checkImages(images);
+    this.#linkOf(sessionId);
+    return log.put(sessionId, checked);
   }
 
   /** Send a command if the session is online; false when it is not (it will be sent again on reconnect). */

@@ -6,6 +6,7 @@ import { type PluginLink, Sessions } from "./sessions.ts";
 import { Approvals } from "./approvals.ts";
 import { SqliteApprovalLog } from "./storage/sqlite_approval_log.ts";
 import { ImageStore } from "./image_store.ts";
+import { SqliteImageLog } from "./storage/sqlite_image_log.ts";
 import { Workspaces } from "./workspaces.ts";
 import type { AgentEvent, DaemonFrame, ServerFrame, SessionInfo, SessionSummary } from "./protocol.ts";
 import { ConflictError, InvalidError, NotFoundError } from "./errors.ts";
@@ -71,7 +72,21 @@ async function build() {
     return { sessions: [...merged.sessions.values()], removed: [...merged.removed] };
   };
   const workspaces = new Workspaces(store.db);
-  return { dir, store, hub, ingest, sessions, approvals, images, workspaces, seen, updates };
+  // The app's images are the async log over the same table the registry's store keeps them in.
+  const log = new SqliteImageLog(store.db);
+  return {
+    dir,
+    store,
+    hub,
+    ingest,
+    sessions,
+    approvals,
+    images: log,
+    imageStore: images,
+    workspaces,
+    seen,
+    updates,
+  };
 }
 
 Deno.test("sessions: connect, replace and disconnect own the online flag and announce only changed rows", () =>
@@ -116,7 +131,7 @@ Deno.test("sessions: send routes to the live link; unknown is 404, offline is 40
   }));
 
 Deno.test("sessions: prompt checks and keeps images only for a live session, then sends the frame with `by`", () =>
-  withRegistry(({ sessions, images, store }) => {
+  withRegistry(({ sessions, imageStore: images, store }) => {
     const png =
       "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
     const image = { mimeType: "image/png", data: png };

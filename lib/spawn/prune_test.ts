@@ -15,7 +15,7 @@ Deno.test("pruneSessions() discards an old stopped spawned session (storage too)
       remove: (id: string) => deleted.push(id),
     },
     approvals: { sessionDeleted() {} },
-    images: { sessionDeleted() {} },
+    images: { sessionDeleted: () => Promise.resolve() },
     workspaces: { sessionDeleted() {} },
     spawner: {
       container: (id: string) => id === "spawned" ? { state: "stopped" } : undefined,

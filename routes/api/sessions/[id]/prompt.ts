@@ -35,10 +35,15 @@ export const handler: Handlers = {
       });
       return json({ ok: true, promptId, commandId: promptId, resumed: true });
     }
+    // With replicas the images are on the shared database before the prompt leaves, so any replica serves them.
+    const kept = ctx.app.replica && images?.length
+      ? await ctx.app.sessions.keepShared(id, images, ctx.app.images)
+      : undefined;
     const sent = ctx.app.sessions.prompt(ctx.params.id, {
       message,
       deliverAs,
       images,
+      kept,
       by: actorName(ctx.principal),
       // Only a label for the session's runs (who sent it is `by`, from the token): lvmh's CLI names itself.
       source: ctx.req.headers.get("user-agent")?.startsWith(CLI_USER_AGENT) ? "cli" : "web",

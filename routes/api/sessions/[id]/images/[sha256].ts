@@ -7,13 +7,13 @@ import type { Handlers } from "../../../../../lib/router.ts";
  * never changes for a name, so browsers may keep it for a year; `private` because it needs a token.
  */
 export const handler: Handlers = {
-  GET(ctx) {
+  async GET(ctx) {
     const { id, sha256 } = ctx.params;
     if (!SHA256_RE.test(sha256)) {
       throw new InvalidError("image name must be a sha256 (64 lowercase hex digits)");
     }
     if (!ctx.app.store.getSession(id)) throw sessionNotFound(id);
-    const image = ctx.app.images.get(id, sha256);
+    const image = await ctx.app.images.get(id, sha256);
     if (!image) throw new NotFoundError(`Session "${id}" has no image ${sha256}`);
     return new Response(image.data as Uint8Array<ArrayBuffer>, {
       headers: {
