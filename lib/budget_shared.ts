@@ -52,8 +52,7 @@ export class SharedBudgetRows<Writes> {
     this.#reading = true;
     try {
       const at = this.#writes;
-      const ids = await this.#log.budgetIds();
-      const rows = (await Promise.all(ids.map((id) => this.#log.budget(id)))).filter((r) => r !== null);
+      const rows = await this.#log.budgets();
       if (at !== this.#writes) return;
       const now = new Map(rows.map((r) => [r.sessionId, r]));
       const moved: string[] = [];

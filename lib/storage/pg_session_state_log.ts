@@ -45,6 +45,10 @@ export class PgSessionStateLog extends PgStore implements SessionStateLog<PgStat
     return (await this.sql`SELECT session_id FROM session_budgets`).map((r) => r.session_id as string);
   }
 
+  async budgets(): Promise<BudgetRow[]> {
+    return (await this.sql`SELECT * FROM session_budgets`).map(budgetOf);
+  }
+
   async putBudget(sessionId: string, b: BudgetLimits, source: BudgetRow["source"]): Promise<void> {
     await this.sql`INSERT INTO session_budgets(session_id, max_cost, max_tokens, on_reach, raised_cost,
         raised_tokens, source, updated_at)

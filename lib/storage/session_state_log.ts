@@ -61,6 +61,8 @@ export interface SessionStateLog<Writes = never> {
   budget(sessionId: string): Promise<BudgetRow | null>;
   /** The sessions with a row of their own. */
   budgetIds(): Promise<string[]>;
+  /** Every session's own budget row (one read: a replica's copy re-reads them all every second). */
+  budgets(): Promise<BudgetRow[]>;
   /** Write a session's budget afresh: nothing raised yet. */
   putBudget(sessionId: string, limits: BudgetLimits, source: BudgetRow["source"]): Promise<void>;
   /**

@@ -70,6 +70,11 @@ export class SqliteSessionStateLog implements SessionStateLog<SqliteStateWrites>
     return settle(() => [...this.#budgets.ids()]);
   }
 
+  async budgets(): Promise<BudgetRow[]> {
+    const rows = await Promise.all((await this.budgetIds()).map((id) => this.budget(id)));
+    return rows.filter((r) => r !== null);
+  }
+
   putBudget(sessionId: string, limits: BudgetLimits, source: BudgetRow["source"]): Promise<void> {
     return settle(() => this.#gate.run(() => this.#budgets.put(sessionId, limits, source)));
   }
