@@ -224,7 +224,13 @@ export class Ingest {
   #startShared(shared: SharedLog, sessionId: string, part: Pending[]): void {
     const entry: SharedCommit = { waiting: [], done: Promise.resolve() };
     this.#inFlight.set(sessionId, entry);
-    entry.done = this.#commitSession(shared, sessionId, part).catch((error) => {
+    entry.done = this.#commitSession(shared, sessionId, part).then((stored) => {
+      // What came meanwhile follows what failed: stored now, it would leave a gap the plugin's replay (from the
+      // new welcome's lastSeq) never fills. Its socket is closed already; the replay brings it all again.
+      if (!stored && entry.waiting.length) {
+        this.#fail(entry.waiting.splice(0), new Error("an earlier write failed"));
+      }
+    }, (error) => {
       // A follower's own failure (onCommitted); the session's next commit must still go.
       console.error(`lvmh: after a commit to the shared log: ${(error as Error).message}`);
     }).finally(() => {
@@ -233,7 +239,8 @@ export class Ingest {
     });
   }
 
-  async #commitSession(shared: SharedLog, sessionId: string, part: Pending[]): Promise<void> {
+  /** @returns false when the shared log refused or failed the session's events (nothing of them stored). */
+  async #commitSession(shared: SharedLog, sessionId: string, part: Pending[]): Promise<boolean> {
     // The other replicas get the deltas before the stored events around them are even sent: they hold each
     // delta until their copy has the event it follows, and publish it among the batch that brings it. Sent
     // after the commit, they lost the race with the commit's own hint and came too late to be shown.
@@ -244,7 +251,8 @@ export class Ingest {
       try {
         acked.set(sessionId, (await shared.append(sessionId, persisted)).lastSeq);
       } catch (error) {
-        return this.#fail(part, error);
+        this.#fail(part, error);
+        return false;
       }
     }
     let local: SessionCommit[] = [];
@@ -254,11 +262,12 @@ export class Ingest {
       // Committed in the shared log (so acked), but not in this file: the feed brings it again.
       console.error(`lvmh: cannot copy committed events to this replica's file: ${(error as Error).message}`);
       for (const [, lastSeq] of acked) part.at(-1)!.origin.ack(lastSeq);
-      return;
+      return true;
     }
     const commits = this.#publish(part, local, acked);
     for (const [, lastSeq] of acked) shared.copied(sessionId, lastSeq);
     if (commits.length) this.#onCommitted(commits);
+    return true;
   }
 
   /** Ack each session's origin with its stored lastSeq, publish its new events and deltas in seq order. */

@@ -1,0 +1,95 @@
+/**
+ * Ingest on a shared log (several replicas): one commit in flight per session, what comes meanwhile in the
+ * next one, and nothing stored after a failed commit of the same session (it would leave a gap the plugin's
+ * replay never fills). The shared log is a stand-in that a test resolves or fails by hand.
+ */
+import assert from "node:assert/strict";
+import { Ingest, type SharedLog } from "./ingest.ts";
+import { Store } from "./store.ts";
+import { Hub } from "./hub.ts";
+import type { AgentEvent } from "./protocol.ts";
+import { waitFor } from "../testing/daemon.ts";
+
+const ev = (seq: number) => ({ v: 1, sessionId: "s", seq, ts: seq, type: "agent_start" }) as AgentEvent;
+
+/** A shared log whose appends wait until the test settles them, in order. */
+function heldLog() {
+  const calls: { seqs: number[]; settle: (error?: Error) => void }[] = [];
+  const log: SharedLog = {
+    append: (_sessionId, events) =>
+      new Promise((resolve, reject) => {
+        calls.push({
+          seqs: events.map((e) => e.seq),
+          settle: (error) => error ? reject(error) : resolve({ lastSeq: events.at(-1)!.seq }),
+        });
+      }),
+    copied: () => {},
+    live: () => {},
+  };
+  return { log, calls };
+}
+
+async function setup() {
+  const dir = await Deno.makeTempDir({ prefix: "lvmh-ingest-shared-" });
+  const store = new Store(`${dir}/lvmh.db`);
+  store.upsertSession({
+    id: "s",
+    name: null,
+    cwd: "",
+    model: null,
+    provider: null,
+    agent: false,
+    repo: null,
+    startedAt: 0,
+  });
+  const shared = heldLog();
+  const ingest = new Ingest(store, new Hub(), () => {}, shared.log);
+  const origin = {
+    acks: [] as number[],
+    failed: 0,
+    ack: (n: number) => origin.acks.push(n),
+    fail: () => origin.failed++,
+  };
+  return {
+    store,
+    ingest,
+    origin,
+    calls: shared.calls,
+    async [Symbol.asyncDispose]() {
+      store.close();
+      await Deno.remove(dir, { recursive: true });
+    },
+  };
+}
+
+Deno.test("shared ingest: one commit in flight per session; what came meanwhile goes in the next", async () => {
+  await using s = await setup();
+  s.ingest.push(ev(1), s.origin);
+  s.ingest.flush();
+  await waitFor(() => s.calls.length === 1, "the first append");
+  for (const seq of [2, 3]) s.ingest.push(ev(seq), s.origin);
+  s.ingest.flush();
+  assert.equal(s.calls.length, 1, "the second waits for the first");
+  s.calls[0].settle();
+  await waitFor(() => s.calls.length === 2, "the second append");
+  assert.deepEqual(s.calls[1].seqs, [2, 3]);
+  s.calls[1].settle();
+  await s.ingest.drained();
+  assert.equal(s.store.lastSeq("s"), 3, "the replica's file has all three");
+  assert.equal(s.origin.acks.at(-1), 3);
+});
+
+Deno.test("shared ingest: after a failed commit, what queued behind it is not stored", async () => {
+  await using s = await setup();
+  s.ingest.push(ev(1), s.origin);
+  s.ingest.flush();
+  await waitFor(() => s.calls.length === 1, "the first append");
+  s.ingest.push(ev(2), s.origin);
+  s.ingest.flush();
+  s.calls[0].settle(new Error("the database went away"));
+  await s.ingest.drained();
+  assert.equal(s.calls.length, 1, "seq 2 never sent: stored alone it would hide the lost seq 1");
+  assert.equal(s.store.lastSeq("s"), 0);
+  assert.ok(s.origin.failed >= 1, "the socket is failed, so the plugin replays both");
+  assert.deepEqual(s.origin.acks, []);
+});
