@@ -9,9 +9,7 @@ import type {
   BudgetGlance,
   ContainerState,
   DaemonFrame,
-  DeliverAs,
   PromptImage,
-  PromptSource,
   SessionActivity,
   SessionInfo,
   SessionMergeRequest,
@@ -28,78 +26,16 @@ import { ConflictError, sessionNotFound, sessionOffline } from "./errors.ts";
 import { throttle } from "./throttle.ts";
 import { SessionGlances } from "./session_glance.ts";
 import { titleOf } from "./glance_text.ts";
+import type {
+  Command,
+  CommandType,
+  PluginLink,
+  PromptRequest,
+  SentPrompt,
+  SharedSessions,
+} from "./session_commands.ts";
 
-/** The daemon's side of one plugin connection, as far as routing commands needs it. */
-export interface PluginLink {
-  send(frame: DaemonFrame): void;
-  close(code: number, reason: string): void;
-}
-
-/** The daemon → plugin frames that carry a person's (or a hook's) command, as opposed to the transport's. */
-export type CommandType =
-  | "prompt"
-  | "abort"
-  | "set_model"
-  | "set_name"
-  | "policy"
-  | "approval_decision"
-  | "changes";
-type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
-/** A command to a session's plugin: its protocol frame without the envelope, which `send` adds. */
-export type Command = DistributiveOmit<
-  Extract<DaemonFrame, { type: CommandType }>,
-  "v" | "sessionId" | "seq" | "ts"
->;
-
-/** A prompt as the REST route and the inbound hooks hand it to `Sessions.prompt`. */
-export interface PromptRequest {
-  message: string;
-  deliverAs: DeliverAs;
-  /** Checked here (`checkImages`) and kept by the image store before the frame leaves. */
-  images?: readonly PromptImage[];
-  /** Who sends it: a token's name, `bootstrap`, or `hook:NAME`; the plugin puts it on the user message. */
-  by: string;
-  /** Where it was typed (absent: the page or the REST API). */
-  source?: PromptSource;
-  /** The prompt's id, for a prompt kept across restarts (a hook's); a fresh one otherwise. */
-  promptId?: string;
-  /** `images` as `keepShared` already kept them (with replicas): `prompt` then keeps nothing itself. */
-  kept?: StoredImageRef[];
-}
-
-/** What a sent prompt leaves for the audit log: what was asked, and of its images only what the store keeps. */
-export interface SentPrompt {
-  promptId: string;
-  message: string;
-  deliverAs: DeliverAs;
-  images?: StoredImageRef[];
-}
-
-/**
- * What the registry needs when several replicas share one database (lib/replica/): the holder's claim, the
- * shared command queue, and which sessions another replica holds.
- */
-export interface SharedSessions {
-  /** Claim the session for this replica: its epoch, and its lastSeq and ask set in the shared database. */
-  claim(info: SessionInfo, notAfter: number): Promise<{ epoch: number; lastSeq: number; ask: AskSet | null }>;
-  /** Bring this replica's copy of the session's events up to the shared log. */
-  catchUp(sessionId: string): Promise<void>;
-  /** The socket of `epoch` went (a newer claim is left alone). */
-  release(sessionId: string, epoch: number): void;
-  /**
-   * Queue a command for whichever replica holds the session (in send order; never throws); with `ifHeld`,
-   * only if one does.
-   */
-  send(frame: DaemonFrame & { type: CommandType }, options?: { ifHeld?: boolean }): void;
-  /** Hand the session's queued commands to its socket here. */
-  take(sessionId: string): void;
-  /** True when a live replica other than this one holds the session. */
-  heldElsewhere(sessionId: string): boolean;
-  /** Store a session's own ask set in the shared row. */
-  setAsk(sessionId: string, ask: AskSet): Promise<void>;
-  /** Delete the session from the shared database (and so from every replica's copy). */
-  deleteSession(sessionId: string): Promise<void>;
-}
+export type { Command, CommandType, PluginLink, PromptRequest, SentPrompt, SharedSessions };
 
 /** How often, at most, browsers get a `session_update` while sessions are busy. */
 export const SESSION_UPDATE_INTERVAL_MS = 100;
