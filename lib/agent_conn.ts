@@ -18,7 +18,6 @@ import {
   PROTOCOL_VERSION,
 } from "./protocol.ts";
 
-type HelloFrame = Extract<PluginFrame, { type: "hello" }>;
 import type { PluginLink } from "./sessions.ts";
 import type { EventOrigin } from "./ingest.ts";
 import type { Principal } from "./auth.ts";
@@ -26,6 +25,8 @@ import { throttle } from "./throttle.ts";
 import { tooBig } from "./frame_precheck.ts";
 import { errorBudget } from "./error_budget.ts";
 import { FencedError } from "./storage/event_log.ts";
+
+type HelloFrame = Extract<PluginFrame, { type: "hello" }>;
 
 /** At most one `ack` per socket in this interval. */
 export const ACK_INTERVAL_MS = 50;
