@@ -170,11 +170,6 @@ export class Replica {
     void writing.finally(() => this.#releasing.delete(writing));
   }
 
-  /** The epoch of a session this replica holds, undefined otherwise. */
-  epochOf(sessionId: string): number | undefined {
-    return this.#epochs.get(sessionId);
-  }
-
   /**
    * Store a held session's events in the shared log and announce them.
    * @throws {FencedError} when another replica claimed the session (or this one no longer holds it).
