@@ -7,8 +7,9 @@ import assert from "node:assert/strict";
 import { Ingest, type SharedLog } from "./ingest.ts";
 import { Store } from "./store.ts";
 import { Hub } from "./hub.ts";
-import type { AgentEvent } from "./protocol.ts";
+import type { AgentEvent, SessionInfo } from "./protocol.ts";
 import { waitFor } from "../testing/daemon.ts";
+import { sessionInfo } from "../testing/agent.ts";
 
 const ev = (seq: number) => ({ v: 1, sessionId: "s", seq, ts: seq, type: "agent_start" }) as AgentEvent;
 
@@ -32,16 +33,7 @@ function heldLog() {
 async function setup() {
   const dir = await Deno.makeTempDir({ prefix: "lvmh-ingest-shared-" });
   const store = new Store(`${dir}/lvmh.db`);
-  store.upsertSession({
-    id: "s",
-    name: null,
-    cwd: "",
-    model: null,
-    provider: null,
-    agent: false,
-    repo: null,
-    startedAt: 0,
-  });
+  store.upsertSession(sessionInfo("s") as SessionInfo);
   const shared = heldLog();
   const ingest = new Ingest(store, new Hub(), () => {}, shared.log);
   const origin = {
