@@ -21,6 +21,26 @@ export interface RunRow {
   open: number;
 }
 
+/**
+ * A row's values in the `usage_runs` table's column order, then how far its session was counted (`seenSeq`):
+ * the parameters of both writers' statements (lib/usage_runs.ts, lib/storage/sqlite_usage_run_log.ts).
+ */
+export function runParams(c: RunRow, seenSeq: number): [string, ...(string | number | null)[]] {
+  return [
+    c.sessionId,
+    c.startSeq,
+    c.startedAt,
+    c.person,
+    c.model,
+    c.inputTokens,
+    c.outputTokens,
+    c.cost,
+    c.counted,
+    c.open,
+    seenSeq,
+  ];
+}
+
 /** One event, as far as counting runs goes. */
 export interface RunEvent {
   seq: number;

@@ -9,7 +9,7 @@ import type { SessionRecord } from "./protocol.ts";
 import { utcDay } from "./budget_math.ts";
 import { gateOf, type WriteGate } from "./write_gate.ts";
 import type { UsageRun } from "./usage.ts";
-import { advanceRuns, type RunEvent, type RunRow } from "./usage_count.ts";
+import { advanceRuns, type RunEvent, runParams, type RunRow } from "./usage_count.ts";
 
 /** The events that count. */
 const COUNTED = new Set(["message_end", "agent_start", "agent_end"]);
@@ -215,19 +215,7 @@ export class UsageRuns {
           this.#db.exec("BEGIN IMMEDIATE");
           try {
             for (const c of changed.values()) {
-              this.#put.run(
-                c.sessionId,
-                c.startSeq,
-                c.startedAt,
-                c.person,
-                c.model,
-                c.inputTokens,
-                c.outputTokens,
-                c.cost,
-                c.counted,
-                c.open,
-                counted.get(c.sessionId) ?? 0,
-              );
+              this.#put.run(...runParams(c, counted.get(c.sessionId) ?? 0));
             }
             this.#db.exec("COMMIT");
           } catch (error) {

@@ -5,6 +5,7 @@
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { gateOf, type WriteGate } from "../write_gate.ts";
 import type { RunRow, UsageRunLog } from "./usage_run_log.ts";
+import { runParams } from "../usage_count.ts";
 import { settle } from "./sqlite_sync.ts";
 
 const RUN_COLUMNS =
@@ -69,21 +70,7 @@ export class SqliteUsageRunLog implements UsageRunLog {
         try {
           let written = 0;
           for (const c of rows) {
-            written += Number(
-              this.#put.run(
-                c.sessionId,
-                c.startSeq,
-                c.startedAt,
-                c.person,
-                c.model,
-                c.inputTokens,
-                c.outputTokens,
-                c.cost,
-                c.counted,
-                c.open,
-                seen.get(c.sessionId) ?? 0,
-              ).changes,
-            );
+            written += Number(this.#put.run(...runParams(c, seen.get(c.sessionId) ?? 0)).changes);
           }
           this.#db.exec("RELEASE usage_run_log");
           return written;
