@@ -16,7 +16,7 @@
 import type { DatabaseSync } from "node:sqlite";
 import type { Gitlab } from "./gitlab.ts";
 import type { GitlabMergeRequest, GitlabMergeRequests } from "./gitlab_merge_requests.ts";
-import type { Workspaces } from "./workspaces.ts";
+import type { WorkspaceBook } from "./workspaces.ts";
 import type { MergeRequestComment, MergeRequestView, SessionMergeRequest } from "./protocol.ts";
 import { NotFoundError } from "./errors.ts";
 import type { ShipRequest, ShipWork } from "./ship_work.ts";
@@ -71,7 +71,7 @@ export class MergeRequests {
   constructor(
     db: DatabaseSync,
     private deps: {
-      workspaces: Pick<Workspaces, "get">;
+      workspaces: Pick<WorkspaceBook, "get">;
       gitlab: Pick<Gitlab, "credential" | "cloneUrl" | "status">;
       api: GitlabMergeRequests;
       work: ShipWork;
@@ -108,12 +108,12 @@ export class MergeRequests {
   /**
    * Start the background poller: every `everyMs`, up to `POLL_BATCH` open merge requests whose record is
    * older than `REFRESH_MS` are read again from GitLab, one after the other. Merged and closed ones are never
-   * polled. Stopped by `close`.
+   * polled. A round runs only while `leads()` (the single daemon always leads). Stopped by `close`.
    */
-  follow(everyMs = POLL_MS): void {
+  follow(everyMs = POLL_MS, leads: () => boolean = () => true): void {
     if (this.#poller !== undefined || this.#closed) return;
     this.#poller = setInterval(() => {
-      if (this.#polling) return;
+      if (this.#polling || !leads()) return;
       this.#polling = this.poll().then(() => {}, (error) => {
         console.error(`lvmh: following merge requests: ${(error as Error).message}`);
       }).finally(() => this.#polling = null);

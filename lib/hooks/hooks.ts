@@ -7,7 +7,7 @@
  */
 import { z } from "zod";
 import type { Gitlab } from "../gitlab.ts";
-import type { MergeRequests } from "../merge_requests.ts";
+import type { AnyMergeRequests } from "../merge_requests_shared.ts";
 import type { MergeRequestChange } from "../merge_request_change.ts";
 import type { SettingsAccess } from "../settings.ts";
 import { BranchName, RepoPath, SessionId } from "../protocol.ts";
@@ -36,7 +36,7 @@ export type GenericHookBody = z.infer<typeof GenericHookBody>;
 /** The daemon parts hooks use (the daemon passes its `App`; read at each use, so later swaps count). */
 export interface HookDeps extends KeptPromptDeps {
   gitlab: Gitlab;
-  mergeRequests: MergeRequests;
+  mergeRequests: AnyMergeRequests;
   /** The deployment's settings, where the GitLab hook secret set through the API is kept. */
   settings: SettingsAccess;
   /** With replicas: the database they share, where the delivery keys are kept. */
