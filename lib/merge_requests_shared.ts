@@ -19,7 +19,7 @@
  * are the deployment's, so one replica following them is enough, and GitLab is asked once per merge request.
  */
 import type { Gitlab } from "./gitlab.ts";
-import type { GitlabMergeRequest, GitlabMergeRequests } from "./gitlab_merge_requests.ts";
+import type { GitlabMergeRequests } from "./gitlab_merge_requests.ts";
 import type { WorkspaceBook } from "./workspaces.ts";
 import type { MergeRequestComment, MergeRequestView, SessionMergeRequest } from "./protocol.ts";
 import { ConflictError, NotFoundError } from "./errors.ts";
