@@ -67,7 +67,7 @@ export class SharedMergeRequests<Also = unknown> {
   #inTransaction = new Set<Listener>();
   /** Refreshes from GitLab in flight, per session: a second ask joins the first. */
   #refreshing = new Map<string, Promise<void>>();
-  /** Writes a hook's event started after its caller's answer (awaited by `close`). */
+  /** Reads of GitLab a hook's event started after its caller's answer (awaited by `close`). */
   #pending = new Set<Promise<void>>();
   #poller: ReturnType<typeof setInterval> | undefined;
   #polling: Promise<void> | null = null;
@@ -192,13 +192,13 @@ export class SharedMergeRequests<Also = unknown> {
   }
 
   /**
-   * An inbound GitLab event about `repo` (see `MergeRequests.gitlabEvent`). The sessions it concerns are found
-   * in this replica's copy; the writes are made after the caller's answer (a pipeline's status on the fresh
-   * row), so a record shipped through another replica in the last `COPY_POLL_MS`, or a replica killed before
-   * its write, leaves the event to the follower's next read of the merge request.
+   * An inbound GitLab event about `repo` (see `MergeRequests.gitlabEvent`): a pipeline's status is written on
+   * the shared records of its branch before this resolves (so before the hook's answer); a merge request or
+   * note event reads those merge requests again afterwards.
    * @returns the sessions whose merge request it concerns (none: not lvmh's)
+   * @throws {ConflictError} when a pipeline's save kept losing; what the database or a listener throws.
    */
-  gitlabEvent(
+  async gitlabEvent(
     event:
       | {
         kind: "pipeline";
@@ -210,15 +210,17 @@ export class SharedMergeRequests<Also = unknown> {
         failedJobs: string[];
       }
       | { kind: "merge_request" | "note"; repo: string; branch: string | null; iid: number | null },
-  ): string[] {
+  ): Promise<string[]> {
     if (this.#closed || event.branch === null) return [];
-    const ids = [...this.#rows.values()]
-      .filter((r) => r.repo === event.repo && r.sourceBranch === event.branch && r.iid !== null)
-      .filter((r) => event.kind === "pipeline" || event.iid === null || r.iid === event.iid)
-      .map((r) => r.sessionId);
+    // A pipeline concerns every merge request of its branch; another event the one it names, if it names one.
+    const wanted = event.kind === "pipeline" ? null : event.iid;
+    const ids: string[] = [];
+    for (const id of await this.#log.byBranch(event.repo, event.branch)) {
+      if (wanted === null || (await this.#log.row(id))?.iid === wanted) ids.push(id);
+    }
     for (const id of ids) {
-      const work = event.kind === "pipeline"
-        ? this.#write(id, (row) => {
+      if (event.kind === "pipeline") {
+        await this.#write(id, (row) => {
           if (row.iid === null) return null;
           const current = row.pipeline ? (JSON.parse(row.pipeline) as { id: number }).id : -1;
           // An older pipeline's late event never replaces the newer one's status.
@@ -227,9 +229,10 @@ export class SharedMergeRequests<Also = unknown> {
             ...fromRow(row),
             pipeline: { id: event.id, status: event.status, webUrl: event.url ?? "" },
           };
-        }, { failedJobs: event.failedJobs })
-        : this.refresh(id);
-      const p = work.catch((error) => {
+        }, { failedJobs: event.failedJobs });
+        continue;
+      }
+      const p = this.refresh(id).catch((error) => {
         console.error(`lvmh: merge request of session ${id}: ${(error as Error).message}`);
       }).finally(() => this.#pending.delete(p));
       this.#pending.add(p);
@@ -237,7 +240,7 @@ export class SharedMergeRequests<Also = unknown> {
     return ids;
   }
 
-  /** Wait for the writes hook events started (tests). */
+  /** Wait for the reads of GitLab that hook events started (tests). */
   async idle(): Promise<void> {
     while (this.#pending.size) await Promise.allSettled([...this.#pending]);
   }

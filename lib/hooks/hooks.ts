@@ -137,9 +137,10 @@ export class Hooks {
    * before the route answers (it only sends a frame or writes rows), so what GitLab was told is taken is kept.
    * @returns false when the event is none of lvmh's business
    */
-  gitlab(action: GitlabAction): boolean {
+  async gitlab(action: GitlabAction): Promise<boolean> {
     const actor = "hook:gitlab";
-    const followed = this.#deps.mergeRequests.gitlabEvent(action).length > 0;
+    // With replicas the records are on the shared database: awaited, so the pipeline is written before 202.
+    const followed = (await this.#deps.mergeRequests.gitlabEvent(action)).length > 0;
     if (action.kind === "merge_request") return followed;
     if (action.kind === "pipeline") {
       // A followed merge request's failure is prompted for by its record's change (at most 3 per MR).
