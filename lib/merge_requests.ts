@@ -31,7 +31,8 @@ import {
   summaryOf,
   toView,
 } from "./merge_request_record.ts";
-import { marksOf, type MergeRequestChange } from "./merge_request_change.ts";
+import type { MergeRequestChange } from "./merge_request_change.ts";
+import { readOf } from "./merge_request_read.ts";
 import { type MergeRequestSummary, type ShipRecord, shipSession } from "./merge_request_ship.ts";
 import { createKeyedLock } from "./spawn/lock.ts";
 
@@ -272,30 +273,16 @@ export class MergeRequests {
   #write(sessionId: string, mr: Fields, extra: { failedJobs?: string[] } = {}): void {
     const row = this.#row(sessionId);
     if (!row) return;
-    const previous = toView(row) ?? undefined;
-    const now = this.#now();
-    const { notified, prompted, prompts, pipelineFinished, promptFailure, merged, changed } = marksOf(
-      row,
-      previous,
-      mr,
-    );
+    // The marks and the change are decided as the replicas' owner decides them (lib/merge_request_read.ts).
+    const { save, change: decided } = readOf(row, mr, this.#now(), extra);
     let change: MergeRequestChange | null = null;
     this.#db.exec("SAVEPOINT merge_request");
     try {
-      this.#table.save(sessionId, mr, changed ? now : row.updatedAt, now);
-      this.#table.marks(sessionId, notified, prompted, prompts);
+      this.#table.save(sessionId, mr, save.updatedAt, save.refreshedAt);
+      this.#table.marks(sessionId, save.marks.notified, save.marks.prompted, save.marks.prompts);
       const view = this.get(sessionId)!;
-      if (changed || pipelineFinished || promptFailure) {
-        change = {
-          sessionId,
-          repo: row.repo,
-          previous,
-          view,
-          pipelineFinished,
-          merged,
-          promptFailure,
-          ...(extra.failedJobs?.length ? { failedJobs: extra.failedJobs } : {}),
-        };
+      if (decided) {
+        change = { ...decided, view };
         // A listener that throws undoes the whole change: it is seen again at the next refresh.
         for (const listener of this.#inTransaction) listener(change);
       }
