@@ -3,6 +3,7 @@
  * Docker engine (helper containers on the worker-shaped stub image) and the loopback GitLab (API and git smart
  * HTTP, push included). The session, its working-copy record and its filled `lvmh-work-<id>` volume are made
  * as a spawn on some replica makes them (the spawn itself is tested in merge_request_spawn_test.ts).
+ * - A's changes route diffs the working copy against the recorded base (the diff helper on the engine).
  * - B ships: the branch is pushed and the merge request opened; A's route and A's session list show it.
  * - The agent works on; A ships: A pushes under the lease B recorded (the sha B pushed) and updates the same
  *   merge request (200, not a second one); B's route shows A's push.
@@ -20,6 +21,7 @@ import { workspaceBranch, workVolumeName } from "../../lib/workspaces.ts";
 import { PgEventLog } from "../../lib/storage/pg_event_log.ts";
 import { PgSessionStateLog } from "../../lib/storage/pg_session_state_log.ts";
 import type { AgentEvent, MergeRequestView, SessionInfo, SessionSummary } from "../../lib/protocol.ts";
+import type { Changes } from "../../lib/changes/types.ts";
 
 const HAVE_POSTGRES = (await postgresBinDir()) !== null;
 
@@ -118,14 +120,22 @@ Deno.test({
         }, `${r.id} has the session and the GitLab connection`);
       }
 
-      let first = "";
-      await t.step("B ships: pushed, merge request opened; A's route and list show it", async () => {
+      await t.step("the agent's commit, diffed through A against the recorded base", async () => {
         await agentDoes(
           engine,
           image,
           volume,
           "printf 'agent\\n' >> src/a.txt; git add -A; git commit -q -m 'agent: edit a'",
         );
+        const res = await call(a, `/api/sessions/${sessionId}/changes`);
+        const changes = await res.json() as Changes;
+        assert.equal(res.status, 200, JSON.stringify(changes));
+        assert.deepEqual(changes.base, { branch: "main", sha: base });
+        assert.deepEqual(changes.files.map((f) => [f.path, f.additions]), [["src/a.txt", 1]]);
+      });
+
+      let first = "";
+      await t.step("B ships: pushed, merge request opened; A's route and list show it", async () => {
         const out = await ship(b, "Edit a");
         assert.equal(out.status, 201, JSON.stringify(out.body));
         first = await remoteHead();
