@@ -137,7 +137,10 @@ export function createDaemon(
         committed(commits);
       },
       created: (info) => sessions.createdElsewhere(info),
-      deleted: (sessionId) => sessions.removedElsewhere(sessionId),
+      // What this replica derived from the copy (usage runs) goes with the session, as a local delete takes it.
+      deleted: (sessionId) => {
+        if (sessions.removedElsewhere(sessionId)) usage.sessionDeleted(sessionId);
+      },
       info: (sessionId) => replica.info(sessionId),
     });
   // Prompt images: alone, `prompt` keeps them in its own synchronous step (the same table `images` reads);
