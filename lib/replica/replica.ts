@@ -86,7 +86,11 @@ export class Replica {
     this.#db = db;
     this.id = id;
     this.log = new PgEventLog(db.sql);
-    this.feed = new PgEventFeed(db.sql, db.listen);
+    // The sessions it holds it appends itself, and moves its copy's cursor past (`Mirror`'s `copied`); one
+    // another replica took over is followed again as soon as the holders' rows say so, fenced here or not yet.
+    this.feed = new PgEventFeed(db.sql, db.listen, {
+      writtenHere: (id) => this.#epochs.has(id) && !this.#holders.heldElsewhere(id),
+    });
     this.queue = new PgCommandQueue(db.sql, db.listen);
     this.live = new PgLiveChannel(db.sql, db.listen);
     this.#rows = new PgReplicas(db.sql);
