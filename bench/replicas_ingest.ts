@@ -164,6 +164,16 @@ async function main() {
     );
   }
   const median = [...rounds].sort((a, b) => a.share - b.share)[Math.floor(rounds.length / 2)];
+  // Both loads share the machine's cores with the server: the ratio of their whole CPU per event is the share
+  // the daemon's path could reach with every core busy, whatever it overlaps.
+  const cpuShares = rounds.map(({ raw, daemon }) =>
+    (raw.serverUs + raw.clientUs) / (daemon.daemonUs + daemon.serverUs + daemon.clientUs)
+  ).sort((a, b) => a - b);
+  console.log(
+    `  CPU per event, all processes: raw's is ${
+      cpuShares[Math.floor(cpuShares.length / 2)].toFixed(2)
+    } of the daemon path's (median; rounds ${cpuShares[0].toFixed(2)}–${cpuShares.at(-1)!.toFixed(2)})`,
+  );
   console.log(
     `  replicas ingest = ${
       median.share.toFixed(2)
