@@ -2,16 +2,15 @@
  * Test helper for Kubernetes spawn tests: the real daemon with `LVMH_SPAWN_BACKEND=kubernetes` against the fake
  * API server whose Docker kubelet runs each Pod on the test engine (the real worker image, built here), the
  * fake LLM for pi, and the GitLab fixture with its git server (testing/spawn_env.ts), connected. `close()`
- * stops everything and removes the containers and the temp dir. The worker image is built once per source tree
- * and engine and kept for the next test (see `SHARED_IMAGE`).
+ * stops everything and removes the containers and the temp dir. The worker image is shared by the tests
+ * (testing/docker.ts `sharedWorkerImage`).
  */
 import type { Daemon } from "./daemon.ts";
-import { BASE_IMAGE, cleanupDocker, testEngine, uniq } from "./docker.ts";
+import { cleanupDocker, sharedWorkerImage, testEngine, uniq } from "./docker.ts";
 import { post, type SpawnEnv, startSpawnEnv } from "./spawn_env.ts";
 import { modelsJson } from "./pi.ts";
 import { startFakeLlm } from "./fixtures/fake_llm.mjs";
 import { type FakeKube, startFakeKube } from "./fixtures/kube_api.ts";
-import { buildWorkerImage, workerImageStale } from "../docker/worker.ts";
 import type { Engine } from "../docker/engine.ts";
 import type { SessionSummary, SpawnJob } from "../lib/protocol.ts";
 
@@ -28,13 +27,6 @@ export interface KubeSpawnEnv {
 }
 
 /**
- * The worker image every Kubernetes test runs. A build takes 30–40 s on the test machine and each test built
- * its own; it is rebuilt only when the sources it is made of changed (its `lvmh.context` label), and goes
- * with the test engine (scripts/dockerd.sh stop).
- */
-const SHARED_IMAGE = "lvmh-test-kube-worker:shared";
-
-/**
  * @param extraEnv more daemon environment (`LVMH_WORKER_MEMORY`, …)
  * @param o.build false: the image is not built (a test of a missing one)
  * @param o.daemon how to run the daemon (default: `main.ts` as a subprocess)
@@ -45,10 +37,9 @@ export async function startKubeSpawnEnv(
 ): Promise<KubeSpawnEnv> {
   const engine = testEngine();
   // Not built: a name nothing has, as with a typo in LVMH_WORKER_IMAGE.
-  const image = o.build === false ? `lvmh-test-kube-worker-${uniq()}:latest` : SHARED_IMAGE;
-  if (o.build !== false && await workerImageStale(engine, image)) {
-    await buildWorkerImage(engine, { image, baseImage: BASE_IMAGE, network: "host" });
-  }
+  const image = o.build === false
+    ? `lvmh-test-kube-worker-${uniq()}:latest`
+    : await sharedWorkerImage(engine);
   const fake = await startFakeKube({ kubelet: "docker", dockerEngine: engine, bookmarkMs: 1000 });
   const llm = await startFakeLlm();
   const dir = await Deno.makeTempDir({ prefix: "lvmh-kube-e2e-" });
@@ -68,7 +59,7 @@ export async function startKubeSpawnEnv(
       await env.close();
       await fake.close();
       await llm.close();
-      await cleanupDocker(engine, { images: image === SHARED_IMAGE ? [] : [image] });
+      await cleanupDocker(engine, { images: o.build === false ? [image] : [] });
       await Deno.remove(dir, { recursive: true }).catch(() => {});
     },
   };
