@@ -6,7 +6,8 @@
  * 1. A spawn hook taken by replica A: A keeps the prompt in the shared log, claims it, starts the worker and
  *    waits for the session; A is SIGKILLed before the plugin connected. The plugin says hello to B: once A's
  *    lease ran out, B claims the prompt and delivers it, exactly once.
- * 2. Both replicas up: a spawn hook on A, the session's plugin on B (A is not its holder): delivered once.
+ * 2. Both up: a spawn hook on A, the session's plugin on the replica that does not hold the prompt's lease:
+ *    delivered once, through the command queue, with the plugin's features read from the session row.
  *
  * "Once" is counted at the plugin (frames carrying the promptId, and nothing more before a later marker
  * prompt), in the shared audit log (`hook.prompt` rows) and in the stored `command_result`s.
@@ -65,10 +66,10 @@ Deno.test({
         assert.equal(res.status, 202, await res.clone().text());
         return (await res.json()).sessionId as string;
       };
-      /** The plugin of `sessionId` on B, answering every prompt it gets with an ok `command_result`. */
-      const pluginOnB = async (sessionId: string) => {
+      /** The plugin of `sessionId` on replica `on`. */
+      const pluginOn = async (on: { port: number }, sessionId: string) => {
         const agent = await connectAgent(
-          { agentUrl: `ws://127.0.0.1:${b.port}/agent/ws`, token: replicas.token },
+          { agentUrl: `ws://127.0.0.1:${on.port}/agent/ws`, token: replicas.token },
           { sessionId, hello: { features: [Feature.promptOnce] } },
         );
         agents.push(agent);
@@ -117,7 +118,7 @@ Deno.test({
       );
       assert.equal(fake.find({ "lvmh.session": s1, "lvmh.kind": "worker" }).length, 1);
       assert.equal((await a.kill("SIGKILL")).signal, "SIGKILL");
-      const p1 = await pluginOnB(s1);
+      const p1 = await pluginOn(b, s1);
       const id1 = await answerPrompt(p1, /nightly build/);
       await deliveredOnce(p1, s1, id1);
       assert.equal(
@@ -126,14 +127,15 @@ Deno.test({
         "B did not spawn the worker again",
       );
 
-      // 2. Both up: taken on A, the session held by B.
+      // 2. Both up: the session's plugin on the replica that does not hold the prompt (A, which took the hook,
+      // claims it at once; B's sweep may be quicker), so the holder of the prompt is not the session's holder.
       await a.restart();
       const s2 = await spawnHook("add a changelog entry");
-      await waitFor(
-        async () => (await kept()).some((r) => r.session_id === s2 && r.spawn === null),
+      const owner = (await waitFor(
+        async () => (await kept()).find((r) => r.session_id === s2 && r.spawn === null && r.lease_owner),
         "the worker of the second session started",
-      );
-      const p2 = await pluginOnB(s2);
+      )).lease_owner;
+      const p2 = await pluginOn(owner === "r0" ? b : a, s2);
       const id2 = await answerPrompt(p2, /changelog entry/);
       await deliveredOnce(p2, s2, id2);
     } finally {
