@@ -16,7 +16,6 @@
  * follow-ups wait for the session to be idle, a prompt older than `PROMPT_KEEP_MS` is dropped.
  */
 import { UnavailableError } from "../errors.ts";
-import { Feature } from "../protocol.ts";
 import type { HookPromptLog, PendingPrompt, PromptLease } from "../storage/hook_prompt_log.ts";
 import { HookStore } from "./hook_store.ts";
 import {
@@ -27,30 +26,13 @@ import {
   type RefusalRetry,
   spawnPrompt,
 } from "./kept_prompts.ts";
-import { answeredInLog, commandAnswer, whenOnline } from "./session_waits.ts";
-import { sendHookPrompt } from "./send.ts";
+import { pause, whenOnline } from "./session_waits.ts";
+import { type PluginRows, SharedDelivery, type Work } from "./shared_delivery.ts";
 
-/** What the session rows say of a session's plugin (the daemon's `Replica`). */
-export interface PluginRows {
-  /** Record what the plugin of a session held here supports. */
-  setFeatures(sessionId: string, features: string[]): Promise<void>;
-  /** What the holder's plugin supports (null: not known yet), and the holder's epoch. */
-  features(sessionId: string): Promise<{ features: string[] | null; epoch: number } | null>;
-}
+export type { PluginRows };
 
-/** How often a plugin's features are looked for while its holder has not written them yet. */
-const FEATURES_POLL_MS = 200;
 /** Prompts one sweep claims at most (the next sweep takes the rest). */
 const SWEEP_MAX = 100;
-
-/** One prompt being worked on here: its lease, and what a renewal tells the wait for its answer. */
-interface Work {
-  lease: PromptLease;
-  /** Aborted when the lease is lost or at shutdown. */
-  lost: AbortController;
-  /** Called with the holder's epoch at each renewal while an answer is awaited. */
-  onEpoch: ((epoch: number) => void) | null;
-}
 
 /** The kept prompts of one replica. */
 export class SharedKeptPrompts {
@@ -62,8 +44,8 @@ export class SharedKeptPrompts {
   #later: (what: string, work: () => Promise<void>) => void;
   #stop = new AbortController();
   #working = new Map<string, Work>();
-  /** Told when a session's plugin says hello on this replica. */
-  #hellos = new Map<string, Set<() => void>>();
+  /** Each try of a claimed prompt. */
+  #delivery: SharedDelivery;
   #sweeper: ReturnType<typeof setInterval> | undefined;
   /** How long a hook's spawn waits before it tries an unreachable engine again (tests shorten it). */
   spawnRetryMs = 5000;
@@ -88,6 +70,7 @@ export class SharedKeptPrompts {
     this.#owner = owner;
     this.#leaseMs = leaseMs;
     this.#later = later;
+    this.#delivery = new SharedDelivery(deps, log, rows);
   }
 
   /**
@@ -113,13 +96,10 @@ export class SharedKeptPrompts {
     });
   }
 
-  /** A plugin said hello here: its features go on the session row; a prompt sent to an older socket goes again. */
+  /** A plugin said hello here: see `SharedDelivery.pluginHello`. */
   pluginHello(sessionId: string, features: unknown): void {
-    const listed = Array.isArray(features)
-      ? features.slice(0, 32).filter((f): f is string => typeof f === "string" && f.length <= 64)
-      : [];
-    this.#later(`features of session ${sessionId}`, () => this.#rows.setFeatures(sessionId, listed));
-    for (const again of [...this.#hellos.get(sessionId) ?? []]) again();
+    const written = this.#delivery.pluginHello(sessionId, features);
+    this.#later(`features of session ${sessionId}`, () => written);
   }
 
   /** Spawn a session and prompt it once online; the prompt is in the shared log before this resolves. */
@@ -187,7 +167,7 @@ export class SharedKeptPrompts {
     for (let n = 0; n < SWEEP_MAX && !this.#stop.signal.aborted; n++) {
       const claimed = await this.#log.claim(this.#owner, this.#leaseMs);
       if (!claimed) return;
-      this.#later(`hook prompt for session ${claimed.prompt.sessionId}`, () => this.#work(claimed));
+      this.#later(`hook prompt for session ${claimed.prompt.sessionId}`, () => this.#work(claimed, false));
     }
   }
 
@@ -195,11 +175,17 @@ export class SharedKeptPrompts {
   async #take(id: string): Promise<void> {
     if (this.#stop.signal.aborted) return;
     const claimed = await this.#log.claim(this.#owner, this.#leaseMs, { id });
-    if (claimed) await this.#work(claimed);
+    if (claimed) await this.#work(claimed, true);
   }
 
-  /** Work on a claimed prompt while the lease holds, renewing it. */
-  async #work({ prompt: p, lease }: { prompt: PendingPrompt; lease: PromptLease }): Promise<void> {
+  /**
+   * Work on a claimed prompt while the lease holds, renewing it.
+   * @param fresh claimed by the replica that just kept it (not taken on from another, or from before a start)
+   */
+  async #work(
+    { prompt: p, lease }: { prompt: PendingPrompt; lease: PromptLease },
+    fresh: boolean,
+  ): Promise<void> {
     const work: Work = { lease, lost: new AbortController(), onEpoch: null };
     const stopped = () => work.lost.abort();
     this.#stop.signal.addEventListener("abort", stopped);
@@ -216,7 +202,7 @@ export class SharedKeptPrompts {
       }
     }, this.#leaseMs / 3);
     try {
-      await this.#carry(p, work);
+      await this.#carry(p, work, fresh);
     } finally {
       clearInterval(renewer);
       this.#stop.signal.removeEventListener("abort", stopped);
@@ -225,7 +211,7 @@ export class SharedKeptPrompts {
   }
 
   /** Spawn when still needed, wait for the session, then hand the prompt over exactly once. */
-  async #carry(p: PendingPrompt, work: Work): Promise<void> {
+  async #carry(p: PendingPrompt, work: Work, fresh: boolean): Promise<void> {
     const { lease, lost } = work;
     if (Date.now() - p.createdAt > PROMPT_KEEP_MS) {
       if (await this.#log.take(p.id)) {
@@ -233,8 +219,8 @@ export class SharedKeptPrompts {
       }
       return;
     }
-    if (!p.spawn && await this.#takenBefore(p, lease)) return;
-    if (p.spawn && !await this.#spawn(p, lease, lost.signal)) return;
+    if (!p.spawn && await this.#delivery.takenBefore(p, lease)) return;
+    if (p.spawn && !await this.#spawn(p, lease, lost.signal, fresh)) return;
     const waitMs = p.waitIdle ? Math.max(0, p.createdAt + PROMPT_KEEP_MS - Date.now()) : ONLINE_WAIT_MS;
     let deadline = Date.now() + waitMs;
     let refused: { since: number; tries: number; delayMs: number } | null = null;
@@ -258,7 +244,7 @@ export class SharedKeptPrompts {
         if (lost.signal.aborted) return; // shutdown (released) or taken over: the prompt is someone else's
         return await this.#fail(p, lease, (error as Error).message, refused?.tries ?? 0);
       }
-      const delivered = await this.#deliver(p, work);
+      const delivered = await this.#delivery.deliver(p, work);
       if (delivered === "done") return;
       if (delivered === "again") deadline = Date.now() + waitMs;
       if (typeof delivered !== "object") continue;
@@ -277,87 +263,15 @@ export class SharedKeptPrompts {
   }
 
   /**
-   * One try, as `PromptDelivery.deliver` on a single daemon, with the plugin's features read from the session
-   * row and every write naming the lease (a lost lease ends the try as `"done"`: the prompt is not ours).
+   * Run the prompt's spawn (again, when its last claimant died mid-spawn).
+   * @param fresh the first try: no worker can have been left
+   * @returns false when the prompt goes no further now
    */
-  async #deliver(p: PendingPrompt, work: Work): Promise<"done" | "offline" | "again" | { refused: string }> {
-    const { lease, lost } = work;
-    const session = this.#deps.sessions.get(p.sessionId);
-    if (!session?.online || (p.waitIdle && session.state !== "idle")) return "offline";
-    const plugin = await this.#pluginFeatures(p.sessionId, lost.signal);
-    if (lost.signal.aborted) return "done";
-    if (!plugin) return "offline";
-    if (!plugin.features.includes(Feature.promptOnce)) {
-      // An older plugin never answers: the row goes as the frame is sent (kept again if the send throws).
-      if (!await this.#log.answered(lease)) return "done";
-      try {
-        this.#send(p);
-      } catch (error) {
-        await this.#log.keep(p);
-        throw error;
-      }
-      return "done";
-    }
-    if (await this.#takenBefore(p, lease)) return "done";
-    if (p.sentAfter === null) {
-      p.sentAfter = this.#deps.store.lastSeq(p.sessionId);
-      if (!await this.#log.markSent(lease, p.sentAfter)) return "done";
-    }
-    const answer = commandAnswer(this.#deps.hub, p.sessionId, p.id, lost.signal, (again) => {
-      // A hello here, or a new holder epoch seen at a renewal: the socket that got the frame may be gone.
-      const forget = this.#onHello(p.sessionId, again);
-      work.onEpoch = (epoch) => epoch !== plugin.epoch && again();
-      return () => {
-        forget();
-        work.onEpoch = null;
-      };
-    });
-    try {
-      this.#send(p);
-    } catch (error) {
-      answer.cancel();
-      throw error;
-    }
-    const a = await answer.promise;
-    if (a === "again") return "again";
-    if (a === "stopped") return "done";
-    if (!a.ok) {
-      const reason = a.error ?? "no reason";
-      console.warn(`lvmh: session ${p.sessionId} refused a hook prompt (tried again): ${reason}`);
-      return { refused: reason };
-    }
-    await this.#log.answered(lease);
-    return "done";
-  }
-
-  /** The holder's plugin's features once it wrote them; null when the session went offline first. */
-  async #pluginFeatures(
-    sessionId: string,
-    signal: AbortSignal,
-  ): Promise<{ features: string[]; epoch: number } | null> {
-    for (;;) {
-      const row = await this.#rows.features(sessionId);
-      if (row?.features) return { features: row.features, epoch: row.epoch };
-      if (signal.aborted || !this.#deps.sessions.get(sessionId)?.online) return null;
-      await pause(FEATURES_POLL_MS, signal);
-    }
-  }
-
-  /** True (and the row dropped) when this replica's copy of the log holds the plugin's `ok` answer to `p`. */
-  async #takenBefore(p: PendingPrompt, lease: PromptLease): Promise<boolean> {
-    if (!answeredInLog(this.#deps.store, p.sessionId, p.id, p.sentAfter ?? 0)) return false;
-    await this.#log.answered(lease);
-    console.log(`lvmh: a hook prompt for session ${p.sessionId} was taken before: not sent again`);
-    return true;
-  }
-
-  /** Run the prompt's spawn (again, when its last claimant died mid-spawn). @returns false: no further now */
-  async #spawn(p: PendingPrompt, lease: PromptLease, signal: AbortSignal): Promise<boolean> {
+  async #spawn(p: PendingPrompt, lease: PromptLease, signal: AbortSignal, fresh: boolean): Promise<boolean> {
     const { spawner } = this.#deps;
-    // A worker this replica left mid-spawn may never send its ready signal: it goes, and the spawn runs again.
-    if (spawner.jobs().some((j) => j.sessionId === p.sessionId)) {
-      await spawner.stopSession(p.sessionId).catch(() => {});
-    }
+    // A worker the last claimant (any replica on this engine: found by its labels) left mid-spawn may never
+    // send its ready signal: it goes, and the spawn runs again under the same session id. None: NotFound.
+    if (!fresh) await spawner.stopSession(p.sessionId).catch(() => {});
     const engineDeadline = Date.now() + ONLINE_WAIT_MS;
     const { repo, branch, ask } = p.spawn!;
     const body = { repo, ...(branch ? { branch } : {}), ask };
@@ -395,39 +309,4 @@ export class SharedKeptPrompts {
       detail: { promptId: p.id, error, tries, message: p.message, ...p.detail },
     });
   }
-
-  #send(p: PendingPrompt): void {
-    sendHookPrompt(this.#deps, {
-      sessionId: p.sessionId,
-      promptId: p.id,
-      message: p.message,
-      deliverAs: p.deliverAs,
-      actor: p.actor,
-      detail: p.detail,
-    });
-  }
-
-  /** Call `again` at the session's next hello here. @returns its removal */
-  #onHello(sessionId: string, again: () => void): () => void {
-    let calls = this.#hellos.get(sessionId);
-    if (!calls) this.#hellos.set(sessionId, calls = new Set());
-    calls.add(again);
-    return () => {
-      calls.delete(again);
-      if (!calls.size && this.#hellos.get(sessionId) === calls) this.#hellos.delete(sessionId);
-    };
-  }
-}
-
-/** Resolve after `ms`, or at once when `signal` aborts. */
-function pause(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener("abort", done);
-  });
 }
