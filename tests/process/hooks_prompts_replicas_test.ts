@@ -8,6 +8,8 @@
  *    lease ran out, B claims the prompt and delivers it, exactly once.
  * 2. Both up: a spawn hook on A, the session's plugin on the replica that does not hold the prompt's lease:
  *    delivered once, through the command queue, with the plugin's features read from the session row.
+ * 3. The prompt's replica SIGKILLed mid-spawn (the worker's clone held): the other takes the prompt on once the
+ *    lease ran out, spawns again under the same session id (one worker in the end) and delivers once.
  *
  * "Once" is counted at the plugin (frames carrying the promptId, and nothing more before a later marker
  * prompt), in the shared audit log (`hook.prompt` rows) and in the stored `command_result`s.
@@ -17,7 +19,7 @@ import { postgresBinDir, startPostgres } from "../../testing/postgres.ts";
 import { startReplicas } from "../../testing/replicas.ts";
 import { bearerFetch, waitFor } from "../../testing/daemon.ts";
 import { type AgentClient, connectAgent } from "../../testing/agent.ts";
-import { FakeEngine } from "../../lib/spawn/_fake_engine.ts";
+import { deferred, FakeEngine } from "../../lib/spawn/_fake_engine.ts";
 import { connectPostgres } from "../../lib/storage/pg_client.ts";
 import { Feature } from "../../lib/wire.ts";
 
@@ -51,6 +53,7 @@ Deno.test({
       const [a, b] = replicas.replicas;
       const apiA = bearerFetch(a.url, replicas.token);
       const apiB = bearerFetch(b.url, replicas.token);
+      const workers = (sessionId: string) => fake.find({ "lvmh.session": sessionId, "lvmh.kind": "worker" });
       const kept = async () =>
         await sql`SELECT id, session_id, spawn, lease_owner FROM hook_prompts` as unknown as {
           id: string;
@@ -84,9 +87,9 @@ Deno.test({
         return p.promptId as string;
       };
       /** Exactly once: the next prompt after the hook's is a person's marker, and one of each record. */
-      const deliveredOnce = async (agent: AgentClient, sessionId: string, promptId: string) => {
+      const deliveredOnce = async (agent: AgentClient, sessionId: string, promptId: string, api = apiB) => {
         await waitFor(async () => (await kept()).length === 0, "the answered prompt's row is gone");
-        const res = await apiB(`/api/sessions/${sessionId}/prompt`, {
+        const res = await api(`/api/sessions/${sessionId}/prompt`, {
           method: "POST",
           body: JSON.stringify({ message: `marker for ${sessionId}` }),
         });
@@ -98,7 +101,7 @@ Deno.test({
         );
         const frames = agent.frames.filter((f) => f.type === "prompt" && f.promptId === promptId);
         assert.equal(frames.length, 1, "the plugin got the hook's prompt once");
-        const audit = await (await apiB("/api/audit?limit=1000")).json() as {
+        const audit = await (await api("/api/audit?limit=1000")).json() as {
           action: string;
           detail: Record<string, unknown>;
         }[];
@@ -116,16 +119,12 @@ Deno.test({
           (await kept()).some((r) => r.session_id === s1 && r.spawn === null && r.lease_owner === "r0"),
         "A spawned the worker and holds the prompt",
       );
-      assert.equal(fake.find({ "lvmh.session": s1, "lvmh.kind": "worker" }).length, 1);
+      assert.equal(workers(s1).length, 1);
       assert.equal((await a.kill("SIGKILL")).signal, "SIGKILL");
       const p1 = await pluginOn(b, s1);
       const id1 = await answerPrompt(p1, /nightly build/);
       await deliveredOnce(p1, s1, id1);
-      assert.equal(
-        fake.find({ "lvmh.session": s1, "lvmh.kind": "worker" }).length,
-        1,
-        "B did not spawn the worker again",
-      );
+      assert.equal(workers(s1).length, 1, "B did not spawn the worker again");
 
       // 2. Both up: the session's plugin on the replica that does not hold the prompt (A, which took the hook,
       // claims it at once; B's sweep may be quicker), so the holder of the prompt is not the session's holder.
@@ -138,6 +137,29 @@ Deno.test({
       const p2 = await pluginOn(owner === "r0" ? b : a, s2);
       const id2 = await answerPrompt(p2, /changelog entry/);
       await deliveredOnce(p2, s2, id2);
+
+      // 3. The prompt's replica SIGKILLed mid-spawn (its worker's clone held): the survivor takes the prompt on,
+      // spawns again under the session's id, and delivers once.
+      const cloning = deferred();
+      const held = deferred();
+      fake.onClone = () => (cloning.resolve(), held.promise);
+      const s3 = await spawnHook("update the lock file");
+      await cloning.promise;
+      const [row3] = (await kept()).filter((r) => r.session_id === s3);
+      assert.ok(row3.spawn !== null && row3.lease_owner, "the spawn is under way, under a lease");
+      const [dying, survivor] = row3.lease_owner === "r0" ? [a, b] : [b, a];
+      assert.equal((await dying.kill("SIGKILL")).signal, "SIGKILL");
+      fake.onClone = () => Promise.resolve();
+      held.resolve();
+      await waitFor(
+        async () => (await kept()).some((r) => r.session_id === s3 && r.spawn === null),
+        "the survivor spawned again",
+        20_000,
+      );
+      assert.equal(workers(s3).length, 1, "one worker for the session");
+      const p3 = await pluginOn(survivor, s3);
+      const id3 = await answerPrompt(p3, /lock file/);
+      await deliveredOnce(p3, s3, id3, bearerFetch(survivor.url, replicas.token));
     } finally {
       for (const agent of agents) await agent.close();
       await sql.end();
