@@ -331,6 +331,7 @@ export function createDaemon(
       });
       await mirror.start();
       await leader?.start();
+      hooks.start(); // kept hook prompts: taken on once the copy follows the shared log
     })()
     : Promise.resolve();
 
@@ -349,7 +350,7 @@ export function createDaemon(
       stopCollector();
       await notify.close();
       await app.mergeRequests.close();
-      hooks.close();
+      await hooks.close();
       feed.close();
       mirror?.close();
       app.ingest.flush();

@@ -198,6 +198,17 @@ export class Replica {
     return this.#rows.setAsk(sessionId, ask);
   }
 
+  /** Record what the plugin of a session held here supports, for the replicas that prompt it (kept hooks). */
+  async setFeatures(sessionId: string, features: string[]): Promise<void> {
+    const epoch = this.#epochs.get(sessionId);
+    if (epoch !== undefined) await this.#rows.setFeatures(sessionId, this.id, epoch, features);
+  }
+
+  /** What the session's holder's plugin supports (null: not known yet), and the holder's epoch. */
+  features(sessionId: string): Promise<{ features: string[] | null; epoch: number } | null> {
+    return this.#rows.features(sessionId);
+  }
+
   /** A session's snapshot as the shared row has it. */
   info(sessionId: string): Promise<SessionInfo | null> {
     return this.#rows.info(sessionId);

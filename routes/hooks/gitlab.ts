@@ -21,9 +21,9 @@ export const handler: Handlers = {
     if (key && !await hooks.claim("gitlab", key)) return json({ ok: true, duplicate: true }, 202);
     const action = parseGitlab(ctx.req.headers.get("x-gitlab-event"), payload);
     if (!action) return json({ ok: true, ignored: true }, 202);
-    // Quick and synchronous (a frame sent or a row written), so it is done before GitLab hears "taken".
+    // Quick (a frame sent or a row written), so it is done before GitLab hears "taken".
     try {
-      if (!hooks.gitlab(action)) return json({ ok: true, ignored: true }, 202);
+      if (!await hooks.gitlab(action)) return json({ ok: true, ignored: true }, 202);
     } catch (error) {
       console.error(`lvmh: GitLab ${action.kind} on ${action.repo}: ${(error as Error).message}`);
     }
