@@ -14,7 +14,7 @@ import { startDaemon } from "../testing/daemon.ts";
 import { eventFrame } from "../testing/agent.ts";
 import { postgresBinDir, startPostgres } from "../testing/postgres.ts";
 import { connectPostgres } from "../lib/storage/pg_client.ts";
-import { cpuMs } from "../testing/proc.ts";
+import { cpuMs, treeCpuMs } from "../testing/proc.ts";
 import { ingestLoad } from "./daemon.ts";
 
 const SOCKETS = 50;
@@ -27,8 +27,32 @@ const GOAL = 0.7;
 const ROUNDS = Number(Deno.env.get("ROUNDS") ?? 3);
 const TEXT = "lorem ipsum dolor sit amet ".repeat(12).slice(0, 300);
 
+/** CPU per event (µs) of each process that works on the load, beside the rate. */
+interface Costs {
+  rate: number;
+  /** The daemon (none for the raw writers). */
+  daemonUs: number;
+  /** The PostgreSQL server, all its processes. */
+  serverUs: number;
+  /** This process: the raw writers, or the 50 plugin sockets. */
+  clientUs: number;
+}
+
+/** CPU counters of the server and this process, read at the start of a timed load. */
+function cpuClock(serverPid: number): { us(): { serverUs: number; clientUs: number } } {
+  const server0 = treeCpuMs(serverPid);
+  const self0 = cpuMs(Deno.pid);
+  const perEvent = (ms: number) => (ms * 1000) / (SOCKETS * EVENTS_PER_SOCKET);
+  return {
+    us: () => ({
+      serverUs: perEvent(treeCpuMs(serverPid) - server0),
+      clientUs: perEvent(cpuMs(Deno.pid) - self0),
+    }),
+  };
+}
+
 /** The reference: the same rows by raw `INSERT … unnest`, one writer per session, into database `url`. */
-async function rawRate(url: string): Promise<number> {
+async function rawRate(url: string, serverPid: number): Promise<Costs> {
   const sql = connectPostgres(url, { max: POOL });
   try {
     await sql`CREATE TABLE raw_events(session_id text NOT NULL, seq bigint NOT NULL, ts bigint NOT NULL,
@@ -51,6 +75,7 @@ async function rawRate(url: string): Promise<number> {
       return out;
     });
     const t0 = performance.now();
+    const clock = cpuClock(serverPid);
     await Promise.all(batches.map(async (session) => {
       for (const b of session) {
         await sql`INSERT INTO raw_events(session_id, seq, ts, type, payload)
@@ -59,9 +84,10 @@ async function rawRate(url: string): Promise<number> {
       }
     }));
     const rate = (SOCKETS * EVENTS_PER_SOCKET) / ((performance.now() - t0) / 1000);
+    const costs = { rate, daemonUs: 0, ...clock.us() };
     const [{ count }] = await sql`SELECT count(*)::int AS count FROM raw_events`;
     if (count !== SOCKETS * EVENTS_PER_SOCKET) throw new Error(`raw_events holds ${count} rows`);
-    return rate;
+    return costs;
   } finally {
     await sql.end();
   }
@@ -73,15 +99,23 @@ const message = (i: number) => ({
 
 /**
  * bench/daemon.ts's ingest load against a daemon process on database `url`; checks PostgreSQL holds it all.
- * @returns events per second and the daemon's CPU per event (all its threads), µs.
+ * @returns events per second and the CPU per event of the daemon (all its threads), the server and this process.
  */
-async function daemonRate(url: string): Promise<{ rate: number; cpuUs: number }> {
+async function daemonRate(url: string, serverPid: number): Promise<Costs> {
   await using d = await startDaemon({ env: { LVMH_DATABASE_URL: url, LVMH_REPLICA_ID: "r0" } });
   const health = await (await fetch(`${d.url}/api/health`)).json();
   if (health.database !== "postgres") throw new Error(`the daemon runs on ${health.database}`);
   let cpu0 = 0;
-  const rate = await ingestLoad(d, () => void (cpu0 = cpuMs(d.pid)));
-  const cpuUs = ((cpuMs(d.pid) - cpu0) * 1000) / (SOCKETS * EVENTS_PER_SOCKET);
+  let clock = cpuClock(serverPid);
+  const rate = await ingestLoad(d, () => {
+    cpu0 = cpuMs(d.pid);
+    clock = cpuClock(serverPid);
+  });
+  const costs = {
+    rate,
+    daemonUs: ((cpuMs(d.pid) - cpu0) * 1000) / (SOCKETS * EVENTS_PER_SOCKET),
+    ...clock.us(),
+  };
   const sql = connectPostgres(url, { max: 1 });
   try {
     const [{ count }] = await sql`SELECT count(*)::int AS count FROM events`;
@@ -91,7 +125,7 @@ async function daemonRate(url: string): Promise<{ rate: number; cpuUs: number }>
   } finally {
     await sql.end();
   }
-  return { rate, cpuUs };
+  return costs;
 }
 
 async function main() {
@@ -105,11 +139,11 @@ async function main() {
   const admin = connectPostgres(pg.url, { max: 1 });
   const [{ server_version: version }] = await admin`SHOW server_version`;
   await admin.end();
-  const rounds: { raw: number; daemon: number; share: number; cpuUs: number }[] = [];
+  const rounds: { raw: Costs; daemon: Costs; share: number }[] = [];
   for (let i = 0; i < ROUNDS; i++) {
-    const raw = await rawRate(await pg.newDatabase());
-    const { rate: daemon, cpuUs } = await daemonRate(await pg.newDatabase());
-    rounds.push({ raw, daemon, share: daemon / raw, cpuUs });
+    const raw = await rawRate(await pg.newDatabase(), pg.serverPid());
+    const daemon = await daemonRate(await pg.newDatabase(), pg.serverPid());
+    rounds.push({ raw, daemon, share: daemon.rate / raw.rate });
   }
   console.log(
     `replicas ingest: ${SOCKETS} plugin sockets × ${
@@ -119,14 +153,27 @@ async function main() {
     } (durable), until readable via REST; reference: raw INSERT … unnest of the same rows, ${BATCH} per ` +
       `statement, ${SOCKETS} writers on a pool of ${POOL}, into the same PostgreSQL, measured just before`,
   );
-  for (const r of rounds) {
+  const us = (n: number) => n.toFixed(1);
+  for (const { raw, daemon, share } of rounds) {
     console.log(
-      `  ${Math.round(r.daemon).toLocaleString("en")} events/s against ${
-        Math.round(r.raw).toLocaleString("en")
-      } rows/s raw: ${r.share.toFixed(2)}; daemon CPU ${r.cpuUs.toFixed(1)} µs per event`,
+      `  ${Math.round(daemon.rate).toLocaleString("en")} events/s against ${
+        Math.round(raw.rate).toLocaleString("en")
+      } rows/s raw: ${share.toFixed(2)}; CPU µs per event: daemon ${us(daemon.daemonUs)}, server ${
+        us(daemon.serverUs)
+      }, sockets ${us(daemon.clientUs)} (raw: server ${us(raw.serverUs)}, writers ${us(raw.clientUs)})`,
     );
   }
   const median = [...rounds].sort((a, b) => a.share - b.share)[Math.floor(rounds.length / 2)];
+  // Both loads share the machine's cores with the server: the ratio of their whole CPU per event is the share
+  // the daemon's path could reach with every core busy, whatever it overlaps.
+  const cpuShares = rounds.map(({ raw, daemon }) =>
+    (raw.serverUs + raw.clientUs) / (daemon.daemonUs + daemon.serverUs + daemon.clientUs)
+  ).sort((a, b) => a - b);
+  console.log(
+    `  CPU per event, all processes: raw's is ${
+      cpuShares[Math.floor(cpuShares.length / 2)].toFixed(2)
+    } of the daemon path's (median; rounds ${cpuShares[0].toFixed(2)}–${cpuShares.at(-1)!.toFixed(2)})`,
+  );
   console.log(
     `  replicas ingest = ${
       median.share.toFixed(2)

@@ -108,6 +108,8 @@ const Env = z.object({
   LVMH_IDLE_STOP_MINUTES: z.coerce.number().positive("must be a positive number of minutes").optional(),
   LVMH_WEBHOOK_LEASE_SECONDS: z.coerce.number().int().min(1, "must be a whole number of seconds, at least 1")
     .max(86_400).default(60),
+  LVMH_HOOK_LEASE_SECONDS: z.coerce.number().int().min(1, "must be a whole number of seconds, at least 1")
+    .max(3600).default(30),
   // The same rule as `PUT /api/hooks/gitlab`'s body: a secret the API would refuse is refused here too.
   LVMH_GITLAB_HOOK_SECRET: z.string().min(16, "must be at least 16 characters").max(
     256,
@@ -169,6 +171,8 @@ export interface Config {
   idleStopMinutes: number | null;
   /** How long a replica's claim on a webhook delivery keeps it from the others (`LVMH_WEBHOOK_LEASE_SECONDS`). */
   webhookLeaseSeconds: number;
+  /** How long a replica's claim on a kept hook prompt keeps it from the others (`LVMH_HOOK_LEASE_SECONDS`). */
+  hookLeaseSeconds: number;
   /** The GitLab hook secret from the environment, which wins over one set through the API; null when unset. */
   gitlabHookSecret: string | null;
   /** Where spawned sessions run (`LVMH_SPAWN_BACKEND`). */
@@ -255,6 +259,7 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
     stallMinutes: e.LVMH_STALL_MINUTES,
     idleStopMinutes: e.LVMH_IDLE_STOP_MINUTES ?? null,
     webhookLeaseSeconds: e.LVMH_WEBHOOK_LEASE_SECONDS,
+    hookLeaseSeconds: e.LVMH_HOOK_LEASE_SECONDS,
     gitlabHookSecret: e.LVMH_GITLAB_HOOK_SECRET ?? null,
     spawnBackend: e.LVMH_SPAWN_BACKEND,
     kube,

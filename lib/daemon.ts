@@ -140,7 +140,10 @@ export function createDaemon(
         committed(commits);
       },
       created: (info) => sessions.createdElsewhere(info),
-      deleted: (sessionId) => sessions.removedElsewhere(sessionId),
+      // What this replica derived from the copy (usage runs) goes with the session, as a local delete takes it.
+      deleted: (sessionId) => {
+        if (sessions.removedElsewhere(sessionId)) usage.sessionDeleted(sessionId);
+      },
       info: (sessionId) => replica.info(sessionId),
     });
   // Prompt images: alone, `prompt` keeps them in its own synchronous step (the same table `images` reads);
@@ -340,6 +343,7 @@ export function createDaemon(
       });
       await mirror.start();
       await leader?.start();
+      hooks.start(); // kept hook prompts: taken on once the copy follows the shared log
     })()
     : Promise.resolve();
 
@@ -358,7 +362,7 @@ export function createDaemon(
       stopCollector();
       await notify.close();
       await app.mergeRequests.close();
-      hooks.close();
+      await hooks.close();
       feed.close();
       mirror?.close();
       app.ingest.flush();

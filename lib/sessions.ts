@@ -289,13 +289,17 @@ export class Sessions {
     this.touch(info.id);
   }
 
-  /** Another replica deleted the session: remove it from this replica's copy and tell the browsers here. */
-  removedElsewhere(sessionId: string): void {
-    if (this.#links.has(sessionId) || !this.#store.deleteSession(sessionId)) return;
+  /**
+   * Another replica deleted the session: remove it from this replica's copy and tell the browsers here.
+   * @returns false when the copy had no such session, or a plugin here made it again meanwhile (kept).
+   */
+  removedElsewhere(sessionId: string): boolean {
+    if (this.#links.has(sessionId) || !this.#store.deleteSession(sessionId)) return false;
     this.#glances.forget(sessionId);
     this.#changed.delete(sessionId);
     this.#removed.add(sessionId);
     this.#publish();
+    return true;
   }
 
   /** How many sessions have their live socket on this daemon (the sessions it holds). */

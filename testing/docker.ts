@@ -6,11 +6,26 @@
 import { fileURLToPath } from "node:url";
 import { createEngine, type Engine } from "../docker/engine.ts";
 import { createTar } from "../docker/tar.ts";
+import { buildWorkerImage, workerImageStale } from "../docker/worker.ts";
 
 export const ROOT = fileURLToPath(new URL("../", import.meta.url));
 /** The engine socket for tests, or undefined: docker tests are then skipped with a message. */
 export const DOCKER_SOCK = Deno.env.get("LVMH_TEST_DOCKER_SOCK");
 export const BASE_IMAGE = "lvmh-node-base:latest";
+
+/**
+ * The real worker image (docker/worker.Dockerfile on `BASE_IMAGE`) for the tests that run it without testing
+ * its build. A build takes 30–40 s here and each such test built its own: this one is built when missing or
+ * made of other sources (its `lvmh.context` label), kept for the next test, and goes with the test engine
+ * (scripts/dockerd.sh stop). Tests of the daemon's own build use a fresh name instead.
+ */
+export async function sharedWorkerImage(engine: Engine): Promise<string> {
+  const image = "lvmh-test-worker:shared";
+  if (await workerImageStale(engine, image)) {
+    await buildWorkerImage(engine, { image, baseImage: BASE_IMAGE, network: "host" });
+  }
+  return image;
+}
 
 let warned = false;
 /** `Deno.test` that is skipped (with one clear message) when no test engine is configured. */

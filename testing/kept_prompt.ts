@@ -6,6 +6,7 @@
  * daemon, so a test can SIGKILL the daemon in that window.
  */
 import { DatabaseSync } from "node:sqlite";
+import { sharedRowsSync, TEST_STORE_POSTGRES } from "./test_store.ts";
 
 /** Keep a prompt for `sessionId` in the database under `dataDir` (its daemon stopped, its schema made). */
 export function keepPrompt(
@@ -45,11 +46,45 @@ export function holdKeptRows(dataDir: string, on: boolean): void {
   }
 }
 
-/** The ids of the prompts kept in the database under `dataDir` (read while the daemon runs). */
+/**
+ * The ids of the prompts kept for the daemon under `dataDir` (read while the daemon runs): in its file, or with
+ * `LVMH_TEST_STORE=postgres` in its shared database, where a replica keeps them (a prompt `keepPrompt` wrote
+ * into the file goes there at the daemon's start).
+ */
 export function keptIds(dataDir: string): string[] {
+  return keptRows(dataDir).map((r) => r.id);
+}
+
+/** The prompts kept for the daemon under `dataDir`, as `keptIds` finds them: id, session, spawn. */
+export function keptRows(dataDir: string): { id: string; sessionId: string; spawn: string | null }[] {
+  if (TEST_STORE_POSTGRES) {
+    return sharedRowsSync(dataDir, "SELECT id, session_id, coalesce(spawn, '') FROM hook_prompts").map((
+      [id, sessionId, spawn],
+    ) => ({ id, sessionId, spawn: spawn || null }));
+  }
   const db = new DatabaseSync(`${dataDir}/lvmh.db`, { readOnly: true });
   try {
-    return (db.prepare("SELECT id FROM hook_prompts").all() as { id: string }[]).map((r) => r.id);
+    return db.prepare("SELECT id, session_id AS sessionId, spawn FROM hook_prompts").all() as {
+      id: string;
+      sessionId: string;
+      spawn: string | null;
+    }[];
+  } finally {
+    db.close();
+  }
+}
+
+/** Make the prompts kept for `sessionId` look `ageMs` old (the daemon under `dataDir` stopped). */
+export function ageKeptPrompts(dataDir: string, sessionId: string, ageMs: number): void {
+  const at = Date.now() - ageMs;
+  if (TEST_STORE_POSTGRES) {
+    // Ids are uuids: nothing to quote.
+    sharedRowsSync(dataDir, `UPDATE hook_prompts SET created_at = ${at} WHERE session_id = '${sessionId}'`);
+    return;
+  }
+  const db = new DatabaseSync(`${dataDir}/lvmh.db`);
+  try {
+    db.prepare("UPDATE hook_prompts SET created_at = ? WHERE session_id = ?").run(at, sessionId);
   } finally {
     db.close();
   }

@@ -2,15 +2,15 @@
  * Test helper for Kubernetes spawn tests: the real daemon with `LVMH_SPAWN_BACKEND=kubernetes` against the fake
  * API server whose Docker kubelet runs each Pod on the test engine (the real worker image, built here), the
  * fake LLM for pi, and the GitLab fixture with its git server (testing/spawn_env.ts), connected. `close()`
- * stops everything and removes the image, the containers and the temp dir.
+ * stops everything and removes the containers and the temp dir. The worker image is shared by the tests
+ * (testing/docker.ts `sharedWorkerImage`).
  */
 import type { Daemon } from "./daemon.ts";
-import { BASE_IMAGE, cleanupDocker, testEngine, uniq } from "./docker.ts";
+import { cleanupDocker, sharedWorkerImage, testEngine, uniq } from "./docker.ts";
 import { post, type SpawnEnv, startSpawnEnv } from "./spawn_env.ts";
 import { modelsJson } from "./pi.ts";
 import { startFakeLlm } from "./fixtures/fake_llm.mjs";
 import { type FakeKube, startFakeKube } from "./fixtures/kube_api.ts";
-import { buildWorkerImage } from "../docker/worker.ts";
 import type { Engine } from "../docker/engine.ts";
 import type { SessionSummary, SpawnJob } from "../lib/protocol.ts";
 
@@ -36,8 +36,10 @@ export async function startKubeSpawnEnv(
   o: { build?: boolean; daemon?: (env: Record<string, string>) => Promise<Daemon> } = {},
 ): Promise<KubeSpawnEnv> {
   const engine = testEngine();
-  const image = `lvmh-test-kube-worker-${uniq()}:latest`;
-  if (o.build !== false) await buildWorkerImage(engine, { image, baseImage: BASE_IMAGE, network: "host" });
+  // Not built: a name nothing has, as with a typo in LVMH_WORKER_IMAGE.
+  const image = o.build === false
+    ? `lvmh-test-kube-worker-${uniq()}:latest`
+    : await sharedWorkerImage(engine);
   const fake = await startFakeKube({ kubelet: "docker", dockerEngine: engine, bookmarkMs: 1000 });
   const llm = await startFakeLlm();
   const dir = await Deno.makeTempDir({ prefix: "lvmh-kube-e2e-" });
@@ -57,7 +59,7 @@ export async function startKubeSpawnEnv(
       await env.close();
       await fake.close();
       await llm.close();
-      await cleanupDocker(engine, { images: [image] });
+      await cleanupDocker(engine, { images: o.build === false ? [image] : [] });
       await Deno.remove(dir, { recursive: true }).catch(() => {});
     },
   };

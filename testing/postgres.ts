@@ -23,6 +23,8 @@ export interface Postgres extends AsyncDisposable {
    * and files, after `downMs` (default 0) with it stopped.
    */
   restart(downMs?: number): Promise<void>;
+  /** The server's main process (the postmaster), read from its pid file: what a bench counts the CPU of. */
+  serverPid(): number;
   /** Stop the server and remove its files. */
   close(): Promise<void>;
 }
@@ -202,7 +204,18 @@ export async function startPostgres(options: PostgresOptions = {}): Promise<Post
       if (downMs) await new Promise((resolve) => setTimeout(resolve, downMs));
       await serve(port);
     };
-    return { url, adminUrl, port, caFile, newDatabase, restart, close, [Symbol.asyncDispose]: close };
+    const serverPid = () => Number(Deno.readTextFileSync(`${data}/postmaster.pid`).split("\n")[0]);
+    return {
+      url,
+      adminUrl,
+      port,
+      caFile,
+      newDatabase,
+      restart,
+      serverPid,
+      close,
+      [Symbol.asyncDispose]: close,
+    };
   } catch (error) {
     await run(`${bin}/pg_ctl`, ["-D", `${dir}/data`, "-m", "immediate", "-w", "stop"], asPostgres).catch(
       () => {},

@@ -69,6 +69,35 @@ export function cpuMs(pid: number): number {
   }
 }
 
+/**
+ * CPU time (user + system) of a process and all its descendants so far, in ms: its own, what its ended and
+ * reaped children used (cutime, cstime), and each live descendant's the same way. A server that forks a
+ * process per connection (PostgreSQL) is counted whole, whether its backends still run or are gone.
+ */
+export function treeCpuMs(pid: number): number {
+  const children = new Map<number, number[]>();
+  const times = new Map<number, number>();
+  for (const entry of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    try {
+      const stat = Deno.readTextFileSync(`/proc/${entry.name}/stat`);
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      // ppid is field 4 of stat(5); utime, stime, cutime, cstime fields 14–17 (fields here start at 3).
+      const ppid = Number(fields[1]);
+      children.set(ppid, [...children.get(ppid) ?? [], Number(entry.name)]);
+      times.set(Number(entry.name), fields.slice(11, 15).reduce((sum, f) => sum + Number(f), 0));
+    } catch { /* gone meanwhile */ }
+  }
+  let ticks = 0;
+  const stack = [pid];
+  while (stack.length) {
+    const p = stack.pop()!;
+    ticks += times.get(p) ?? 0;
+    stack.push(...children.get(p) ?? []);
+  }
+  return (ticks * 1000) / 100; // USER_HZ is 100 on Linux
+}
+
 /** CPU time of every process on the machine so far, in ms (from /proc/stat), to show what else ran. */
 export function machineBusyMs(): number {
   const cpu = Deno.readTextFileSync("/proc/stat").split("\n")[0].trim().split(/\s+/).slice(1).map(Number);

@@ -13,7 +13,7 @@
  * The server stops when the test file is done (the `unload` event), and in any case when this process ends:
  * testing/postgres.ts's watchdog stops it once nobody holds its input.
  */
-import { type Postgres, startPostgres } from "./postgres.ts";
+import { type Postgres, postgresBinDir, startPostgres } from "./postgres.ts";
 
 /** True when the test daemons run on PostgreSQL. */
 export const TEST_STORE_POSTGRES = Deno.env.get("LVMH_TEST_STORE") === "postgres";
@@ -23,6 +23,10 @@ if (server) globalThis.addEventListener("unload", () => void server.close().catc
 
 /** The database of each data dir: a daemon restarted on the same data dir finds the same shared state. */
 const databases = new Map<string, Promise<string>>();
+/** The same, once made: for the synchronous look `sharedRowsSync` takes. */
+const made = new Map<string, string>();
+/** `psql`, for that look. */
+const psql = server ? `${await postgresBinDir()}/psql` : null;
 
 /**
  * The database URL of the daemon whose data dir is `dataDir`: a fresh database the first time, the same one
@@ -35,6 +39,22 @@ export function testDatabaseUrl(dataDir: string): Promise<string> {
   if (!url) {
     url = server.newDatabase();
     databases.set(dataDir, url);
+    void url.then((u) => made.set(dataDir, u), () => {});
   }
   return url;
+}
+
+/**
+ * Run `statement` on the database of the daemon whose data dir is `dataDir` and return its rows, each one
+ * line of `|`-separated fields (`psql -At`). Synchronous, as the helpers that read a daemon's SQLite file are,
+ * so they can read the shared rows instead when the daemons run on PostgreSQL.
+ * @throws {Error} when no daemon on `dataDir` got a database, or psql fails.
+ */
+export function sharedRowsSync(dataDir: string, statement: string): string[][] {
+  const url = made.get(dataDir);
+  if (!url || !psql) throw new Error(`no PostgreSQL database for ${dataDir}`);
+  const out = new Deno.Command(psql, { args: [url, "-X", "-At", "-c", statement] }).outputSync();
+  if (!out.success) throw new Error(`psql: ${new TextDecoder().decode(out.stderr)}`);
+  const text = new TextDecoder().decode(out.stdout).trim();
+  return text ? text.split("\n").map((line) => line.split("|")) : [];
 }

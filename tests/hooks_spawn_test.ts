@@ -5,10 +5,10 @@
  * spawns are covered by tests/e2e/spawn_*); the daemon, the hook route and the plugin socket are real.
  */
 import assert from "node:assert/strict";
-import { DatabaseSync } from "node:sqlite";
 import { startInProcess } from "../testing/inproc.ts";
 import { waitFor } from "../testing/daemon.ts";
 import { connectAgent } from "../testing/agent.ts";
+import { ageKeptPrompts, keptRows } from "../testing/kept_prompt.ts";
 import { noteOnMergeRequest } from "../testing/fixtures/gitlab_hooks/payloads.ts";
 import type { SpawnBody } from "../lib/protocol.ts";
 import { UnavailableError } from "../lib/errors.ts";
@@ -130,11 +130,8 @@ Deno.test("hooks: a hook's spawn waits for an unreachable engine and tries again
 
 Deno.test("hooks: prompts kept over a clean stop go out after the start; one older than 24 h is dropped", async () => {
   const dataDir = await Deno.makeTempDir({ prefix: "lvmh-hooks-keep-" });
-  const rows = (db: DatabaseSync) =>
-    db.prepare("SELECT session_id AS sessionId, spawn FROM hook_prompts").all() as {
-      sessionId: string;
-      spawn: string | null;
-    }[];
+  // In the daemon's file, or in its shared database with LVMH_TEST_STORE=postgres.
+  const rows = () => keptRows(dataDir);
   try {
     const ids: string[] = [];
     {
@@ -152,24 +149,19 @@ Deno.test("hooks: prompts kept over a clean stop go out after the start; one old
         });
         ids.push((await res.json()).sessionId);
       }
-      await waitFor(() => rows(app.store.db).every((r) => r.spawn === null), "both workers started");
+      await waitFor(() => rows().every((r) => r.spawn === null), "both workers started");
       await d.stop();
       assert.match(d.output(), /2 hook prompt\(s\) wait for their sessions/);
     }
-    const db = new DatabaseSync(`${dataDir}/lvmh.db`);
-    db.prepare("UPDATE hook_prompts SET created_at = ? WHERE session_id = ?").run(
-      Date.now() - 25 * 3600_000,
-      ids[1],
-    );
-    db.close();
+    ageKeptPrompts(dataDir, ids[1], 25 * 3600_000);
     await using d = await startInProcess({ dataDir });
-    await waitFor(() => rows(d.daemon.app.store.db).length === 1, "the stale prompt dropped");
+    await waitFor(() => rows().length === 1, "the stale prompt dropped");
     assert.match(d.output(), new RegExp(`dropped a hook prompt for session ${ids[1]}: older than 24 h`));
     const agent = await connectAgent(d, { sessionId: ids[0] });
     try {
       const p = await agent.waitFrame((f) => f.type === "prompt", "the kept prompt");
       assert.equal(p.message, "fresh one");
-      await waitFor(() => rows(d.daemon.app.store.db).length === 0, "nothing kept once sent");
+      await waitFor(() => rows().length === 0, "nothing kept once sent");
     } finally {
       await agent.close();
     }

@@ -1,8 +1,8 @@
 /**
  * Inbound hooks: what the hook routes hand over after they answer 202 at once. A prompt into the session
  * working on a repository and branch (sent now), or a spawn there (with the daemon's default ask set: a run a
- * webhook started never gets "approve all") followed by the prompt once the new session is online (kept in
- * SQLite until taken: `kept_prompts.ts`). Also the delivery keys already handled and the GitLab hook secret
+ * webhook started never gets "approve all") followed by the prompt once the new session is online (kept until
+ * taken: in SQLite alone, `kept_prompts.ts`; with replicas in the shared log, `shared_kept_prompts.ts`). Also the delivery keys already handled and the GitLab hook secret
  * (`gitlab_secret.ts`). Every action is audited with the hook as the actor.
  */
 import { z } from "zod";
@@ -15,6 +15,7 @@ import { MAX_PROMPT_CHARS } from "../wire.ts";
 import { HookStore } from "./hook_store.ts";
 import { GitlabSecret } from "./gitlab_secret.ts";
 import { type KeptPromptDeps, KeptPrompts } from "./kept_prompts.ts";
+import { type PluginRows, SharedKeptPrompts } from "./shared_kept_prompts.ts";
 import { findSession } from "./find_session.ts";
 import { sendHookPrompt } from "./send.ts";
 import { type GitlabAction, promptFor } from "./gitlab_events.ts";
@@ -39,15 +40,17 @@ export interface HookDeps extends KeptPromptDeps {
   mergeRequests: AnyMergeRequests;
   /** The deployment's settings, where the GitLab hook secret set through the API is kept. */
   settings: SettingsAccess;
-  /** With replicas: the database they share, where the delivery keys are kept. */
-  replica?: { db: SharedDatabase } | null;
+  /** With replicas: the database they share, where the delivery keys and the prompts are kept, and the rows
+   * that say what each session's plugin supports. */
+  replica?: ({ db: SharedDatabase } & PluginRows) | null;
 }
 
 /** Inbound hook state and work. */
 export class Hooks {
   #deps: HookDeps;
   #store: HookStore;
-  #kept: KeptPrompts;
+  /** Alone, in this daemon's file; with replicas, in the shared log (worked on under a lease). */
+  #kept: KeptPrompts | SharedKeptPrompts;
   /** With replicas, the delivery keys of the deployment: a retry landing on another replica is a replay. */
   #shared: PgHookPromptLog | null;
   #pending = new Set<Promise<void>>();
@@ -60,7 +63,17 @@ export class Hooks {
     this.#store = new HookStore(deps.store.db);
     this.#shared = deps.replica ? new PgHookPromptLog(deps.replica.db.sql) : null;
     this.gitlabSecret = new GitlabSecret(deps.settings, envSecret);
-    this.#kept = new KeptPrompts(deps, this.#store, (what, work) => this.later(what, work));
+    const later = (what: string, work: () => Promise<void>) => this.later(what, work);
+    this.#kept = this.#shared
+      ? new SharedKeptPrompts(
+        deps,
+        this.#shared,
+        deps.replica!,
+        deps.config.replicaId,
+        deps.config.hookLeaseSeconds * 1000,
+        later,
+      )
+      : new KeptPrompts(deps, this.#store, later);
     // A failed pipeline of a followed merge request, from the hook or the poller: a follow-up once the run
     // ends. Written inside the record's savepoint, so the prompt and the mark that it was made commit together.
     deps.mergeRequests.onChange((change) => {
@@ -77,12 +90,23 @@ export class Hooks {
       `The GitLab pipeline #${p.id} of merge request !${view.iid} (${view.sourceBranch}) failed.` +
       `${jobs}${link}\nLook at why and fix it, then commit. (lvmh sends at most ${MAX_PIPELINE_PROMPTS} ` +
       "failed-pipeline follow-ups per merge request.)";
-    this.#kept.queueFollowUp(change.sessionId, message, "hook:gitlab", {
+    // With replicas the prompt reaches the shared log a moment after the record's savepoint commits.
+    const kept = this.#kept.queueFollowUp(change.sessionId, message, "hook:gitlab", {
       gitlab: "pipeline",
       repo: change.repo,
       iid: view.iid,
       pipelineId: p.id,
     });
+    if (kept instanceof Promise) {
+      kept.catch((error) =>
+        console.error(`lvmh: a failed pipeline's follow-up: ${(error as Error).message}`)
+      );
+    }
+  }
+
+  /** With replicas, take on the kept prompts once the replica follows the shared log (no-op alone). */
+  start(): void {
+    if (this.#kept instanceof SharedKeptPrompts) this.#kept.start();
   }
 
   /** How long a hook's spawn waits before it tries an unreachable engine again (tests shorten it). */
@@ -94,7 +118,7 @@ export class Hooks {
   }
 
   /** The kept prompts (tests shorten their timings). */
-  get kept(): KeptPrompts {
+  get kept(): KeptPrompts | SharedKeptPrompts {
     return this.#kept;
   }
 
@@ -122,11 +146,17 @@ export class Hooks {
     while (this.#pending.size) await Promise.allSettled([...this.#pending]);
   }
 
-  /** Stop waiting for spawned sessions (shutdown): their prompts stay in SQLite for the next start. */
-  close(): void {
-    const kept = this.#kept.close();
+  /**
+   * Stop waiting for spawned sessions (shutdown): their prompts stay kept for the next start (alone) or are
+   * released for the other replicas.
+   */
+  async close(): Promise<void> {
+    const kept = await this.#kept.close();
     if (kept) {
-      console.log(`lvmh: ${kept} hook prompt(s) wait for their sessions; they go out after the next start`);
+      const next = this.#shared
+        ? "another replica or the next start takes them on"
+        : "they go out after the next start";
+      console.log(`lvmh: ${kept} hook prompt(s) wait for their sessions; ${next}`);
     }
   }
 
@@ -134,7 +164,8 @@ export class Hooks {
    * Act on a GitLab event: a followed merge request's record is updated (its pipeline at once, else read
    * again), a `/lvmh` comment follows up the session on its repo and branch (or spawns one), and a failed
    * pipeline on a branch with no followed merge request follows up the session there once its run ends. Runs
-   * before the route answers (it only sends a frame or writes rows), so what GitLab was told is taken is kept.
+   * before the route answers (it only sends a frame or writes rows), so what GitLab was told is taken is kept:
+   * with replicas the merge request records and a kept prompt's row are written to the shared database.
    * @returns false when the event is none of lvmh's business
    */
   async gitlab(action: GitlabAction): Promise<boolean> {
@@ -148,11 +179,11 @@ export class Hooks {
       if (action.status !== "failed") return false;
       const sessionId = findSession(this.#deps, action.repo, action.branch);
       if (!sessionId) return false; // a failed pipeline on a branch no session works on is not lvmh's business
-      this.#kept.queueFollowUp(sessionId, promptFor(action), actor, {
+      const kept = this.#kept.queueFollowUp(sessionId, promptFor(action), actor, {
         gitlab: action.kind,
         repo: action.repo,
       });
-      return true;
+      return kept instanceof Promise ? kept.then(() => true) : true;
     }
     if (action.text === null || action.author === this.#deps.gitlab.status().username) return followed;
     const message = promptFor(action);
@@ -167,8 +198,10 @@ export class Hooks {
       });
       return true;
     }
-    this.#kept.queueSpawn(action.repo, action.branch ?? undefined, message, actor, { gitlab: action.kind });
-    return true;
+    const kept = this.#kept.queueSpawn(action.repo, action.branch ?? undefined, message, actor, {
+      gitlab: action.kind,
+    });
+    return kept instanceof Promise ? kept.then(() => true) : true;
   }
 
   /** Spawn a session and prompt it once online: see `KeptPrompts.queueSpawn`. */
@@ -180,9 +213,6 @@ export class Hooks {
     detail: Record<string, unknown> = {},
     dedupe?: { source: string; key: string },
   ): Promise<{ sessionId: string; duplicate: boolean }> {
-    if (this.#shared && dedupe) {
-      return this.#kept.queueSpawnShared(this.#shared, repo, branch, message, actor, detail, dedupe);
-    }
     return Promise.resolve(this.#kept.queueSpawn(repo, branch, message, actor, detail, dedupe));
   }
 

@@ -23,7 +23,6 @@ import type { Spawner } from "../spawner.ts";
 import type { Store } from "../store.ts";
 import { UnavailableError } from "../errors.ts";
 import type { HookStore, PendingPrompt } from "./hook_store.ts";
-import type { HookPromptLog } from "../storage/hook_prompt_log.ts";
 import { whenOnline } from "./session_waits.ts";
 import { PromptDelivery } from "./prompt_delivery.ts";
 
@@ -46,6 +45,30 @@ export interface RefusalRetry {
  * that outlasts it is not passing.
  */
 export const REFUSAL_RETRY: RefusalRetry = { firstMs: 500, maxMs: 15_000, forMs: 2 * 60_000 };
+
+/** A new spawn hook's prompt: the session's id is allocated here, its worker asked with the daemon's ask set. */
+export function spawnPrompt(
+  config: Pick<Config, "spawnAsk">,
+  repo: string,
+  branch: string | undefined,
+  message: string,
+  actor: string,
+  detail: Record<string, unknown>,
+): PendingPrompt {
+  const { spawnAsk } = config;
+  const ask = spawnAsk === "all" || spawnAsk.length ? spawnAsk : FALLBACK_ASK;
+  return {
+    id: crypto.randomUUID(),
+    sessionId: crypto.randomUUID(),
+    message,
+    deliverAs: "steer",
+    actor,
+    detail: { repo, spawned: true, ...detail },
+    spawn: { repo, branch: branch ?? null, ask },
+    createdAt: Date.now(),
+    sentAfter: null,
+  };
+}
 
 /** The daemon parts kept prompts use (read at each use, so later swaps count). */
 export interface KeptPromptDeps {
@@ -104,7 +127,7 @@ export class KeptPrompts {
     detail: Record<string, unknown> = {},
     dedupe?: { source: string; key: string },
   ): { sessionId: string; duplicate: boolean } {
-    const pending = this.#spawnPrompt(repo, branch, message, actor, detail);
+    const pending = spawnPrompt(this.#deps.config, repo, branch, message, actor, detail);
     if (dedupe) {
       const claimed = this.#store.claimSpawn(dedupe.source, dedupe.key, pending);
       if (claimed.duplicate) return claimed;
@@ -112,50 +135,6 @@ export class KeptPrompts {
       this.#store.addPrompt(pending);
     }
     return this.#spawnKept(pending, actor, repo, branch);
-  }
-
-  /**
-   * `queueSpawn` with its delivery key in the database replicas share, so a replay on any replica names the
-   * first spawn. The prompt itself is kept in this replica's file as `queueSpawn` keeps it (the shared log's
-   * row is dropped at once): a kill between the two writes leaves the key without its spawn.
-   */
-  async queueSpawnShared(
-    shared: Pick<HookPromptLog, "keepSpawn" | "take">,
-    repo: string,
-    branch: string | undefined,
-    message: string,
-    actor: string,
-    detail: Record<string, unknown>,
-    dedupe: { source: string; key: string },
-  ): Promise<{ sessionId: string; duplicate: boolean }> {
-    const pending = this.#spawnPrompt(repo, branch, message, actor, detail);
-    const claimed = await shared.keepSpawn(dedupe.source, dedupe.key, pending);
-    if (claimed.duplicate) return claimed;
-    await shared.take(pending.id);
-    this.#store.addPrompt(pending);
-    return this.#spawnKept(pending, actor, repo, branch);
-  }
-
-  #spawnPrompt(
-    repo: string,
-    branch: string | undefined,
-    message: string,
-    actor: string,
-    detail: Record<string, unknown>,
-  ): PendingPrompt {
-    const { spawnAsk } = this.#deps.config;
-    const ask = spawnAsk === "all" || spawnAsk.length ? spawnAsk : FALLBACK_ASK;
-    return {
-      id: crypto.randomUUID(),
-      sessionId: crypto.randomUUID(),
-      message,
-      deliverAs: "steer",
-      actor,
-      detail: { repo, spawned: true, ...detail },
-      spawn: { repo, branch: branch ?? null, ask },
-      createdAt: Date.now(),
-      sentAfter: null,
-    };
   }
 
   /** The kept spawn's prompt is written: audit it and carry it in the background. */

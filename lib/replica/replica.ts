@@ -86,7 +86,11 @@ export class Replica {
     this.#db = db;
     this.id = id;
     this.log = new PgEventLog(db.sql);
-    this.feed = new PgEventFeed(db.sql, db.listen);
+    // The sessions it holds it appends itself, and moves its copy's cursor past (`Mirror`'s `copied`); one
+    // another replica took over is followed again as soon as the holders' rows say so, fenced here or not yet.
+    this.feed = new PgEventFeed(db.sql, db.listen, {
+      writtenHere: (id) => this.#epochs.has(id) && !this.#holders.heldElsewhere(id),
+    });
     this.queue = new PgCommandQueue(db.sql, db.listen);
     this.live = new PgLiveChannel(db.sql, db.listen);
     this.#rows = new PgReplicas(db.sql);
@@ -192,6 +196,17 @@ export class Replica {
   /** Store a session's own ask set in the shared row (every replica's welcome reads it from there). */
   setAsk(sessionId: string, ask: AskSet): Promise<void> {
     return this.#rows.setAsk(sessionId, ask);
+  }
+
+  /** Record what the plugin of a session held here supports, for the replicas that prompt it (kept hooks). */
+  async setFeatures(sessionId: string, features: string[]): Promise<void> {
+    const epoch = this.#epochs.get(sessionId);
+    if (epoch !== undefined) await this.#rows.setFeatures(sessionId, this.id, epoch, features);
+  }
+
+  /** What the session's holder's plugin supports (null: not known yet), and the holder's epoch. */
+  features(sessionId: string): Promise<{ features: string[] | null; epoch: number } | null> {
+    return this.#rows.features(sessionId);
   }
 
   /** A session's snapshot as the shared row has it. */

@@ -42,6 +42,8 @@ export interface PgEventFeedOptions {
   page?: number;
   /** true: `close()` ends the pool. */
   ownsPool?: boolean;
+  /** The sessions this process appends itself (a holder's): see `Followers`. */
+  writtenHere?: (sessionId: string) => boolean;
 }
 
 /** The event feed over a PostgreSQL pool whose database is migrated. */
@@ -71,7 +73,12 @@ export class PgEventFeed extends PgStore implements EventFeed {
       },
       events: (sessionId, after, limit) => log.events(sessionId, { after, limit }),
     };
-    this.#followers = new Followers(source, options.sweepMs ?? FEED_SWEEP_MS, options.page ?? FEED_PAGE);
+    this.#followers = new Followers(
+      source,
+      options.sweepMs ?? FEED_SWEEP_MS,
+      options.page ?? FEED_PAGE,
+      options.writtenHere,
+    );
     this.#listener = new PgListener({
       channel: EVENTS_CHANNEL,
       connect: connectListener,

@@ -295,6 +295,14 @@ CREATE INDEX usage_runs_by_start ON usage_runs(started_at);`,
 CREATE TABLE replicas(id text PRIMARY KEY, seen_at bigint NOT NULL);
 CREATE INDEX sessions_held ON sessions(holder) WHERE holder IS NOT NULL;`,
   },
+  {
+    version: 10,
+    title:
+      "the features the holder's plugin listed in its hello, for kept hook prompts worked on any replica",
+    // Cleared by every claim and written by the new holder after its welcome: null means "not known yet for
+    // this holder", so a replica delivering a kept prompt waits instead of taking the plugin for an old one.
+    sql: "ALTER TABLE sessions ADD COLUMN plugin_features text;",
+  },
 ];
 
 /** What `migrate` did. */

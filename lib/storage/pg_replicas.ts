@@ -44,7 +44,7 @@ export class PgReplicas extends PgStore {
   async claim(sessionId: string, replicaId: string, notAfter: number): Promise<number | null> {
     const [row] = await this.sql.unsafe(
       `WITH claimed AS (
-          UPDATE sessions SET holder = $2, holder_epoch = holder_epoch + 1
+          UPDATE sessions SET holder = $2, holder_epoch = holder_epoch + 1, plugin_features = NULL
             WHERE id = $1 AND ${NOW_MS} <= $3 RETURNING holder_epoch)
         SELECT (SELECT holder_epoch FROM claimed) AS epoch, EXISTS (SELECT 1 FROM sessions WHERE id = $1) AS known`,
       [sessionId, replicaId, notAfter],
@@ -103,6 +103,26 @@ export class PgReplicas extends PgStore {
   async info(sessionId: string): Promise<SessionInfo | null> {
     const [row] = await this.sql`SELECT info FROM sessions WHERE id = ${sessionId}`;
     return row ? JSON.parse(row.info as string) as SessionInfo : null;
+  }
+
+  /**
+   * Record what the plugin that `replicaId` welcomed at `epoch` supports (its hello's features); nothing when
+   * another claim was made since.
+   */
+  async setFeatures(sessionId: string, replicaId: string, epoch: number, features: string[]): Promise<void> {
+    await this.sql`UPDATE sessions SET plugin_features = ${JSON.stringify(features)}
+      WHERE id = ${sessionId} AND holder = ${replicaId} AND holder_epoch = ${epoch}`;
+  }
+
+  /**
+   * The features of the session's current holder's plugin (null while not known yet: claimed, not welcomed),
+   * and the holder's epoch (a new one means a new socket).
+   */
+  async features(sessionId: string): Promise<{ features: string[] | null; epoch: number } | null> {
+    const [row] = await this.sql`SELECT plugin_features, holder_epoch FROM sessions WHERE id = ${sessionId}`;
+    if (!row) return null;
+    const features = row.plugin_features ? JSON.parse(row.plugin_features as string) as string[] : null;
+    return { features, epoch: safeInteger(row.holder_epoch) };
   }
 
   /** Store a session's own ask set (every replica's welcome reads it from the row). */

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { waitFor } from "../../testing/daemon.ts";
-import { dockerTest, uniq } from "../../testing/docker.ts";
+import { dockerTest, sharedWorkerImage, testEngine } from "../../testing/docker.ts";
 import { post, startSpawnEnv } from "../../testing/spawn_env.ts";
 import { modelsJson } from "../../testing/pi.ts";
 import { startFakeLlm, WRITEFILE_CONTENT, WRITEFILE_PATH } from "../../testing/fixtures/fake_llm.mjs";
@@ -19,7 +19,7 @@ dockerTest("changes: a file pi writes in a spawned worker is listed by /changes"
   const llm = await startFakeLlm();
   const dir = await Deno.makeTempDir({ prefix: "lvmh-changes-pi-" });
   await Deno.writeTextFile(`${dir}/models.json`, modelsJson(llm.url));
-  const image = `lvmh-test-pi-worker-${uniq()}:latest`;
+  const image = await sharedWorkerImage(testEngine());
   const env = await startSpawnEnv({ workerImage: image, env: { LVMH_MODELS_JSON: `${dir}/models.json` } });
   const { d, engine } = env;
   try {
@@ -72,7 +72,6 @@ dockerTest("changes: a file pi writes in a spawned worker is listed by /changes"
     }
   } finally {
     await env.close();
-    await engine.imageRemove(image, true).catch(() => {});
     await llm.close();
     await Deno.remove(dir, { recursive: true });
   }

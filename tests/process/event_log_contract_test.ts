@@ -177,6 +177,26 @@ function contract(impl: Implementation, more?: (t: Deno.TestContext) => Promise<
         );
 
         await t.step(
+          "within one batch: the state moves event by event, a replay counts for nothing",
+          () =>
+            withLog(impl, async ({ log }) => {
+              await log.ensureSession(info("a"));
+              const epoch = await log.claimHolder("a", "r1");
+              const at = (seq: number, type: string, ts: number) => ({ ...ev("a", seq, type), ts });
+              const append = async (...events: AgentEvent[]) => (await log.append("a", events, { epoch }));
+              // Running and idle again: changed, though it ends as it began; the latest ts is the highest.
+              const run = [at(1, "agent_start", 1001), at(2, "message_end", 1050), at(3, "agent_end", 1003)];
+              assert.equal((await append(...run)).infoChanged, true);
+              assert.equal((await append(at(4, "agent_end", 1004))).infoChanged, false, "idle after the run");
+              // A replayed seq (4) with a later ts is left out; the new agent_start counts.
+              const mixed = await append(at(4, "agent_end", 9999), at(5, "agent_start", 1005));
+              assert.deepEqual([mixed.inserted.length, mixed.infoChanged], [1, true]);
+              assert.equal((await append(at(6, "agent_start", 1006))).infoChanged, false, "running");
+              assert.equal((await log.sessions())[0].lastEventAt, 1050);
+            }),
+        );
+
+        await t.step(
           "two appenders on two connections: no gap, no repeat, a follower never skips a row",
           () =>
             withLog(impl, async ({ log, other }) => {
