@@ -2,15 +2,17 @@
  * `SharedMergeRequests` as two replicas run it: two owners, each on its own pool, on one real PostgreSQL
  * database and the loopback GitLab, the Docker steps of a push replaced by data (the real ones are in
  * tests/e2e/merge_request_test.ts). Two ships of one session at once make one merge request and record one
- * push; one failed pipeline heard by both at once is prompted for once, and the in-transaction listener's row
- * commits with the mark through the save's transaction (or neither, when a listener throws); the other's copy
- * (the session list's summaries) follows changes and deletions.
+ * push; one failed pipeline heard by both at once is prompted for once, and its follow-up, kept in the shared
+ * hook prompts through the save's transaction as lib/hooks/hooks.ts keeps it, commits with the mark (or
+ * neither, when a listener throws); the other's copy (the session list's summaries) follows changes and
+ * deletions.
  */
 import assert from "node:assert/strict";
 import type postgres from "postgres";
 import { postgresBinDir, startPostgres } from "../../testing/postgres.ts";
 import { startGitlabFixture } from "../../testing/fixtures/gitlab_fixture.ts";
-import { connectPostgres } from "../../lib/storage/pg_client.ts";
+import { PgHookPromptLog } from "../../lib/storage/pg_hook_prompt_log.ts";
+import { followUpPrompt } from "../../lib/hooks/shared_kept_prompts.ts";
 import { PgSessionStateLog } from "../../lib/storage/pg_session_state_log.ts";
 import { PgMergeRequestLog } from "../../lib/storage/pg_merge_request_log.ts";
 import { SharedWorkspaces } from "../../lib/workspaces_shared.ts";
@@ -63,10 +65,10 @@ Deno.test({
     const state = await PgSessionStateLog.open(url, { max: 2 });
     const workspaces = new SharedWorkspaces(state);
     await workspaces.record(SESSION, { repo: PROJECT, baseBranch: "main", baseSha: BASE, branch: BRANCH });
-    const raw = connectPostgres(url, { max: 1 });
-    await raw`CREATE TABLE probe(session_id text NOT NULL, pipeline bigint NOT NULL)`;
+    // The follow-ups kept as lib/hooks/hooks.ts keeps them with replicas: through the save's transaction.
+    const hookPrompts = await PgHookPromptLog.open(url, { max: 1 });
     const probes = async () =>
-      (await raw`SELECT pipeline FROM probe ORDER BY pipeline`).map((r) => Number(r.pipeline));
+      (await hookPrompts.prompts()).map((p) => p.detail.pipelineId as number).sort((x, y) => x - y);
     const open = async (name: string) => {
       const log = await PgMergeRequestLog.open(url, { max: 3 });
       const mrs = new SharedMergeRequests(log, {
@@ -78,12 +80,12 @@ Deno.test({
       const changes: MergeRequestChange[] = [];
       const moved: string[] = [];
       mrs.onChange((c) => void changes.push(c));
-      // As Hooks keeps a failed pipeline's follow-up: here a row written through the save's transaction.
       mrs.onChange(async (c, tx) => {
         if (!c.promptFailure) return;
-        await (tx as postgres.TransactionSql)`INSERT INTO probe VALUES (${c.sessionId}, ${
-          c.view.pipeline!.id
-        })`;
+        const pending = followUpPrompt(c.sessionId, "the pipeline failed", "hook:gitlab", {
+          pipelineId: c.view.pipeline!.id,
+        });
+        await hookPrompts.keepWrites(pending)(tx as postgres.TransactionSql);
       }, { inTransaction: true });
       await mrs.start((ids) => moved.push(...ids), 3_600_000); // re-read by hand below
       return { name, log, mrs, changes, moved };
@@ -152,7 +154,7 @@ Deno.test({
       await a.log.close();
       await b.log.close();
       await state.close();
-      await raw.end({ timeout: 5 });
+      await hookPrompts.close();
       await gl.close();
     }
   },
