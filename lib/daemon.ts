@@ -173,6 +173,7 @@ export function createDaemon(
       return sessions.trySend(id, { type: "policy", ask: sessions.askOf(id), budget });
     },
     online: () => sessions.list().filter((s) => s.online).map((s) => s.id),
+    holds: (id) => replica?.holds(id) ?? true,
     announces: () => leading.isLeader(),
     sessions: () => store.listSessions(),
   }, replica && new SharedBudgetRows(new PgSessionStateLog(replica.db.sql))); // with replicas, limits shared
