@@ -10,7 +10,7 @@
 import assert from "node:assert/strict";
 import { startPostgres } from "../../testing/postgres.ts";
 import { type Daemon, waitFor } from "../../testing/daemon.ts";
-import { connectAgent, sessionInfo } from "../../testing/agent.ts";
+import { connectAgent, connectBrowser, sessionInfo } from "../../testing/agent.ts";
 import { startReplicas } from "../../testing/replicas.ts";
 import { startFakeKube } from "../../testing/fixtures/kube_api.ts";
 import { running } from "../../lib/spawn/_kube_test_env.ts";
@@ -74,14 +74,32 @@ Deno.test("replicas: every worker's state is shared; stop, resume and discard ac
       await spawned.plugin.close();
     });
 
-    await t.step("a stop through B stops the worker once; both list it stopped", async () => {
-      assert.equal(await call(b, `/api/sessions/${id}/container`, "DELETE"), 200);
-      assert.equal(fake.get("pods", podName(id)), undefined, "the Pod is gone");
-      assert.ok(fake.get("persistentvolumeclaims", claimName(id)), "the storage stays");
-      assert.equal(deletes(id), 1);
-      await lists(a, id, "stopped", "A");
-      await lists(b, id, "stopped", "B");
-    });
+    await t.step(
+      "a stop through B stops the worker once; both list it stopped, A's browser live",
+      async () => {
+        const browser = await connectBrowser(a.browserUrl);
+        try {
+          await browser.waitSessions(
+            (m) => m.get(id)?.container === "running",
+            "A's browser: running",
+            SEEN_MS,
+          );
+          assert.equal(await call(b, `/api/sessions/${id}/container`, "DELETE"), 200);
+          await browser.waitSessions(
+            (m) => m.get(id)?.container === "stopped",
+            "A's browser: stopped",
+            SEEN_MS,
+          );
+        } finally {
+          await browser.close();
+        }
+        assert.equal(fake.get("pods", podName(id)), undefined, "the Pod is gone");
+        assert.ok(fake.get("persistentvolumeclaims", claimName(id)), "the storage stays");
+        assert.equal(deletes(id), 1);
+        await lists(a, id, "stopped", "A");
+        await lists(b, id, "stopped", "B");
+      },
+    );
 
     await t.step("a resume through B runs it again, listed running on A", async () => {
       const resumed = b.api(`/api/sessions/${id}/resume`, { method: "POST", body: "{}" });
