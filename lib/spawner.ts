@@ -138,9 +138,15 @@ export function createSpawner(deps: SpawnDeps): Spawner {
    * made meanwhile wins, and the worker it may have missed (made after its stop) is stopped here.
    */
   const started = async (sessionId: string, repo: string) => {
-    if (await containers.set(sessionId, repo, "running", guarded(containers, ["starting"]))) return;
+    try {
+      if (await containers.set(sessionId, repo, "running", guarded(containers, ["starting"]))) return;
+    } catch (error) {
+      return unkept(sessionId, error); // the worker runs: the start stands, its state says `starting`
+    }
     await backend.stopSession(sessionId).catch(() => {});
   };
+  const unkept = (sessionId: string, error: unknown) =>
+    console.warn(`lvmh: worker state of ${sessionId} not kept: ${(error as Error)?.message}`);
 
   const recover = () => recoverJobs(backend, jobs).then(settleStates);
 
@@ -176,16 +182,15 @@ export function createSpawner(deps: SpawnDeps): Spawner {
         createdAt: now,
         updatedAt: now,
       };
-      jobs.add(job);
+      // The state before the job: a database that refuses the write leaves no job behind.
       await containers.set(job.sessionId, job.repo, "starting");
+      jobs.add(job);
       try {
         // Kubernetes answers once the Pod is created; how its start ends is followed on the job.
         const containerId = await run(job, body.ask, {
           onStarted(error) {
-            const moved = error ? containers.delete(job.sessionId) : started(job.sessionId, job.repo);
-            moved.catch((e) =>
-              console.warn(`lvmh: worker state of ${job.sessionId} not kept: ${e?.message}`)
-            );
+            if (error) containers.delete(job.sessionId).catch((e) => unkept(job.sessionId, e));
+            else void started(job.sessionId, job.repo);
           },
         });
         if (!backend.awaitStart) await started(job.sessionId, job.repo);
