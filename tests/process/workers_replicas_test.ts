@@ -133,7 +133,9 @@ Deno.test("replicas: every worker's state is shared; stop, resume and discard ac
         await waitFor(async () => (await listed(d, id))?.online === false, "the session offline", SEEN_MS);
       }
       const statuses = await Promise.all([a, b].map((d) => call(d, `/api/sessions/${id}`, "DELETE")));
-      assert.equal(statuses.filter((s) => s === 200).length, 1, `one discards: ${statuses}`);
+      // The loser finds the worker's row moved (409), or already gone: then it deletes what is left of the
+      // session, as a second delete of a session does (200, or 404 once the winner's delete reached it).
+      assert.ok(statuses.includes(200) && statuses.every((s) => [200, 404, 409].includes(s)), `${statuses}`);
       assert.equal(claimDeletes(), 1, "one DELETE of the claim");
       await waitFor(
         () => fake.get("persistentvolumeclaims", claimName(id)) === undefined,
