@@ -32,6 +32,12 @@ export interface BudgetDeps {
   /** Every session with a live plugin. */
   online(): string[];
   /**
+   * With replicas, whether this replica holds the session's plugin (default yes). What every replica sees
+   * alike, another replica's change of a budget and a new day, is told to the plugin by its holder alone: sent
+   * by each, it reached the plugin once per replica. A change made here is sent from here at once.
+   */
+  holds?(sessionId: string): boolean;
+  /**
    * Whether this daemon announces a budget or the daily cap reached (default yes): with replicas every one
    * counts every session, and their leader alone announces, so `budget.reached` is heard once.
    */
@@ -97,7 +103,7 @@ export class Budgets {
    */
   async start(): Promise<void> {
     await this.#shared?.start((ids) => {
-      for (const id of ids) this.#settled(id);
+      for (const id of ids) this.#settled(id, this.#holds(id));
     });
   }
 
@@ -240,11 +246,15 @@ export class Budgets {
     this.#push(sessionId);
   }
 
-  /** A session's limits changed: whether it is over them starts afresh, and its plugin hears. */
-  #settled(sessionId: string): void {
+  /** A session's limits changed: whether it is over them starts afresh, and its plugin hears (`tell`). */
+  #settled(sessionId: string, tell = true): void {
     this.#over.delete(sessionId);
     if (this.#reachedOf(sessionId)) this.#over.add(sessionId);
-    this.#push(sessionId);
+    if (tell) this.#push(sessionId);
+  }
+
+  #holds(sessionId: string): boolean {
+    return this.#deps.holds?.(sessionId) ?? true;
   }
 
   /** The `budget` of a session's `welcome`/`policy` frame: null when it has none and nothing stops it. */
@@ -321,7 +331,7 @@ export class Budgets {
           budget: limitsOf(this.#daily.limits!),
         },
       });
-      for (const id of this.#deps.online()) this.#push(id);
+      for (const id of this.#deps.online()) if (this.#holds(id)) this.#push(id);
     }
   }
 
@@ -361,7 +371,7 @@ export class Budgets {
 
   /** A new UTC day lifts a daily cap reached yesterday: the plugins it stopped hear so. */
   #checkDay(): void {
-    if (this.#daily.newDay()) { for (const id of this.#deps.online()) this.#push(id); }
+    if (this.#daily.newDay()) { for (const id of this.#deps.online()) if (this.#holds(id)) this.#push(id); }
   }
 
   #push(sessionId: string): void {

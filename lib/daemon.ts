@@ -31,6 +31,7 @@ import { createSpawner } from "./spawner.ts";
 import { createDockerBackend } from "./spawn/docker_backend.ts";
 import { createKubeBackend } from "./spawn/kube_backend.ts";
 import { ContainerStates } from "./spawn/containers.ts";
+import { SharedWorkerStates } from "./spawn/shared_worker_states.ts";
 import { startIdleStop } from "./spawn/idle.ts";
 import { agentToken } from "./auth.ts";
 import { createGitlab } from "./gitlab.ts";
@@ -176,6 +177,7 @@ export function createDaemon(
       return sessions.trySend(id, { type: "policy", ask: sessions.askOf(id), budget });
     },
     online: () => sessions.list().filter((s) => s.online).map((s) => s.id),
+    holds: (id) => replica?.holds(id) ?? true,
     announces: () => leading.isLeader(),
     sessions: () => store.listSessions(),
   }, replica && new SharedBudgetRows(new PgSessionStateLog(replica.db.sql))); // with replicas, limits shared
@@ -244,8 +246,14 @@ export function createDaemon(
     repos: gitlab,
     agentToken: (sessionId) => agentToken(config.token, sessionId),
     workspaces,
-    // Kept in the database: a stopped or crashed session stays resumable across restarts.
-    containers: new ContainerStates(store.db, (id) => sessions.touch(id)),
+    // Kept in the database: a stopped or crashed session stays resumable across restarts. With replicas, in
+    // the rows they share: any replica lists, stops and resumes any worker; the leader watches them all.
+    containers: replica
+      ? SharedWorkerStates.started(new PgSessionStateLog(replica.db.sql), (id) => {
+        if (sessions.get(id)) sessions.touch(id); // not one removed meanwhile: its removal would be lost
+      })
+      : new ContainerStates(store.db, (id) => sessions.touch(id)),
+    leads: () => leading.isLeader(),
   });
   sessions.setContainers((id) => spawner.container(id) ?? null);
   const idleStop = startIdleStop({ minutes: config.idleStopMinutes, spawner, sessions });

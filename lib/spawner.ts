@@ -8,17 +8,13 @@ import type { Config } from "./config.ts";
 import { DatabaseSync } from "node:sqlite";
 import { ConflictError, isDomainError, NotFoundError, UpstreamError } from "./errors.ts";
 import type { AskSet, SessionInfo, SpawnBody, SpawnJob } from "./protocol.ts";
-import { type CloneCredential, MAX_LOG_LINES, type SpawnBackend, StorageGoneError } from "./spawn/backend.ts";
-import {
-  type ContainerRow,
-  ContainerStates,
-  endReason,
-  lastLines,
-  type WorkerEnd,
-} from "./spawn/containers.ts";
+import { type CloneCredential, type SpawnBackend, StorageGoneError } from "./spawn/backend.ts";
+import { type ContainerRow, ContainerStates, lastLines, type WorkerEnd } from "./spawn/containers.ts";
 import { SpawnJobs } from "./spawn/jobs.ts";
 import { createPipeline } from "./spawn/pipeline.ts";
 import { reconcileJobs, recoverJobs } from "./spawn/recovery.ts";
+import { localWorkerStates, type WorkerStates } from "./spawn/worker_states.ts";
+import { createSettler, guarded } from "./spawn/settle.ts";
 import type { WorkspaceBook } from "./workspaces.ts";
 
 /** Starts agent sessions in containers. */
@@ -99,8 +95,13 @@ export interface SpawnDeps {
   agentToken(sessionId: string): Promise<string>;
   /** Each session's working copy record (`app.workspaces`). */
   workspaces: Pick<WorkspaceBook, "record" | "get">;
-  /** Where worker states are kept (the daemon's database); an in-memory table without it. */
-  containers?: ContainerStates;
+  /**
+   * Where worker states are kept: the daemon's database, or with replicas the rows they share (every replica
+   * then acts on every worker, each move a compare-and-set); an in-memory table without it.
+   */
+  containers?: ContainerStates | WorkerStates;
+  /** With shared states: whether this replica leads (it then also watches the workers no job here follows). */
+  leads?(): boolean;
   /** A worker ended by itself with a failure (non-zero exit, OOM kill). */
   onCrash?(sessionId: string, end: WorkerEnd): void;
 }
@@ -121,62 +122,31 @@ export function createSpawner(deps: SpawnDeps): Spawner {
     agentToken: deps.agentToken,
     workspaces: deps.workspaces,
   });
-  const containers = deps.containers ?? new ContainerStates(new DatabaseSync(":memory:"));
+  const given = deps.containers ?? new ContainerStates(new DatabaseSync(":memory:"));
+  const containers = given instanceof ContainerStates ? localWorkerStates(given) : given;
   /** Sessions being stopped or discarded: their worker's end is not a crash. */
   const stopping = new Set<string>();
+  const settler = createSettler({ backend, jobs, containers, stopping, onCrash: deps.onCrash });
 
-  /** A running job's worker is no longer running: keep its logs, remove it, and say how it ended. */
-  const ended = async (job: SpawnJob) => {
-    if (stopping.has(job.sessionId) || !job.containerId) return;
-    const id = job.containerId;
-    const status = await backend.workerStatus(id);
-    const logs = status ? await backend.workerLogs(id, MAX_LOG_LINES).catch(() => null) : null;
-    if (status) await backend.removeWorker(id);
-    if (stopping.has(job.sessionId)) return;
-    const crashed = status !== null && (status.exitCode !== 0 || status.oom);
-    if (!crashed) {
-      containers.set(job.sessionId, job.repo, "stopped", logs === null ? {} : { logs });
-      return;
-    }
-    const end = { exitCode: status.exitCode, reason: endReason(status.exitCode, status.oom) };
-    containers.set(job.sessionId, job.repo, "crashed", { end, logs });
-    deps.onCrash?.(job.sessionId, end);
+  let settled = false;
+  const settleStates = async () => {
+    if (await settler.settleStates()) settled = true;
   };
 
   /**
-   * After a restart: a session the daemon last saw starting or running whose worker is gone (or ended while
-   * the daemon was down, as when the host or the engine restarted) is `stopped`, resumable; a worker still
-   * running with no state (spawned before states were kept) is `running`.
+   * A started worker's state moves to `running`; with replicas only from `starting`: a stop another replica
+   * made meanwhile wins, and the worker it may have missed (made after its stop) is stopped here.
    */
-  let settled = false;
-  const settleStates = async () => {
-    let workers;
+  const started = async (sessionId: string, repo: string) => {
     try {
-      workers = await backend.listWorkers();
-    } catch {
-      return; // Docker down: the periodic check tries again
+      if (await containers.set(sessionId, repo, "running", guarded(containers, ["starting"]))) return;
+    } catch (error) {
+      return unkept(sessionId, error); // the worker runs: the start stands, its state says `starting`
     }
-    settled = true;
-    const running = new Set(workers.filter((w) => w.running).map((w) => w.sessionId));
-    for (const w of workers) {
-      if (w.running && !containers.get(w.sessionId)) containers.set(w.sessionId, w.repo, "running");
-    }
-    for (const row of containers.list()) {
-      if ((row.state !== "starting" && row.state !== "running") || running.has(row.sessionId)) continue;
-      if (
-        jobs.forSession(row.sessionId).some((j) =>
-          j.state === "queued" || j.state === "cloning" ||
-          j.state === "building" || j.state === "starting"
-        )
-      ) continue;
-      let logs: string | null | undefined;
-      for (const w of workers.filter((x) => x.sessionId === row.sessionId)) {
-        logs = await backend.workerLogs(w.id, MAX_LOG_LINES).catch(() => undefined);
-        await backend.removeWorker(w.id);
-      }
-      containers.set(row.sessionId, row.repo, "stopped", logs === undefined ? {} : { logs });
-    }
+    await backend.stopSession(sessionId).catch(() => {});
   };
+  const unkept = (sessionId: string, error: unknown) =>
+    console.warn(`lvmh: worker state of ${sessionId} not kept: ${(error as Error)?.message}`);
 
   const recover = () => recoverJobs(backend, jobs).then(settleStates);
 
@@ -184,8 +154,9 @@ export function createSpawner(deps: SpawnDeps): Spawner {
   const recovered = recover();
   let reconciling: Promise<void> | null = null;
   const check = () =>
-    reconciling ??= reconcileJobs(backend, jobs, ended)
+    reconciling ??= reconcileJobs(backend, jobs, settler.ended)
       .then(() => settled ? undefined : recovered.then(settleStates))
+      .then(() => containers.shared && deps.leads?.() ? settler.watchAll() : undefined)
       .catch(() => {})
       .finally(() => reconciling = null);
   const timer = setInterval(check, RECONCILE_MS);
@@ -211,27 +182,28 @@ export function createSpawner(deps: SpawnDeps): Spawner {
         createdAt: now,
         updatedAt: now,
       };
+      // The state before the job: a database that refuses the write leaves no job behind.
+      await containers.set(job.sessionId, job.repo, "starting");
       jobs.add(job);
-      containers.set(job.sessionId, job.repo, "starting");
       try {
         // Kubernetes answers once the Pod is created; how its start ends is followed on the job.
         const containerId = await run(job, body.ask, {
           onStarted(error) {
-            if (error) containers.delete(job.sessionId);
-            else containers.set(job.sessionId, job.repo, "running");
+            if (error) containers.delete(job.sessionId).catch((e) => unkept(job.sessionId, e));
+            else void started(job.sessionId, job.repo);
           },
         });
-        if (!backend.awaitStart) containers.set(job.sessionId, job.repo, "running");
+        if (!backend.awaitStart) await started(job.sessionId, job.repo);
         return { sessionId: job.sessionId, containerId, jobId: job.id };
       } catch (error) {
         // The failed spawn removed the session's storage: nothing is left to resume.
-        containers.delete(job.sessionId);
+        await containers.delete(job.sessionId).catch(() => {});
         // Backends throw domain kinds; anything else (a token or URL helper) is still a failed spawn.
         throw isDomainError(error) ? error : new UpstreamError(String((error as Error)?.message ?? error));
       }
     },
     async resume(sessionId) {
-      const row = containers.get(sessionId);
+      const row = await containers.fresh(sessionId);
       if (!row) throw new ConflictError(`Session "${sessionId}" was not spawned: it has no worker to resume`);
       const live = (j: SpawnJob) => j.state !== "failed" && j.state !== "stopped";
       if (row.state === "starting" || row.state === "running" || jobs.forSession(sessionId).some(live)) {
@@ -253,37 +225,67 @@ export function createSpawner(deps: SpawnDeps): Spawner {
         createdAt: now,
         updatedAt: now,
       };
-      jobs.add(job);
       const before = row.state;
-      containers.set(sessionId, row.repo, "starting");
+      // With replicas the resume is this one's once its move from the state read is made.
+      if (!await containers.set(sessionId, row.repo, "starting", guarded(containers, [before]))) {
+        throw new ConflictError(`Session "${sessionId}"'s worker was just moved by another request`);
+      }
+      jobs.add(job);
       try {
         const containerId = await run(job, undefined, { resume: true });
-        containers.set(sessionId, row.repo, "running");
+        await started(sessionId, row.repo);
         return { jobId: job.id, containerId };
       } catch (error) {
         // The storage is kept: the session stays as it was, and may be resumed again.
-        containers.set(sessionId, row.repo, before === "crashed" ? "stopped" : before);
+        const back = before === "crashed" ? "stopped" : before;
+        await containers.set(sessionId, row.repo, back, guarded(containers, ["starting"])).catch(() => {});
         throw isDomainError(error) ? error : new UpstreamError(String((error as Error)?.message ?? error));
       }
     },
     jobs: () => jobs.list(),
     check,
     async stopSession(sessionId) {
+      // With replicas the stop is this one's once its move from the state read is made, before the worker is
+      // touched: another replica's stop of the same worker then finds it moved and leaves it alone.
+      const row = containers.shared ? await containers.fresh(sessionId) : undefined;
+      if (row) {
+        const runs = row.state === "starting" || row.state === "running";
+        if (!runs || !await containers.set(sessionId, row.repo, "stopped", { from: [row.state] })) {
+          throw new NotFoundError(
+            `Session "${sessionId}" has no running worker (stopped by another request)`,
+          );
+        }
+      }
       stopping.add(sessionId);
       try {
-        const logs = await backend.stopSession(sessionId);
+        let logs: string;
+        try {
+          logs = await backend.stopSession(sessionId);
+        } catch (error) {
+          // The backend did not answer: the worker may still run, and its state says so again.
+          if (row && !(error instanceof NotFoundError)) {
+            await containers.set(sessionId, row.repo, row.state, { from: ["stopped"] }).catch(() => {});
+          }
+          throw error;
+        }
         for (const job of jobs.forSession(sessionId)) if (job.state !== "failed") jobs.update(job, "stopped");
         const repo = containers.get(sessionId)?.repo ?? jobs.forSession(sessionId)[0]?.repo ?? "";
-        containers.set(sessionId, repo, "stopped", { logs });
+        await containers.set(sessionId, repo, "stopped", { logs, ...guarded(containers, ["stopped"]) });
       } finally {
         stopping.delete(sessionId);
       }
     },
     async discard(sessionId) {
-      const row = containers.get(sessionId);
+      const row = await containers.fresh(sessionId);
       if (!row) return;
       if (row.state === "starting" || row.state === "running") {
         throw new ConflictError(`Session "${sessionId}"'s worker runs: stop it first`);
+      }
+      // With replicas the discard is this one's once its row is gone (a compare-and-set on the state read);
+      // a backend that did not answer puts it back, the storage then still there.
+      const kept = containers.shared ? await containers.logs(sessionId) : null;
+      if (containers.shared && !await containers.delete(sessionId, [row.state])) {
+        throw new ConflictError(`Session "${sessionId}"'s worker was just moved by another request`);
       }
       stopping.add(sessionId);
       try {
@@ -291,21 +293,34 @@ export function createSpawner(deps: SpawnDeps): Spawner {
           if (!(error instanceof NotFoundError)) throw error;
         });
         await backend.removeSessionStorage(sessionId);
-        containers.delete(sessionId);
+        if (!containers.shared) await containers.delete(sessionId);
+      } catch (error) {
+        if (containers.shared) {
+          const end = row.exitCode === null
+            ? {}
+            : { end: { exitCode: row.exitCode, reason: row.reason ?? "" } };
+          await containers.set(sessionId, row.repo, row.state, { from: [null], logs: kept, ...end })
+            .catch(() => {});
+        }
+        throw error;
       } finally {
         stopping.delete(sessionId);
       }
     },
     async logs(sessionId, tail) {
-      const job = jobs.forSession(sessionId).find((j) => j.state === "running" && j.containerId);
-      if (job) {
+      let id = jobs.forSession(sessionId).find((j) => j.state === "running" && j.containerId)?.containerId;
+      // With replicas the worker may be another replica's: found by its label.
+      if (!id && containers.shared && containers.get(sessionId)?.state === "running") {
+        id = (await backend.listWorkers()).find((w) => w.sessionId === sessionId && w.running)?.id;
+      }
+      if (id) {
         try {
-          return await backend.workerLogs(job.containerId!, tail);
+          return await backend.workerLogs(id, tail);
         } catch (error) {
           if (!(error instanceof NotFoundError)) throw error;
         }
       }
-      const kept = containers.logs(sessionId);
+      const kept = await containers.logs(sessionId);
       if (kept == null) throw new NotFoundError(`Session "${sessionId}" has no worker logs`);
       return lastLines(kept, tail);
     },
@@ -327,6 +342,7 @@ export function createSpawner(deps: SpawnDeps): Spawner {
     recovered: () => recovered,
     async shutdown() {
       clearInterval(timer);
+      containers.close();
       await recovered;
     },
   };

@@ -3,9 +3,9 @@
  * pending approval and no activity for that long is stopped. Its storage stays, so it is resumed as it was;
  * a worker left alone overnight costs nothing until then.
  *
- * Every replica checks the workers it knows: idleness is judged from the shared log, so replicas agree on it,
- * and a stop that finds the worker gone (another replica stopped it first, or it exited) is quiet; the
- * spawner's reconcile then marks it stopped here too.
+ * Every replica checks every worker (their states are shared): idleness is judged from the shared log, so
+ * replicas agree on it, and the stop is a compare-and-set on the state read: one replica stops the worker, the
+ * others' stops find it moved (`NotFoundError`, as for a worker gone), which is quiet.
  */
 import type { SessionSummary } from "../protocol.ts";
 import type { Spawner } from "../spawner.ts";

@@ -3,7 +3,7 @@
  * and listed as jobs; while the daemon runs, jobs whose worker exited on its own (or was removed by hand) are
  * marked `stopped`.
  */
-import type { SpawnBackend } from "./backend.ts";
+import type { ManagedWorker, SpawnBackend } from "./backend.ts";
 import type { SpawnJobs } from "./jobs.ts";
 import type { SpawnJob } from "../protocol.ts";
 
@@ -36,21 +36,22 @@ export async function recoverJobs(
 
 /**
  * Mark `running` jobs whose worker is no longer running as `stopped`, and hand each to `ended` (which tells a
- * crash from a stop).
+ * crash from a stop) with the workers listed.
  * @throws what the backend's list threw (the caller retries on its next round).
  */
 export async function reconcileJobs(
   backend: Pick<SpawnBackend, "listWorkers">,
   jobs: SpawnJobs,
-  ended: (job: SpawnJob) => Promise<void> = () => Promise.resolve(),
+  ended: (job: SpawnJob, workers: ManagedWorker[]) => Promise<void> = () => Promise.resolve(),
 ): Promise<void> {
   const running = jobs.inState("running");
   if (running.length === 0) return;
-  const live = new Set((await backend.listWorkers()).filter((w) => w.running).map((w) => w.id));
+  const workers = await backend.listWorkers();
+  const live = new Set(workers.filter((w) => w.running).map((w) => w.id));
   for (const job of running) {
     if (job.containerId && !live.has(job.containerId)) {
       jobs.update(job, "stopped");
-      await ended(job).catch((error) => {
+      await ended(job, workers).catch((error) => {
         console.warn(`lvmh: could not settle the end of ${job.sessionId}'s worker: ${error?.message}`);
       });
     }

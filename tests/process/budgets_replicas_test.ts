@@ -1,7 +1,8 @@
 /**
- * Session budgets of two daemon processes on one real PostgreSQL database (issue 23): a budget set through
- * B's REST route reaches the plugin A holds in a `policy` frame and both replicas list it; a budget card
- * approved on B raises the budget A sends and shows.
+ * Session budgets of three daemon processes on one real PostgreSQL database (issue 23): a budget set through
+ * B's REST route reaches the plugin A holds in a `policy` frame and every replica lists it; a budget card
+ * approved on B raises the budget A sends and shows; a change reaches the plugin from the replica that made it
+ * and from the holder, not once per replica.
  */
 import assert from "node:assert/strict";
 import { startPostgres } from "../../testing/postgres.ts";
@@ -17,8 +18,8 @@ type Listed = { id: string; budget?: { limits: { maxCost?: number; maxTokens?: n
 Deno.test("replicas: a session's budget is the deployment's, set or raised on any replica", async (t) => {
   await using pg = await startPostgres();
   const databaseUrl = await pg.newDatabase();
-  await using set = await startReplicas(2, { databaseUrl });
-  const [a, b] = set.replicas.map((r) => r.daemon());
+  await using set = await startReplicas(3, { databaseUrl });
+  const [a, b, c] = set.replicas.map((r) => r.daemon());
   const listed = async (d: typeof a, id: string) => {
     const rows = await (await d.api("/api/sessions")).json() as Listed[];
     return rows.find((s) => s.id === id);
@@ -100,6 +101,40 @@ Deno.test("replicas: a session's budget is the deployment's, set or raised on an
         assert.deepEqual([view.budget.maxCost, view.budget.maxTokens], [2, 1000]);
       }
     });
+
+    await t.step(
+      "a change is sent by B, which made it, and A, which holds the plugin: not by C",
+      async () => {
+        const before = agent.frames.length;
+        const limits = { maxCost: 7, maxTokens: 7000 };
+        const res = await b.api("/api/sessions/bud-1/budget", {
+          method: "PUT",
+          body: JSON.stringify({ ...limits, onReach: "ask" }),
+        });
+        assert.equal(res.status, 200);
+        // A replica sends what it reads of another's change in the same step as its copy takes it.
+        for (const d of [a, c]) {
+          await waitFor(
+            async () => (await listed(d, "bud-1"))?.budget?.limits.maxCost === 7,
+            "read",
+            SEEN_MS,
+          );
+        }
+        // Sent through C after C read the change, a prompt comes after anything C sent for it (one send order).
+        const marker = await c.api("/api/sessions/bud-1/prompt", {
+          method: "POST",
+          body: JSON.stringify({ message: "after the budget" }),
+        });
+        assert.ok(marker.ok, await marker.text());
+        await agent.waitFrame(
+          (f) => f.type === "prompt" && f.message === "after the budget",
+          "the marker",
+          SEEN_MS,
+        );
+        const sent = agent.frames.slice(before).filter(policies(limits)).length;
+        assert.equal(sent, 2, "B's own send and A's, as holder");
+      },
+    );
   } finally {
     await agent.close();
   }
