@@ -164,6 +164,7 @@ export function createDaemon(
           take: (sessionId) => replica.take(sessionId),
           heldElsewhere: (sessionId) => replica.heldElsewhere(sessionId),
           setAsk: (sessionId, ask) => replica.setAsk(sessionId, ask),
+          register: (info, ask) => replica.register(info, ask),
           deleteSession: (sessionId) => replica.deleteSession(sessionId),
         },
       }

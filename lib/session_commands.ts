@@ -73,6 +73,8 @@ export interface SharedSessions {
   heldElsewhere(sessionId: string): boolean;
   /** Store a session's own ask set in the shared row. */
   setAsk(sessionId: string, ask: AskSet): Promise<void>;
+  /** Make a session's shared row, with its ask set, before its plugin can say hello to any replica. */
+  register(info: SessionInfo, ask: AskSet): Promise<void>;
   /** Delete the session from the shared database (and so from every replica's copy). */
   deleteSession(sessionId: string): Promise<void>;
 }

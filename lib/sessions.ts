@@ -223,11 +223,14 @@ export class Sessions {
 
   /**
    * List a session that is about to start (a spawned container), offline, with its own ask set (the spawn
-   * default without one). The snapshot of a session that already said hello is kept.
+   * default without one). The snapshot of a session that already said hello is kept. With replicas it
+   * resolves once the shared row holds both: the worker's hello may reach any replica, whose `welcome` reads
+   * the ask set from that row, and the others list the session before it says hello.
    */
-  register(info: SessionInfo, ask?: AskSet): void {
+  async register(info: SessionInfo, ask?: AskSet): Promise<void> {
     this.#store.upsertSession(info, { keepSnapshot: true, ask: ask ?? this.#spawnAsk });
     this.touch(info.id);
+    await this.#shared?.register(info, ask ?? this.#spawnAsk);
   }
 
   /**

@@ -88,7 +88,7 @@ export interface SpawnDeps {
   /** Called with the whole job list after every change (the daemon sends it as `spawn_status`). */
   publishJobs(jobs: SpawnJob[]): void;
   /** List a spawned session offline, with the tools that need approval; never overwrites a hello. */
-  registerSession(info: SessionInfo, ask: AskSet | undefined): void;
+  registerSession(info: SessionInfo, ask: AskSet | undefined): void | Promise<void>;
   /** Clone URLs and the clone credential (GitLab). */
   repos: { cloneUrl(repo: string): string; credential(): string | null };
   /** The session-scoped token a worker presents instead of the daemon's. */

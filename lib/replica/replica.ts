@@ -198,6 +198,12 @@ export class Replica {
     return this.#rows.setAsk(sessionId, ask);
   }
 
+  /** A spawned session's row and ask set, made before its worker may say hello here or elsewhere. */
+  async register(info: SessionInfo, ask: AskSet): Promise<void> {
+    await this.log.ensureSession(info);
+    await this.#rows.setAsk(info.id, ask);
+  }
+
   /** Record what the plugin of a session held here supports, for the replicas that prompt it (kept hooks). */
   async setFeatures(sessionId: string, features: string[]): Promise<void> {
     const epoch = this.#epochs.get(sessionId);

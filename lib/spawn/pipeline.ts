@@ -20,8 +20,8 @@ export interface PipelineDeps {
   jobs: SpawnJobs;
   /** The agent socket URL workers dial. */
   agentUrl: string;
-  /** List a session (offline) before its worker can say hello. */
-  registerSession(info: SessionInfo, ask: AskSet | undefined): void;
+  /** List a session (offline) before its worker can say hello (with replicas, resolved once shared). */
+  registerSession(info: SessionInfo, ask: AskSet | undefined): void | Promise<void>;
   repos: { cloneUrl(repo: string): string; credential(): string | null };
   /** The session-scoped token a worker presents. */
   agentToken(sessionId: string): Promise<string>;
@@ -162,7 +162,7 @@ export function createPipeline(deps: PipelineDeps): RunJob {
           branch: known?.branch ?? workspaceBranch(job.sessionId),
         },
       });
-      if (!resuming) listOffline(job, ask);
+      if (!resuming) await listOffline(job, ask);
       const started = backend.awaitStart!(
         workerId,
         (state, message) => jobs.update(job, state, { error: message }),
@@ -215,7 +215,7 @@ export function createPipeline(deps: PipelineDeps): RunJob {
       if (git.status === "rejected") throw git.reason;
       // Listed before the worker may open its session: the bridge waits for the ready signal, so its hello
       // (which sets the session online with pi's own snapshot) always comes after this offline entry.
-      listOffline(job, ask);
+      await listOffline(job, ask);
       await backend.signalReady(worker.value);
       jobs.update(job, "running");
       return worker.value;

@@ -30,7 +30,7 @@ function setup(fake = new FakeEngine(), db = new DatabaseSync(":memory:")) {
       providerKey: null,
     }, { engine: fake.engine() }),
     publishJobs: () => {},
-    registerSession: (info, ask) => registered.push({ info, ask }),
+    registerSession: (info, ask) => void registered.push({ info, ask }),
     repos: { cloneUrl: (repo) => `http://git.test/${repo}.git`, credential: () => null },
     agentToken: (sessionId) => Promise.resolve(`agent.${sessionId}.sig`),
     workspaces: new Workspaces(db),

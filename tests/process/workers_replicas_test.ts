@@ -148,6 +148,33 @@ Deno.test("replicas: every worker's state is shared; stop, resume and discard ac
     });
 
     await t.step(
+      "spawned through A with its own ask set: B lists it before its hello, welcomes it with that set",
+      async () => {
+        const res = await a.api("/api/spawn", {
+          method: "POST",
+          body: JSON.stringify({ repo: "group/proj", ask: ["write"] }),
+        });
+        assert.equal(res.status, 201, await res.clone().text());
+        const { sessionId: own } = await res.json() as { sessionId: string };
+        await waitFor(
+          async () => (await listed(b, own)) !== undefined,
+          "B lists it before its hello",
+          SEEN_MS,
+        );
+        fake.setPodStatus(podName(own), running(own));
+        // Behind a load balancer the worker's plugin may reach either replica.
+        const plugin = await connectAgent(b, { sessionId: own, session: sessionInfo(own) });
+        try {
+          assert.deepEqual((plugin.welcome.policy as { ask: unknown }).ask, ["write"]);
+        } finally {
+          await plugin.close();
+        }
+        await lists(a, own, "running", "A");
+        assert.equal(await call(a, `/api/sessions/${own}/container`, "DELETE"), 200, "stopped: no Pod left");
+      },
+    );
+
+    await t.step(
       "a worker of a SIGKILLed replica is still watched: its OOM kill is listed on B",
       async () => {
         const spawned = await spawnOnA();
