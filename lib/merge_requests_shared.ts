@@ -240,11 +240,6 @@ export class SharedMergeRequests<Also = unknown> {
     return ids;
   }
 
-  /** Wait for the reads of GitLab that hook events started (tests). */
-  async idle(): Promise<void> {
-    while (this.#pending.size) await Promise.allSettled([...this.#pending]);
-  }
-
   /**
    * The merge request's review comments (see `MergeRequests.comments`).
    * @throws {NotFoundError} when the session has no merge request; {NotConnectedError}; {UpstreamError}.
