@@ -183,7 +183,14 @@ export class Replica {
     if (epoch === undefined) throw new FencedError(sessionId, -1, -1);
     try {
       const commit = await this.log.appendCounted(sessionId, events, { epoch });
-      if (commit.inserted) this.feed.announce({ sessionId, lastSeq: commit.lastSeq });
+      if (commit.inserted) {
+        // The deltas published before these events go out first: hinted earlier, the events were read on
+        // another replica before its deltas came, which it then dropped as stale (seen under load).
+        const announce = () => this.feed.announce({ sessionId, lastSeq: commit.lastSeq });
+        const deltas = this.live.sending();
+        if (deltas) void deltas.then(announce);
+        else announce();
+      }
       return commit;
     } catch (error) {
       if (error instanceof FencedError && this.#epochs.get(sessionId) === epoch) {

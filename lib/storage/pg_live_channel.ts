@@ -161,6 +161,11 @@ export class PgLiveChannel extends PgStore implements LiveChannel {
     this.#sending ??= this.#send();
   }
 
+  /** Resolves once every delta published so far went out (or was dropped); null when none waits. */
+  sending(): Promise<void> | null {
+    return this.#sending;
+  }
+
   subscribe(fn: (delta: LiveDelta) => void): () => void {
     if (this.#closed) return () => {};
     const stop = this.#subscribers.add(fn);
