@@ -109,7 +109,11 @@ export class SharedSpawnJobs extends SpawnJobs {
   }
 
   override update(job: SpawnJob, state: SpawnState, patch: Partial<SpawnJob> = {}): void {
+    const before = job.updatedAt;
     super.update(job, state, patch);
+    // Each write's time past the last one's: a change in the same millisecond (or after the clock stepped
+    // back) would be refused by the row, and other replicas tell a change by it.
+    job.updatedAt = Math.max(job.updatedAt, before + 1);
     this.#write(job);
   }
 
@@ -137,7 +141,8 @@ export class SharedSpawnJobs extends SpawnJobs {
     try {
       for (const job of this.own()) if (this.#unwritten.has(job.id)) this.#write(job);
       const rows = await this.#log.others(this.#replica, this.#options.staleMs ?? HOLDER_STALE_MS, MAX_JOBS);
-      const key = (rs: SharedJobRow[]) => rs.map((r) => `${r.job.id} ${r.job.updatedAt} ${r.live}`).join();
+      const key = (rs: SharedJobRow[]) =>
+        rs.map((r) => `${r.job.id} ${r.job.updatedAt} ${r.job.state} ${r.live}`).join();
       if (key(rows) === key(this.#others)) return;
       this.#others = rows;
       this.publish();
