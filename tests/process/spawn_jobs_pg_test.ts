@@ -57,7 +57,7 @@ postgresTest(
         await b.start();
         a.add(spawned);
         a.update(spawned, "cloning");
-      assert.ok(spawned.updatedAt > spawned.createdAt, "a change in the same millisecond is still later");
+        assert.ok(spawned.updatedAt > spawned.createdAt, "a change in the same millisecond is still later");
         await waitFor(
           () => b.list().find((j) => j.id === "j1")?.state === "cloning",
           "r1 lists it cloning",
