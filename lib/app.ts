@@ -19,8 +19,8 @@ import type { Webhooks } from "./webhooks/webhooks.ts";
 import type { Hooks } from "./hooks/hooks.ts";
 import type { Push } from "./notify/push.ts";
 import type { DaemonFeed } from "./daemon_feed.ts";
-import type { Workspaces } from "./workspaces.ts";
-import type { MergeRequests } from "./merge_requests.ts";
+import type { WorkspaceBook } from "./workspaces.ts";
+import type { AnyMergeRequests } from "./merge_requests_shared.ts";
 import type { SessionChanges } from "./changes/session_changes.ts";
 import type { SearchIndex } from "./search/types.ts";
 import type { Budgets } from "./budgets.ts";
@@ -61,13 +61,13 @@ export interface App {
   /** Starts agent sessions in containers. */
   spawner: Spawner;
   /** Each spawned session's working copy: its repository, base branch and sha, and its own branch. */
-  workspaces: Workspaces;
+  workspaces: WorkspaceBook;
   /** What changed in a session: the diff helper for spawned sessions, the plugin for terminal ones. */
   changes: SessionChanges;
   /** The GitLab connection (token kept in the store's settings). */
   gitlab: Gitlab;
   /** Spawned sessions' merge requests: pushing their work, lvmh's record of each, following it. */
-  mergeRequests: MergeRequests;
+  mergeRequests: AnyMergeRequests;
   /** Inbound hooks: the GitLab hook secret, replayed deliveries, the work a hook asks for. */
   hooks: Hooks;
   /** The daemon-wide SSE stream (`GET /api/stream`): the hub's broadcasts, numbered for resuming. */

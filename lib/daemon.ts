@@ -38,7 +38,9 @@ import { startIdleStop } from "./spawn/idle.ts";
 import { agentToken } from "./auth.ts";
 import { createGitlab } from "./gitlab.ts";
 import { createGitlabMergeRequests } from "./gitlab_merge_requests.ts";
-import { MergeRequests } from "./merge_requests.ts";
+import { MergeRequests, POLL_MS } from "./merge_requests.ts";
+import { SharedMergeRequests } from "./merge_requests_shared.ts";
+import { PgMergeRequestLog } from "./storage/pg_merge_request_log.ts";
 import { helperShipWork } from "./ship_work.ts";
 import { pruneSessions } from "./session_removal.ts";
 import { Webhooks } from "./webhooks/webhooks.ts";
@@ -54,6 +56,7 @@ import { DaemonFeed } from "./daemon_feed.ts";
 import { startIdleCollector } from "./memory.ts";
 import { WalCheckpointer } from "./wal_checkpointer.ts";
 import { Workspaces } from "./workspaces.ts";
+import { SharedWorkspaces } from "./workspaces_shared.ts";
 import { SessionChanges } from "./changes/session_changes.ts";
 import { startIndexer } from "./search/indexer.ts";
 import { Budgets } from "./budgets.ts";
@@ -205,24 +208,32 @@ export function createDaemon(
     ? new Settings(new PgSettingsLog(replica.db.sql, replica.db.listen))
     : Settings.sqlite(store);
   const gitlab = createGitlab({ config, settings });
-  const workspaces = new Workspaces(store.db);
-  const mergeRequests = new MergeRequests(store.db, {
+  // Working copies and merge requests are the deployment's: with replicas, on the shared database.
+  const workspaces = replica
+    ? new SharedWorkspaces(new PgSessionStateLog(replica.db.sql))
+    : new Workspaces(store.db);
+  const shipDeps = {
     workspaces,
     gitlab,
     api: createGitlabMergeRequests(gitlab),
     // The spawn backend's helpers (containers, or Pods on the session's claim); it is made just below.
     work: helperShipWork(() => backend.helpers),
-  });
+  };
+  const sharedMrs = replica && new SharedMergeRequests(new PgMergeRequestLog(replica.db.sql), shipDeps);
+  const mergeRequests = sharedMrs ?? new MergeRequests(store.db, shipDeps);
   // A record's change is the session row's: the list shows `!12 · pipeline failed`.
   sessions.setMergeRequests((id) => mergeRequests.summary(id));
   mergeRequests.onChange((change) => sessions.touch(change.sessionId));
-  mergeRequests.follow();
+  mergeRequests.follow(POLL_MS, () => leading.isLeader()); // GitLab is asked by one replica
   // Workers on the Docker engine; jobs go to browsers as `spawn_status`, spawned sessions into the registry.
   // Kubernetes workers clone for themselves; the clone's base is recorded here as the Docker pipeline does.
   const backend = config.kube
     ? createKubeBackend({ ...config, kube: config.kube }, {
       credential: () => gitlab.credential(),
-      onCloned: (sessionId, repo, base) => workspaces.record(sessionId, { ...base, repo }),
+      onCloned: (sessionId, repo, base) =>
+        void Promise.resolve(workspaces.record(sessionId, { ...base, repo })).catch((error) =>
+          console.error(`lvmh: working copy of ${sessionId} not recorded: ${(error as Error).message}`)
+        ),
       // With replicas the shared rows say: this copy may not have every session yet.
       sessionKnown: (sessionId) =>
         sessions.get(sessionId) !== null || (replica?.info(sessionId).then((info) => info !== null) ?? false),
@@ -342,6 +353,7 @@ export function createDaemon(
       await settings.start();
       await approvals.start();
       await budgets.start();
+      await sharedMrs?.start((ids) => ids.forEach((id) => sessions.touch(id)));
       await replica.start({
         deliver: (frame) => sessions.deliver(frame),
         fenced: (sessionId) => sessions.fenced(sessionId),

@@ -9,7 +9,7 @@
  */
 import type { Gitlab } from "./gitlab.ts";
 import type { GitlabMergeRequest, GitlabMergeRequests } from "./gitlab_merge_requests.ts";
-import type { Workspaces } from "./workspaces.ts";
+import type { WorkspaceBook } from "./workspaces.ts";
 import type { MergeRequestView } from "./protocol.ts";
 import { ConflictError } from "./errors.ts";
 import { scanDiff } from "./secret_scan.ts";
@@ -29,20 +29,32 @@ export type MergeRequestSummary = Pick<
 
 /** The parts of the daemon the steps use. */
 export interface ShipDeps {
-  workspaces: Pick<Workspaces, "get">;
+  workspaces: Pick<WorkspaceBook, "get">;
   gitlab: Pick<Gitlab, "credential" | "cloneUrl">;
   api: GitlabMergeRequests;
   work: ShipWork;
 }
 
-/** The session's record, as the steps read and write it (`MergeRequests` keeps it). */
+/**
+ * The session's record, as the steps read and write it (`MergeRequests` keeps it in the daemon's file and
+ * answers at once; `SharedMergeRequests` on the replicas' database, with promises: the steps await both).
+ */
 export interface ShipRecord {
-  row(sessionId: string): Row | undefined;
-  /** lvmh pushed `sha` to the session's branch (the lease of the next push). */
-  pushed(sessionId: string, repo: string, branch: string, sha: string): void;
+  row(sessionId: string): Row | undefined | Promise<Row | undefined>;
+  /**
+   * lvmh pushed `sha` to the session's branch (the lease of the next push) over `lease`, the record's pushed
+   * sha the push was based on. @throws {ConflictError} when the record no longer has `lease` (replicas only).
+   */
+  pushed(
+    sessionId: string,
+    repo: string,
+    branch: string,
+    sha: string,
+    lease: string | null,
+  ): void | Promise<void>;
   /** Write what GitLab answered (the listeners hear of it). */
-  save(sessionId: string, mr: GitlabMergeRequest): void;
-  get(sessionId: string): MergeRequestView | undefined;
+  save(sessionId: string, mr: GitlabMergeRequest): void | Promise<void>;
+  get(sessionId: string): MergeRequestView | undefined | Promise<MergeRequestView | undefined>;
 }
 
 /**
@@ -59,7 +71,7 @@ export async function shipSession(
   req: ShipRequest,
 ): Promise<{ created: boolean; mergeRequest: MergeRequestSummary }> {
   const { workspaces, gitlab, api, work } = deps;
-  const ws = workspaces.get(sessionId);
+  const ws = await workspaces.get(sessionId);
   if (!ws) {
     throw new ConflictError(
       `Session "${sessionId}" is not a spawned session: it has no working copy to push`,
@@ -77,7 +89,7 @@ export async function shipSession(
       `The session's HEAD no longer contains its base commit ${ws.baseSha.slice(0, 12)}`,
     );
   }
-  const row = record.row(sessionId);
+  const row = await record.row(sessionId);
   if (state.head === ws.baseSha && !state.dirty) {
     throw new ConflictError(
       `Nothing to push: no change since ${ws.baseBranch} at ${ws.baseSha.slice(0, 12)}`,
@@ -119,7 +131,7 @@ export async function shipSession(
       if (lease === null || !/stale info/.test((error as Error).message)) throw error;
       await push(null);
     }
-    record.pushed(sessionId, ws.repo, ws.branch, head);
+    await record.pushed(sessionId, ws.repo, ws.branch, head, row?.pushedSha ?? null);
   }
 
   const title = req.draft ? `${DRAFT}${req.title.replace(/^draft:\s*/i, "")}` : req.title;
@@ -146,8 +158,8 @@ export async function shipSession(
       : made.mergeRequest;
     created = true;
   }
-  record.save(sessionId, mr);
-  const view = record.get(sessionId)!;
+  await record.save(sessionId, mr);
+  const view = (await record.get(sessionId))!;
   return {
     created,
     mergeRequest: {

@@ -16,7 +16,7 @@
 import type { DatabaseSync } from "node:sqlite";
 import type { Gitlab } from "./gitlab.ts";
 import type { GitlabMergeRequest, GitlabMergeRequests } from "./gitlab_merge_requests.ts";
-import type { Workspaces } from "./workspaces.ts";
+import type { WorkspaceBook } from "./workspaces.ts";
 import type { MergeRequestComment, MergeRequestView, SessionMergeRequest } from "./protocol.ts";
 import { NotFoundError } from "./errors.ts";
 import type { ShipRequest, ShipWork } from "./ship_work.ts";
@@ -31,7 +31,8 @@ import {
   summaryOf,
   toView,
 } from "./merge_request_record.ts";
-import { marksOf, type MergeRequestChange } from "./merge_request_change.ts";
+import type { MergeRequestChange } from "./merge_request_change.ts";
+import { readOf } from "./merge_request_read.ts";
 import { type MergeRequestSummary, type ShipRecord, shipSession } from "./merge_request_ship.ts";
 import { createKeyedLock } from "./spawn/lock.ts";
 
@@ -71,7 +72,7 @@ export class MergeRequests {
   constructor(
     db: DatabaseSync,
     private deps: {
-      workspaces: Pick<Workspaces, "get">;
+      workspaces: Pick<WorkspaceBook, "get">;
       gitlab: Pick<Gitlab, "credential" | "cloneUrl" | "status">;
       api: GitlabMergeRequests;
       work: ShipWork;
@@ -108,12 +109,12 @@ export class MergeRequests {
   /**
    * Start the background poller: every `everyMs`, up to `POLL_BATCH` open merge requests whose record is
    * older than `REFRESH_MS` are read again from GitLab, one after the other. Merged and closed ones are never
-   * polled. Stopped by `close`.
+   * polled. A round runs only while `leads()` (the single daemon always leads). Stopped by `close`.
    */
-  follow(everyMs = POLL_MS): void {
+  follow(everyMs = POLL_MS, leads: () => boolean = () => true): void {
     if (this.#poller !== undefined || this.#closed) return;
     this.#poller = setInterval(() => {
-      if (this.#polling) return;
+      if (this.#polling || !leads()) return;
       this.#polling = this.poll().then(() => {}, (error) => {
         console.error(`lvmh: following merge requests: ${(error as Error).message}`);
       }).finally(() => this.#polling = null);
@@ -272,30 +273,16 @@ export class MergeRequests {
   #write(sessionId: string, mr: Fields, extra: { failedJobs?: string[] } = {}): void {
     const row = this.#row(sessionId);
     if (!row) return;
-    const previous = toView(row) ?? undefined;
-    const now = this.#now();
-    const { notified, prompted, prompts, pipelineFinished, promptFailure, merged, changed } = marksOf(
-      row,
-      previous,
-      mr,
-    );
+    // The marks and the change are decided as the replicas' owner decides them (lib/merge_request_read.ts).
+    const { save, change: decided } = readOf(row, mr, this.#now(), extra);
     let change: MergeRequestChange | null = null;
     this.#db.exec("SAVEPOINT merge_request");
     try {
-      this.#table.save(sessionId, mr, changed ? now : row.updatedAt, now);
-      this.#table.marks(sessionId, notified, prompted, prompts);
+      this.#table.save(sessionId, mr, save.updatedAt, save.refreshedAt);
+      this.#table.marks(sessionId, save.marks.notified, save.marks.prompted, save.marks.prompts);
       const view = this.get(sessionId)!;
-      if (changed || pipelineFinished || promptFailure) {
-        change = {
-          sessionId,
-          repo: row.repo,
-          previous,
-          view,
-          pipelineFinished,
-          merged,
-          promptFailure,
-          ...(extra.failedJobs?.length ? { failedJobs: extra.failedJobs } : {}),
-        };
+      if (decided) {
+        change = { ...decided, view };
         // A listener that throws undoes the whole change: it is seen again at the next refresh.
         for (const listener of this.#inTransaction) listener(change);
       }

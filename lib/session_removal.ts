@@ -24,10 +24,16 @@ export function deleteSession(app: Parts, id: string): void {
   app.images.sessionDeleted(id).catch((error) => {
     console.warn(`lvmh: could not delete the images of session ${id}: ${(error as Error).message}`);
   });
-  app.workspaces.sessionDeleted(id);
-  app.mergeRequests?.sessionDeleted(id);
+  // With replicas these two are rows of the shared database (the other replicas read them there).
+  logRejection(app.workspaces.sessionDeleted(id), `the working copy record of session ${id}`);
+  logRejection(app.mergeRequests?.sessionDeleted(id), `the merge request record of session ${id}`);
   app.budgets?.sessionDeleted(id);
   app.usage?.sessionDeleted(id);
+}
+
+/** A deletion that returned a promise (on the shared database): its failure is only logged, as images'. */
+function logRejection(done: void | Promise<void>, what: string): void {
+  done?.catch((error) => console.warn(`lvmh: could not delete ${what}: ${(error as Error).message}`));
 }
 
 /**

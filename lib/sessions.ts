@@ -39,6 +39,8 @@ export type { Command, CommandType, PluginLink, PromptRequest, SentPrompt, Share
 
 /** How often, at most, browsers get a `session_update` while sessions are busy. */
 export const SESSION_UPDATE_INTERVAL_MS = 100;
+/** How often, at most, the session glances' figures are written to the file (see `#saveGlances`). */
+const GLANCE_SAVE_INTERVAL_MS = 1_000;
 
 export interface SessionsOptions {
   /** Ask set of sessions that have none of their own (`LVMH_ASK`). */
@@ -66,6 +68,12 @@ export class Sessions {
   #changed = new Set<string>();
   #removed = new Set<string>();
   #publish = throttle(() => this.#flushChanges(), SESSION_UPDATE_INTERVAL_MS);
+  /**
+   * The glances' figures go to the file at most this often, in a task of their own: written in each list
+   * flush (10 a second while sessions work) they were a quarter of its time, and a delta arriving meanwhile
+   * waited. What a SIGKILL loses of them is caught up from the log at the next start.
+   */
+  #saveGlances = throttle(() => this.#glances.save(), GLANCE_SAVE_INTERVAL_MS);
   #defaultAsk: AskSet;
   #spawnAsk: AskSet;
   #waiting: (sessionId: string) => number;
@@ -411,6 +419,7 @@ export class Sessions {
   /** Close every plugin socket and stop publishing (shutdown). */
   closeAll(code: number, reason: string): void {
     this.#publish.cancel();
+    this.#saveGlances.cancel(); // the glances' close below writes what is left
     for (const link of this.#links.values()) link.close(code, reason);
     this.#links.clear();
     this.#glances.close();
@@ -474,7 +483,7 @@ export class Sessions {
       if (row) sessions.push(listed(row));
     }
     const removed = [...this.#removed];
-    this.#glances.save();
+    this.#saveGlances();
     this.#changed.clear();
     this.#removed.clear();
     if (sessions.length || removed.length) this.#hub.broadcast({ type: "session_update", sessions, removed });

@@ -15,7 +15,7 @@ import { createPipeline } from "./spawn/pipeline.ts";
 import { reconcileJobs, recoverJobs } from "./spawn/recovery.ts";
 import { localWorkerStates, type WorkerStates } from "./spawn/worker_states.ts";
 import { createSettler, guarded } from "./spawn/settle.ts";
-import type { Workspaces } from "./workspaces.ts";
+import type { WorkspaceBook } from "./workspaces.ts";
 
 /** Starts agent sessions in containers. */
 export interface Spawner {
@@ -96,7 +96,7 @@ export interface SpawnDeps {
   /** The session-scoped token a worker presents instead of the daemon's. */
   agentToken(sessionId: string): Promise<string>;
   /** Each session's working copy record (`app.workspaces`). */
-  workspaces: Pick<Workspaces, "record" | "get">;
+  workspaces: Pick<WorkspaceBook, "record" | "get">;
   /**
    * Where worker states are kept: the daemon's database, or with replicas the rows they share (every replica
    * then acts on every worker, each move a compare-and-set); an in-memory table without it.
@@ -220,7 +220,7 @@ export function createSpawner(deps: SpawnDeps): Spawner {
       const job: SpawnJob = {
         id: crypto.randomUUID(),
         repo: row.repo,
-        branch: deps.workspaces.get(sessionId)?.baseBranch ?? null,
+        branch: (await deps.workspaces.get(sessionId))?.baseBranch ?? null,
         state: "queued",
         sessionId,
         containerId: null,
@@ -330,7 +330,7 @@ export function createSpawner(deps: SpawnDeps): Spawner {
     container: (sessionId) => containers.get(sessionId),
     cloneCredential: (sessionId) => backend.takeCloneCredential?.(sessionId) ?? null,
     async bundle(sessionId) {
-      const w = deps.workspaces.get(sessionId);
+      const w = await deps.workspaces.get(sessionId);
       if (!w) throw new NotFoundError(`Session "${sessionId}" has no working copy`);
       if (!await backend.storageExists(sessionId)) {
         throw new StorageGoneError(`Session "${sessionId}"'s storage is gone`);

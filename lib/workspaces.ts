@@ -43,8 +43,22 @@ export function workVolumeName(sessionId: string): string {
   return `lvmh-work-${sessionId}`;
 }
 
+/**
+ * The working-copy records as their readers use them: `Workspaces` below (the daemon's SQLite file, answers
+ * at once) or `SharedWorkspaces` (lib/workspaces_shared.ts, PostgreSQL shared by replicas, answers with a
+ * promise). Every reader awaits what it gets, so one reader serves both.
+ */
+export interface WorkspaceBook {
+  /** Record a session's working copy; the first record stands. */
+  record(sessionId: string, w: WorkspaceStart, now?: number): void | Promise<void>;
+  /** A session's working copy, or undefined. */
+  get(sessionId: string): WorkspaceRecord | undefined | Promise<WorkspaceRecord | undefined>;
+  /** Forget a deleted session's record. */
+  sessionDeleted(sessionId: string): void | Promise<void>;
+}
+
 /** The working-copy records of one database: `createDaemon` builds the one instance (`app.workspaces`). */
-export class Workspaces {
+export class Workspaces implements WorkspaceBook {
   #insert: StatementSync;
   #get: StatementSync;
   #delete: StatementSync;

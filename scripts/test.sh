@@ -94,12 +94,14 @@ if [ $# -gt 0 ]; then
   run_deno_test "$@"
 else
   DENO_JOBS="${DENO_JOBS:-2}" run_deno_test --parallel "${UNIT[@]}" "${PROCESS[@]}"
-  # The protocol, REST, roles, approvals, SSE, hooks, webhooks and restart sets once more with every daemon on
-  # PostgreSQL (testing/test_store.ts: a server per file, a database per data dir). 24-28 s on 2 cores.
+  # The protocol, REST, roles, approvals, SSE, hooks, webhooks, merge request and restart sets once more with
+  # every daemon on PostgreSQL (testing/test_store.ts: a server per file, a database per data dir). 24-28 s on
+  # 2 cores.
   ON_POSTGRES=(tests/agent_socket_test.ts tests/browser_socket_test.ts tests/rest_test.ts tests/roles_test.ts
     tests/approvals_daemon_test.ts tests/hooks_inbound_test.ts tests/hooks_spawn_test.ts
     tests/hooks_restart_test.ts tests/webhook_delivery_test.ts tests/webhook_restart_test.ts
-    tests/notify_restart_test.ts tests/hooks_kept_answer_test.ts tests/restart_test.ts)
+    tests/notify_restart_test.ts tests/hooks_kept_answer_test.ts tests/restart_test.ts
+    tests/merge_request_follow_test.ts)
   LVMH_TEST_STORE=postgres DENO_JOBS="${DENO_JOBS:-2}" run_deno_test --parallel "${ON_POSTGRES[@]}"
   # Docker, Chromium, root and real pi: one file at a time, so their timeouts hold on a busy machine. The
   # whole tree less the two sets above, so a test file outside the tiers' folders still runs.

@@ -13,6 +13,8 @@ export interface ReplicasOptions {
   databaseUrl: string;
   /** More environment for every replica (on top of the test daemon's). */
   env?: Record<string, string>;
+  /** More environment for one replica (`r0`, `r1`, …), on top of `env`: e.g. its own way to a fixture. */
+  envOf?: (id: string) => Record<string, string>;
   token?: string;
 }
 
@@ -71,7 +73,12 @@ export async function startReplicas(n: number, options: ReplicasOptions): Promis
         dataDir,
         port,
         token,
-        env: { ...options.env, LVMH_DATABASE_URL: options.databaseUrl, LVMH_REPLICA_ID: id },
+        env: {
+          ...options.env,
+          ...options.envOf?.(id),
+          LVMH_DATABASE_URL: options.databaseUrl,
+          LVMH_REPLICA_ID: id,
+        },
       });
     };
     const stop = async () => {

@@ -16,6 +16,7 @@ import { startReceiver } from "../testing/fixtures/webhook_receiver.ts";
 import { cliEnv, lvmh } from "../testing/cli.ts";
 import { generateSecret } from "../lib/webhooks/signing.ts";
 import type { ShipWork } from "../lib/ship_work.ts";
+import { keptIds } from "../testing/kept_prompt.ts";
 
 const TOKEN = "fixture-token-follow";
 const PROJECT = "group/app";
@@ -88,8 +89,8 @@ Deno.test("merge requests are followed: list row, hook events, notifications, ca
     return await res.json();
   };
   /** Follow-ups kept for later (a kept one is decided in the same transaction as the record's change). */
-  const kept = () =>
-    (app.store.db.prepare("SELECT count(*) AS n FROM hook_prompts").get() as { n: number }).n;
+  // In the daemon's file, or with `LVMH_TEST_STORE=postgres` in the shared database.
+  const kept = () => keptIds(d.dataDir).length;
   const delivered = (type: string) => receiver.received.filter((r) => r.body.type === type);
   try {
     app.workspaces.record(SESSION, { repo: PROJECT, baseBranch: "main", baseSha: BASE, branch: BRANCH });

@@ -21,7 +21,7 @@ import {
   UpstreamError,
 } from "../errors.ts";
 import type { Sessions } from "../sessions.ts";
-import { type Workspaces, workVolumeName } from "../workspaces.ts";
+import { type WorkspaceBook, workVolumeName } from "../workspaces.ts";
 import type { AgentEvent } from "../protocol.ts";
 import { changesFromOutput } from "./mod.ts";
 import { CHANGE_LIMITS, type ChangedFile, type Changes, type ChangeScope } from "./types.ts";
@@ -39,7 +39,7 @@ interface Pending {
 
 export interface SessionChangesDeps {
   sessions: Sessions;
-  workspaces: Workspaces;
+  workspaces: Pick<WorkspaceBook, "get">;
   config: { dockerSock: string; workerImage: string };
   /** Replaces the client on `config.dockerSock` (tests). */
   engine?: Engine;
@@ -111,7 +111,7 @@ export class SessionChanges {
 
   async #computeOnce(sessionId: string, scope: ChangeScope, path?: string): Promise<Changes> {
     if (!this.#deps.sessions.get(sessionId)) throw sessionNotFound(sessionId);
-    const workspace = this.#deps.workspaces.get(sessionId);
+    const workspace = await this.#deps.workspaces.get(sessionId);
     if (!workspace) return await this.#fromPlugin(sessionId, scope, path);
     const backend = this.#deps.backend;
     if (backend) {

@@ -6,8 +6,9 @@
  * (`gitlab_secret.ts`). Every action is audited with the hook as the actor.
  */
 import { z } from "zod";
+import type postgres from "postgres";
 import type { Gitlab } from "../gitlab.ts";
-import type { MergeRequests } from "../merge_requests.ts";
+import type { AnyMergeRequests } from "../merge_requests_shared.ts";
 import type { MergeRequestChange } from "../merge_request_change.ts";
 import type { SettingsAccess } from "../settings.ts";
 import { BranchName, RepoPath, SessionId } from "../protocol.ts";
@@ -15,7 +16,8 @@ import { MAX_PROMPT_CHARS } from "../wire.ts";
 import { HookStore } from "./hook_store.ts";
 import { GitlabSecret } from "./gitlab_secret.ts";
 import { type KeptPromptDeps, KeptPrompts } from "./kept_prompts.ts";
-import { type PluginRows, SharedKeptPrompts } from "./shared_kept_prompts.ts";
+import { followUpPrompt, type PluginRows, SharedKeptPrompts } from "./shared_kept_prompts.ts";
+import type { PendingPrompt } from "../storage/hook_prompt_log.ts";
 import { findSession } from "./find_session.ts";
 import { sendHookPrompt } from "./send.ts";
 import { type GitlabAction, promptFor } from "./gitlab_events.ts";
@@ -37,7 +39,7 @@ export type GenericHookBody = z.infer<typeof GenericHookBody>;
 /** The daemon parts hooks use (the daemon passes its `App`; read at each use, so later swaps count). */
 export interface HookDeps extends KeptPromptDeps {
   gitlab: Gitlab;
-  mergeRequests: MergeRequests;
+  mergeRequests: AnyMergeRequests;
   /** The deployment's settings, where the GitLab hook secret set through the API is kept. */
   settings: SettingsAccess;
   /** With replicas: the database they share, where the delivery keys and the prompts are kept, and the rows
@@ -75,33 +77,25 @@ export class Hooks {
       )
       : new KeptPrompts(deps, this.#store, later);
     // A failed pipeline of a followed merge request, from the hook or the poller: a follow-up once the run
-    // ends. Written inside the record's savepoint, so the prompt and the mark that it was made commit together.
-    deps.mergeRequests.onChange((change) => {
-      if (change.promptFailure) this.#pipelineFailed(change);
+    // ends. Kept inside the record's save (the SQLite savepoint; with replicas the PostgreSQL transaction the
+    // listener is handed), so the prompt and the mark that it was made commit together, or neither does.
+    const keptIn = new WeakMap<MergeRequestChange, PendingPrompt>();
+    deps.mergeRequests.onChange((change, tx?: unknown) => {
+      if (!change.promptFailure) return;
+      const { message, detail } = pipelineFollowUp(change);
+      if (!(this.#kept instanceof SharedKeptPrompts)) {
+        this.#kept.queueFollowUp(change.sessionId, message, "hook:gitlab", detail);
+        return;
+      }
+      const pending = followUpPrompt(change.sessionId, message, "hook:gitlab", detail);
+      keptIn.set(change, pending);
+      return this.#shared!.keepWrites(pending)(tx as postgres.TransactionSql);
     }, { inTransaction: true });
-  }
-
-  #pipelineFailed(change: MergeRequestChange): void {
-    const { view } = change;
-    const p = view.pipeline!;
-    const jobs = change.failedJobs?.length ? ` Failed jobs: ${change.failedJobs.join(", ")}.` : "";
-    const link = p.webUrl ? `\n${p.webUrl}` : "";
-    const message =
-      `The GitLab pipeline #${p.id} of merge request !${view.iid} (${view.sourceBranch}) failed.` +
-      `${jobs}${link}\nLook at why and fix it, then commit. (lvmh sends at most ${MAX_PIPELINE_PROMPTS} ` +
-      "failed-pipeline follow-ups per merge request.)";
-    // With replicas the prompt reaches the shared log a moment after the record's savepoint commits.
-    const kept = this.#kept.queueFollowUp(change.sessionId, message, "hook:gitlab", {
-      gitlab: "pipeline",
-      repo: change.repo,
-      iid: view.iid,
-      pipelineId: p.id,
+    // Committed: this replica works on it at once (any replica's next sweep would otherwise).
+    deps.mergeRequests.onChange((change) => {
+      const pending = keptIn.get(change);
+      if (pending && this.#kept instanceof SharedKeptPrompts) this.#kept.takeOn(pending);
     });
-    if (kept instanceof Promise) {
-      kept.catch((error) =>
-        console.error(`lvmh: a failed pipeline's follow-up: ${(error as Error).message}`)
-      );
-    }
   }
 
   /** With replicas, take on the kept prompts once the replica follows the shared log (no-op alone). */
@@ -165,12 +159,13 @@ export class Hooks {
    * again), a `/lvmh` comment follows up the session on its repo and branch (or spawns one), and a failed
    * pipeline on a branch with no followed merge request follows up the session there once its run ends. Runs
    * before the route answers (it only sends a frame or writes rows), so what GitLab was told is taken is kept:
-   * with replicas a kept prompt's row is written to the shared log, and the result is a promise.
+   * with replicas the merge request records and a kept prompt's row are written to the shared database.
    * @returns false when the event is none of lvmh's business
    */
-  gitlab(action: GitlabAction): boolean | Promise<boolean> {
+  async gitlab(action: GitlabAction): Promise<boolean> {
     const actor = "hook:gitlab";
-    const followed = this.#deps.mergeRequests.gitlabEvent(action).length > 0;
+    // With replicas the records are on the shared database: awaited, so the pipeline is written before 202.
+    const followed = (await this.#deps.mergeRequests.gitlabEvent(action)).length > 0;
     if (action.kind === "merge_request") return followed;
     if (action.kind === "pipeline") {
       // A followed merge request's failure is prompted for by its record's change (at most 3 per MR).
@@ -219,4 +214,17 @@ export class Hooks {
   prompt(sessionId: string, message: string, followUp: boolean, actor: string): void {
     sendHookPrompt(this.#deps, { sessionId, message, deliverAs: followUp ? "followUp" : "steer", actor });
   }
+}
+
+/** The follow-up a failed pipeline of a followed merge request makes: its message and its audit detail. */
+function pipelineFollowUp(change: MergeRequestChange): { message: string; detail: Record<string, unknown> } {
+  const { view } = change;
+  const p = view.pipeline!;
+  const jobs = change.failedJobs?.length ? ` Failed jobs: ${change.failedJobs.join(", ")}.` : "";
+  const link = p.webUrl ? `\n${p.webUrl}` : "";
+  const message =
+    `The GitLab pipeline #${p.id} of merge request !${view.iid} (${view.sourceBranch}) failed.` +
+    `${jobs}${link}\nLook at why and fix it, then commit. (lvmh sends at most ${MAX_PIPELINE_PROMPTS} ` +
+    "failed-pipeline follow-ups per merge request.)";
+  return { message, detail: { gitlab: "pipeline", repo: change.repo, iid: view.iid, pipelineId: p.id } };
 }

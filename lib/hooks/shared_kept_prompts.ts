@@ -136,21 +136,15 @@ export class SharedKeptPrompts {
     actor: string,
     detail: Record<string, unknown> = {},
   ): Promise<string> {
-    const pending: PendingPrompt = {
-      id: crypto.randomUUID(),
-      sessionId,
-      message,
-      deliverAs: "followUp",
-      actor,
-      detail,
-      spawn: null,
-      createdAt: Date.now(),
-      sentAfter: null,
-      waitIdle: true,
-    };
+    const pending = followUpPrompt(sessionId, message, actor, detail);
     await this.#log.keep(pending);
-    this.#later(`hook follow-up for session ${sessionId}`, () => this.#take(pending.id));
+    this.takeOn(pending);
     return pending.id;
+  }
+
+  /** Work on a follow-up kept by a caller's committed transaction (`followUpPrompt`), as `queueFollowUp` does. */
+  takeOn(pending: PendingPrompt): void {
+    this.#later(`hook follow-up for session ${pending.sessionId}`, () => this.#take(pending.id));
   }
 
   /** Stop (shutdown): the prompts worked on here are released for the other replicas. @returns how many */
@@ -309,4 +303,25 @@ export class SharedKeptPrompts {
       detail: { promptId: p.id, error, tries, message: p.message, ...p.detail },
     });
   }
+}
+
+/** A follow-up for a known session, as kept: sent once it is online and idle. */
+export function followUpPrompt(
+  sessionId: string,
+  message: string,
+  actor: string,
+  detail: Record<string, unknown> = {},
+): PendingPrompt {
+  return {
+    id: crypto.randomUUID(),
+    sessionId,
+    message,
+    deliverAs: "followUp",
+    actor,
+    detail,
+    spawn: null,
+    createdAt: Date.now(),
+    sentAfter: null,
+    waitIdle: true,
+  };
 }

@@ -12,7 +12,7 @@ import { createImageGate } from "./image.ts";
 import type { SpawnJobs } from "./jobs.ts";
 import { createKeyedLock } from "./lock.ts";
 import { startWorker } from "./start.ts";
-import { workspaceBranch, type Workspaces } from "../workspaces.ts";
+import { type WorkspaceBook, workspaceBranch } from "../workspaces.ts";
 
 /** What the pipeline needs besides the backend. */
 export interface PipelineDeps {
@@ -26,7 +26,7 @@ export interface PipelineDeps {
   /** The session-scoped token a worker presents. */
   agentToken(sessionId: string): Promise<string>;
   /** Where each session's working copy started: recorded once, read when a session is spawned again. */
-  workspaces: Pick<Workspaces, "record" | "get">;
+  workspaces: Pick<WorkspaceBook, "record" | "get">;
 }
 
 /**
@@ -76,7 +76,7 @@ export function createPipeline(deps: PipelineDeps): RunJob {
       jobs.update(job, "cloning");
       await backend.refreshCache({ repo: job.repo, url, credential: deps.repos.credential() });
       // A session spawned again under its id (a hook after a restart) starts from its recorded base.
-      const known = deps.workspaces.get(job.sessionId);
+      const known = await deps.workspaces.get(job.sessionId);
       const copy = await backend.makeWorkingCopy({
         sessionId: job.sessionId,
         repo: job.repo,
@@ -86,7 +86,7 @@ export function createPipeline(deps: PipelineDeps): RunJob {
         branch: known?.branch ?? workspaceBranch(job.sessionId),
       });
       if (!known && !copy.kept) {
-        deps.workspaces.record(job.sessionId, {
+        await deps.workspaces.record(job.sessionId, {
           repo: job.repo,
           baseBranch: copy.baseBranch,
           baseSha: copy.baseSha,
@@ -147,7 +147,7 @@ export function createPipeline(deps: PipelineDeps): RunJob {
     };
     try {
       if (!resuming) await backend.createStorage({ sessionId: job.sessionId, repo: job.repo });
-      const known = deps.workspaces.get(job.sessionId);
+      const known = await deps.workspaces.get(job.sessionId);
       workerId = job.containerId = await backend.createWorker({
         sessionId: job.sessionId,
         repo: job.repo,

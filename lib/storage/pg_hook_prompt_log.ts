@@ -65,6 +65,14 @@ export class PgHookPromptLog extends PgStore implements HookPromptLog {
     await upsert(this.sql, p);
   }
 
+  /**
+   * `keep` as a caller's transaction writes it (a merge request record's save, whose pipeline mark says the
+   * follow-up was made): both commit, or neither.
+   */
+  keepWrites(p: PendingPrompt): (tx: postgres.TransactionSql) => Promise<void> {
+    return (tx) => upsert(tx, p);
+  }
+
   async prompts(): Promise<PendingPrompt[]> {
     const rows = await this.sql.unsafe(
       `SELECT ${COLUMNS} FROM hook_prompts ORDER BY created_at, id COLLATE "C"`,

@@ -21,7 +21,7 @@ export const handler: Handlers = {
     if (key && !await hooks.claim("gitlab", key)) return json({ ok: true, duplicate: true }, 202);
     const action = parseGitlab(ctx.req.headers.get("x-gitlab-event"), payload);
     if (!action) return json({ ok: true, ignored: true }, 202);
-    // Quick (a frame sent or a row written), so it is done before GitLab hears "taken".
+    // Quick (a frame sent or a row written), and awaited, so it is done before GitLab hears "taken".
     try {
       if (!await hooks.gitlab(action)) return json({ ok: true, ignored: true }, 202);
     } catch (error) {
