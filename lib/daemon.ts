@@ -33,7 +33,6 @@ import { createKubeBackend } from "./spawn/kube_backend.ts";
 import { ContainerStates } from "./spawn/containers.ts";
 import { SharedWorkerStates } from "./spawn/shared_worker_states.ts";
 import { SharedSpawnJobs } from "./spawn/shared_jobs.ts";
-import { PgSpawnJobLog } from "./storage/pg_spawn_job_log.ts";
 import { startIdleStop } from "./spawn/idle.ts";
 import { agentToken } from "./auth.ts";
 import { createGitlab } from "./gitlab.ts";
@@ -245,15 +244,8 @@ export function createDaemon(
     config,
     backend,
     publishJobs: (jobs) => hub.broadcast({ type: "spawn_status", jobs }),
-    // With replicas every replica's jobs are listed (lib/spawn/shared_jobs.ts); the leader bounds their table.
-    jobs: replica
-      ? SharedSpawnJobs.started(
-        new PgSpawnJobLog(replica.db.sql),
-        config.replicaId,
-        (jobs) => hub.broadcast({ type: "spawn_status", jobs }),
-        { leads: () => leading.isLeader() },
-      )
-      : undefined,
+    // With replicas every replica's jobs are listed (lib/spawn/shared_jobs.ts); the leader prunes their table.
+    jobs: replica ? SharedSpawnJobs.forReplica(replica.db.sql, config.replicaId, hub, leading) : undefined,
     registerSession: (info, ask) => sessions.register(info, ask),
     repos: gitlab,
     agentToken: (sessionId) => agentToken(config.token, sessionId),

@@ -23,9 +23,11 @@
  * A worker found again by label at a start (recoverJobs lists every worker of the shared backend) is `found`:
  * hidden wherever its session has a spawned job, so a spawn is listed once.
  */
-import type { SpawnJob, SpawnState } from "../protocol.ts";
-import type { PgSpawnJobLog, SharedJobRow } from "../storage/pg_spawn_job_log.ts";
+import type { ServerFrame, SpawnJob, SpawnState } from "../protocol.ts";
+import type { Sql } from "../storage/pg_client.ts";
+import { PgSpawnJobLog, type SharedJobRow } from "../storage/pg_spawn_job_log.ts";
 import { HOLDER_STALE_MS } from "../replica/holders.ts";
+import type { Leading } from "../replica/leader.ts";
 import { MAX_JOBS, SpawnJobs } from "./jobs.ts";
 
 /** How often the other replicas' jobs are read: every list shows a change within this. */
@@ -86,6 +88,21 @@ export class SharedSpawnJobs extends SpawnJobs {
     const jobs = new SharedSpawnJobs(log, replica, publish, options);
     jobs.start();
     return jobs;
+  }
+
+  /** The daemon's list on the replicas' pool: published to its browsers, pruned while it leads. */
+  static forReplica(
+    sql: Sql,
+    replica: string,
+    hub: { broadcast(frame: ServerFrame): void },
+    leading: Leading,
+  ): SharedSpawnJobs {
+    return SharedSpawnJobs.started(
+      new PgSpawnJobLog(sql),
+      replica,
+      (jobs) => hub.broadcast({ type: "spawn_status", jobs }),
+      { leads: () => leading.isLeader() },
+    );
   }
 
   /** Take back this replica's rows of before a restart, then read the others' every `pollMs`. */
