@@ -32,6 +32,7 @@ import { createDockerBackend } from "./spawn/docker_backend.ts";
 import { createKubeBackend } from "./spawn/kube_backend.ts";
 import { ContainerStates } from "./spawn/containers.ts";
 import { SharedWorkerStates } from "./spawn/shared_worker_states.ts";
+import { SharedSpawnJobs } from "./spawn/shared_jobs.ts";
 import { startIdleStop } from "./spawn/idle.ts";
 import { agentToken } from "./auth.ts";
 import { createGitlab } from "./gitlab.ts";
@@ -243,6 +244,8 @@ export function createDaemon(
     config,
     backend,
     publishJobs: (jobs) => hub.broadcast({ type: "spawn_status", jobs }),
+    // With replicas every replica's jobs are listed (lib/spawn/shared_jobs.ts); the leader prunes their table.
+    jobs: replica ? SharedSpawnJobs.forReplica(replica.db.sql, config.replicaId, hub, leading) : undefined,
     registerSession: (info, ask) => sessions.register(info, ask),
     repos: gitlab,
     agentToken: (sessionId) => agentToken(config.token, sessionId),

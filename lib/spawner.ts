@@ -87,6 +87,8 @@ export interface SpawnDeps {
   backend: SpawnBackend;
   /** Called with the whole job list after every change (the daemon sends it as `spawn_status`). */
   publishJobs(jobs: SpawnJob[]): void;
+  /** The job list, when not an in-memory one over `publishJobs`: with replicas, the shared one. */
+  jobs?: SpawnJobs;
   /** List a spawned session offline, with the tools that need approval; never overwrites a hello. */
   registerSession(info: SessionInfo, ask: AskSet | undefined): void | Promise<void>;
   /** Clone URLs and the clone credential (GitLab). */
@@ -112,7 +114,7 @@ const RECONCILE_MS = 5000;
 /** Build the spawner; it starts finding its workers again at once, in the background. */
 export function createSpawner(deps: SpawnDeps): Spawner {
   const { backend, config } = deps;
-  const jobs = new SpawnJobs(deps.publishJobs);
+  const jobs = deps.jobs ?? new SpawnJobs(deps.publishJobs);
   const run = createPipeline({
     backend,
     jobs,
@@ -148,7 +150,8 @@ export function createSpawner(deps: SpawnDeps): Spawner {
   const unkept = (sessionId: string, error: unknown) =>
     console.warn(`lvmh: worker state of ${sessionId} not kept: ${(error as Error)?.message}`);
 
-  const recover = () => recoverJobs(backend, jobs).then(settleStates);
+  // A shared list first takes back its jobs of before a restart: a worker one follows is not found again.
+  const recover = () => jobs.ready().then(() => recoverJobs(backend, jobs)).then(settleStates);
 
   // Containers outlive the daemon; find them again in the background (Docker may be down: that is fine).
   const recovered = recover();
@@ -344,6 +347,7 @@ export function createSpawner(deps: SpawnDeps): Spawner {
       clearInterval(timer);
       containers.close();
       await recovered;
+      await jobs.close();
     },
   };
 }

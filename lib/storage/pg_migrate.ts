@@ -303,6 +303,27 @@ CREATE INDEX sessions_held ON sessions(holder) WHERE holder IS NOT NULL;`,
     // this holder", so a replica delivering a kept prompt waits instead of taking the plugin for an old one.
     sql: "ALTER TABLE sessions ADD COLUMN plugin_features text;",
   },
+  {
+    version: 11,
+    title: "spawn jobs, each written by the replica that runs it, for every replica's job list",
+    // One row per job, written by its replica (lib/spawn/shared_jobs.ts) on every change; a write older than
+    // the row (updated_at, the writer's clock) is refused. `found` marks a worker found again by label at a
+    // start rather than spawned: hidden where the session has a spawned job. The leader prunes old ones.
+    sql: `
+CREATE TABLE spawn_jobs(
+  id text PRIMARY KEY,
+  replica text NOT NULL,
+  session_id text NOT NULL,
+  repo text NOT NULL,
+  branch text,
+  state text NOT NULL,
+  container_id text,
+  error text,
+  found boolean NOT NULL DEFAULT false,
+  created_at bigint NOT NULL,
+  updated_at bigint NOT NULL);
+CREATE INDEX spawn_jobs_by_created ON spawn_jobs(created_at);`,
+  },
 ];
 
 /** What `migrate` did. */
