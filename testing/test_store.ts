@@ -10,8 +10,8 @@
  * is unref'd and the sanitizers let it be). Not with `deno test --preload`: Deno runs a preloaded module's
  * event loop dry before the tests, and the server's admin connection never lets it.
  *
- * The server stops when the test file is done (the `unload` event), and in any case when this process ends:
- * testing/postgres.ts's watchdog stops it once nobody holds its input.
+ * The server stops when the test file is done (the `unload` event, synchronously: see `closeSync`), and in any
+ * case when this process ends: testing/postgres.ts's watchdog stops it once nobody holds its input.
  */
 import { type Postgres, postgresBinDir, startPostgres } from "./postgres.ts";
 
@@ -19,7 +19,7 @@ import { type Postgres, postgresBinDir, startPostgres } from "./postgres.ts";
 export const TEST_STORE_POSTGRES = Deno.env.get("LVMH_TEST_STORE") === "postgres";
 
 const server: Postgres | null = TEST_STORE_POSTGRES ? await startPostgres() : null;
-if (server) globalThis.addEventListener("unload", () => void server.close().catch(() => {}));
+if (server) globalThis.addEventListener("unload", () => server.closeSync());
 
 /** The database of each data dir: a daemon restarted on the same data dir finds the same shared state. */
 const databases = new Map<string, Promise<string>>();
