@@ -8,7 +8,7 @@
  * (joined without broadcasts), which receives exactly what browsers receive — persisted events after their
  * commit and streamed deltas. Persisted figures go to `session_glance` once per tick; a glance behind its
  * session's lastSeq (an older file, a SIGKILL before the write, a missed frame) is caught up from the stored
- * events, so every figure is a function of the log. `lib/sessions.ts` holds the one instance.
+ * events, so every figure is a function of the log. `lib/session_rows.ts` holds the one instance.
  */
 import type { DatabaseSync } from "node:sqlite";
 import { eventObject, type Hub, type Subscriber } from "./hub.ts";

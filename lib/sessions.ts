@@ -1,19 +1,18 @@
 /**
  * The session registry: the one owner of a session's row changes, its live plugin link, its ask set and the one
  * throttled "sessions changed" signal (`session_update` frames with only the rows that changed). Sockets, routes
- * and the spawner ask it; none of them writes a session row or publishes a session frame themselves.
+ * and the spawner ask it; none of them writes a session row or publishes a session frame themselves. What a row
+ * shows and the throttle are in lib/session_rows.ts; the sockets, and with replicas their claims and the shared
+ * command queue, in lib/session_links.ts.
  */
 import { CloseCode, PROTOCOL_VERSION } from "./wire.ts";
 import type {
   AskSet,
   BudgetGlance,
-  ContainerState,
   DaemonFrame,
   PromptImage,
-  SessionActivity,
   SessionInfo,
   SessionMergeRequest,
-  SessionRecord,
   SessionSummary,
 } from "./protocol.ts";
 import type { Store } from "./store.ts";
@@ -23,9 +22,8 @@ import type { ImageStore, StoredImageRef } from "./image_store.ts";
 import type { ImageLog } from "./storage/image_log.ts";
 import { checkImages } from "./images.ts";
 import { ConflictError, sessionNotFound, sessionOffline } from "./errors.ts";
-import { throttle } from "./throttle.ts";
-import { SessionGlances } from "./session_glance.ts";
-import { titleOf } from "./glance_text.ts";
+import { type ContainerView, SessionRows } from "./session_rows.ts";
+import { SessionLinks } from "./session_links.ts";
 import type {
   Command,
   CommandType,
@@ -35,12 +33,8 @@ import type {
   SharedSessions,
 } from "./session_commands.ts";
 
-export type { Command, CommandType, PluginLink, PromptRequest, SentPrompt, SharedSessions };
-
-/** How often, at most, browsers get a `session_update` while sessions are busy. */
-export const SESSION_UPDATE_INTERVAL_MS = 100;
-/** How often, at most, the session glances' figures are written to the file (see `#saveGlances`). */
-const GLANCE_SAVE_INTERVAL_MS = 1_000;
+export type { Command, CommandType, ContainerView, PluginLink, PromptRequest, SentPrompt, SharedSessions };
+export { SESSION_UPDATE_INTERVAL_MS } from "./session_rows.ts";
 
 export interface SessionsOptions {
   /** Ask set of sessions that have none of their own (`LVMH_ASK`). */
@@ -59,71 +53,49 @@ export interface SessionsOptions {
 
 /** Every session the daemon knows, and which of them have a live plugin socket. */
 export class Sessions {
-  #links = new Map<string, PluginLink>();
-  /** With a shared database: the epoch each socket's claim got. */
-  #epochs = new WeakMap<PluginLink, number>();
-  /** With a shared database: sessions whose socket here is claimed but not welcomed yet (not online). */
-  #welcoming = new Set<string>();
-  #shared: SharedSessions | null;
-  #changed = new Set<string>();
-  #removed = new Set<string>();
-  #publish = throttle(() => this.#flushChanges(), SESSION_UPDATE_INTERVAL_MS);
-  /**
-   * The glances' figures go to the file at most this often, in a task of their own: written in each list
-   * flush (10 a second while sessions work) they were a quarter of its time, and a delta arriving meanwhile
-   * waited. What a SIGKILL loses of them is caught up from the log at the next start.
-   */
-  #saveGlances = throttle(() => this.#glances.save(), GLANCE_SAVE_INTERVAL_MS);
+  /** The plugin sockets, and with replicas their claims and the shared command queue. */
+  #links: SessionLinks;
+  /** What browsers see of the rows, and the throttled signal of their changes. */
+  #rows: SessionRows;
   #defaultAsk: AskSet;
   #spawnAsk: AskSet;
-  #waiting: (sessionId: string) => number;
-  #mergeRequest: (sessionId: string) => SessionMergeRequest | undefined;
-  #containerOf: (sessionId: string) => ContainerView | null = () => null;
-  #budgetOf: (sessionId: string) => BudgetGlance | undefined = () => undefined;
   #images: ImageStore | null;
-  #glances: SessionGlances;
   #store: Store;
   #ingest: Ingest;
-  #hub: Hub;
 
   constructor(store: Store, ingest: Ingest, hub: Hub, options: SessionsOptions) {
     this.#store = store;
     this.#ingest = ingest;
-    this.#hub = hub;
     this.#images = options.images ?? null;
-    this.#shared = options.shared ?? null;
+    this.#links = new SessionLinks(ingest, options.shared ?? null);
     this.#defaultAsk = options.defaultAsk;
     this.#spawnAsk = options.spawnAsk ?? options.defaultAsk;
-    this.#waiting = options.waiting ?? (() => 0);
-    this.#mergeRequest = options.mergeRequest ?? (() => undefined);
-    // What the list shows of each session, from the hub's events; a file from before it is backfilled here.
-    this.#glances = new SessionGlances(
-      store.db,
-      (id, after, limit) => store.events(id, { after, limit }),
-      hub,
-      (id) => this.touch(id),
-    );
-    this.#glances.catchUpAll(store.listSessions());
+    this.#rows = new SessionRows(store, hub, {
+      isOnline: (id) => this.#links.isOnline(id),
+      askOf: (id) => this.askOf(id),
+      waiting: options.waiting,
+      mergeRequest: options.mergeRequest,
+    });
   }
 
   /** Late wiring of the spawner's worker states: what `container` (and a crash's end) says for a session. */
   setContainers(containerOf: (sessionId: string) => ContainerView | null): void {
-    this.#containerOf = containerOf;
+    this.#rows.containerOf = containerOf;
   }
 
   /** Late wiring of the approvals owner, which is built on this registry. */
   setWaiting(waiting: (sessionId: string) => number): void {
-    this.#waiting = waiting;
+    this.#rows.waiting = waiting;
   }
 
   /** Late wiring of the budgets owner: what a session's row shows of its budget. */
   setBudgets(budgetOf: (sessionId: string) => BudgetGlance | undefined): void {
-    this.#budgetOf = budgetOf;
+    this.#rows.budgetOf = budgetOf;
   }
 
   /** Late wiring of the merge requests owner, which is built after this registry. */
   setMergeRequests(mergeRequest: (sessionId: string) => SessionMergeRequest | undefined): void {
-    this.#mergeRequest = mergeRequest;
+    this.#rows.mergeRequest = mergeRequest;
   }
 
   /**
@@ -134,10 +106,8 @@ export class Sessions {
   connect(info: SessionInfo, link: PluginLink): { lastSeq: number; ask: AskSet } {
     const lastSeq = this.#ingest.committedSeq(info.id);
     this.#store.upsertSession(info);
-    const old = this.#links.get(info.id);
-    this.#links.set(info.id, link);
-    if (old && old !== link) old.close(CloseCode.replaced, "replaced by a newer connection");
-    this.#glances.follow(info.id);
+    this.#links.attach(info.id, link);
+    this.#rows.glances.follow(info.id);
     this.touch(info.id);
     return { lastSeq, ask: this.askOf(info.id) };
   }
@@ -158,24 +128,11 @@ export class Sessions {
     notAfter: number,
     gone: AbortSignal,
   ): Promise<{ lastSeq: number; ask: AskSet }> {
-    const shared = this.#shared!;
-    await this.#ingest.settled(info.id);
-    const claimed = await shared.claim(info, notAfter);
-    const giveUp = () => {
-      if (!gone.aborted) return;
-      shared.release(info.id, claimed.epoch);
-      throw gone.reason;
-    };
-    giveUp();
+    const claimed = await this.#links.claim(info, notAfter, gone);
     this.#store.upsertSession(info, claimed.ask ? { ask: claimed.ask } : {});
-    await shared.catchUp(info.id);
-    giveUp();
-    this.#epochs.set(link, claimed.epoch);
-    const old = this.#links.get(info.id);
-    this.#links.set(info.id, link);
-    this.#welcoming.add(info.id);
-    if (old && old !== link) old.close(CloseCode.replaced, "replaced by a newer connection");
-    this.#glances.follow(info.id);
+    await this.#links.catchUp(info.id, claimed.epoch, gone);
+    this.#links.attach(info.id, link, claimed.epoch);
+    this.#rows.glances.follow(info.id);
     this.touch(info.id);
     return { lastSeq: claimed.lastSeq, ask: this.askOf(info.id) };
   }
@@ -185,9 +142,9 @@ export class Sessions {
    * on, and the commands waiting for it are handed over.
    */
   welcomed(sessionId: string): void {
-    this.#welcoming.delete(sessionId);
+    this.#links.welcomed(sessionId);
     this.touch(sessionId);
-    this.#shared?.take(sessionId);
+    this.#links.shared?.take(sessionId);
   }
 
   /**
@@ -195,7 +152,7 @@ export class Sessions {
    * @returns false when the session has no socket here (the command waits for the next holder).
    */
   deliver(frame: DaemonFrame & { type: CommandType }): boolean {
-    const link = this.#links.get(frame.sessionId);
+    const link = this.#links.here(frame.sessionId);
     if (!link) return false;
     // The ask set is the session row's: a `policy` sent from another replica changes this copy's too.
     if (frame.type === "policy") this.#setAsk(frame.sessionId, frame.ask);
@@ -205,7 +162,7 @@ export class Sessions {
 
   /** Another replica claimed the session: close its socket here, which can no longer store anything. */
   fenced(sessionId: string): void {
-    this.#links.get(sessionId)?.close(CloseCode.replaced, "the session was claimed by another replica");
+    this.#links.here(sessionId)?.close(CloseCode.replaced, "the session was claimed by another replica");
   }
 
   /**
@@ -213,18 +170,9 @@ export class Sessions {
    * @returns true when the session went offline.
    */
   disconnect(sessionId: string, link: PluginLink): boolean {
-    if (this.#links.get(sessionId) !== link) return false;
-    this.#links.delete(sessionId);
-    this.#welcoming.delete(sessionId);
-    this.#ingest.flushSession(sessionId); // a `bye` still queued is stored before the list says offline
-    const epoch = this.#epochs.get(link);
-    const shared = this.#shared;
-    // The claim goes once what the socket sent is stored (its `bye` included): appends need the epoch.
-    if (shared && epoch !== undefined) {
-      void this.#ingest.settled(sessionId).then(() => shared.release(sessionId, epoch));
-    }
+    if (!this.#links.detach(sessionId, link)) return false;
     this.#store.setIdle(sessionId);
-    this.#glances.unfollow(sessionId);
+    this.#rows.glances.unfollow(sessionId);
     this.touch(sessionId);
     return true;
   }
@@ -238,7 +186,7 @@ export class Sessions {
   async register(info: SessionInfo, ask?: AskSet): Promise<void> {
     this.#store.upsertSession(info, { keepSnapshot: true, ask: ask ?? this.#spawnAsk });
     this.touch(info.id);
-    await this.#shared?.register(info, ask ?? this.#spawnAsk);
+    await this.#links.shared?.register(info, ask ?? this.#spawnAsk);
   }
 
   /**
@@ -248,15 +196,7 @@ export class Sessions {
   setPolicy(sessionId: string, ask: AskSet): AskSet {
     if (!this.#store.getSession(sessionId)) throw sessionNotFound(sessionId);
     this.#setAsk(sessionId, ask);
-    if (this.#shared) {
-      const shared = this.#shared;
-      // The row first, then the frame: a plugin welcomed in between reads the new set from the row.
-      shared.setAsk(sessionId, ask).then(
-        () => this.#isOnline(sessionId) && shared.send(this.#frame(sessionId, { type: "policy", ask })),
-        (error) =>
-          console.error(`lvmh: session ${sessionId}: policy not stored: ${(error as Error).message}`),
-      );
-    } else this.#links.get(sessionId)?.send(this.#frame(sessionId, { type: "policy", ask }));
+    this.#links.sendPolicy(sessionId, ask, () => this.#frame(sessionId, { type: "policy", ask }));
     return ask;
   }
 
@@ -278,20 +218,18 @@ export class Sessions {
    */
   remove(sessionId: string): void {
     // A live plugin would only bring the session back, with a history that no longer starts at seq 1.
-    if (this.#isOnline(sessionId)) {
+    if (this.#links.isOnline(sessionId)) {
       throw new ConflictError(`Session "${sessionId}" is online: end it (or stop its container) first`);
     }
     this.#ingest.flushSession(sessionId); // nothing of it may still wait for the disk
     if (!this.#store.deleteSession(sessionId)) throw sessionNotFound(sessionId);
-    this.#shared?.deleteSession(sessionId).catch((error) =>
+    this.#links.shared?.deleteSession(sessionId).catch((error) =>
       console.error(
         `lvmh: session ${sessionId}: not deleted from the shared database: ${(error as Error).message}`,
       )
     );
-    this.#glances.forget(sessionId);
-    this.#changed.delete(sessionId);
-    this.#removed.add(sessionId);
-    this.#publish();
+    this.#rows.glances.forget(sessionId);
+    this.#rows.removed(sessionId);
   }
 
   /** Another replica made a session's row: list it here too (offline until its holder is seen). */
@@ -305,38 +243,30 @@ export class Sessions {
    * @returns false when the copy had no such session, or a plugin here made it again meanwhile (kept).
    */
   removedElsewhere(sessionId: string): boolean {
-    if (this.#links.has(sessionId) || !this.#store.deleteSession(sessionId)) return false;
-    this.#glances.forget(sessionId);
-    this.#changed.delete(sessionId);
-    this.#removed.add(sessionId);
-    this.#publish();
+    if (this.#links.here(sessionId) || !this.#store.deleteSession(sessionId)) return false;
+    this.#rows.glances.forget(sessionId);
+    this.#rows.removed(sessionId);
     return true;
   }
 
   /** How many sessions have their live socket on this daemon (the sessions it holds). */
   get onlineCount(): number {
-    return this.#links.size;
+    return this.#links.count;
   }
 
   /** True when the session has a live socket (here, or on another replica of a shared database). */
   isOnline(sessionId: string): boolean {
-    return this.#isOnline(sessionId);
-  }
-
-  #isOnline(sessionId: string): boolean {
-    if (this.#links.has(sessionId)) return !this.#welcoming.has(sessionId);
-    return this.#shared?.heldElsewhere(sessionId) ?? false;
+    return this.#links.isOnline(sessionId);
   }
 
   /** One session, or null. */
   get(sessionId: string): SessionSummary | null {
-    const row = this.#store.getSession(sessionId);
-    return row ? this.#summary(row) : null;
+    return this.#rows.get(sessionId);
   }
 
-  /** Every session, most recent activity first, as the list shows them (without `models`, see `listed`). */
+  /** Every session, most recent activity first, as the list shows them (without `models`). */
   list(): SessionSummary[] {
-    return this.#store.listSessions().map((row) => listed(this.#summary(row)));
+    return this.#rows.list();
   }
 
   /**
@@ -344,13 +274,7 @@ export class Sessions {
    * @throws {NotFoundError} when the session is unknown; {ConflictError} when it has no live socket.
    */
   send(sessionId: string, command: Command): void {
-    this.#sendFrame(this.#linkOf(sessionId), this.#frame(sessionId, command));
-  }
-
-  /** Write a command frame to the session's socket here, or queue it for its holder on a shared database. */
-  #sendFrame(link: PluginLink | null, frame: DaemonFrame & { type: CommandType }): void {
-    if (this.#shared) this.#shared.send(frame);
-    else link?.send(frame);
+    this.#links.send(this.#linkOf(sessionId), this.#frame(sessionId, command));
   }
 
   /**
@@ -368,7 +292,7 @@ export class Sessions {
     const { message, deliverAs, by } = request;
     const promptId = request.promptId ?? crypto.randomUUID();
     const stored = images ? request.kept ?? this.#keepImages(sessionId, images) : undefined;
-    this.#sendFrame(
+    this.#links.send(
       link,
       this.#frame(sessionId, {
         type: "prompt",
@@ -399,30 +323,19 @@ export class Sessions {
 
   /** Send a command if the session is online; false when it is not (it will be sent again on reconnect). */
   trySend(sessionId: string, command: Command): boolean {
-    if (this.#shared && !this.#isOnline(sessionId)) {
-      // This replica's view of the other replicas' sessions lags their claims by a poll: the shared row says.
-      this.#shared.send(this.#frame(sessionId, command), { ifHeld: true });
-      return false;
-    }
-    if (!this.#isOnline(sessionId)) return false;
-    this.#sendFrame(this.#links.get(sessionId) ?? null, this.#frame(sessionId, command));
-    return true;
+    return this.#links.trySend(this.#frame(sessionId, command));
   }
 
   /** Note that a session's row changed (events committed, approvals); browsers hear of it within a tick. */
   touch(sessionId: string): void {
-    this.#removed.delete(sessionId);
-    this.#changed.add(sessionId);
-    this.#publish();
+    this.#rows.touch(sessionId);
   }
 
   /** Close every plugin socket and stop publishing (shutdown). */
   closeAll(code: number, reason: string): void {
-    this.#publish.cancel();
-    this.#saveGlances.cancel(); // the glances' close below writes what is left
-    for (const link of this.#links.values()) link.close(code, reason);
-    this.#links.clear();
-    this.#glances.close();
+    this.#rows.stop(); // the glances' close below writes what is left
+    this.#links.closeAll(code, reason);
+    this.#rows.glances.close();
   }
 
   #frame(sessionId: string, command: Command): DaemonFrame & { type: CommandType } {
@@ -436,9 +349,9 @@ export class Sessions {
    * @throws {NotFoundError} when unknown; {ConflictError} when offline.
    */
   #linkOf(sessionId: string): PluginLink | null {
-    const link = this.#links.get(sessionId);
-    if (link && !this.#welcoming.has(sessionId)) return link;
-    if (!link && this.#shared?.heldElsewhere(sessionId) && this.#store.getSession(sessionId)) return null;
+    const link = this.#links.live(sessionId);
+    if (link) return link;
+    if (this.#links.heldElsewhere(sessionId) && this.#store.getSession(sessionId)) return null;
     if (!this.#store.getSession(sessionId)) throw sessionNotFound(sessionId);
     throw sessionOffline(sessionId);
   }
@@ -447,71 +360,4 @@ export class Sessions {
     if (!this.#images) throw new Error("this session registry keeps no images");
     return this.#images.put(sessionId, images);
   }
-
-  #summary(row: SessionRecord): SessionSummary {
-    const online = this.#isOnline(row.id);
-    const waiting = this.#waiting(row.id);
-    const g = this.#glances.of(row.id, row.lastSeq);
-    const state = waiting > 0 ? "waiting" : !online ? "offline" : row.state;
-    const activity: SessionActivity = { state };
-    const tool = state === "waiting" ? g.asking ?? g.tool : state === "running" ? g.tool : null;
-    const line = state === "running" ? g.streamLine ?? g.lastLine : g.lastLine;
-    if (tool) activity.tool = tool;
-    if (line) activity.line = line;
-    const at = Math.max(row.lastEventAt ?? 0, g.activityAt ?? 0, online ? g.streamAt ?? 0 : 0);
-    const mergeRequest = this.#mergeRequest(row.id);
-    const budget = this.#budgetOf(row.id);
-    return {
-      ...row,
-      online,
-      ask: this.askOf(row.id),
-      waiting,
-      title: titleOf(row, g.firstPrompt),
-      activity,
-      cost: g.cost,
-      lastActivityAt: at || null,
-      ...(mergeRequest ? { mergeRequest } : {}),
-      ...(budget ? { budget } : {}),
-      ...containerFields(this.#containerOf(row.id)),
-    };
-  }
-
-  #flushChanges(): void {
-    const sessions: SessionSummary[] = [];
-    for (const id of this.#changed) {
-      const row = this.get(id);
-      if (row) sessions.push(listed(row));
-    }
-    const removed = [...this.#removed];
-    this.#saveGlances();
-    this.#changed.clear();
-    this.#removed.clear();
-    if (sessions.length || removed.length) this.#hub.broadcast({ type: "session_update", sessions, removed });
-  }
-}
-
-/** A spawned session's worker as the spawner reports it; a crash says how it ended. */
-export interface ContainerView {
-  state: ContainerState;
-  exitCode: number | null;
-  reason: string | null;
-}
-
-/** `container`, and `exitCode`/`reason` for a crashed worker only. */
-function containerFields(c: ContainerView | null): Pick<SessionSummary, "container" | "exitCode" | "reason"> {
-  if (!c) return { container: null };
-  if (c.state !== "crashed") return { container: c.state };
-  return { container: c.state, exitCode: c.exitCode ?? -1, reason: c.reason ?? "unknown" };
-}
-
-/**
- * A session as lists carry it (`GET /api/sessions`, `session_list`, `session_update`): without the models it
- * may switch to. They are up to 200 entries per session and change about never, while a working session's row
- * is sent again on every glance change (3,000 sessions of 12 models made a 5.3 MB `session_list`). One
- * session's own answer (`GET /api/sessions/:id`, its page) and its `session_info` events have them.
- */
-function listed(s: SessionSummary): SessionSummary {
-  if (!s.models) return s;
-  const { models: _models, ...row } = s;
-  return row;
 }
