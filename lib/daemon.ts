@@ -122,7 +122,8 @@ export function createDaemon(
     committed,
     replica && {
       append: (sessionId, events) => replica.append(sessionId, events),
-      copied: (sessionId, lastSeq) => replica.feed.advance(sessionId, lastSeq),
+      copied: (sessionId, lastSeq) => replica.copied(sessionId, lastSeq),
+      notCopied: (sessionId) => replica.notCopied(sessionId),
       live: (sessionId, after, events) => replica.publishLive(sessionId, after, events),
     },
   );

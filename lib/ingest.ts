@@ -27,6 +27,11 @@ export interface SharedLog {
   append(sessionId: string, events: readonly AgentEvent[]): Promise<{ lastSeq: number }>;
   /** This replica's file has the session's events up to `lastSeq` (its feed need not read them back). */
   copied(sessionId: string, lastSeq: number): void;
+  /**
+   * Committed in the shared log, the session's events could not be stored in this file: its feed must read
+   * them back, and no later `copied` may move past them.
+   */
+  notCopied(sessionId: string): void;
   /** Live deltas of a session held here, for the other replicas' browsers; never throws or waits. */
   live(sessionId: string, after: number, events: readonly EncodedEvent[]): void;
 }
@@ -261,6 +266,7 @@ export class Ingest {
     } catch (error) {
       // Committed in the shared log (so acked), but not in this file: the feed brings it again.
       console.error(`lvmh: cannot copy committed events to this replica's file: ${(error as Error).message}`);
+      shared.notCopied(sessionId);
       for (const [, lastSeq] of acked) part.at(-1)!.origin.ack(lastSeq);
       return true;
     }

@@ -16,6 +16,7 @@ const ev = (seq: number) => ({ v: 1, sessionId: "s", seq, ts: seq, type: "agent_
 /** A shared log whose appends wait until the test settles them, in order. */
 function heldLog() {
   const calls: { seqs: number[]; settle: (error?: Error) => void }[] = [];
+  const told = { copied: [] as number[], notCopied: 0 };
   const log: SharedLog = {
     append: (_sessionId, events) =>
       new Promise((resolve, reject) => {
@@ -24,10 +25,11 @@ function heldLog() {
           settle: (error) => error ? reject(error) : resolve({ lastSeq: events.at(-1)!.seq }),
         });
       }),
-    copied: () => {},
+    copied: (_sessionId, lastSeq) => told.copied.push(lastSeq),
+    notCopied: () => told.notCopied++,
     live: () => {},
   };
-  return { log, calls };
+  return { log, calls, told };
 }
 
 async function setup() {
@@ -47,6 +49,7 @@ async function setup() {
     ingest,
     origin,
     calls: shared.calls,
+    told: shared.told,
     async [Symbol.asyncDispose]() {
       store.close();
       await Deno.remove(dir, { recursive: true });
@@ -84,4 +87,26 @@ Deno.test("shared ingest: after a failed commit, what queued behind it is not st
   assert.equal(s.store.lastSeq("s"), 0);
   assert.ok(s.origin.failed >= 1, "the socket is failed, so the plugin replays both");
   assert.deepEqual(s.origin.acks, []);
+});
+
+Deno.test("shared ingest: a commit this file could not store is acked and left to the feed to read back", async () => {
+  await using s = await setup();
+  const appendBatch = s.store.appendBatch.bind(s.store);
+  s.store.appendBatch = () => {
+    throw new Error("database or disk is full");
+  };
+  s.ingest.push(ev(1), s.origin);
+  s.ingest.flush();
+  await waitFor(() => s.calls.length === 1, "the append");
+  s.calls[0].settle();
+  await s.ingest.drained();
+  assert.deepEqual(s.origin.acks, [1], "in the shared log: acknowledged");
+  assert.deepEqual([s.told.copied, s.told.notCopied], [[], 1], "the feed is told to read it back");
+  s.store.appendBatch = appendBatch;
+  s.ingest.push(ev(2), s.origin);
+  s.ingest.flush();
+  await waitFor(() => s.calls.length === 2, "the next append");
+  s.calls[1].settle();
+  await s.ingest.drained();
+  assert.deepEqual(s.told.copied, [2], "the next commit is copied (the replica keeps reading back: Replica)");
 });

@@ -70,6 +70,8 @@ export class Replica {
   #deps: ReplicaDeps | null = null;
   /** The sessions this replica holds, with their epoch. */
   #epochs = new Map<string, number>();
+  /** Sessions held here whose commits this replica's file failed to store: the feed reads them back. */
+  #readBack = new Set<string>();
   /** The epoch each of those sessions' claim got (what its socket knows; `#renew` may have moved it on). */
   #claimed = new Map<string, number>();
   /** Per session, the command enqueued last from here: the next waits for it, so they queue in send order. */
@@ -89,7 +91,8 @@ export class Replica {
     // The sessions it holds it appends itself, and moves its copy's cursor past (`Mirror`'s `copied`); one
     // another replica took over is followed again as soon as the holders' rows say so, fenced here or not yet.
     this.feed = new PgEventFeed(db.sql, db.listen, {
-      writtenHere: (id) => this.#epochs.has(id) && !this.#holders.heldElsewhere(id),
+      writtenHere: (id) =>
+        this.#epochs.has(id) && !this.#readBack.has(id) && !this.#holders.heldElsewhere(id),
     });
     this.queue = new PgCommandQueue(db.sql, db.listen);
     this.live = new PgLiveChannel(db.sql, db.listen);
@@ -152,6 +155,7 @@ export class Replica {
     const epoch = await this.#rows.claim(info.id, this.id, notAfter + this.#holders.clockOffset);
     if (epoch === null) throw new Error("the claim reached the database too late");
     this.#epochs.set(info.id, epoch);
+    this.#readBack.delete(info.id); // the claim's catch-up brings the copy up to the shared log
     this.#claimed.set(info.id, epoch);
     const row = await this.#rows.setInfo(info);
     return { epoch, lastSeq: row?.lastSeq ?? 0, ask: row?.ask ?? null };
@@ -198,6 +202,19 @@ export class Replica {
       }
       throw error;
     }
+  }
+
+  /** This replica's file has a held session's events up to `lastSeq`: the feed need not read them back. */
+  copied(sessionId: string, lastSeq: number): void {
+    if (!this.#readBack.has(sessionId)) this.feed.advance(sessionId, lastSeq);
+  }
+
+  /**
+   * A held session's commit could not be stored in this file: until a new claim, its feed reads every commit
+   * back from the cursor before the gap (the file ignores what it has), so the gap is filled, not skipped.
+   */
+  notCopied(sessionId: string): void {
+    this.#readBack.add(sessionId);
   }
 
   /** Store a session's own ask set in the shared row (every replica's welcome reads it from there). */
