@@ -135,7 +135,7 @@ Deno.test("approvals: a SIGKILLed daemon keeps the pending request; a decision t
     await d1.stop();
 
     // Reopened in-process (the same createDaemon as main.ts) on what the killed process left on disk.
-    await using d2 = await startInProcess({ dataDir, port: d1.port });
+    await using d2 = await startInProcess({ dataDir });
     const pending = await (await d2.api("/api/approvals?state=pending")).json();
     assert.deepEqual(pending.map((p: { id: string }) => p.id), ["r2"], "still pending after SIGKILL");
     // Decided while the plugin is away: stored, delivered on its reconnect.
@@ -340,7 +340,7 @@ Deno.test("approvals: a session's own ask set replaces LVMH_ASK, [] included, ac
     await b1.close();
     await d1.stop();
 
-    await using d2 = await startInProcess({ dataDir, port: d1.port, env });
+    await using d2 = await startInProcess({ dataDir, env });
     const a2 = await connectAgent(d2, { sessionId: "ap7" });
     const b2 = await connectAgent(d2, { sessionId: "ap8" });
     try {

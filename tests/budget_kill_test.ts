@@ -38,7 +38,7 @@ Deno.test("budgets: a SIGKILL right after approving a budget card keeps the rais
     await d1.stop();
     await a1.close().catch(() => {});
 
-    await using d2 = await startInProcess({ dataDir, port: d1.port });
+    await using d2 = await startInProcess({ dataDir });
     const view = await (await d2.api("/api/sessions/bk1/budget")).json();
     assert.deepEqual(view.budget.current, { maxCost: 4, maxTokens: 2000 }, "raised by its own size");
     assert.deepEqual([view.budget.maxCost, view.budget.maxTokens], [2, 1000]);
