@@ -23,8 +23,8 @@ import type { Spawner } from "../spawner.ts";
 import type { Store } from "../store.ts";
 import { UnavailableError } from "../errors.ts";
 import type { HookStore, PendingPrompt } from "./hook_store.ts";
-import { whenOnline } from "./session_waits.ts";
-import { PromptDelivery } from "./prompt_delivery.ts";
+import { pause, whenOnline } from "./session_waits.ts";
+import { type Delivered, PromptDelivery } from "./prompt_delivery.ts";
 
 /** How long a spawned session has to come online (from each daemon start) before its prompt is dropped. */
 export const ONLINE_WAIT_MS = 15 * 60_000;
@@ -45,6 +45,63 @@ export interface RefusalRetry {
  * that outlasts it is not passing.
  */
 export const REFUSAL_RETRY: RefusalRetry = { firstMs: 500, maxMs: 15_000, forMs: 2 * 60_000 };
+
+/** What `deliverWhenReady` needs of the keeper carrying one prompt. */
+export interface Carrier {
+  hub: Hub;
+  sessions: Pick<Sessions, "get">;
+  retry: RefusalRetry;
+  /** Shutdown (or, with replicas, the prompt's lease lost): the wait ends and nothing more is done. */
+  signal: AbortSignal;
+  /** One try at handing the prompt over. */
+  deliver(): Promise<Delivered>;
+  /** Give the prompt up where a person sees it. */
+  fail(error: string, tries: number): void | Promise<void>;
+}
+
+/**
+ * Wait for the prompt's session (online, and idle for a follow-up that waits for the run to end), hand the
+ * prompt over, and try a refused one again within `RefusalRetry`; the single daemon's keeper and the replicas'
+ * (shared_kept_prompts.ts) carry a prompt the same way.
+ */
+export async function deliverWhenReady(p: PendingPrompt, c: Carrier): Promise<void> {
+  // Each start gives the session the full wait: a daemon that was down for a while still delivers. A
+  // follow-up that waits for the run to end may wait as long as it is kept.
+  const waitMs = p.waitIdle ? Math.max(0, p.createdAt + PROMPT_KEEP_MS - Date.now()) : ONLINE_WAIT_MS;
+  let deadline = Date.now() + waitMs;
+  let refused: { since: number; tries: number; delayMs: number } | null = null;
+  for (;;) {
+    const left = deadline - Date.now();
+    try {
+      if (left <= 0) {
+        throw new Error(`session "${p.sessionId}" did not come online in ${waitMs / 60_000} min`);
+      }
+      const ready = (s: { online: boolean; state: string } | null | undefined) =>
+        s?.online === true && (!p.waitIdle || s.state === "idle");
+      await whenOnline(c.hub, () => ready(c.sessions.get(p.sessionId)), p.sessionId, left, c.signal, ready);
+    } catch (error) {
+      // Shutdown (the prompt stays for the next start) or taken over: not this keeper's to give up.
+      if (c.signal.aborted) return;
+      return await c.fail((error as Error).message, refused?.tries ?? 0);
+    }
+    const delivered = await c.deliver();
+    if (delivered === "done") return;
+    // Sent, then a new socket came before the answer: a full wait again (the send may have been long ago).
+    if (delivered === "again") deadline = Date.now() + waitMs;
+    if (typeof delivered !== "object") continue;
+    refused ??= { since: Date.now(), tries: 0, delayMs: c.retry.firstMs };
+    refused.tries++;
+    if (Date.now() + refused.delayMs - refused.since > c.retry.forMs) {
+      const error =
+        `refused ${refused.tries} time(s) in ${Math.round((Date.now() - refused.since) / 1000)} s: ` +
+        delivered.refused;
+      return await c.fail(error, refused.tries);
+    }
+    await pause(refused.delayMs, c.signal);
+    if (c.signal.aborted) return;
+    refused.delayMs = Math.min(refused.delayMs * 2, c.retry.maxMs);
+  }
+}
 
 /** A new spawn hook's prompt: the session's id is allocated here, its worker asked with the daemon's ask set. */
 export function spawnPrompt(
@@ -212,50 +269,15 @@ export class KeptPrompts {
   /** Spawn when still needed, wait for the session, then hand the prompt over exactly once. */
   async #carry(p: PendingPrompt): Promise<void> {
     if (p.spawn && !await this.#spawn(p)) return;
-    // Each start gives the session the full wait: a daemon that was down for a while still delivers. A
-    // follow-up that waits for the run to end may wait as long as it is kept.
-    const waitMs = p.waitIdle ? Math.max(0, p.createdAt + PROMPT_KEEP_MS - Date.now()) : ONLINE_WAIT_MS;
-    let deadline = Date.now() + waitMs;
-    let refused: { since: number; tries: number; delayMs: number } | null = null;
-    for (;;) {
-      const left = deadline - Date.now();
-      try {
-        if (left <= 0) {
-          throw new Error(`session "${p.sessionId}" did not come online in ${waitMs / 60_000} min`);
-        }
-        const ready = (s: { online: boolean; state: string } | null | undefined) =>
-          s?.online === true && (!p.waitIdle || s.state === "idle");
-        await whenOnline(
-          this.#deps.hub,
-          () => ready(this.#deps.sessions.get(p.sessionId)),
-          p.sessionId,
-          left,
-          this.#stop.signal,
-          ready,
-        );
-      } catch (error) {
-        // Shutdown: the row stays for the next start (`close` says how many).
-        if (this.#stop.signal.aborted) return;
-        return this.#fail(p, (error as Error).message, refused?.tries ?? 0);
-      }
-      const delivered = await this.#delivery.deliver(p);
-      if (delivered === "done") return;
-      // Sent, then a new socket came before the answer: a full wait again (the send may have been long ago).
-      if (delivered === "again") deadline = Date.now() + waitMs;
-      if (typeof delivered !== "object") continue;
-      refused ??= { since: Date.now(), tries: 0, delayMs: this.retry.firstMs };
-      refused.tries++;
-      if (Date.now() + refused.delayMs - refused.since > this.retry.forMs) {
-        const error =
-          `refused ${refused.tries} time(s) in ${Math.round((Date.now() - refused.since) / 1000)} s: ` +
-          delivered.refused;
-        this.#fail(p, error, refused.tries);
-        return;
-      }
-      await this.#pause(refused.delayMs);
-      if (this.#stop.signal.aborted) return;
-      refused.delayMs = Math.min(refused.delayMs * 2, this.retry.maxMs);
-    }
+    // On shutdown the row stays for the next start (`close` says how many).
+    await deliverWhenReady(p, {
+      hub: this.#deps.hub,
+      sessions: this.#deps.sessions,
+      retry: this.retry,
+      signal: this.#stop.signal,
+      deliver: () => this.#delivery.deliver(p),
+      fail: (error, tries) => this.#fail(p, error, tries),
+    });
   }
 
   /** Run the prompt's spawn (again after a restart). @returns false when the prompt goes no further now */
@@ -275,7 +297,7 @@ export class KeptPrompts {
           if (tries === 1) {
             console.warn(`lvmh: hook spawn on ${repo} waits for the engine: ${error.message}`);
           }
-          await this.#pause(this.spawnRetryMs);
+          await pause(this.spawnRetryMs, this.#stop.signal);
           if (this.#stop.signal.aborted) return false;
           continue;
         }
@@ -305,19 +327,6 @@ export class KeptPrompts {
       action: "hook.prompt.failed",
       sessionId: p.sessionId,
       detail: { promptId: p.id, error, tries, message: p.message, ...p.detail },
-    });
-  }
-
-  /** Resolve after `ms`, or at once on shutdown. */
-  #pause(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.#stop.signal.removeEventListener("abort", done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.#stop.signal.addEventListener("abort", done);
     });
   }
 }

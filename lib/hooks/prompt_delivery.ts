@@ -11,7 +11,8 @@ import type { Store } from "../store.ts";
 import { Feature } from "../protocol.ts";
 import type { HookStore, PendingPrompt } from "./hook_store.ts";
 import { answeredInLog, commandAnswer } from "./session_waits.ts";
-import { sendHookPrompt } from "./send.ts";
+import { sendKeptPrompt } from "./send.ts";
+import { HelloWaits, listedFeatures } from "./plugin_hellos.ts";
 
 /** The daemon parts a delivery uses (read at each use, so later swaps count). */
 export interface DeliveryDeps {
@@ -37,7 +38,7 @@ export class PromptDelivery {
   /** The optional features each session's plugin listed in its latest `hello`. */
   #features = new Map<string, ReadonlySet<string>>();
   /** Told when a session's plugin says hello (a new socket: a prompt sent to the old one may be lost). */
-  #hellos = new Map<string, Set<() => void>>();
+  #hellos = new HelloWaits();
 
   constructor(deps: DeliveryDeps, store: HookStore, stop: AbortSignal) {
     this.#deps = deps;
@@ -50,12 +51,9 @@ export class PromptDelivery {
    * the session, still unanswered, goes again (the plugin takes a promptId once).
    */
   pluginHello(sessionId: string, features: unknown): void {
-    // Bounded: a plugin lists a few short names, and only known ones are ever asked about.
-    const listed = Array.isArray(features)
-      ? features.slice(0, 32).filter((f): f is string => typeof f === "string" && f.length <= 64)
-      : [];
+    const listed = listedFeatures(features);
     this.#features.set(sessionId, new Set(listed));
-    for (const again of [...this.#hellos.get(sessionId) ?? []]) again();
+    this.#hellos.hello(sessionId);
   }
 
   /**
@@ -74,7 +72,7 @@ export class PromptDelivery {
     if (!this.#features.get(p.sessionId)?.has(Feature.promptOnce)) {
       if (!this.#store.takePrompt(p.id)) return "done";
       try {
-        this.#send(p);
+        sendKeptPrompt(this.#deps, p);
         return "done";
       } catch (error) {
         this.#store.addPrompt(p);
@@ -91,10 +89,10 @@ export class PromptDelivery {
       p.sessionId,
       p.id,
       this.#stop,
-      (again) => this.#onHello(p.sessionId, again),
+      (again) => this.#hellos.on(p.sessionId, again),
     );
     try {
-      this.#send(p);
+      sendKeptPrompt(this.#deps, p);
     } catch (error) {
       answer.cancel();
       throw error;
@@ -119,27 +117,5 @@ export class PromptDelivery {
       `lvmh: a hook prompt for session ${p.sessionId} was taken before the restart: not sent again`,
     );
     return true;
-  }
-
-  #send(p: PendingPrompt): void {
-    sendHookPrompt(this.#deps, {
-      sessionId: p.sessionId,
-      promptId: p.id,
-      message: p.message,
-      deliverAs: p.deliverAs,
-      actor: p.actor,
-      detail: p.detail,
-    });
-  }
-
-  /** Call `again` at the session's next hello. @returns its removal */
-  #onHello(sessionId: string, again: () => void): () => void {
-    let calls = this.#hellos.get(sessionId);
-    if (!calls) this.#hellos.set(sessionId, calls = new Set());
-    calls.add(again);
-    return () => {
-      calls.delete(again);
-      if (!calls.size && this.#hellos.get(sessionId) === calls) this.#hellos.delete(sessionId);
-    };
   }
 }

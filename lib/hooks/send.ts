@@ -1,6 +1,7 @@
 /** A hook's prompt to a live session: sent through the session registry and audited with the hook as the actor. */
 import type { Audit } from "../audit.ts";
 import type { Sessions } from "../sessions.ts";
+import type { PendingPrompt } from "./hook_store.ts";
 
 /** What a hook prompt goes through. */
 export interface SendDeps {
@@ -41,4 +42,16 @@ export function sendHookPrompt(deps: SendDeps, p: HookPrompt): string {
     detail: { promptId: sent.promptId, message: sent.message, deliverAs: sent.deliverAs, ...p.detail },
   });
   return sent.promptId;
+}
+
+/** Send a kept prompt under its own id (the plugin takes it once, however often it goes). */
+export function sendKeptPrompt(deps: SendDeps, p: PendingPrompt): void {
+  sendHookPrompt(deps, {
+    sessionId: p.sessionId,
+    promptId: p.id,
+    message: p.message,
+    deliverAs: p.deliverAs,
+    actor: p.actor,
+    detail: p.detail,
+  });
 }

@@ -7,9 +7,10 @@
  */
 import { Feature } from "../protocol.ts";
 import type { HookPromptLog, PendingPrompt, PromptLease } from "../storage/hook_prompt_log.ts";
-import type { DeliveryDeps } from "./prompt_delivery.ts";
+import type { Delivered, DeliveryDeps } from "./prompt_delivery.ts";
 import { answeredInLog, commandAnswer, pause } from "./session_waits.ts";
-import { sendHookPrompt } from "./send.ts";
+import { sendKeptPrompt } from "./send.ts";
+import { HelloWaits, listedFeatures } from "./plugin_hellos.ts";
 
 /** What the session rows say of a session's plugin (the daemon's `Replica`). */
 export interface PluginRows {
@@ -28,9 +29,6 @@ export interface Work {
   onEpoch: ((epoch: number) => void) | null;
 }
 
-/** How one try ended, as `Delivered` in prompt_delivery.ts. */
-export type SharedDelivered = "done" | "offline" | "again" | { refused: string };
-
 /** How often a plugin's features are looked for while its holder has not written them yet. */
 const FEATURES_POLL_MS = 200;
 
@@ -40,7 +38,7 @@ export class SharedDelivery {
   #log: HookPromptLog;
   #rows: PluginRows;
   /** Told when a session's plugin says hello on this replica. */
-  #hellos = new Map<string, Set<() => void>>();
+  #hellos = new HelloWaits();
 
   constructor(deps: DeliveryDeps, log: HookPromptLog, rows: PluginRows) {
     this.#deps = deps;
@@ -54,11 +52,8 @@ export class SharedDelivery {
    * @returns the write of the features
    */
   pluginHello(sessionId: string, features: unknown): Promise<void> {
-    // Bounded: a plugin lists a few short names, and only known ones are ever asked about.
-    const listed = Array.isArray(features)
-      ? features.slice(0, 32).filter((f): f is string => typeof f === "string" && f.length <= 64)
-      : [];
-    for (const again of [...this.#hellos.get(sessionId) ?? []]) again();
+    const listed = listedFeatures(features);
+    this.#hellos.hello(sessionId);
     return this.#rows.setFeatures(sessionId, listed);
   }
 
@@ -66,7 +61,7 @@ export class SharedDelivery {
    * One try, as `PromptDelivery.deliver` on a single daemon, with the plugin's features read from the session
    * row and every write naming the lease (a lost lease ends the try as `"done"`: the prompt is not ours).
    */
-  async deliver(p: PendingPrompt, work: Work): Promise<SharedDelivered> {
+  async deliver(p: PendingPrompt, work: Work): Promise<Delivered> {
     const { lease, lost } = work;
     const session = this.#deps.sessions.get(p.sessionId);
     if (!session?.online || (p.waitIdle && session.state !== "idle")) return "offline";
@@ -77,7 +72,7 @@ export class SharedDelivery {
       // An older plugin never answers: the row goes as the frame is sent (kept again if the send throws).
       if (!await this.#log.answered(lease)) return "done";
       try {
-        this.#send(p);
+        sendKeptPrompt(this.#deps, p);
       } catch (error) {
         await this.#log.keep(p);
         throw error;
@@ -91,7 +86,7 @@ export class SharedDelivery {
     }
     const answer = commandAnswer(this.#deps.hub, p.sessionId, p.id, lost.signal, (again) => {
       // A hello here, or a new holder epoch seen at a renewal: the socket that got the frame may be gone.
-      const forget = this.#onHello(p.sessionId, again);
+      const forget = this.#hellos.on(p.sessionId, again);
       work.onEpoch = (epoch) => epoch !== plugin.epoch && again();
       return () => {
         forget();
@@ -99,7 +94,7 @@ export class SharedDelivery {
       };
     });
     try {
-      this.#send(p);
+      sendKeptPrompt(this.#deps, p);
     } catch (error) {
       answer.cancel();
       throw error;
@@ -135,27 +130,5 @@ export class SharedDelivery {
     await this.#log.answered(lease);
     console.log(`lvmh: a hook prompt for session ${p.sessionId} was taken before: not sent again`);
     return true;
-  }
-
-  #send(p: PendingPrompt): void {
-    sendHookPrompt(this.#deps, {
-      sessionId: p.sessionId,
-      promptId: p.id,
-      message: p.message,
-      deliverAs: p.deliverAs,
-      actor: p.actor,
-      detail: p.detail,
-    });
-  }
-
-  /** Call `again` at the session's next hello here. @returns its removal */
-  #onHello(sessionId: string, again: () => void): () => void {
-    let calls = this.#hellos.get(sessionId);
-    if (!calls) this.#hellos.set(sessionId, calls = new Set());
-    calls.add(again);
-    return () => {
-      calls.delete(again);
-      if (!calls.size && this.#hellos.get(sessionId) === calls) this.#hellos.delete(sessionId);
-    };
   }
 }

@@ -19,6 +19,7 @@ import { UnavailableError } from "../errors.ts";
 import type { HookPromptLog, PendingPrompt, PromptLease } from "../storage/hook_prompt_log.ts";
 import { HookStore } from "./hook_store.ts";
 import {
+  deliverWhenReady,
   type KeptPromptDeps,
   ONLINE_WAIT_MS,
   PROMPT_KEEP_MS,
@@ -26,7 +27,7 @@ import {
   type RefusalRetry,
   spawnPrompt,
 } from "./kept_prompts.ts";
-import { pause, whenOnline } from "./session_waits.ts";
+import { pause } from "./session_waits.ts";
 import { type PluginRows, SharedDelivery, type Work } from "./shared_delivery.ts";
 
 export type { PluginRows };
@@ -215,45 +216,14 @@ export class SharedKeptPrompts {
     }
     if (!p.spawn && await this.#delivery.takenBefore(p, lease)) return;
     if (p.spawn && !await this.#spawn(p, lease, lost.signal, fresh)) return;
-    const waitMs = p.waitIdle ? Math.max(0, p.createdAt + PROMPT_KEEP_MS - Date.now()) : ONLINE_WAIT_MS;
-    let deadline = Date.now() + waitMs;
-    let refused: { since: number; tries: number; delayMs: number } | null = null;
-    for (;;) {
-      const left = deadline - Date.now();
-      try {
-        if (left <= 0) {
-          throw new Error(`session "${p.sessionId}" did not come online in ${waitMs / 60_000} min`);
-        }
-        const ready = (s: { online: boolean; state: string } | null | undefined) =>
-          s?.online === true && (!p.waitIdle || s.state === "idle");
-        await whenOnline(
-          this.#deps.hub,
-          () => ready(this.#deps.sessions.get(p.sessionId)),
-          p.sessionId,
-          left,
-          lost.signal,
-          ready,
-        );
-      } catch (error) {
-        if (lost.signal.aborted) return; // shutdown (released) or taken over: the prompt is someone else's
-        return await this.#fail(p, lease, (error as Error).message, refused?.tries ?? 0);
-      }
-      const delivered = await this.#delivery.deliver(p, work);
-      if (delivered === "done") return;
-      if (delivered === "again") deadline = Date.now() + waitMs;
-      if (typeof delivered !== "object") continue;
-      refused ??= { since: Date.now(), tries: 0, delayMs: this.retry.firstMs };
-      refused.tries++;
-      if (Date.now() + refused.delayMs - refused.since > this.retry.forMs) {
-        const error =
-          `refused ${refused.tries} time(s) in ${Math.round((Date.now() - refused.since) / 1000)} s: ` +
-          delivered.refused;
-        return await this.#fail(p, lease, error, refused.tries);
-      }
-      await pause(refused.delayMs, lost.signal);
-      if (lost.signal.aborted) return;
-      refused.delayMs = Math.min(refused.delayMs * 2, this.retry.maxMs);
-    }
+    await deliverWhenReady(p, {
+      hub: this.#deps.hub,
+      sessions: this.#deps.sessions,
+      retry: this.retry,
+      signal: lost.signal,
+      deliver: () => this.#delivery.deliver(p, work),
+      fail: (error, tries) => this.#fail(p, lease, error, tries),
+    });
   }
 
   /**
