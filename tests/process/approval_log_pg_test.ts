@@ -9,7 +9,7 @@ import postgres from "postgres";
 import { PgApprovalLog, type PgDecisionWrites } from "../../lib/storage/pg_approval_log.ts";
 import { connectPostgres } from "../../lib/storage/pg_client.ts";
 import { migrate, MIGRATIONS } from "../../lib/storage/pg_migrate.ts";
-import { pausableProxy } from "../../testing/postgres.ts";
+import { pausableProxy } from "../../testing/pausable_proxy.ts";
 import { adminClient, newDatabase, postgresTest, runningServer } from "../../testing/storage_replicas.ts";
 import { hintFor, openPgLogs, request } from "../../testing/approval_log.ts";
 import { waitFor } from "../../testing/daemon.ts";

@@ -9,7 +9,8 @@ import { PgEventLog } from "../../lib/storage/pg_event_log.ts";
 import { PgCommandQueue } from "../../lib/storage/pg_command_queue.ts";
 import { connectPostgres } from "../../lib/storage/pg_client.ts";
 import { migrate, MIGRATIONS } from "../../lib/storage/pg_migrate.ts";
-import { pausableProxy, type Postgres } from "../../testing/postgres.ts";
+import { pausableProxy } from "../../testing/pausable_proxy.ts";
+import type { Postgres } from "../../testing/postgres.ts";
 import {
   adminClient,
   listeners,

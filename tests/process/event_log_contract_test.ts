@@ -11,7 +11,8 @@ import { SqliteEventLog } from "../../lib/storage/sqlite_event_log.ts";
 import { PgEventLog } from "../../lib/storage/pg_event_log.ts";
 import { connectPostgres } from "../../lib/storage/pg_client.ts";
 import { migrate, MIGRATIONS } from "../../lib/storage/pg_migrate.ts";
-import { pausableProxy, type Postgres, postgresBinDir, startPostgres } from "../../testing/postgres.ts";
+import { pausableProxy } from "../../testing/pausable_proxy.ts";
+import { type Postgres, postgresBinDir, startPostgres } from "../../testing/postgres.ts";
 import { sessionInfo } from "../../testing/agent.ts";
 import { freePort } from "../../testing/daemon.ts";
 

@@ -10,7 +10,7 @@ import { PgHookPromptLog } from "../../lib/storage/pg_hook_prompt_log.ts";
 import { PgPushLog } from "../../lib/storage/pg_push_log.ts";
 import { connectPostgres } from "../../lib/storage/pg_client.ts";
 import { migrate, MIGRATIONS } from "../../lib/storage/pg_migrate.ts";
-import { pausableProxy } from "../../testing/postgres.ts";
+import { pausableProxy } from "../../testing/pausable_proxy.ts";
 import { newDatabase, postgresTest, runningServer } from "../../testing/storage_replicas.ts";
 import { keptPrompt, subscription } from "../../testing/hook_push.ts";
 import { waitFor } from "../../testing/daemon.ts";

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import postgres from "postgres";
 import { adminClient, newDatabase, postgresTest, runningServer } from "../../testing/storage_replicas.ts";
-import { pausableProxy } from "../../testing/postgres.ts";
+import { pausableProxy } from "../../testing/pausable_proxy.ts";
 import { waitFor } from "../../testing/daemon.ts";
 import { connectPostgres } from "../../lib/storage/pg_client.ts";
 import { LEADER_LOCK, Leadership } from "../../lib/replica/leader.ts";

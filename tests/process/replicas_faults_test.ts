@@ -5,7 +5,8 @@
  * sent while it was down is delivered after).
  */
 import assert from "node:assert/strict";
-import { pausableProxy, startPostgres } from "../../testing/postgres.ts";
+import { pausableProxy } from "../../testing/pausable_proxy.ts";
+import { startPostgres } from "../../testing/postgres.ts";
 import { startDaemon, waitFor } from "../../testing/daemon.ts";
 import { connectAgent, type Frame, userEnd } from "../../testing/agent.ts";
 import { startReplicas } from "../../testing/replicas.ts";

@@ -4,7 +4,7 @@
  * schema 7 brought up to schema 8 with its rows kept.
  */
 import assert from "node:assert/strict";
-import { pausableProxy } from "../../testing/postgres.ts";
+import { pausableProxy } from "../../testing/pausable_proxy.ts";
 import { newDatabase, postgresTest, runningServer } from "../../testing/storage_replicas.ts";
 import { connectPostgres } from "../../lib/storage/pg_client.ts";
 import { migrate, MIGRATIONS } from "../../lib/storage/pg_migrate.ts";

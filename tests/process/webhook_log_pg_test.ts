@@ -9,7 +9,7 @@ import { PgWebhookLog } from "../../lib/storage/pg_webhook_log.ts";
 import { connectPostgres } from "../../lib/storage/pg_client.ts";
 import { migrate, MIGRATIONS } from "../../lib/storage/pg_migrate.ts";
 import type { WebhookLog } from "../../lib/storage/webhook_log.ts";
-import { pausableProxy } from "../../testing/postgres.ts";
+import { pausableProxy } from "../../testing/pausable_proxy.ts";
 import { adminClient, newDatabase, postgresTest, runningServer } from "../../testing/storage_replicas.ts";
 import { delivery, endpoint, openPgLogs, outcome } from "../../testing/webhook_log.ts";
 import { waitFor } from "../../testing/daemon.ts";
