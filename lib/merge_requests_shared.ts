@@ -11,8 +11,9 @@
  * The session list reads each row's merge request synchronously (`summary`), on every replica, so each keeps a
  * copy of every record in memory: its own writes update it once stored, and every `COPY_POLL_MS` it reads all
  * rows again (one small row per shipped session; the log has no change hint) and tells `changed` which
- * sessions' summaries moved, so their list rows go out to this replica's browsers. As in lib/budget_shared.ts,
- * a read of all rows that started before one of this replica's writes is dropped, so a row never flickers back.
+ * sessions' summaries moved, so their list rows go out to this replica's browsers. As lib/replica/row_copy.ts
+ * does, a read of all rows that started before one of this replica's writes is dropped, so a row never flickers
+ * back.
  * Ship, view, comments and the follower read the shared row itself.
  *
  * The follower (`follow`) reads open merge requests from GitLab on the leader only (`leads`): the records
@@ -33,6 +34,7 @@ import type { MergeRequestLog } from "./storage/merge_request_log.ts";
 import { readOf } from "./merge_request_read.ts";
 import { type MergeRequests, POLL_BATCH, POLL_MS, REFRESH_MS } from "./merge_requests.ts";
 import { createKeyedLock } from "./spawn/lock.ts";
+import { RowCopy } from "./replica/row_copy.ts";
 
 /** `app.mergeRequests`: the daemon's own file alone, the shared database with replicas. */
 export type AnyMergeRequests = MergeRequests | SharedMergeRequests;
@@ -49,11 +51,7 @@ type Listener = (change: MergeRequestChange, handle?: unknown) => void | Promise
 export class SharedMergeRequests<Also = unknown> {
   #log: MergeRequestLog<Also>;
   /** Every record, as last read or written by this replica (the session list's summaries). */
-  #rows = new Map<string, Row>();
-  /** Bumped around each of this replica's writes: a read of all rows started before one is stale. */
-  #writes = 0;
-  #reading = false;
-  #copyTimer: ReturnType<typeof setInterval> | undefined;
+  #copy: RowCopy<Row>;
   #changed: (sessionIds: string[]) => void = () => {};
   /** One ship at a time per session on this replica; across replicas the pushed sha's compare-and-set. */
   #shipping = createKeyedLock();
@@ -84,6 +82,13 @@ export class SharedMergeRequests<Also = unknown> {
     },
   ) {
     this.#log = log;
+    this.#copy = new RowCopy({
+      readAll: () => log.all(),
+      key: (row) => row.sessionId,
+      moved: (was, now) => summaryKey(was) !== summaryKey(now),
+      changed: (ids) => this.#changed(ids),
+      what: "merge request records",
+    });
   }
 
   /**
@@ -92,38 +97,17 @@ export class SharedMergeRequests<Also = unknown> {
    */
   async start(changed: (sessionIds: string[]) => void, everyMs = COPY_POLL_MS): Promise<void> {
     this.#changed = changed;
-    await this.reread();
-    this.#copyTimer = setInterval(() => {
-      this.reread().catch((error) => {
-        // The next period reads again; meanwhile the copy is what was read last.
-        console.error(`lvmh: merge request records not re-read: ${(error as Error).message}`);
-      });
-    }, everyMs);
-    Deno.unrefTimer(this.#copyTimer);
+    await this.#copy.start(everyMs);
   }
 
   /** Read every record again into the copy (tests call it to skip the wait). */
   async reread(): Promise<void> {
-    if (this.#reading || this.#closed) return;
-    this.#reading = true;
-    try {
-      const at = this.#writes;
-      const rows = await this.#log.all();
-      if (at !== this.#writes) return;
-      const now = new Map(rows.map((r) => [r.sessionId, r]));
-      const moved: string[] = [];
-      for (const [id, row] of now) if (summaryKey(this.#rows.get(id)) !== summaryKey(row)) moved.push(id);
-      for (const [id, row] of this.#rows) if (!now.has(id) && summaryKey(row) !== "") moved.push(id);
-      this.#rows = now;
-      if (moved.length) this.#changed(moved);
-    } finally {
-      this.#reading = false;
-    }
+    if (!this.#closed) await this.#copy.refresh();
   }
 
   /** What the session list shows of a session's merge request (this replica's copy), or undefined. */
   summary(sessionId: string): SessionMergeRequest | undefined {
-    const view = this.#viewOf(this.#rows.get(sessionId));
+    const view = this.#viewOf(this.#copy.get(sessionId));
     return view && summaryOf(view);
   }
 
@@ -171,7 +155,7 @@ export class SharedMergeRequests<Also = unknown> {
   async close(): Promise<void> {
     this.#closed = true;
     clearInterval(this.#poller);
-    clearInterval(this.#copyTimer);
+    this.#copy.close();
     this.#poller = undefined;
     await this.#polling;
     await Promise.allSettled([...this.#refreshing.values(), ...this.#pending]);
@@ -253,7 +237,7 @@ export class SharedMergeRequests<Also = unknown> {
 
   /** The merge request as this replica's copy has it (at most `COPY_POLL_MS` behind another's write). */
   get(sessionId: string): MergeRequestView | undefined {
-    return this.#viewOf(this.#rows.get(sessionId));
+    return this.#viewOf(this.#copy.get(sessionId));
   }
 
   /** The shared record, read again from GitLab first when it is open and older than `REFRESH_MS`. */
@@ -275,13 +259,10 @@ export class SharedMergeRequests<Also = unknown> {
 
   /** Forget a deleted session's record on the shared database (the others' copies at their next read). */
   async sessionDeleted(sessionId: string): Promise<void> {
-    this.#writes++;
-    this.#rows.delete(sessionId);
-    try {
-      await this.#log.delete(sessionId);
-    } finally {
-      this.#writes++;
-    }
+    await this.#copy.write(() => {
+      this.#copy.put(sessionId, null);
+      return this.#log.delete(sessionId);
+    });
   }
 
   /**
@@ -309,8 +290,7 @@ export class SharedMergeRequests<Also = unknown> {
     push: { repo: string; sourceBranch: string; sha: string },
     lease: string | null,
   ): Promise<void> {
-    this.#writes++;
-    try {
+    await this.#copy.write(async () => {
       const moved = await this.#log.updateIf(sessionId, lease, push, this.#now());
       const row = await this.#log.row(sessionId);
       if (!moved && row?.pushedSha !== push.sha) {
@@ -318,10 +298,8 @@ export class SharedMergeRequests<Also = unknown> {
           `Session "${sessionId}" was pushed through another replica meanwhile: ship it again`,
         );
       }
-      if (row) this.#rows.set(sessionId, row);
-    } finally {
-      this.#writes++;
-    }
+      if (row) this.#copy.put(sessionId, row);
+    });
   }
 
   /**
@@ -341,14 +319,16 @@ export class SharedMergeRequests<Also = unknown> {
       if (!row || !fields) return;
       const read = readOf(row, fields, this.#now(), extra);
       const change = read.change;
-      this.#writes++;
-      let saved: boolean;
-      try {
-        saved = await this.#log.saveIf(sessionId, row, read.save, change ? this.#also(change) : undefined);
-        if (saved) this.#rows.set(sessionId, read.row);
-      } finally {
-        this.#writes++;
-      }
+      const saved = await this.#copy.write(async () => {
+        const saved = await this.#log.saveIf(
+          sessionId,
+          row,
+          read.save,
+          change ? this.#also(change) : undefined,
+        );
+        if (saved) this.#copy.put(sessionId, read.row);
+        return saved;
+      });
       if (!saved) continue;
       if (!change) return;
       for (const listener of this.#listeners) {
