@@ -2,7 +2,7 @@
  * Client process of bench/scale.ts and bench/latency.ts: one browser on `/ws` following one session. After
  * `warmupMs` it counts every byte it receives and the delay of every `message_update` (testing/proc.ts
  * `wallClock` now − the sender's `sentAt`, stamped on the same aligned clock) for `windowMs`, then prints one
- * JSON line {bytesPerSec, delays, frames} and exits.
+ * JSON line {bytesPerSec, delays, frames, from, to} and exits (`from`, `to`: the window on that clock).
  * Args: browserUrl sessionId warmupMs windowMs
  */
 import { lagMonitor, wallClock } from "../testing/proc.ts";
@@ -31,10 +31,12 @@ await new Promise((resolve, reject) => {
 socket.send(JSON.stringify({ type: "subscribe", sessionId }));
 await new Promise((r) => setTimeout(r, WARMUP));
 counting = true;
+const from = clock.now();
 const lag = lagMonitor();
 const t0 = performance.now();
 await new Promise((r) => setTimeout(r, WINDOW));
 counting = false;
+const to = clock.now();
 const stalls = lag.stop();
 if (Deno.env.get("LVMH_BENCH_LAG")) {
   console.error(
@@ -42,6 +44,6 @@ if (Deno.env.get("LVMH_BENCH_LAG")) {
   );
 }
 const seconds = (performance.now() - t0) / 1000;
-console.log(JSON.stringify({ bytesPerSec: bytes / seconds, delays, frames }));
+console.log(JSON.stringify({ bytesPerSec: bytes / seconds, delays, frames, from, to }));
 socket.close();
 Deno.exit(0);

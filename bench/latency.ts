@@ -12,13 +12,18 @@
  * - fan-out: one plugin streaming 1,000 deltas 1 ms apart to 20 browsers in 4 processes (bench/fanout.ts's load).
  * Every process stamps and reads the wall clock aligned to the system clock (testing/proc.ts `wallClock`).
  * lvmh's browsers receive what they always do (persisted events, list updates); the relay's only the deltas,
- * and the per-browser traffic is printed beside. Run: `deno run -A bench/latency.ts` (ROUNDS=n, default 3).
+ * and the per-browser traffic is printed beside. Run: `deno run -A bench/latency.ts` (ROUNDS=n, default 3;
+ * SIZES=100,3000 and FANOUT=0 narrow the loads).
+ *
+ * `SEGMENTS=1` adds where the time goes: the same relay on Deno (bench/_relay_deno.ts, the runtime's own floor)
+ * runs beside the two, and it and lvmh trace each delta (lib/delta_trace.ts): from the plugin's stamp to the
+ * server's handler getting the frame ("in"), to the handler being done ("handled"), and to the browser ("all").
  */
 import { startDaemon } from "../testing/daemon.ts";
 import { cpuMs, daemonPid, lineReader, pct } from "../testing/proc.ts";
 import { type FanOutTarget, independentLoad, PROCESSES, WATCHERS } from "./fanout.ts";
 
-const SIZES = [100, 3000];
+const SIZES = (Deno.env.get("SIZES") ?? "100,3000").split(",").map(Number);
 const ROUNDS = Number(Deno.env.get("ROUNDS") ?? 3);
 const WORKING = 10;
 const INTERVAL_MS = 200;
@@ -28,14 +33,21 @@ const WINDOW_MS = 6000;
 const GOAL_RATIO = 1.3;
 const here = (name: string) => new URL(name, import.meta.url).pathname;
 
+const SEGMENTS = Deno.env.get("SEGMENTS") === "1";
+
 /** A server under load: where plugins and browsers connect, and its process (for its CPU). */
 interface Target extends FanOutTarget {
   close(): Promise<void>;
+  /** The file its delta trace is written to at exit (lib/delta_trace.ts), when it keeps one. */
+  trace?: string;
 }
 
-async function startRelay(): Promise<Target> {
-  const child = new Deno.Command("node", {
-    args: [here("_relay.mjs")],
+/** The relay on Node (bench/_relay.mjs), or with `deno` its copy on Deno tracing its deltas to a file. */
+async function startRelay(runtime: "node" | "deno" = "node"): Promise<Target> {
+  const trace = runtime === "deno" ? await Deno.makeTempFile({ prefix: "lvmh-trace-" }) : undefined;
+  const child = new Deno.Command(runtime === "node" ? "node" : Deno.execPath(), {
+    args: runtime === "node" ? [here("_relay.mjs")] : ["run", "-A", here("_relay_deno.ts")],
+    env: trace ? { LVMH_TRACE_DELTAS: trace } : {},
     stdin: "piped",
     stdout: "piped",
     stderr: "inherit",
@@ -48,6 +60,7 @@ async function startRelay(): Promise<Target> {
     browserUrl: `ws://127.0.0.1:${port}/ws`,
     token: "relay",
     pid: child.pid,
+    trace,
     async close() {
       await child.stdin.close();
       await child.status;
@@ -56,8 +69,35 @@ async function startRelay(): Promise<Target> {
 }
 
 async function startLvmh(): Promise<Target> {
-  const d = await startDaemon();
-  return { ...d, pid: daemonPid(d.dataDir), close: () => d.stop() };
+  const trace = SEGMENTS ? await Deno.makeTempFile({ prefix: "lvmh-trace-" }) : undefined;
+  const d = await startDaemon(trace ? { env: { LVMH_TRACE_DELTAS: trace } } : {});
+  return { ...d, pid: daemonPid(d.dataDir), close: () => d.stop(), trace };
+}
+
+/**
+ * A server's delta trace, read once it exited: p50 and p99 of "in" and "handled", in ms after the stamp, of the
+ * deltas stamped within `window` (the browsers' own, on the same clock), else of all.
+ */
+async function readTrace(path: string, window?: [number, number]): Promise<Segments> {
+  const rows = (await Deno.readTextFile(path)).trim().split("\n").filter(Boolean)
+    .map((l) => l.split(" ").map(Number))
+    .filter(([sentAt]) => !window || (sentAt >= window[0] && sentAt <= window[1]));
+  await Deno.remove(path);
+  const column = (i: number) => rows.map((r) => r[i]).sort((a, b) => a - b);
+  const arrived = column(1), handled = column(2);
+  return {
+    in50: pct(arrived, 0.5),
+    in99: pct(arrived, 0.99),
+    handled50: pct(handled, 0.5),
+    handled99: pct(handled, 0.99),
+  };
+}
+
+interface Segments {
+  in50: number;
+  in99: number;
+  handled50: number;
+  handled99: number;
 }
 
 /** A process of plugin sockets `scale-<from>` … (bench/_scale_agents.ts), once every one is welcomed. */
@@ -92,6 +132,10 @@ interface Figures {
   deltas: number;
   /** The server's CPU over the window, % of one core. */
   cpu: number;
+  /** With `SEGMENTS=1`, for a server that traces its deltas. */
+  segments?: Segments;
+  /** The browsers' window on the aligned clock (the scale load), which the segments keep to. */
+  window?: [number, number];
 }
 
 /** The scale load against `t` with `n` sessions connected. */
@@ -115,7 +159,12 @@ async function scaleLoad(t: Target, n: number): Promise<Figures> {
         stderr: "inherit",
       }).output();
       if (!out.success) throw new Error("a browser process failed");
-      return JSON.parse(new TextDecoder().decode(out.stdout)) as { bytesPerSec: number; delays: number[] };
+      return JSON.parse(new TextDecoder().decode(out.stdout)) as {
+        bytesPerSec: number;
+        delays: number[];
+        from: number;
+        to: number;
+      };
     }));
     const cpu = ((cpuMs(t.pid) - cpu0) / (performance.now() - t0)) * 100;
     const delays = browsers.flatMap((b) => b.delays).sort((a, b) => a - b);
@@ -126,6 +175,7 @@ async function scaleLoad(t: Target, n: number): Promise<Figures> {
       kibPerSec: browsers.reduce((s, b) => s + b.bytesPerSec, 0) / browsers.length / 1024,
       deltas: delays.length,
       cpu,
+      window: [Math.min(...browsers.map((b) => b.from)), Math.max(...browsers.map((b) => b.to))],
     };
   } finally {
     await stopWorking();
@@ -147,18 +197,28 @@ async function fanOutLoad(t: Target): Promise<Figures> {
   };
 }
 
-/** Run `load` on a fresh relay, then on a fresh lvmh. */
+type Server = "relay" | "denoRelay" | "lvmh";
+const starters: [Server, () => Promise<Target>][] = [
+  ["relay", () => startRelay()],
+  ...SEGMENTS ? [["denoRelay", () => startRelay("deno")] as [Server, () => Promise<Target>]] : [],
+  ["lvmh", startLvmh],
+];
+
+/** Run `load` on a fresh relay, (with `SEGMENTS=1` on a fresh Deno relay,) then on a fresh lvmh. */
 async function pair(load: (t: Target) => Promise<Figures>) {
-  const figures = [];
-  for (const start of [startRelay, startLvmh]) {
+  const figures: Partial<Record<Server, Figures>> = {};
+  for (const [server, start] of starters) {
     const t = await start();
+    let f: Figures;
     try {
-      figures.push(await load(t));
+      f = await load(t);
     } finally {
       await t.close();
     }
+    if (t.trace) f.segments = await readTrace(t.trace, f.window);
+    figures[server] = f;
   }
-  return { relay: figures[0], lvmh: figures[1] };
+  return figures as Record<Server, Figures>;
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -170,9 +230,9 @@ if (import.meta.main) {
       name: `${n.toLocaleString("en")} sessions`,
       run: (t: Target) => scaleLoad(t, n),
     })),
-    { name: `fan-out ${WATCHERS} browsers`, run: fanOutLoad },
+    ...Deno.env.get("FANOUT") === "0" ? [] : [{ name: `fan-out ${WATCHERS} browsers`, run: fanOutLoad }],
   ];
-  const rounds: Record<string, { relay: Figures; lvmh: Figures }[]> = {};
+  const rounds: Record<string, Record<Server, Figures>[]> = {};
   for (let r = 0; r < ROUNDS; r++) {
     for (const load of loads) (rounds[load.name] ??= []).push(await pair(load.run));
   }
@@ -191,7 +251,7 @@ if (import.meta.main) {
           `(CPU ${r.lvmh.cpu.toFixed(0)} %), ${r.lvmh.deltas} deltas`,
       );
     }
-    const m = (side: "relay" | "lvmh", k: "p50" | "p99" | "kibPerSec") => median(rs.map((r) => r[side][k]));
+    const m = (side: Server, k: "p50" | "p99" | "kibPerSec") => median(rs.map((r) => r[side][k]));
     const r50 = m("lvmh", "p50") / m("relay", "p50"), r99 = m("lvmh", "p99") / m("relay", "p99");
     const met = r50 <= GOAL_RATIO && r99 <= GOAL_RATIO;
     const traffic = Number.isNaN(m("lvmh", "kibPerSec"))
@@ -204,5 +264,16 @@ if (import.meta.main) {
         `${ms(m("lvmh", "p50"))} p99 ${ms(m("lvmh", "p99"))}; lvmh/relay p50 ${r50.toFixed(2)}× p99 ` +
         `${r99.toFixed(2)}× (goal ≤ ${GOAL_RATIO}×: ${met ? "met" : "NOT met"})${traffic}`,
     );
+    if (SEGMENTS) {
+      const seg = (side: Server, k: keyof Segments) => median(rs.map((r) => r[side].segments![k]));
+      for (const side of ["denoRelay", "lvmh"] as const) {
+        console.log(
+          `  ${load.name}, ${side === "lvmh" ? "lvmh" : "relay on Deno"} from the stamp (p50/p99): in ` +
+            `${seg(side, "in50").toFixed(2)}/${seg(side, "in99").toFixed(2)} ms, handled ` +
+            `${seg(side, "handled50").toFixed(2)}/${seg(side, "handled99").toFixed(2)} ms, all ` +
+            `${m(side, "p50").toFixed(2)}/${m(side, "p99").toFixed(2)} ms`,
+        );
+      }
+    }
   }
 }

@@ -25,6 +25,7 @@ import { throttle } from "./throttle.ts";
 import { tooBig } from "./frame_precheck.ts";
 import { errorBudget } from "./error_budget.ts";
 import { FencedError } from "./storage/event_log.ts";
+import { deltaTrace } from "./delta_trace.ts";
 
 type HelloFrame = Extract<PluginFrame, { type: "hello" }>;
 
@@ -133,8 +134,10 @@ export function acceptAgentSocket(app: App, socket: WebSocket, principal: Princi
   let helloGone: AbortController | null = null;
   socket.onmessage = (e: MessageEvent) => {
     if (held) return void held.push(e);
+    const span = deltaTrace && typeof e.data === "string" ? deltaTrace.arrived(e.data) : null;
     try {
       onFrame(e);
+      if (span) deltaTrace!.handled(span);
     } catch (error) {
       // A write that SQLite refused (disk full, database locked past the busy timeout) on hello or an approval:
       // nothing of this frame is acked, so close the socket and let the plugin's replay repair it later. A

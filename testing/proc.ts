@@ -3,6 +3,9 @@
  * which only that process has in its environment) and read its resident memory from /proc, from outside.
  */
 
+/** The clock helpers live with the daemon, which stamps with them too (lib/delta_trace.ts). */
+export { nowMs, wallClock } from "../lib/wall_clock.ts";
+
 /** The pid of the process whose environment holds `LVMH_DATA_DIR=<dataDir>`; throws when there is none. */
 export function daemonPid(dataDir: string): number {
   const needle = `LVMH_DATA_DIR=${dataDir}\0`;
@@ -30,11 +33,6 @@ export function rssMiB(pid: number): number {
 /** The value at quantile `p` (0–1) of an ascending array. */
 export function pct(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))];
-}
-
-/** Wall clock in ms with sub-ms resolution, comparable across processes on one machine. */
-export function nowMs(): number {
-  return performance.timeOrigin + performance.now();
 }
 
 /**
@@ -103,24 +101,6 @@ export function machineBusyMs(): number {
   const cpu = Deno.readTextFileSync("/proc/stat").split("\n")[0].trim().split(/\s+/).slice(1).map(Number);
   // user nice system idle iowait irq softirq steal: everything but idle and iowait is work.
   return ((cpu[0] + cpu[1] + cpu[2] + cpu[5] + cpu[6] + cpu[7]) * 1000) / 100;
-}
-
-/**
- * A clock for comparing stamps across processes on this machine: `performance.timeOrigin + performance.now()`
- * aligned to the system wall clock (the one `Date.now()` reads, shared by every process) to within a few µs.
- * Each process's timeOrigin is fixed at its start and may sit off the wall clock by a fraction of a ms, which
- * matters for a 2 ms goal: the offset is taken at the instant `Date.now()` ticks to the next ms, the best of
- * several tries (a try that was preempted only reads too early, so the largest offset is the closest).
- */
-export function wallClock(tries = 7): { now(): number; offsetMs: number } {
-  let offset = -Infinity;
-  for (let i = 0; i < tries; i++) {
-    const start = Date.now();
-    let tick = start;
-    while (tick === start) tick = Date.now();
-    offset = Math.max(offset, tick - nowMs());
-  }
-  return { now: () => nowMs() + offset, offsetMs: offset };
 }
 
 /** The lines a child process writes to stdout, one at a time; null once it closed. */
