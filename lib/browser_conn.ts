@@ -20,6 +20,7 @@ export function acceptBrowserSocket(app: App, socket: WebSocket, principal: Prin
     send: (data) => socket.readyState === WebSocket.OPEN && socket.send(data),
     bufferedAmount: () => socket.bufferedAmount,
     close: (code, reason) => socket.close(code, reason),
+    takesDeltasAhead: true,
   };
   const sendFrame = (frame: ServerFrame) => app.hub.sendTo(sub, JSON.stringify(frame));
   /** This socket in presence: its pages are shown under the token's name. */

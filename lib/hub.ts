@@ -18,12 +18,20 @@ export interface Subscriber {
    * (and the garbage it makes) cost more than the rest of the publish. Objects are shared: never change them.
    */
   events?(sessionId: string, after: number, events: readonly PublishedEvent[]): void;
+  /**
+   * A browser socket: its conversation keeps a delta that comes before the stored events under it
+   * (ui/conversation.ts), so it is sent a session's deltas at once (`publishAhead`), even while those events
+   * wait for their commit. Everyone else gets every event in seq order.
+   */
+  takesDeltasAhead?: boolean;
 }
 
 /** An event as followers get it: seq, its encoded JSON, and the object when the publisher had one. */
 export interface PublishedEvent extends EncodedEvent {
   /** The event as an object (envelope and payload, as `json` encodes it); absent when only text exists. */
   event?: Readonly<StoredEvent>;
+  /** A delta `publishAhead` sent already: the subscribers that take deltas ahead do not get it again. */
+  sentAhead?: boolean;
 }
 
 /** The object form of a published event: the publisher's own when it has one, else parsed from its JSON. */
@@ -117,10 +125,27 @@ export class Hub {
         }
       }
     }
-    if (sockets) this.#publishFrames(sockets, sessionId, after, events);
+    if (!sockets) return;
+    const ahead = events.some((e) => e.sentAhead) ? sockets.filter((s) => s.takesDeltasAhead) : [];
+    if (ahead.length === 0) return this.#publishFrames(sockets, sessionId, after, events);
+    this.#publishFrames(sockets.filter((s) => !s.takesDeltasAhead), sessionId, after, events);
+    this.#publishFrames(ahead, sessionId, after, events.filter((e) => !e.sentAhead));
+  }
+
+  /**
+   * Send deltas of a session at once to the followers that take them ahead of the session's stored events
+   * (browser sockets), while the events before them wait for their commit; everyone gets them again, in seq
+   * order and marked `sentAhead`, in the `publishEvents` after it.
+   */
+  publishAhead(sessionId: string, after: number, deltas: PublishedEvent[]): void {
+    const set = this.#bySession.get(sessionId);
+    if (!set?.size) return;
+    const ahead = [...set].filter((s) => s.takesDeltasAhead);
+    if (ahead.length) this.#publishFrames(ahead, sessionId, after, deltas);
   }
 
   #publishFrames(set: Subscriber[], sessionId: string, after: number, events: PublishedEvent[]): void {
+    if (set.length === 0) return;
     let start = 0;
     while (start < events.length) {
       let end = start;

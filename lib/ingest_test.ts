@@ -39,6 +39,7 @@ async function setup() {
   const ingest = new Ingest(store, hub, (c) => commits.push(c.map((x) => x.sessionId)));
   return {
     store,
+    hub,
     frames,
     origin,
     ingest,
@@ -103,19 +104,46 @@ Deno.test("ingest batches pushes of one tick into one commit", async () => {
   assert.deepEqual(o.acks, [100]);
 });
 
-Deno.test("ingest: a delta queued behind its session's events is committed and sent once the frame is handled", async () => {
+Deno.test("ingest: a delta queued behind its session's events reaches browsers at once, everyone else in order after the commit", async () => {
   await using s = await setup();
+  const browser: { after: number; seqs: number[] }[] = [];
+  const hub = s.hub;
+  const page: Subscriber = {
+    send: (d) =>
+      browser.push({
+        after: JSON.parse(d).after,
+        seqs: JSON.parse(d).events.map((e: { seq: number }) => e.seq),
+      }),
+    bufferedAmount: () => 0,
+    close: () => {},
+    takesDeltasAhead: true,
+  };
+  hub.join(page);
+  hub.subscribe(page, "a");
   const o = s.origin();
   s.ingest.push(ev("a", 1, "message_start", { message: { role: "assistant", id: "m" } }), o);
-  await null;
-  assert.equal(s.frames.length, 0, "persisted events alone wait for the batching interval");
   s.ingest.push(ev("a", 2, "message_update", { delta: "x" }), o);
-  s.ingest.push(ev("b", 1), o);
-  assert.equal(s.frames.length, 0, "nothing before the commit");
-  await null; // the microtask after the handler
-  assert.deepEqual(s.frames.map((f) => [f.sessionId, f.events.map((e) => e.seq)]), [["a", [1, 2]], ["b", [
-    1,
-  ]]]);
-  assert.deepEqual(o.acks, [1, 1]);
-  assert.deepEqual(s.commits, [["a", "b"]]);
+  assert.deepEqual(
+    browser,
+    [{ after: 0, seqs: [2] }],
+    "the delta, ahead of seq 1 still waiting for the disk",
+  );
+  assert.equal(s.frames.length, 0, "the in-order follower gets nothing before the commit");
+  await null;
+  assert.equal(s.frames.length, 0, "the commit waits for its timer, not right behind the delta's frame");
+  s.ingest.flush();
+  assert.deepEqual(s.frames.map((f) => f.events.map((e) => e.seq)), [[1, 2]], "in order, the delta in place");
+  assert.deepEqual(
+    browser,
+    [{ after: 0, seqs: [2] }, { after: 0, seqs: [1] }],
+    "the stored event, not the delta twice",
+  );
+  assert.deepEqual(o.acks, [1]);
+  s.ingest.push(ev("a", 3, "message_update", { delta: "y" }), o);
+  assert.deepEqual(
+    browser.at(-1),
+    { after: 1, seqs: [3] },
+    "with nothing waiting, a delta goes to all at once",
+  );
+  assert.deepEqual(s.frames.at(-1)!.events.map((e) => e.seq), [3]);
 });

@@ -16,7 +16,7 @@ Deno.test("daemon: browsers get the session list and live events", async (t) => 
     await a.close();
   });
 
-  await t.step("subscribe delivers persisted events and deltas in seq order, with catch-up", async () => {
+  await t.step("subscribe delivers persisted events in seq order and every delta once, with catch-up", async () => {
     const a = await connectAgent(d, { sessionId: "live" });
     const early = a.send("message_end", userEnd("u1", "before subscribe"));
     await a.waitFrame((f) => f.type === "ack" && f.lastSeq === early);
@@ -46,7 +46,9 @@ Deno.test("daemon: browsers get the session list and live events", async (t) => 
     const seen = browser.frames.filter((f) => f.type === "events").flatMap((f) =>
       f.events as { seq: number; type: string }[]
     );
-    assert.deepEqual(seen.map((e) => e.seq), [early, early + 1, early + 2, early + 3, end]);
+    // A delta may come ahead of the stored events before it (lib/ingest.ts `push`); none twice, none lost.
+    assert.deepEqual(seen.filter((e) => e.type !== "message_update").map((e) => e.seq), [early, early + 1, end]);
+    assert.deepEqual(seen.map((e) => e.seq).sort((x, y) => x - y), [early, early + 1, early + 2, early + 3, end]);
     assert.deepEqual(
       seen.filter((e) => e.type === "message_update").map((e) => (e as unknown as { delta: string }).delta),
       [
