@@ -19,6 +19,8 @@ export interface DeltaTrace {
   arrived(frame: string): DeltaSpan | null;
   /** The handler is done with the delta. */
   handled(span: DeltaSpan): void;
+  /** Write what was traced to the file (at exit). */
+  write(): void;
 }
 
 /** Lines kept at most (about 40 bytes each): a trace left on in a long run stops growing there. */
@@ -27,13 +29,12 @@ const MAX_LINES = 1_000_000;
 /** The trace `LVMH_TRACE_DELTAS` asks for, or null. */
 export const deltaTrace: DeltaTrace | null = traceTo(Deno.env.get("LVMH_TRACE_DELTAS"));
 
-/** A trace written to `path` at exit; null without a path. */
-export function traceTo(path: string | undefined): DeltaTrace | null {
+/** A trace written to `path` at exit (unless `atExit` is false: the caller writes it); null without a path. */
+export function traceTo(path: string | undefined, atExit = true): DeltaTrace | null {
   if (!path) return null;
   const clock = wallClock();
   const lines: string[] = [];
-  globalThis.addEventListener("unload", () => Deno.writeTextFileSync(path, lines.join("")));
-  return {
+  const trace: DeltaTrace = {
     arrived(frame) {
       const now = clock.now();
       if (!frame.includes('"message_update"')) return null;
@@ -44,5 +45,8 @@ export function traceTo(path: string | undefined): DeltaTrace | null {
       if (lines.length >= MAX_LINES) return;
       lines.push(`${span.sentAt} ${span.arrived.toFixed(3)} ${(clock.now() - span.sentAt).toFixed(3)}\n`);
     },
+    write: () => Deno.writeTextFileSync(path, lines.join("")),
   };
+  if (atExit) globalThis.addEventListener("unload", trace.write);
+  return trace;
 }
