@@ -16,52 +16,68 @@ Deno.test("daemon: browsers get the session list and live events", async (t) => 
     await a.close();
   });
 
-  await t.step("subscribe delivers persisted events in seq order and every delta once, with catch-up", async () => {
-    const a = await connectAgent(d, { sessionId: "live" });
-    const early = a.send("message_end", userEnd("u1", "before subscribe"));
-    await a.waitFrame((f) => f.type === "ack" && f.lastSeq === early);
-    browser.send({ type: "subscribe", sessionId: "live", after: 0 });
-    const caught = await browser.waitFrame((f) => f.type === "events" && f.sessionId === "live", "catch-up");
-    assert.deepEqual((caught.events as { seq: number }[]).map((e) => e.seq), [early]);
-    a.send("message_start", { message: { role: "assistant", id: "a1" } });
-    a.send("message_update", { delta: "Hel" });
-    a.send("message_update", { delta: "lo" });
-    const end = a.send("message_end", {
-      message: {
-        role: "assistant",
-        id: "a1",
-        text: "Hello",
-        thinking: null,
-        toolCalls: [],
-        toolCallId: null,
-      },
-    });
-    await waitFor(
-      () =>
-        browser.frames.some((f) =>
-          f.type === "events" && (f.events as { seq: number }[]).some((e) => e.seq === end)
-        ),
-      "message_end live",
-    );
-    const seen = browser.frames.filter((f) => f.type === "events").flatMap((f) =>
-      f.events as { seq: number; type: string }[]
-    );
-    // A delta may come ahead of the stored events before it (lib/ingest.ts `push`); none twice, none lost.
-    assert.deepEqual(seen.filter((e) => e.type !== "message_update").map((e) => e.seq), [early, early + 1, end]);
-    assert.deepEqual(seen.map((e) => e.seq).sort((x, y) => x - y), [early, early + 1, early + 2, early + 3, end]);
-    assert.deepEqual(
-      seen.filter((e) => e.type === "message_update").map((e) => (e as unknown as { delta: string }).delta),
-      [
-        "Hel",
-        "lo",
-      ],
-    );
-    browser.send({ type: "unsubscribe", sessionId: "live" });
-    browser.send({ type: "subscribe", sessionId: "not a valid id!" });
-    const err = await browser.waitFrame((f) => f.type === "error", "error frame");
-    assert.match(err.message as string, /session id/);
-    await a.close();
-  });
+  await t.step(
+    "subscribe delivers persisted events in seq order and every delta once, with catch-up",
+    async () => {
+      const a = await connectAgent(d, { sessionId: "live" });
+      const early = a.send("message_end", userEnd("u1", "before subscribe"));
+      await a.waitFrame((f) => f.type === "ack" && f.lastSeq === early);
+      browser.send({ type: "subscribe", sessionId: "live", after: 0 });
+      const caught = await browser.waitFrame(
+        (f) => f.type === "events" && f.sessionId === "live",
+        "catch-up",
+      );
+      assert.deepEqual((caught.events as { seq: number }[]).map((e) => e.seq), [early]);
+      a.send("message_start", { message: { role: "assistant", id: "a1" } });
+      a.send("message_update", { delta: "Hel" });
+      a.send("message_update", { delta: "lo" });
+      const end = a.send("message_end", {
+        message: {
+          role: "assistant",
+          id: "a1",
+          text: "Hello",
+          thinking: null,
+          toolCalls: [],
+          toolCallId: null,
+        },
+      });
+      await waitFor(
+        () =>
+          browser.frames.some((f) =>
+            f.type === "events" && (f.events as { seq: number }[]).some((e) => e.seq === end)
+          ),
+        "message_end live",
+      );
+      const seen = browser.frames.filter((f) => f.type === "events").flatMap((f) =>
+        f.events as { seq: number; type: string }[]
+      );
+      // A delta may come ahead of the stored events before it (lib/ingest.ts `push`); none twice, none lost.
+      assert.deepEqual(seen.filter((e) => e.type !== "message_update").map((e) => e.seq), [
+        early,
+        early + 1,
+        end,
+      ]);
+      assert.deepEqual(seen.map((e) => e.seq).sort((x, y) => x - y), [
+        early,
+        early + 1,
+        early + 2,
+        early + 3,
+        end,
+      ]);
+      assert.deepEqual(
+        seen.filter((e) => e.type === "message_update").map((e) => (e as unknown as { delta: string }).delta),
+        [
+          "Hel",
+          "lo",
+        ],
+      );
+      browser.send({ type: "unsubscribe", sessionId: "live" });
+      browser.send({ type: "subscribe", sessionId: "not a valid id!" });
+      const err = await browser.waitFrame((f) => f.type === "error", "error frame");
+      assert.match(err.message as string, /session id/);
+      await a.close();
+    },
+  );
   await browser.close();
 });
 
