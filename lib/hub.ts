@@ -135,7 +135,8 @@ export class Hub {
   /**
    * Send deltas of a session at once to the followers that take them ahead of the session's stored events
    * (browser sockets), while the events before them wait for their commit; everyone gets them again, in seq
-   * order and marked `sentAhead`, in the `publishEvents` after it.
+   * order and marked `sentAhead`, in the `publishEvents` after it. A browser that subscribes in between misses
+   * them, as it misses any delta sent before it came: deltas are a preview, the `message_end` has the text.
    */
   publishAhead(sessionId: string, after: number, deltas: PublishedEvent[]): void {
     const set = this.#bySession.get(sessionId);
