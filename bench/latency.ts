@@ -209,11 +209,13 @@ async function pair(load: (t: Target) => Promise<Figures>) {
   const figures: Partial<Record<Server, Figures>> = {};
   for (const [server, start] of starters) {
     const t = await start();
-    let f: Figures;
+    let f: Figures | undefined;
     try {
       f = await load(t);
     } finally {
       await t.close();
+      // A failed load leaves its trace unread: it goes with the server.
+      if (t.trace && !f) await Deno.remove(t.trace).catch(() => {});
     }
     if (t.trace) f.segments = await readTrace(t.trace, f.window);
     figures[server] = f;
