@@ -18,10 +18,21 @@
  * `SEGMENTS=1` adds where the time goes: the same relay on Deno (bench/_relay_deno.ts, the runtime's own floor)
  * runs beside the two, and it and lvmh trace each delta (lib/delta_trace.ts): from the plugin's stamp to the
  * server's handler getting the frame ("in"), to the handler being done ("handled"), and to the browser ("all").
+ * lvmh also traces the tasks of its event loop, and the bench names what its deltas that came in later than the
+ * Deno relay's "in" p99 waited behind (testing/delta_trace_read.ts).
  */
 import { startDaemon } from "../testing/daemon.ts";
 import { cpuMs, daemonPid, lineReader, pct } from "../testing/proc.ts";
 import { type FanOutTarget, independentLoad, PROCESSES, WATCHERS } from "./fanout.ts";
+import {
+  addWaits,
+  type DeltaTraceFile,
+  parseTrace,
+  type Segments,
+  segments,
+  type Waits,
+  waits,
+} from "../testing/delta_trace_read.ts";
 
 const SIZES = (Deno.env.get("SIZES") ?? "100,3000").split(",").map(Number);
 const ROUNDS = Number(Deno.env.get("ROUNDS") ?? 3);
@@ -74,30 +85,11 @@ async function startLvmh(): Promise<Target> {
   return { ...d, pid: daemonPid(d.dataDir), close: () => d.stop(), trace };
 }
 
-/**
- * A server's delta trace, read once it exited: p50 and p99 of "in" and "handled", in ms after the stamp, of the
- * deltas stamped within `window` (the browsers' own, on the same clock), else of all.
- */
-async function readTrace(path: string, window?: [number, number]): Promise<Segments> {
-  const rows = (await Deno.readTextFile(path)).trim().split("\n").filter(Boolean)
-    .map((l) => l.split(" ").map(Number))
-    .filter(([sentAt]) => !window || (sentAt >= window[0] && sentAt <= window[1]));
+/** A server's delta trace, read (and removed) once it exited. */
+async function readTrace(path: string): Promise<DeltaTraceFile> {
+  const trace = parseTrace(await Deno.readTextFile(path));
   await Deno.remove(path);
-  const column = (i: number) => rows.map((r) => r[i]).sort((a, b) => a - b);
-  const arrived = column(1), handled = column(2);
-  return {
-    in50: pct(arrived, 0.5),
-    in99: pct(arrived, 0.99),
-    handled50: pct(handled, 0.5),
-    handled99: pct(handled, 0.99),
-  };
-}
-
-interface Segments {
-  in50: number;
-  in99: number;
-  handled50: number;
-  handled99: number;
+  return trace;
 }
 
 /** A process of plugin sockets `scale-<from>` … (bench/_scale_agents.ts), once every one is welcomed. */
@@ -134,6 +126,8 @@ interface Figures {
   cpu: number;
   /** With `SEGMENTS=1`, for a server that traces its deltas. */
   segments?: Segments;
+  /** With `SEGMENTS=1`, for lvmh: what its deltas later than the Deno relay's "in" p99 waited behind. */
+  waits?: Waits;
   /** The browsers' window on the aligned clock (the scale load), which the segments keep to. */
   window?: [number, number];
 }
@@ -217,10 +211,28 @@ async function pair(load: (t: Target) => Promise<Figures>) {
       // A failed load leaves its trace unread: it goes with the server.
       if (t.trace && !f) await Deno.remove(t.trace).catch(() => {});
     }
-    if (t.trace) f.segments = await readTrace(t.trace, f.window);
+    if (t.trace) {
+      const trace = await readTrace(t.trace);
+      f.segments = segments(trace.deltas, f.window);
+      const floor = figures.denoRelay?.segments?.in99;
+      if (server === "lvmh" && floor !== undefined) f.waits = waits(trace, floor, f.window);
+    }
     figures[server] = f;
   }
   return figures as Record<Server, Figures>;
+}
+
+/** Late deltas and what they waited behind, most often first. */
+function describeWaits(w: Waits): string {
+  const share = (n: number) => `${(100 * n / Math.max(1, w.late)).toFixed(0)} %`;
+  const behind = Object.entries(w.behind).sort((a, b) => b[1] - a[1])
+    .map(([label, n]) => `${label} ${share(n)}`);
+  return `lvmh: ${w.late} of ${w.of} deltas (${
+    (100 * w.late / Math.max(1, w.of)).toFixed(1)
+  } %) reached the ` +
+    `handler later than the Deno relay's "in" p99; they waited behind ${
+      [...behind, `no traced task ${share(w.untraced)}`].join(", ")
+    } (one delta may wait behind several)`;
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -276,6 +288,7 @@ if (import.meta.main) {
             `${m(side, "p50").toFixed(2)}/${m(side, "p99").toFixed(2)} ms`,
         );
       }
+      console.log(`  ${load.name}, ${describeWaits(addWaits(rs.map((r) => r.lvmh.waits!)))}`);
     }
   }
 }

@@ -136,7 +136,8 @@ export function acceptAgentSocket(app: App, socket: WebSocket, principal: Princi
     if (held) return void held.push(e);
     const span = deltaTrace && typeof e.data === "string" ? deltaTrace.arrived(e.data) : null;
     try {
-      onFrame(e);
+      if (deltaTrace) deltaTrace.task("plugin frame", () => onFrame(e));
+      else onFrame(e);
       if (span) deltaTrace!.handled(span);
     } catch (error) {
       // A write that SQLite refused (disk full, database locked past the busy timeout) on hello or an approval:

@@ -3,8 +3,11 @@
  * stamp each `message_update` with `sentAt` on the aligned clock (lib/wall_clock.ts) and its browsers read the
  * whole path; this places the daemon in between. With `LVMH_TRACE_DELTAS=<file>` every stamped delta gets two
  * figures, in ms after its stamp: when the daemon's handler got its frame, and when the handler was done (the
- * delta published, or queued behind its session's unstored events). They are written at exit, one
- * `sentAt arrived handled` line per delta. Unset, the trace is null and the frame path pays one null check.
+ * delta published, or queued behind its session's unstored events). A delta that reaches its handler late
+ * waited for the event loop, so the loop's tasks are traced too (`traced`: frame handlers, commits, the list's
+ * updates, index steps), and testing/delta_trace_read.ts names what each late delta waited behind. Written at
+ * exit: one `sentAt arrived handled` line per delta, one `@ start end label` line per task (aligned clock, ms).
+ * Unset, the trace is null and the frame path pays one null check.
  */
 import { wallClock } from "./wall_clock.ts";
 
@@ -19,15 +22,24 @@ export interface DeltaTrace {
   arrived(frame: string): DeltaSpan | null;
   /** The handler is done with the delta. */
   handled(span: DeltaSpan): void;
+  /** Run `work`, a task of the event loop, and note when it ran (tasks under 10 µs are not kept). */
+  task<T>(label: string, work: () => T): T;
   /** Write what was traced to the file (at exit). */
   write(): void;
 }
 
 /** Lines kept at most (about 40 bytes each): a trace left on in a long run stops growing there. */
 const MAX_LINES = 1_000_000;
+/** Tasks shorter than this (ms) are not kept: most frames take less, and alone they hold no delta up. */
+const MIN_TASK_MS = 0.01;
 
 /** The trace `LVMH_TRACE_DELTAS` asks for, or null. */
 export const deltaTrace: DeltaTrace | null = traceTo(Deno.env.get("LVMH_TRACE_DELTAS"));
+
+/** `work()`, traced as a task of the event loop named `label` when the trace is on. */
+export function traced<T>(label: string, work: () => T): T {
+  return deltaTrace ? deltaTrace.task(label, work) : work();
+}
 
 /** A trace written to `path` at exit (unless `atExit` is false: the caller writes it); null without a path. */
 export function traceTo(path: string | undefined, atExit = true): DeltaTrace | null {
@@ -44,6 +56,17 @@ export function traceTo(path: string | undefined, atExit = true): DeltaTrace | n
     handled(span) {
       if (lines.length >= MAX_LINES) return;
       lines.push(`${span.sentAt} ${span.arrived.toFixed(3)} ${(clock.now() - span.sentAt).toFixed(3)}\n`);
+    },
+    task(label, work) {
+      const start = clock.now();
+      try {
+        return work();
+      } finally {
+        const end = clock.now();
+        if (end - start >= MIN_TASK_MS && lines.length < MAX_LINES) {
+          lines.push(`@ ${start.toFixed(3)} ${end.toFixed(3)} ${label}\n`);
+        }
+      }
     },
     write: () => Deno.writeTextFileSync(path, lines.join("")),
   };

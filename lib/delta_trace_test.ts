@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { traceTo } from "./delta_trace.ts";
+import { traced, traceTo } from "./delta_trace.ts";
 import { wallClock } from "./wall_clock.ts";
 
 Deno.test("delta trace: off without a path; stamped deltas traced, other frames not; written as lines", async () => {
@@ -36,4 +36,32 @@ Deno.test("delta trace: off without a path; stamped deltas traced, other frames 
   } finally {
     await Deno.remove(path);
   }
+});
+
+Deno.test("delta trace: a task's value comes back, and the task is written with its label and times", async () => {
+  const path = await Deno.makeTempFile({ prefix: "lvmh-trace-test-" });
+  try {
+    const trace = traceTo(path, false)!;
+    const before = wallClock().now();
+    const spin = (ms: number) => {
+      const until = performance.now() + ms;
+      while (performance.now() < until) { /* a task that takes `ms` */ }
+      return "done";
+    };
+    assert.equal(trace.task("commit: SQLite", () => spin(2)), "done");
+    trace.task("too short to keep", () => 1);
+    assert.throws(() => trace.task("failed", () => (spin(1), JSON.parse("{"))), SyntaxError);
+    trace.write();
+    const lines = (await Deno.readTextFile(path)).trim().split("\n");
+    assert.deepEqual(lines.map((l) => l.split(" ").slice(3).join(" ")), ["commit: SQLite", "failed"]);
+    const [marker, start, end] = lines[0].split(" ");
+    assert.equal(marker, "@");
+    assert.ok(Number(start) >= before - 0.05 && Number(end) - Number(start) >= 2, lines[0]);
+  } finally {
+    await Deno.remove(path);
+  }
+});
+
+Deno.test("traced() runs the work as it is when no trace is on", () => {
+  assert.equal(traced("anything", () => 42), 42);
 });

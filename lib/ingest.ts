@@ -8,6 +8,7 @@ import { type EncodedEvent, encodedEvent } from "./event_codec.ts";
 import { type SessionCommit, type Store, wholeFileError } from "./store.ts";
 import type { Hub, PublishedEvent } from "./hub.ts";
 import { FencedError } from "./storage/event_log.ts";
+import { traced } from "./delta_trace.ts";
 
 /** The plugin connection an event came from: told when its events are stored, or that storing failed. */
 export interface EventOrigin {
@@ -152,7 +153,7 @@ export class Ingest {
     this.#pendingSessions.clear();
     if (this.#shared) return this.#commitShared(this.#shared, batch);
     const commits = this.#commit(batch);
-    if (commits.length) this.#onCommitted(commits);
+    if (commits.length) traced("commit: session rows", () => this.#onCommitted(commits));
   }
 
   /** Resolves once the commits in flight to a shared log are done (at once without one). */
@@ -208,8 +209,9 @@ export class Ingest {
 
   #persist(batch: Pending[]): SessionCommit[] {
     const persisted = batch.filter((p) => !isEphemeral(p.event.type)).map((p) => p.event);
-    const commits = this.#store.appendBatch(persisted);
-    return this.#publish(batch, commits, new Map(commits.map((c) => [c.sessionId, c.lastSeq])));
+    const commits = traced("commit: SQLite", () => this.#store.appendBatch(persisted));
+    const acked = new Map(commits.map((c) => [c.sessionId, c.lastSeq]));
+    return traced("commit: publish", () => this.#publish(batch, commits, acked));
   }
 
   /**

@@ -16,6 +16,7 @@ import type {
 import type { Store } from "./store.ts";
 import type { Hub } from "./hub.ts";
 import { throttle } from "./throttle.ts";
+import { traced } from "./delta_trace.ts";
 import { SessionGlances } from "./session_glance.ts";
 import { titleOf } from "./glance_text.ts";
 
@@ -53,13 +54,13 @@ export class SessionRows {
   readonly glances: SessionGlances;
   #changed = new Set<string>();
   #removed = new Set<string>();
-  #publish = throttle(() => this.#flushChanges(), SESSION_UPDATE_INTERVAL_MS);
+  #publish = throttle(() => traced("list update", () => this.#flushChanges()), SESSION_UPDATE_INTERVAL_MS);
   /**
    * The glances' figures go to the file at most this often, in a task of their own: written in each list
    * flush (10 a second while sessions work) they were a quarter of its time, and a delta arriving meanwhile
    * waited. What a SIGKILL loses of them is caught up from the log at the next start.
    */
-  #saveGlances = throttle(() => this.glances.save(), GLANCE_SAVE_INTERVAL_MS);
+  #saveGlances = throttle(() => traced("glances saved", () => this.glances.save()), GLANCE_SAVE_INTERVAL_MS);
   #store: Store;
   #hub: Hub;
   #sources: RowSources;

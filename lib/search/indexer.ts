@@ -10,6 +10,7 @@
  * good part of the daemon's stalls with 3,000 sessions connected (bench/latency.ts).
  */
 import type { WriteGate } from "../write_gate.ts";
+import { traced } from "../delta_trace.ts";
 import type { IndexLag, SqliteSearch } from "./sqlite_index.ts";
 
 /** Events read per step at most (~5–15 ms of work here). */
@@ -66,17 +67,18 @@ export function startIndexer(
     waitingSince = null;
     let lag;
     try {
-      lag = gate.run(() => {
-        search.db.exec("BEGIN IMMEDIATE");
-        try {
-          const after = pace.step((rows) => search.indexStep(rows));
-          search.db.exec("COMMIT");
-          return after;
-        } catch (error) {
-          if (search.db.isTransaction) search.db.exec("ROLLBACK");
-          throw error;
-        }
-      });
+      lag = traced("search index", () =>
+        gate.run(() => {
+          search.db.exec("BEGIN IMMEDIATE");
+          try {
+            const after = pace.step((rows) => search.indexStep(rows));
+            search.db.exec("COMMIT");
+            return after;
+          } catch (error) {
+            if (search.db.isTransaction) search.db.exec("ROLLBACK");
+            throw error;
+          }
+        }));
     } catch (error) {
       log(`lvmh: search: indexing paused: ${(error as Error).message}`);
       timer = setTimeout(step, RETRY_MS);
