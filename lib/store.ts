@@ -1,68 +1,22 @@
 /**
  * SQLite persistence (node:sqlite, WAL): the event log keyed by (sessionId, seq), session snapshots and
- * settings. This is the only module that runs SQL on these tables (with lib/row_buffer.ts, its multi-row insert).
+ * settings. This is the only module that runs SQL on these tables, with its parts: the file's shape
+ * (lib/store_file.ts), a batch's transaction (lib/batch_commit.ts, with lib/row_buffer.ts, its multi-row
+ * insert) and the page reads (lib/event_pages.ts).
  */
-import { DatabaseSync, type StatementSync } from "node:sqlite";
+import type { DatabaseSync, StatementSync } from "node:sqlite";
 import type { AgentEvent, AskSet, SessionInfo, SessionRecord, StoredEvent } from "./protocol.ts";
-import { type EncodedEvent, eventJson, type EventRow, payloadOf, storedForm } from "./event_codec.ts";
-import { manyRowInsert, RowBuffer } from "./row_buffer.ts";
+import { eventJson, type EventRow } from "./event_codec.ts";
 import { BUSY_TIMEOUT_MS, gateOf, type WriteGate } from "./write_gate.ts";
 import { dropSearchIndex, SqliteSearch } from "./search/sqlite_index.ts";
+import { openStoreFile, type SessionRow } from "./store_file.ts";
+import { type BatchTarget, batchTarget, commitBatch, type SessionCommit } from "./batch_commit.ts";
+import { EventPages, type EventsPage } from "./event_pages.ts";
 
 export { BUSY_TIMEOUT_MS, wholeFileError, WriteGate, WriteRefused } from "./write_gate.ts";
-
-/**
- * How long opening the file waits for another process's lock: nothing is served yet, so waiting costs no one,
- * and a start that gives up says so in one line (exit 2).
- */
-export const OPEN_BUSY_TIMEOUT_MS = 5000;
-
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS events(
-  sessionId TEXT NOT NULL, seq INTEGER NOT NULL, ts INTEGER NOT NULL, type TEXT NOT NULL, payload TEXT NOT NULL,
-  PRIMARY KEY(sessionId, seq));
-CREATE TABLE IF NOT EXISTS sessions(
-  id TEXT PRIMARY KEY, info TEXT NOT NULL, lastSeq INTEGER NOT NULL DEFAULT 0, lastEventAt INTEGER,
-  online INTEGER DEFAULT 0, state TEXT NOT NULL DEFAULT 'idle');
-CREATE TABLE IF NOT EXISTS settings(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-`;
-/** Columns added after the first release, with their definitions (added to older files at open). */
-const ADDED_SESSION_COLUMNS: Record<string, string> = { ask: "TEXT" };
-
-/** What one committed batch changed for one session. */
-export interface SessionCommit {
-  sessionId: string;
-  /** lastSeq before the batch: the `after` of the events frame browsers get. */
-  after: number;
-  lastSeq: number;
-  /** The events actually inserted (replays of stored seqs are left out), encoded as browsers receive them. */
-  inserted: EncodedEvent[];
-  /** True when the session's snapshot or running state changed. */
-  infoChanged: boolean;
-}
-
-/** Which page of a session's events to read: above `after`, or (with `before`) the latest below it. */
-export interface EventsPage {
-  after: number;
-  before?: number;
-  limit: number;
-}
-
-interface SessionRow {
-  id: string;
-  info: string;
-  lastSeq: number;
-  lastEventAt: number | null;
-  state: string;
-  /** The session's own ask set as JSON, or null for the daemon's default. */
-  ask: string | null;
-}
-
-function stateAfter(type: string, current: string): string {
-  if (type === "agent_start") return "running";
-  if (type === "agent_end" || type === "agent_settled" || type === "bye") return "idle";
-  return current;
-}
+export { OPEN_BUSY_TIMEOUT_MS } from "./store_file.ts";
+export type { SessionCommit } from "./batch_commit.ts";
+export type { EventsPage } from "./event_pages.ts";
 
 /**
  * The event log and session table over one SQLite file (whether a session is online is the session
@@ -76,11 +30,9 @@ export class Store {
   readonly kind = "sqlite";
   #db: DatabaseSync;
   #sessions = new Map<string, SessionRow>();
-  #insertEvent: StatementSync;
-  #insertEvents: StatementSync;
-  #selectAfter: StatementSync;
-  #selectBefore: StatementSync;
+  #pages: EventPages;
   #updateSession: StatementSync;
+  #batch: BatchTarget;
   #search: SqliteSearch | null;
   #lastAppendAt = -Infinity;
   /** Whether the file takes writes: every write of this file (this store's and the other tables') goes through. */
@@ -93,38 +45,24 @@ export class Store {
    * @throws {Error} when the file cannot be opened or is not an lvmh database.
    */
   constructor(path: string, options: { search?: boolean } = {}) {
-    this.#db = new DatabaseSync(path);
-    this.#db.exec(
-      `PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=${OPEN_BUSY_TIMEOUT_MS};`,
-    );
-    this.#db.exec(SCHEMA);
-    const have = new Set(
-      (this.#db.prepare("PRAGMA table_info(sessions)").all() as { name: string }[]).map((c) => c.name),
-    );
-    for (const [name, type] of Object.entries(ADDED_SESSION_COLUMNS)) {
-      if (!have.has(name)) this.#db.exec(`ALTER TABLE sessions ADD COLUMN ${name} ${type}`);
-    }
+    this.#db = openStoreFile(path);
     // `online` is a column of the first release, no longer written: a session is online while its socket is.
     this.#db.exec(`UPDATE sessions SET online = 0, state = 'idle',
       lastSeq = COALESCE((SELECT max(seq) FROM events WHERE events.sessionId = sessions.id), 0),
       lastEventAt = (SELECT ts FROM events WHERE events.sessionId = sessions.id ORDER BY seq DESC LIMIT 1)`);
     const rows = this.#db.prepare("SELECT id, info, lastSeq, lastEventAt, state, ask FROM sessions").all();
     for (const row of rows as unknown as SessionRow[]) this.#sessions.set(row.id, { ...row });
-    this.#insertEvent = this.#db.prepare(
-      "INSERT OR IGNORE INTO events(sessionId, seq, ts, type, payload) VALUES (?, ?, ?, ?, ?)",
-    );
-    this.#insertEvents = manyRowInsert(this.#db);
-    this.#selectAfter = this.#db.prepare(
-      "SELECT sessionId, seq, ts, type, payload FROM events WHERE sessionId = ? AND seq > ? ORDER BY seq LIMIT ?",
-    );
-    this.#selectBefore = this.#db.prepare(
-      "SELECT sessionId, seq, ts, type, payload FROM events WHERE sessionId = ? AND seq < ? ORDER BY seq DESC LIMIT ?",
-    );
+    this.#pages = new EventPages(this.#db);
     this.#updateSession = this.#db.prepare(
       "UPDATE sessions SET info = ?, lastSeq = ?, lastEventAt = ?, state = ?, ask = ? WHERE id = ?",
     );
     if (options.search === false) dropSearchIndex(this.#db);
     this.#search = options.search === false ? null : new SqliteSearch(this.#db);
+    this.#batch = batchTarget(this.#db, {
+      updateSession: this.#updateSession,
+      search: this.#search,
+      rowOf: (id) => this.#sessions.get(id),
+    });
     this.#db.exec(`PRAGMA busy_timeout=${BUSY_TIMEOUT_MS}`);
     this.gate = gateOf(this.#db);
   }
@@ -239,73 +177,12 @@ export class Store {
    */
   appendBatch(events: AgentEvent[]): SessionCommit[] {
     this.#lastAppendAt = performance.now();
-    return this.gate.run(() => this.#appendBatch(events));
-  }
-
-  /** @param manyAtOnce false: every row alone, decided by its own `changes` (the fallback below). */
-  #appendBatch(events: AgentEvent[], manyAtOnce = true): SessionCommit[] {
-    const commits = new Map<string, { commit: SessionCommit; row: SessionRow }>();
-    const rows = new RowBuffer(this.#insertEvent, this.#insertEvents);
-    this.#db.exec("BEGIN IMMEDIATE");
-    try {
-      for (const event of events) {
-        let entry = commits.get(event.sessionId);
-        if (!entry) {
-          const row = this.#sessions.get(event.sessionId);
-          if (!row) throw new Error(`Cannot store event for unknown session "${event.sessionId}"`);
-          entry = {
-            commit: {
-              sessionId: row.id,
-              after: row.lastSeq,
-              lastSeq: row.lastSeq,
-              inserted: [],
-              infoChanged: false,
-            },
-            row: { ...row },
-          };
-          commits.set(row.id, entry);
-        }
-        const { commit, row } = entry;
-        const ts = Math.trunc(event.ts);
-        const payload = payloadOf(event);
-        // Above the session's highest stored seq (and above every seq of it earlier in this batch) the row is
-        // surely new: it waits to go in with others. At or below, it may be a replay: it goes alone, now, and
-        // its `changes` say whether it was already there.
-        if (manyAtOnce && event.seq > row.lastSeq) {
-          rows.add(event.sessionId, event.seq, ts, event.type, payload);
-        } else if (rows.insertOne(event.sessionId, event.seq, ts, event.type, payload) === 0) continue;
-        const json = eventJson({ sessionId: event.sessionId, seq: event.seq, ts, type: event.type, payload });
-        commit.inserted.push({ seq: event.seq, json, event: storedForm(event, ts) });
-        commit.lastSeq = row.lastSeq = Math.max(row.lastSeq, event.seq);
-        row.lastEventAt = Math.max(row.lastEventAt ?? 0, ts);
-        const state = stateAfter(event.type, row.state);
-        if (state !== row.state || event.type === "session_info") commit.infoChanged = true;
-        row.state = state;
-        if (event.type === "session_info") {
-          row.info = JSON.stringify(event.session);
-          this.#search?.setSession(row.id, event.session);
-        }
-      }
-      if (!rows.flush()) {
-        // A row counted as new was already in the file: the cache of highest seqs is wrong. Never seen; if
-        // it happens, the batch goes again one row at a time, which decides each row by its own `changes`.
-        this.#db.exec("ROLLBACK");
-        console.error("lvmh: a batch met rows it did not expect in the events table; stored row by row");
-        return this.#appendBatch(events, false);
-      }
-      for (const { commit, row } of commits.values()) {
-        if (commit.infoChanged) {
-          this.#updateSession.run(row.info, row.lastSeq, row.lastEventAt, row.state, row.ask, row.id);
-        }
-      }
-      this.#db.exec("COMMIT");
-    } catch (error) {
-      if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
-      throw error;
-    }
-    // Only now, with the commit done, does the cache move on.
-    for (const { row } of commits.values()) this.#sessions.set(row.id, row);
-    return [...commits.values()].map((e) => e.commit);
+    return this.gate.run(() => {
+      const { commits, rows } = commitBatch(events, this.#batch);
+      // Only now, with the commit done, does the cache move on.
+      for (const row of rows) this.#sessions.set(row.id, row);
+      return commits;
+    });
   }
 
   /**
@@ -361,9 +238,7 @@ export class Store {
 
   /** Persisted event rows of a session, seq ascending; see `eventsJson`. */
   eventRows(id: string, query: EventsPage): EventRow[] {
-    return query.before !== undefined
-      ? (this.#selectBefore.all(id, query.before, query.limit) as unknown as EventRow[]).reverse()
-      : this.#selectAfter.all(id, query.after, query.limit) as unknown as EventRow[];
+    return this.#pages.rows(id, query);
   }
 
   /** Persisted events as objects; see `eventsJson`. */

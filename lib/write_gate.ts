@@ -14,8 +14,8 @@ import { UnavailableError } from "./errors.ts";
 
 /**
  * How long a write waits for another process's lock once the daemon runs (`PRAGMA busy_timeout`; the open
- * waits longer, see lib/store.ts). node:sqlite is synchronous, so the whole event loop — every socket, every
- * read — waits with it: at 5 s a REST read waited 5 s per writer. The daemon is the file's only writer; another
+ * waits longer, see lib/store_file.ts). node:sqlite is synchronous, so the whole event loop — every socket,
+ * every read — waits with it: at 5 s a REST read waited 5 s per writer. The daemon is the file's only writer; another
  * process takes the write lock only for a tool's short transaction (the token CLI, a sqlite3 shell:
  * milliseconds), which 500 ms still absorbs without refusing anything, while a lock held longer is not going
  * away soon. With the gate that is also the slowest a read gets while the file is locked: ~500 ms, once.

@@ -46,8 +46,8 @@ export const APPROVAL_SWEEP_MS = 500;
 /**
  * Every approval of every session.
  * @typeParam Also the writes that belong to a decision (a budget card's raise, see `ApprovalDeps.raiseBudget`
- *   in lib/approvals.ts), run inside the decision's transaction with that store's own handle: a crash keeps
- *   both or neither.
+ *   in lib/approval_deps.ts), run inside the decision's transaction with that store's own handle: a crash
+ *   keeps both or neither.
  */
 export interface ApprovalLog<Also = never> {
   /** Which database holds it. */

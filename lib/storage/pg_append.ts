@@ -4,9 +4,9 @@
  * the counter, all in the caller's one statement, hence one transaction. The lock is held until commit, so one
  * session's batches commit in seq order.
  *
- * Mirrors lib/store.ts `appendBatch` for one session: a seq already stored is a replay (left out); `agent_start`
- * makes the session running, `agent_end`/`agent_settled`/`bye` idle; `session_info` replaces the snapshot;
- * `info_changed` says either happened.
+ * Mirrors lib/store.ts `appendBatch` (lib/batch_commit.ts) for one session: a seq already stored is a replay
+ * (left out); `agent_start` makes the session running, `agent_end`/`agent_settled`/`bye` idle; `session_info`
+ * replaces the snapshot; `info_changed` says either happened.
  */
 
 /** SQLSTATE raised when the session has no row. */
