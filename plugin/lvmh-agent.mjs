@@ -4289,400 +4289,6 @@ function promptContent(p) {
   ];
 }
 
-// plugin/src/backoff.ts
-var Backoff = class {
-  #attempt = 0;
-  #replaced = 0;
-  #random;
-  constructor(random = Math.random) {
-    this.#random = random;
-  }
-  /** The delay in ms before the next attempt, after a socket closed with `code`. */
-  next(code) {
-    let delay;
-    if (code === CloseCode.replaced) {
-      delay = Math.min(BACKOFF_MAX_MS, REPLACED_MIN_MS * 2 ** Math.min(this.#replaced++, 16));
-    } else {
-      delay = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** Math.min(this.#attempt++, 16));
-    }
-    return delay * (0.5 + this.#random() * 0.5);
-  }
-  /** A welcome came: the next failure starts from the minimum again (the replaced count stays). */
-  reset() {
-    this.#attempt = 0;
-  }
-};
-
-// plugin/src/buffer.ts
-var EventBuffer = class {
-  #buf = [];
-  #head = 0;
-  #sendAt = 0;
-  #chars = 0;
-  #overflow = null;
-  #maxCount;
-  #maxChars;
-  constructor(options = {}) {
-    this.#maxCount = options.maxCount ?? MAX_BUFFER;
-    this.#maxChars = options.maxChars ?? MAX_BUFFER_CHARS;
-  }
-  /** Events held (sent or not). */
-  get length() {
-    return this.#buf.length - this.#head;
-  }
-  /** Characters held, as the sizes given to `push` say. */
-  get chars() {
-    return this.#chars;
-  }
-  /** The oldest event held, if any. */
-  get first() {
-    return this.#buf[this.#head]?.ev;
-  }
-  /** Events not yet written to the current socket. */
-  get unsent() {
-    return this.#buf.length - this.#sendAt;
-  }
-  /** Whether an event with this seq is held (seqs ascend, so a binary search). */
-  has(seq) {
-    let lo = this.#head, hi = this.#buf.length - 1;
-    while (lo <= hi) {
-      const mid = lo + hi >> 1;
-      const s = this.#buf[mid].ev.seq;
-      if (s === seq) return true;
-      if (s < seq) lo = mid + 1;
-      else hi = mid - 1;
-    }
-    return false;
-  }
-  /**
-   * Append `ev`; past the bounds the oldest are dropped (and counted as lost when they were never sent).
-   * @param exempt true for the overflow notice itself: dropping for it would start a new overflow
-   */
-  push(ev, size, exempt = false) {
-    this.#buf.push({
-      ev,
-      size
-    });
-    this.#chars += size;
-    while (!exempt && this.#head < this.#buf.length - 1 && (this.#buf.length - this.#head > this.#maxCount || this.#chars > this.#maxChars)) this.#dropOldest();
-  }
-  /** The next event to write, without taking it. */
-  peekUnsent() {
-    return this.#buf[this.#sendAt]?.ev;
-  }
-  /** The `i`-th unsent event (0 = next), without taking it. */
-  unsentAt(i) {
-    return this.#buf[this.#sendAt + i]?.ev;
-  }
-  /** Mark the next `n` events as written to the socket. */
-  markSent(n = 1) {
-    this.#sendAt = Math.min(this.#buf.length, this.#sendAt + n);
-  }
-  /** Forget everything up to `lastSeq` (the daemon stored it). */
-  trim(lastSeq) {
-    while (this.#head < this.#buf.length && this.#buf[this.#head].ev.seq <= lastSeq) this.#advance();
-    this.#compact();
-  }
-  /**
-   * After a welcome: forget what the daemon has, drop live-only deltas, and send everything else again.
-   */
-  rewind(lastSeq) {
-    this.trim(lastSeq);
-    const kept = this.#buf.slice(this.#head).filter((e) => e.ev.type !== "message_update");
-    this.#buf = kept;
-    this.#chars = kept.reduce((n, e) => n + e.size, 0);
-    this.#head = this.#sendAt = 0;
-  }
-  /** Add `shift` to every held seq and to the pending overflow report (the daemon was ahead of us). */
-  renumber(shift) {
-    for (let i = this.#head; i < this.#buf.length; i++) {
-      this.#buf[i].ev.seq += shift;
-    }
-    if (this.#overflow) {
-      this.#overflow.firstDroppedSeq += shift;
-      this.#overflow.lastDroppedSeq += shift;
-    }
-  }
-  /** The loss to report, cleared. */
-  takeOverflow() {
-    const o = this.#overflow;
-    this.#overflow = null;
-    return o;
-  }
-  /** Forget everything. */
-  clear() {
-    this.#buf = [];
-    this.#head = this.#sendAt = this.#chars = 0;
-  }
-  #advance() {
-    this.#chars -= this.#buf[this.#head].size;
-    this.#buf[this.#head++] = void 0;
-    if (this.#sendAt < this.#head) this.#sendAt = this.#head;
-  }
-  #compact() {
-    if (this.#head > 4096 && this.#head * 2 > this.#buf.length) {
-      this.#buf = this.#buf.slice(this.#head);
-      this.#sendAt -= this.#head;
-      this.#head = 0;
-    }
-  }
-  #dropOldest() {
-    const ev = this.#buf[this.#head].ev;
-    if (this.#head >= this.#sendAt && ev.type !== "message_update") {
-      this.#overflow ??= {
-        dropped: 0,
-        firstDroppedSeq: ev.seq,
-        lastDroppedSeq: ev.seq
-      };
-      this.#overflow.dropped++;
-      this.#overflow.lastDroppedSeq = ev.seq;
-    }
-    this.#advance();
-    this.#compact();
-  }
-};
-
-// plugin/src/encode.ts
-function encode(frame) {
-  let s = JSON.stringify(frame);
-  for (const n of [
-    2e4,
-    200
-  ]) {
-    if (s.length <= MAX_FRAME_CHARS) break;
-    s = JSON.stringify(frame, (_k, v) => typeof v === "string" ? clip(v, n) : v);
-  }
-  return s;
-}
-function encodeBatch(sessionId, next, maxEvents) {
-  const head = `{"v":${PROTOCOL_VERSION},"type":"batch","sessionId":${JSON.stringify(sessionId)},"seq":0,"ts":${Date.now()},"events":[`;
-  const parts = [];
-  let chars = head.length + 2;
-  for (let i = 0; i < maxEvents; i++) {
-    const ev = next(i);
-    if (!ev) break;
-    const part = encode(ev);
-    if (parts.length && chars + part.length + 1 > MAX_FRAME_CHARS) break;
-    parts.push(part);
-    chars += part.length + 1;
-  }
-  return {
-    text: `${head}${parts.join(",")}]}`,
-    count: parts.length
-  };
-}
-
-// plugin/src/heartbeat.ts
-var Heartbeat = class {
-  #ping;
-  #dead;
-  #pingMs;
-  #deadMs;
-  #last = Date.now();
-  #pinger = null;
-  #watch = null;
-  /**
-   * @param ping sends one ping (may throw: the socket's own close handling follows)
-   * @param dead called once when the daemon stayed silent for `deadMs`
-   */
-  constructor(ping, dead, options = {}) {
-    this.#ping = ping;
-    this.#dead = dead;
-    this.#pingMs = options.pingMs ?? HEARTBEAT_PING_MS;
-    this.#deadMs = options.deadMs ?? HEARTBEAT_DEAD_MS;
-  }
-  /** Start pinging and watching (the socket just opened). */
-  start() {
-    this.#last = Date.now();
-    this.#pinger = unref(setInterval(() => {
-      try {
-        this.#ping();
-      } catch {
-      }
-    }, this.#pingMs));
-    this.#arm(this.#deadMs);
-  }
-  /** A frame came from the daemon. Cheap: no timer is touched per frame. */
-  heard() {
-    this.#last = Date.now();
-  }
-  /** Stop for good. */
-  stop() {
-    if (this.#pinger) clearInterval(this.#pinger);
-    if (this.#watch) clearTimeout(this.#watch);
-    this.#pinger = this.#watch = null;
-  }
-  #arm(ms) {
-    this.#watch = unref(setTimeout(() => {
-      const silent = Date.now() - this.#last;
-      if (silent < this.#deadMs) return this.#arm(this.#deadMs - silent);
-      this.stop();
-      this.#dead();
-    }, ms));
-  }
-};
-
-// lib/budget_math.ts
-function reached(limits, spent) {
-  return limits.maxCost !== void 0 && spent.cost >= limits.maxCost || limits.maxTokens !== void 0 && spent.tokens >= limits.maxTokens;
-}
-function describeSpent(limits, spent) {
-  const parts = [];
-  if (limits.maxCost !== void 0) {
-    parts.push(`$${spent.cost.toFixed(2)} of $${limits.maxCost.toFixed(2)}`);
-  }
-  if (limits.maxTokens !== void 0) {
-    parts.push(`${Math.round(spent.tokens).toLocaleString("en")} of ${limits.maxTokens.toLocaleString("en")} tokens`);
-  }
-  return parts.join(", ");
-}
-
-// plugin/src/budget.ts
-var num = (v) => typeof v === "number" && Number.isFinite(v) && v > 0 ? v : 0;
-function parse(raw) {
-  if (typeof raw !== "object" || raw === null) return null;
-  const b = raw;
-  const limit = (v) => num(v) > 0 ? num(v) : void 0;
-  const step = typeof b.step === "object" && b.step !== null ? b.step : {};
-  const spent = typeof b.spent === "object" && b.spent !== null ? b.spent : {};
-  return {
-    maxCost: limit(b.maxCost),
-    maxTokens: limit(b.maxTokens),
-    onReach: b.onReach === "stop" ? "stop" : "ask",
-    step: {
-      maxCost: limit(step.maxCost),
-      maxTokens: limit(step.maxTokens)
-    },
-    spent: {
-      cost: num(spent.cost),
-      tokens: num(spent.tokens)
-    },
-    stopped: typeof b.stopped === "string" && b.stopped ? b.stopped : void 0,
-    dailyLeft: typeof b.dailyLeft === "object" && b.dailyLeft !== null ? {
-      cost: typeof b.dailyLeft.cost === "number" ? b.dailyLeft.cost : void 0,
-      tokens: typeof b.dailyLeft.tokens === "number" ? b.dailyLeft.tokens : void 0
-    } : void 0
-  };
-}
-function messageUsage(usage) {
-  if (typeof usage !== "object" || usage === null) return null;
-  const u = usage;
-  return {
-    inputTokens: num(u.input),
-    outputTokens: num(u.output),
-    totalCost: num(u.cost?.total)
-  };
-}
-function describeStep(step) {
-  const parts = [];
-  if (step.maxCost !== void 0) parts.push(`$${step.maxCost.toFixed(2)}`);
-  if (step.maxTokens !== void 0) {
-    parts.push(`${step.maxTokens.toLocaleString("en")} tokens`);
-  }
-  return parts.join(" and ");
-}
-var BudgetGuard = class {
-  #budget = null;
-  #spent = {
-    cost: 0,
-    tokens: 0
-  };
-  /** What was spent when the daemon last said what is left of the daily cap. */
-  #spentAtUpdate = {
-    cost: 0,
-    tokens: 0
-  };
-  /** The budget card being asked, shared by every call that reaches it meanwhile. */
-  asking = null;
-  /** What was spent, as far as this process knows. */
-  get spent() {
-    return {
-      ...this.#spent
-    };
-  }
-  /** The limits in force, or null without a budget. */
-  get limits() {
-    const b = this.#budget;
-    if (!b || b.maxCost === void 0 && b.maxTokens === void 0) {
-      return null;
-    }
-    return {
-      maxCost: b.maxCost,
-      maxTokens: b.maxTokens
-    };
-  }
-  /** The daemon's budget from `welcome` or `policy`; `undefined` (an older daemon's policy) keeps the one held. */
-  update(raw) {
-    if (raw === void 0) return;
-    const b = parse(raw);
-    this.#budget = b;
-    if (!b) return;
-    this.#spent = {
-      cost: Math.max(this.#spent.cost, b.spent.cost),
-      tokens: Math.max(this.#spent.tokens, b.spent.tokens)
-    };
-    this.#spentAtUpdate = {
-      ...this.#spent
-    };
-  }
-  /** Count one assistant message's usage. */
-  add(u) {
-    this.#spent = {
-      cost: this.#spent.cost + u.totalCost,
-      tokens: this.#spent.tokens + u.inputTokens + u.outputTokens
-    };
-  }
-  /** True when a limit is reached. */
-  get reached() {
-    const l = this.limits;
-    return !!l && reached(l, this.#spent);
-  }
-  /** Why every run must stop now (a `stop` budget reached, or the daemon's daily cap), else null. */
-  get stopReason() {
-    if (this.#budget?.stopped) return this.#budget.stopped;
-    const left = this.#budget?.dailyLeft;
-    if (left && (left.cost !== void 0 && this.#spent.cost - this.#spentAtUpdate.cost >= left.cost || left.tokens !== void 0 && this.#spent.tokens - this.#spentAtUpdate.tokens >= left.tokens)) {
-      return "Daily budget reached";
-    }
-    if (this.#budget?.onReach === "stop" && this.reached) {
-      return `Budget reached: ${describeSpent(this.limits, this.#spent)}`;
-    }
-    return null;
-  }
-  /** True when an `ask` budget is reached: the next tool call or turn waits for a person. */
-  get mustAsk() {
-    return this.#budget?.onReach === "ask" && this.reached;
-  }
-  /** What the budget card shows (its `args`) and the terminal's question. */
-  card() {
-    const limits = this.limits ?? {};
-    const step = this.#budget?.step ?? {};
-    const title = `Budget reached: ${describeSpent(limits, this.#spent)}. Continue with another ${describeStep(step)}?`;
-    return {
-      args: {
-        spent: this.spent,
-        budget: limits,
-        step,
-        text: title
-      },
-      title: `lvmh: ${title}`
-    };
-  }
-  /**
-   * A budget card was approved: raise the limits by one step, unless `asked` (the limits when the card was
-   * raised) already changed, which means the daemon sent the raised budget first.
-   */
-  raise(asked) {
-    const b = this.#budget;
-    if (!b) return;
-    if (asked && (asked.maxCost !== b.maxCost || asked.maxTokens !== b.maxTokens)) return;
-    if (b.maxCost !== void 0 && b.step.maxCost) b.maxCost += b.step.maxCost;
-    if (b.maxTokens !== void 0 && b.step.maxTokens) {
-      b.maxTokens += b.step.maxTokens;
-    }
-  }
-};
-
 // plugin/src/changes.ts
 import { execFile } from "node:child_process";
 
@@ -5153,6 +4759,688 @@ var TakenPrompts = class {
   }
 };
 
+// plugin/src/daemon_commands.ts
+var NO_RUN = "no live pi session";
+function byteSize(changes) {
+  return JSON.stringify(changes).length;
+}
+var DaemonCommands = class {
+  #link;
+  #log;
+  /** promptIds already taken: the daemon may send a kept prompt again (feature `prompt_once`). */
+  #prompts = new TakenPrompts();
+  /**
+   * The commandIds of aborts, model and name changes taken, kept the way promptIds are: a daemon replica that
+   * takes a session over sends again what the old one may have written just before it died, and a repeated
+   * abort would stop whatever runs by then.
+   */
+  #commands = new TakenPrompts();
+  constructor(link, log) {
+    this.#link = link;
+    this.#log = log;
+  }
+  /** Hand a command to `run`, the factory run attached, or answer it at once when there is none. */
+  dispatch(f, run) {
+    switch (f.type) {
+      case "prompt":
+        if (!this.#firstTime(f)) return;
+        if (run) return run.prompt(f);
+        this.#log(`prompt ${f.promptId} dropped: ${NO_RUN}`);
+        return this.commandResult(f, NO_RUN);
+      case "abort":
+        if (!this.#firstCommand(f)) return;
+        return run ? run.abort(f) : this.commandResult(f, NO_RUN);
+      case "set_model":
+        if (!this.#firstCommand(f)) return;
+        return run ? run.setModel(f) : this.commandResult(f, NO_RUN);
+      case "set_name":
+        if (!this.#firstCommand(f)) return;
+        return run ? run.setName(f) : this.commandResult(f, NO_RUN);
+      case "changes":
+        return this.#onChanges(f);
+      case "approval_decision":
+        return run?.approvalDecision(f);
+      default: {
+        const unknown = f;
+        const g = unknown;
+        return this.commandResult(g, run ? `unknown command ${JSON.stringify(String(g.type))}` : NO_RUN);
+      }
+    }
+  }
+  /**
+   * The attached run ended: a prompt it took and never answered may run again when repeated. The run refuses
+   * every prompt it still queued (which forgets it), so this only guards against one left without an answer.
+   */
+  forgetQueuedPrompts() {
+    this.#prompts.forgetUnanswered();
+  }
+  /** Answer a daemon command that carried a `commandId` (older daemons send none: then nothing). */
+  commandResult(f, error) {
+    if (f.type === "prompt") this.#prompts.answered(f.promptId, !error);
+    else if (f.type === "abort" || f.type === "set_model" || f.type === "set_name") {
+      this.#commands.answered(f.commandId, !error);
+    }
+    if (typeof f.commandId !== "string" || !f.commandId) return;
+    const cut = error ? {
+      error: error.slice(0, FieldMax.commandError)
+    } : {};
+    this.#link.emit("command_result", {
+      commandId: f.commandId,
+      ok: !error,
+      ...cut
+    });
+  }
+  /** A prompt seen before is not run again: answered again once the first was answered, else ignored. */
+  #firstTime(f) {
+    const verdict = this.#prompts.take(f.promptId);
+    if (verdict.run) return true;
+    this.#log(`prompt ${f.promptId} came again: not run twice`);
+    if (verdict.answered) this.commandResult(f);
+    return false;
+  }
+  /** An abort, model or name change seen before is not run again: answered again once the first was. */
+  #firstCommand(f) {
+    const verdict = this.#commands.take(f.commandId);
+    if (verdict.run) return true;
+    this.#log(`${f.type} ${f.commandId} came again: not run twice`);
+    if (verdict.answered) this.commandResult(f);
+    return false;
+  }
+  /** Answer `changes` with what changed in pi's cwd (or git's error), in one `command_result`. */
+  #onChanges(f) {
+    const scope = f.scope === "uncommitted" ? "uncommitted" : "all";
+    const path6 = typeof f.path === "string" ? f.path : void 0;
+    computeChanges(this.#link.info.cwd, scope, path6).then((changes) => {
+      if (typeof f.commandId !== "string" || !f.commandId) return;
+      this.#link.emitNow("command_result", {
+        commandId: f.commandId,
+        ok: true,
+        changes
+      }, 1e3 + byteSize(changes));
+    }, (err) => this.commandResult(f, `git: ${err?.message ?? err}`));
+  }
+};
+
+// plugin/src/backoff.ts
+var Backoff = class {
+  #attempt = 0;
+  #replaced = 0;
+  #random;
+  constructor(random = Math.random) {
+    this.#random = random;
+  }
+  /** The delay in ms before the next attempt, after a socket closed with `code`. */
+  next(code) {
+    let delay;
+    if (code === CloseCode.replaced) {
+      delay = Math.min(BACKOFF_MAX_MS, REPLACED_MIN_MS * 2 ** Math.min(this.#replaced++, 16));
+    } else {
+      delay = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** Math.min(this.#attempt++, 16));
+    }
+    return delay * (0.5 + this.#random() * 0.5);
+  }
+  /** A welcome came: the next failure starts from the minimum again (the replaced count stays). */
+  reset() {
+    this.#attempt = 0;
+  }
+};
+
+// plugin/src/heartbeat.ts
+var Heartbeat = class {
+  #ping;
+  #dead;
+  #pingMs;
+  #deadMs;
+  #last = Date.now();
+  #pinger = null;
+  #watch = null;
+  /**
+   * @param ping sends one ping (may throw: the socket's own close handling follows)
+   * @param dead called once when the daemon stayed silent for `deadMs`
+   */
+  constructor(ping, dead, options = {}) {
+    this.#ping = ping;
+    this.#dead = dead;
+    this.#pingMs = options.pingMs ?? HEARTBEAT_PING_MS;
+    this.#deadMs = options.deadMs ?? HEARTBEAT_DEAD_MS;
+  }
+  /** Start pinging and watching (the socket just opened). */
+  start() {
+    this.#last = Date.now();
+    this.#pinger = unref(setInterval(() => {
+      try {
+        this.#ping();
+      } catch {
+      }
+    }, this.#pingMs));
+    this.#arm(this.#deadMs);
+  }
+  /** A frame came from the daemon. Cheap: no timer is touched per frame. */
+  heard() {
+    this.#last = Date.now();
+  }
+  /** Stop for good. */
+  stop() {
+    if (this.#pinger) clearInterval(this.#pinger);
+    if (this.#watch) clearTimeout(this.#watch);
+    this.#pinger = this.#watch = null;
+  }
+  #arm(ms) {
+    this.#watch = unref(setTimeout(() => {
+      const silent = Date.now() - this.#last;
+      if (silent < this.#deadMs) return this.#arm(this.#deadMs - silent);
+      this.stop();
+      this.#dead();
+    }, ms));
+  }
+};
+
+// plugin/src/process_slot.ts
+var STATE = Symbol.for("lvmh-agent.state");
+function processSlot(name, make) {
+  const g = globalThis;
+  const slots = g[STATE] ??= {};
+  return slots[name] ??= make();
+}
+
+// plugin/src/websocket.ts
+function webSocketClass() {
+  const scope = globalThis;
+  if (typeof scope.WebSocket === "function") {
+    return Promise.resolve(scope.WebSocket);
+  }
+  const given = scope[Symbol.for("lvmh-agent.WebSocket")];
+  if (typeof given === "function") {
+    return Promise.resolve(given);
+  }
+  return processSlot("ctor", () => Promise.resolve().then(() => (init_wrapper(), wrapper_exports)).then((m) => m.WebSocket ?? m.default));
+}
+
+// plugin/src/daemon_socket.ts
+var DaemonSocket = class {
+  #cfg;
+  #sessionId;
+  #log;
+  #hello;
+  #onFrame;
+  #ws = null;
+  #state = "down";
+  #backoff = new Backoff();
+  #timer = null;
+  #welcomeTimer;
+  /** The link is closing: no new dial, and a socket that drops stays down. */
+  #retired = false;
+  #lastError = "";
+  #heartbeat = null;
+  /** Daemon errors already logged on this socket: an older daemon answers every ping with the same one. */
+  #errorsSeen = /* @__PURE__ */ new Set();
+  /**
+   * @param options.hello the `hello` to send as a socket opens (built then: it says what waits now)
+   * @param options.onFrame called with every message the current socket receives
+   */
+  constructor(cfg, sessionId, options) {
+    this.#cfg = cfg;
+    this.#sessionId = sessionId;
+    this.#log = options.log;
+    this.#hello = options.hello;
+    this.#onFrame = options.onFrame;
+  }
+  /** The current socket, opening or open; null while down or closed. */
+  get ws() {
+    return this.#ws;
+  }
+  /** True once the daemon welcomed the current socket: events may be sent on it. */
+  get ready() {
+    return this.#state === "ready";
+  }
+  /** True once `shutdown()` ran. */
+  get closed() {
+    return this.#state === "closed";
+  }
+  /** Start connecting (idempotent). */
+  start() {
+    if (this.#state === "down" && !this.#timer && !this.#retired) {
+      this.#connect();
+    }
+  }
+  /** The link is closing: dial no more, and let a socket that drops stay down. */
+  retire() {
+    this.#retired = true;
+  }
+  /** The daemon welcomed the current socket: it is ready, and the next failure backs off from the start. */
+  welcomed() {
+    clearTimeout(this.#welcomeTimer);
+    this.#backoff.reset();
+    this.#lastError = "";
+    this.#state = "ready";
+  }
+  /** Close for good: no timer is left, and the socket (if any) is closed with `bye`. */
+  shutdown() {
+    this.#state = "closed";
+    this.#heartbeat?.stop();
+    this.#heartbeat = null;
+    if (this.#timer) clearTimeout(this.#timer);
+    clearTimeout(this.#welcomeTimer);
+    const ws = this.#ws;
+    this.#ws = null;
+    try {
+      ws?.close(CloseCode.normal, "bye");
+    } catch {
+    }
+  }
+  /** Log a problem of this session's connection, unless it is the one logged last. */
+  noteError(msg) {
+    if (msg !== this.#lastError) this.#log(`session ${this.#sessionId}: ${msg}`);
+    this.#lastError = msg;
+  }
+  /** The daemon answered with an `error` frame: logged once per socket. */
+  daemonError(f) {
+    const key = `${f.code}: ${f.message}`;
+    if (this.#errorsSeen.size < 100 && !this.#errorsSeen.has(key)) {
+      this.#errorsSeen.add(key);
+      this.#log(`session ${this.#sessionId}: daemon error ${key}`);
+    }
+  }
+  #connect() {
+    this.#timer = null;
+    if (this.#retired || this.#state === "closed") return;
+    this.#state = "connecting";
+    webSocketClass().then((WebSocket2) => {
+      if (this.#retired) return this.#down(CloseCode.normal);
+      const headers = {
+        authorization: `Bearer ${this.#cfg.token}`
+      };
+      const ws = new WebSocket2(this.#cfg.url, {
+        headers
+      });
+      this.#ws = ws;
+      ws.onopen = () => {
+        if (this.#ws !== ws) return;
+        this.#state = "open";
+        this.#errorsSeen.clear();
+        this.#heartbeat?.stop();
+        this.#heartbeat = new Heartbeat(() => this.#ping(ws), () => this.#dead(ws), this.#cfg.heartbeat);
+        this.#heartbeat.start();
+        ws.send(JSON.stringify(this.#hello()));
+        this.#welcomeTimer = unref(setTimeout(() => ws.close(CloseCode.normal), WELCOME_TIMEOUT_MS));
+      };
+      ws.onmessage = (e) => {
+        if (this.#ws !== ws) return;
+        this.#heartbeat?.heard();
+        this.#onFrame(e.data);
+      };
+      ws.onerror = (e) => {
+        const err = e;
+        this.noteError(`socket error: ${err?.message ?? err?.error?.message ?? "connection failed"}`);
+      };
+      ws.onclose = (e) => {
+        if (this.#ws !== ws) return;
+        this.#ws = null;
+        this.#down(e?.code ?? 1006);
+      };
+    }).catch((err) => {
+      this.noteError(`cannot open socket: ${err?.message ?? err}`);
+      this.#down(1006);
+    });
+  }
+  #ping(ws) {
+    const ts = Date.now(), sessionId = this.#sessionId;
+    const ping = {
+      v: PROTOCOL_VERSION,
+      type: "ping",
+      sessionId,
+      seq: 0,
+      ts
+    };
+    ws.send(JSON.stringify(ping));
+  }
+  /** The daemon went silent: drop this socket without waiting for a close handshake it cannot answer. */
+  #dead(ws) {
+    if (this.#ws !== ws) return;
+    this.noteError("daemon silent: reconnecting");
+    this.#ws = null;
+    try {
+      const raw = ws;
+      if (typeof raw.terminate === "function") raw.terminate();
+      else ws.close(CloseCode.normal, "daemon silent");
+    } catch {
+    }
+    this.#down(1006);
+  }
+  #down(code) {
+    clearTimeout(this.#welcomeTimer);
+    this.#heartbeat?.stop();
+    this.#heartbeat = null;
+    if (this.#state === "closed") return;
+    this.#state = "down";
+    if (this.#retired) return;
+    if (code === CloseCode.replaced) {
+      this.#log(`session ${this.#sessionId}: replaced by a newer connection`);
+    }
+    this.#timer = unref(setTimeout(() => this.#connect(), this.#backoff.next(code)));
+  }
+};
+
+// lib/budget_math.ts
+function reached(limits, spent) {
+  return limits.maxCost !== void 0 && spent.cost >= limits.maxCost || limits.maxTokens !== void 0 && spent.tokens >= limits.maxTokens;
+}
+function describeSpent(limits, spent) {
+  const parts = [];
+  if (limits.maxCost !== void 0) {
+    parts.push(`$${spent.cost.toFixed(2)} of $${limits.maxCost.toFixed(2)}`);
+  }
+  if (limits.maxTokens !== void 0) {
+    parts.push(`${Math.round(spent.tokens).toLocaleString("en")} of ${limits.maxTokens.toLocaleString("en")} tokens`);
+  }
+  return parts.join(", ");
+}
+
+// plugin/src/budget.ts
+var num = (v) => typeof v === "number" && Number.isFinite(v) && v > 0 ? v : 0;
+function parse(raw) {
+  if (typeof raw !== "object" || raw === null) return null;
+  const b = raw;
+  const limit = (v) => num(v) > 0 ? num(v) : void 0;
+  const step = typeof b.step === "object" && b.step !== null ? b.step : {};
+  const spent = typeof b.spent === "object" && b.spent !== null ? b.spent : {};
+  return {
+    maxCost: limit(b.maxCost),
+    maxTokens: limit(b.maxTokens),
+    onReach: b.onReach === "stop" ? "stop" : "ask",
+    step: {
+      maxCost: limit(step.maxCost),
+      maxTokens: limit(step.maxTokens)
+    },
+    spent: {
+      cost: num(spent.cost),
+      tokens: num(spent.tokens)
+    },
+    stopped: typeof b.stopped === "string" && b.stopped ? b.stopped : void 0,
+    dailyLeft: typeof b.dailyLeft === "object" && b.dailyLeft !== null ? {
+      cost: typeof b.dailyLeft.cost === "number" ? b.dailyLeft.cost : void 0,
+      tokens: typeof b.dailyLeft.tokens === "number" ? b.dailyLeft.tokens : void 0
+    } : void 0
+  };
+}
+function messageUsage(usage) {
+  if (typeof usage !== "object" || usage === null) return null;
+  const u = usage;
+  return {
+    inputTokens: num(u.input),
+    outputTokens: num(u.output),
+    totalCost: num(u.cost?.total)
+  };
+}
+function describeStep(step) {
+  const parts = [];
+  if (step.maxCost !== void 0) parts.push(`$${step.maxCost.toFixed(2)}`);
+  if (step.maxTokens !== void 0) {
+    parts.push(`${step.maxTokens.toLocaleString("en")} tokens`);
+  }
+  return parts.join(" and ");
+}
+var BudgetGuard = class {
+  #budget = null;
+  #spent = {
+    cost: 0,
+    tokens: 0
+  };
+  /** What was spent when the daemon last said what is left of the daily cap. */
+  #spentAtUpdate = {
+    cost: 0,
+    tokens: 0
+  };
+  /** The budget card being asked, shared by every call that reaches it meanwhile. */
+  asking = null;
+  /** What was spent, as far as this process knows. */
+  get spent() {
+    return {
+      ...this.#spent
+    };
+  }
+  /** The limits in force, or null without a budget. */
+  get limits() {
+    const b = this.#budget;
+    if (!b || b.maxCost === void 0 && b.maxTokens === void 0) {
+      return null;
+    }
+    return {
+      maxCost: b.maxCost,
+      maxTokens: b.maxTokens
+    };
+  }
+  /** The daemon's budget from `welcome` or `policy`; `undefined` (an older daemon's policy) keeps the one held. */
+  update(raw) {
+    if (raw === void 0) return;
+    const b = parse(raw);
+    this.#budget = b;
+    if (!b) return;
+    this.#spent = {
+      cost: Math.max(this.#spent.cost, b.spent.cost),
+      tokens: Math.max(this.#spent.tokens, b.spent.tokens)
+    };
+    this.#spentAtUpdate = {
+      ...this.#spent
+    };
+  }
+  /** Count one assistant message's usage. */
+  add(u) {
+    this.#spent = {
+      cost: this.#spent.cost + u.totalCost,
+      tokens: this.#spent.tokens + u.inputTokens + u.outputTokens
+    };
+  }
+  /** True when a limit is reached. */
+  get reached() {
+    const l = this.limits;
+    return !!l && reached(l, this.#spent);
+  }
+  /** Why every run must stop now (a `stop` budget reached, or the daemon's daily cap), else null. */
+  get stopReason() {
+    if (this.#budget?.stopped) return this.#budget.stopped;
+    const left = this.#budget?.dailyLeft;
+    if (left && (left.cost !== void 0 && this.#spent.cost - this.#spentAtUpdate.cost >= left.cost || left.tokens !== void 0 && this.#spent.tokens - this.#spentAtUpdate.tokens >= left.tokens)) {
+      return "Daily budget reached";
+    }
+    if (this.#budget?.onReach === "stop" && this.reached) {
+      return `Budget reached: ${describeSpent(this.limits, this.#spent)}`;
+    }
+    return null;
+  }
+  /** True when an `ask` budget is reached: the next tool call or turn waits for a person. */
+  get mustAsk() {
+    return this.#budget?.onReach === "ask" && this.reached;
+  }
+  /** What the budget card shows (its `args`) and the terminal's question. */
+  card() {
+    const limits = this.limits ?? {};
+    const step = this.#budget?.step ?? {};
+    const title = `Budget reached: ${describeSpent(limits, this.#spent)}. Continue with another ${describeStep(step)}?`;
+    return {
+      args: {
+        spent: this.spent,
+        budget: limits,
+        step,
+        text: title
+      },
+      title: `lvmh: ${title}`
+    };
+  }
+  /**
+   * A budget card was approved: raise the limits by one step, unless `asked` (the limits when the card was
+   * raised) already changed, which means the daemon sent the raised budget first.
+   */
+  raise(asked) {
+    const b = this.#budget;
+    if (!b) return;
+    if (asked && (asked.maxCost !== b.maxCost || asked.maxTokens !== b.maxTokens)) return;
+    if (b.maxCost !== void 0 && b.step.maxCost) b.maxCost += b.step.maxCost;
+    if (b.maxTokens !== void 0 && b.step.maxTokens) {
+      b.maxTokens += b.step.maxTokens;
+    }
+  }
+};
+
+// plugin/src/buffer.ts
+var EventBuffer = class {
+  #buf = [];
+  #head = 0;
+  #sendAt = 0;
+  #chars = 0;
+  #overflow = null;
+  #maxCount;
+  #maxChars;
+  constructor(options = {}) {
+    this.#maxCount = options.maxCount ?? MAX_BUFFER;
+    this.#maxChars = options.maxChars ?? MAX_BUFFER_CHARS;
+  }
+  /** Events held (sent or not). */
+  get length() {
+    return this.#buf.length - this.#head;
+  }
+  /** Characters held, as the sizes given to `push` say. */
+  get chars() {
+    return this.#chars;
+  }
+  /** The oldest event held, if any. */
+  get first() {
+    return this.#buf[this.#head]?.ev;
+  }
+  /** Events not yet written to the current socket. */
+  get unsent() {
+    return this.#buf.length - this.#sendAt;
+  }
+  /** Whether an event with this seq is held (seqs ascend, so a binary search). */
+  has(seq) {
+    let lo = this.#head, hi = this.#buf.length - 1;
+    while (lo <= hi) {
+      const mid = lo + hi >> 1;
+      const s = this.#buf[mid].ev.seq;
+      if (s === seq) return true;
+      if (s < seq) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    return false;
+  }
+  /**
+   * Append `ev`; past the bounds the oldest are dropped (and counted as lost when they were never sent).
+   * @param exempt true for the overflow notice itself: dropping for it would start a new overflow
+   */
+  push(ev, size, exempt = false) {
+    this.#buf.push({
+      ev,
+      size
+    });
+    this.#chars += size;
+    while (!exempt && this.#head < this.#buf.length - 1 && (this.#buf.length - this.#head > this.#maxCount || this.#chars > this.#maxChars)) this.#dropOldest();
+  }
+  /** The next event to write, without taking it. */
+  peekUnsent() {
+    return this.#buf[this.#sendAt]?.ev;
+  }
+  /** The `i`-th unsent event (0 = next), without taking it. */
+  unsentAt(i) {
+    return this.#buf[this.#sendAt + i]?.ev;
+  }
+  /** Mark the next `n` events as written to the socket. */
+  markSent(n = 1) {
+    this.#sendAt = Math.min(this.#buf.length, this.#sendAt + n);
+  }
+  /** Forget everything up to `lastSeq` (the daemon stored it). */
+  trim(lastSeq) {
+    while (this.#head < this.#buf.length && this.#buf[this.#head].ev.seq <= lastSeq) this.#advance();
+    this.#compact();
+  }
+  /**
+   * After a welcome: forget what the daemon has, drop live-only deltas, and send everything else again.
+   */
+  rewind(lastSeq) {
+    this.trim(lastSeq);
+    const kept = this.#buf.slice(this.#head).filter((e) => e.ev.type !== "message_update");
+    this.#buf = kept;
+    this.#chars = kept.reduce((n, e) => n + e.size, 0);
+    this.#head = this.#sendAt = 0;
+  }
+  /** Add `shift` to every held seq and to the pending overflow report (the daemon was ahead of us). */
+  renumber(shift) {
+    for (let i = this.#head; i < this.#buf.length; i++) {
+      this.#buf[i].ev.seq += shift;
+    }
+    if (this.#overflow) {
+      this.#overflow.firstDroppedSeq += shift;
+      this.#overflow.lastDroppedSeq += shift;
+    }
+  }
+  /** The loss to report, cleared. */
+  takeOverflow() {
+    const o = this.#overflow;
+    this.#overflow = null;
+    return o;
+  }
+  /** Forget everything. */
+  clear() {
+    this.#buf = [];
+    this.#head = this.#sendAt = this.#chars = 0;
+  }
+  #advance() {
+    this.#chars -= this.#buf[this.#head].size;
+    this.#buf[this.#head++] = void 0;
+    if (this.#sendAt < this.#head) this.#sendAt = this.#head;
+  }
+  #compact() {
+    if (this.#head > 4096 && this.#head * 2 > this.#buf.length) {
+      this.#buf = this.#buf.slice(this.#head);
+      this.#sendAt -= this.#head;
+      this.#head = 0;
+    }
+  }
+  #dropOldest() {
+    const ev = this.#buf[this.#head].ev;
+    if (this.#head >= this.#sendAt && ev.type !== "message_update") {
+      this.#overflow ??= {
+        dropped: 0,
+        firstDroppedSeq: ev.seq,
+        lastDroppedSeq: ev.seq
+      };
+      this.#overflow.dropped++;
+      this.#overflow.lastDroppedSeq = ev.seq;
+    }
+    this.#advance();
+    this.#compact();
+  }
+};
+
+// plugin/src/encode.ts
+function encode(frame) {
+  let s = JSON.stringify(frame);
+  for (const n of [
+    2e4,
+    200
+  ]) {
+    if (s.length <= MAX_FRAME_CHARS) break;
+    s = JSON.stringify(frame, (_k, v) => typeof v === "string" ? clip(v, n) : v);
+  }
+  return s;
+}
+function encodeBatch(sessionId, next, maxEvents) {
+  const head = `{"v":${PROTOCOL_VERSION},"type":"batch","sessionId":${JSON.stringify(sessionId)},"seq":0,"ts":${Date.now()},"events":[`;
+  const parts = [];
+  let chars = head.length + 2;
+  for (let i = 0; i < maxEvents; i++) {
+    const ev = next(i);
+    if (!ev) break;
+    const part = encode(ev);
+    if (parts.length && chars + part.length + 1 > MAX_FRAME_CHARS) break;
+    parts.push(part);
+    chars += part.length + 1;
+  }
+  return {
+    text: `${head}${parts.join(",")}]}`,
+    count: parts.length
+  };
+}
+
 // plugin/src/seq_file.ts
 import fs from "node:fs";
 import path from "node:path";
@@ -5213,35 +5501,156 @@ var SeqFile = class {
   }
 };
 
-// plugin/src/process_slot.ts
-var STATE = Symbol.for("lvmh-agent.state");
-function processSlot(name, make) {
-  const g = globalThis;
-  const slots = g[STATE] ??= {};
-  return slots[name] ??= make();
-}
-
-// plugin/src/websocket.ts
-function webSocketClass() {
-  const scope = globalThis;
-  if (typeof scope.WebSocket === "function") {
-    return Promise.resolve(scope.WebSocket);
+// plugin/src/outbox.ts
+var Outbox = class {
+  #sessionId;
+  #log;
+  #socket;
+  #batching;
+  #seq;
+  #buf = new EventBuffer();
+  #nextSeq;
+  #baseSeq;
+  #everWelcomed = false;
+  #flushQueued = false;
+  /**
+   * @param options.socket the session's socket: events go out while it is ready
+   * @param options.batching true when the daemon takes many events to a `batch` frame
+   */
+  constructor(stateDir, sessionId, options) {
+    const { log, socket } = options;
+    this.#sessionId = sessionId;
+    this.#log = log;
+    this.#socket = socket;
+    this.#batching = options.batching;
+    this.#seq = new SeqFile(stateDir, sessionId, () => this.#nextSeq - 1, (msg, err) => {
+      if (err) log(`session ${sessionId}: ${msg}`, err);
+      else socket.noteError(msg);
+    });
+    this.#nextSeq = this.#baseSeq = this.#seq.read() + 1;
   }
-  const given = scope[Symbol.for("lvmh-agent.WebSocket")];
-  if (typeof given === "function") {
-    return Promise.resolve(given);
+  /** The seq the next event gets. */
+  get nextSeq() {
+    return this.#nextSeq;
   }
-  return processSlot("ctor", () => Promise.resolve().then(() => (init_wrapper(), wrapper_exports)).then((m) => m.WebSocket ?? m.default));
-}
+  /** Use up a seq without keeping an event under it (a delta while offline: the daemon never stores them). */
+  skip() {
+    this.#seq.dirty();
+    return this.#nextSeq++;
+  }
+  /**
+   * Queue one event under the next seq; it goes out on the next `later` turn when the socket is ready.
+   * @param size roughly how many characters the payload holds (for the buffer's memory bound)
+   */
+  push(type, payload, size) {
+    const seq = this.#nextSeq++;
+    this.#seq.dirty();
+    const ev = {
+      v: PROTOCOL_VERSION,
+      sessionId: this.#sessionId,
+      seq,
+      ts: Date.now(),
+      type,
+      ...payload
+    };
+    this.#buf.push(ev, size, type === "buffer_overflow");
+    if (this.#socket.ready) this.queueFlush();
+    return ev;
+  }
+  /** Send `ev` again on the ready socket, unless it is still in the buffer (whose replay sends it anyway). */
+  resend(ev) {
+    const ws = this.#socket.ws;
+    if (!this.#socket.ready || !ws || this.#buf.has(ev.seq)) return;
+    try {
+      ws.send(encode(ev));
+    } catch (err) {
+      this.#log(`session ${this.#sessionId}: send failed`, err);
+    }
+  }
+  /**
+   * A welcome came with the daemon's last seq: renumber what this process queued if the daemon already holds
+   * its seqs (first welcome only), and send again everything it did not acknowledge.
+   */
+  welcome(lastSeq) {
+    if (!this.#everWelcomed && lastSeq >= this.#baseSeq) {
+      const shift = lastSeq + 1 - this.#baseSeq;
+      this.#buf.renumber(shift);
+      this.#nextSeq += shift;
+      this.#baseSeq += shift;
+      this.#seq.dirty();
+      this.#log(`session ${this.#sessionId}: renumbered local events after daemon seq ${lastSeq}`);
+    } else if (lastSeq >= this.#nextSeq) {
+      this.#nextSeq = lastSeq + 1;
+      this.#seq.dirty();
+    }
+    this.#everWelcomed = true;
+    this.#buf.rewind(lastSeq);
+  }
+  /** What the buffer's bounds dropped since the last call, if anything (to report as `buffer_overflow`). */
+  takeOverflow() {
+    return this.#buf.takeOverflow();
+  }
+  /** The daemon acknowledged every event up to `lastSeq`. */
+  ack(lastSeq) {
+    this.#buf.trim(lastSeq);
+  }
+  /** True when the daemon acknowledged the event `seq` (nothing up to it is held any more). */
+  delivered(seq) {
+    const head = this.#buf.first;
+    return !head || head.seq > seq;
+  }
+  /** Write the seq file now (pi is about to exit). */
+  writeSync() {
+    this.#seq.writeSync();
+  }
+  /** Drop every event held (the link closed for good). */
+  clear() {
+    this.#buf.clear();
+  }
+  /** Flush on the next `later` turn (once, however many events are queued meanwhile). */
+  queueFlush() {
+    if (this.#flushQueued) return;
+    this.#flushQueued = true;
+    later(() => this.flush());
+  }
+  /** Write queued events to the ready socket now, at most SEND_BATCH frames, and queue the rest. */
+  flush() {
+    this.#flushQueued = false;
+    const ws = this.#socket.ws;
+    if (!this.#socket.ready || !ws) return;
+    const batching = this.#batching();
+    const buf = this.#buf;
+    try {
+      for (let n = 0; buf.unsent > 0; n++) {
+        if (n >= SEND_BATCH) return this.queueFlush();
+        if (ws.bufferedAmount > HIGH_WATER_BYTES) {
+          unref(setTimeout(() => this.queueFlush(), 20));
+          return;
+        }
+        if (batching && buf.unsent > 1) {
+          const { text, count } = encodeBatch(this.#sessionId, (i) => buf.unsentAt(i), BATCH_MAX_EVENTS);
+          ws.send(text);
+          buf.markSent(count);
+          n += Math.floor(count / 2);
+          continue;
+        }
+        ws.send(encode(buf.peekUnsent()));
+        buf.markSent();
+      }
+    } catch (err) {
+      this.#log(`session ${this.#sessionId}: send failed`, err);
+      try {
+        ws.close(CloseCode.internal);
+      } catch {
+      }
+    }
+  }
+};
 
 // plugin/src/link.ts
-var NO_RUN = "no live pi session";
 function askSet(ask) {
   if (ask === "all") return "all";
   return Array.isArray(ask) ? ask.filter((t) => typeof t === "string") : [];
-}
-function byteSize(changes) {
-  return JSON.stringify(changes).length;
 }
 var Link = class {
   sessionId;
@@ -5262,42 +5671,26 @@ var Link = class {
   /** True once `whenPolicyKnown` settled. */
   policyKnown = false;
   #policyKnown;
-  #cfg;
   #log;
-  #seq;
-  #buf = new EventBuffer();
-  #nextSeq;
-  #baseSeq;
-  #everWelcomed = false;
-  #ws = null;
-  #state = "down";
-  #backoff = new Backoff();
-  #timer = null;
-  #welcomeTimer;
-  #flushQueued = false;
+  #socket;
+  #outbox;
+  #commands;
   #closing = null;
-  #lastError = "";
-  #heartbeat = null;
-  /** Daemon errors already logged on this socket: an older daemon answers every ping with the same one. */
-  #errorsSeen = /* @__PURE__ */ new Set();
-  /** promptIds already taken: the daemon may send a kept prompt again (feature `prompt_once`). */
-  #prompts = new TakenPrompts();
-  /**
-   * The commandIds of aborts, model and name changes taken, kept the way promptIds are: a daemon replica that
-   * takes a session over sends again what the old one may have written just before it died, and a repeated
-   * abort would stop whatever runs by then.
-   */
-  #commands = new TakenPrompts();
   constructor(cfg, sessionId, info, log) {
-    this.#cfg = cfg;
     this.#log = log;
     this.sessionId = sessionId;
     this.info = info;
-    this.#seq = new SeqFile(cfg.stateDir, sessionId, () => this.#nextSeq - 1, (msg, err) => {
-      if (err) this.#log(`session ${sessionId}: ${msg}`, err);
-      else this.#noteError(msg);
+    this.#socket = new DaemonSocket(cfg, sessionId, {
+      log,
+      hello: () => this.#hello(),
+      onFrame: (text) => this.onFrame(text)
     });
-    this.#nextSeq = this.#baseSeq = this.#seq.read() + 1;
+    this.#outbox = new Outbox(cfg.stateDir, sessionId, {
+      log,
+      socket: this.#socket,
+      batching: () => this.features.has(Feature.batch)
+    });
+    this.#commands = new DaemonCommands(this, log);
     this.whenPolicyKnown = new Promise((resolve) => {
       const known = () => {
         clearTimeout(timer);
@@ -5310,21 +5703,18 @@ var Link = class {
   }
   /** The seq the next event gets. */
   get nextSeq() {
-    return this.#nextSeq;
+    return this.#outbox.nextSeq;
   }
   /** True once `close()` finished: a new factory run makes a new link. */
   get closed() {
-    return this.#state === "closed";
+    return this.#socket.closed;
   }
   /**
    * Queue one event; returns its seq. Never does I/O itself.
    * @param size roughly how many characters the payload holds (for the buffer's memory bound)
    */
   emit(type, payload, size = 200) {
-    if (type === "message_update" && this.#state !== "ready") {
-      this.#seq.dirty();
-      return this.#nextSeq++;
-    }
+    if (type === "message_update" && !this.#socket.ready) return this.#outbox.skip();
     return this.emitFrame(type, payload, size).seq;
   }
   /**
@@ -5334,43 +5724,23 @@ var Link = class {
    */
   emitNow(type, payload, size = 200) {
     const seq = this.emit(type, payload, size);
-    if (this.#state === "ready") this.#flush();
+    if (this.#socket.ready) this.#outbox.flush();
     return seq;
   }
   /** `emit`, returning the frame itself (to send it again later with the same seq). */
   emitFrame(type, payload, size = 200) {
-    const seq = this.#nextSeq++;
-    this.#seq.dirty();
-    const ev = {
-      v: PROTOCOL_VERSION,
-      sessionId: this.sessionId,
-      seq,
-      ts: Date.now(),
-      type,
-      ...payload
-    };
-    this.#buf.push(ev, size, type === "buffer_overflow");
-    if (this.#state === "ready") this.#queueFlush();
-    return ev;
+    return this.#outbox.push(type, payload, size);
   }
   /**
    * Send `ev` again on the current socket, unless the buffer's replay sends it anyway. The daemon's log
    * ignores the seq it already has, but answers the frame itself (a stored approval decision).
    */
   resend(ev) {
-    const ws = this.#ws;
-    if (this.#state !== "ready" || !ws || this.#buf.has(ev.seq)) return;
-    try {
-      ws.send(encode(ev));
-    } catch (err) {
-      this.#log(`session ${this.sessionId}: send failed`, err);
-    }
+    this.#outbox.resend(ev);
   }
   /** Start connecting (idempotent). */
   start() {
-    if (this.#state === "down" && !this.#timer && !this.#closing) {
-      this.#connect();
-    }
+    this.#socket.start();
   }
   /** Send `bye`, wait (bounded) for the daemon to take everything, then close for good. */
   close() {
@@ -5378,8 +5748,9 @@ var Link = class {
     const byeSeq = this.emit("bye", {
       reason: "shutdown"
     });
-    this.#seq.writeSync();
-    if (this.#ws === null) {
+    this.#outbox.writeSync();
+    this.#socket.retire();
+    if (this.#socket.ws === null) {
       this.#shutdown();
       this.#closing = Promise.resolve();
       return this.#closing;
@@ -5392,16 +5763,15 @@ var Link = class {
         resolve();
       };
       const poll = setInterval(() => {
-        const head = this.#buf.first;
-        if (!head || head.seq > byeSeq) finish();
+        if (this.#outbox.delivered(byeSeq)) finish();
       }, POLL_MS);
       const deadline = setTimeout(finish, SHUTDOWN_WAIT_MS);
     });
     return this.#closing;
   }
   /**
-   * A text frame from the daemon: every type the protocol knows is handled here, the transport's own on the
-   * link and the commands by the factory run attached (or answered at once when none is).
+   * A text frame from the daemon: every type the protocol knows is handled, the transport's own here and the
+   * commands by `DaemonCommands`, for the factory run attached (or answered at once when none is).
    */
   onFrame(text) {
     let f;
@@ -5425,34 +5795,13 @@ var Link = class {
         this.budget.update(f.budget);
         return run?.budgetChanged?.();
       case "ack":
-        return this.#buf.trim(Number(f.lastSeq) || 0);
+        return this.#outbox.ack(Number(f.lastSeq) || 0);
       case "pong":
         return;
       case "error":
-        return this.#onError(f);
-      case "prompt":
-        if (!this.#firstTime(f)) return;
-        if (run) return run.prompt(f);
-        this.#log(`prompt ${f.promptId} dropped: ${NO_RUN}`);
-        return this.commandResult(f, NO_RUN);
-      case "abort":
-        if (!this.#firstCommand(f)) return;
-        return run ? run.abort(f) : this.commandResult(f, NO_RUN);
-      case "set_model":
-        if (!this.#firstCommand(f)) return;
-        return run ? run.setModel(f) : this.commandResult(f, NO_RUN);
-      case "set_name":
-        if (!this.#firstCommand(f)) return;
-        return run ? run.setName(f) : this.commandResult(f, NO_RUN);
-      case "changes":
-        return this.#onChanges(f);
-      case "approval_decision":
-        return run?.approvalDecision(f);
-      default: {
-        const unknown = f;
-        const g = unknown;
-        return this.commandResult(g, run ? `unknown command ${JSON.stringify(String(g.type))}` : NO_RUN);
-      }
+        return this.#socket.daemonError(f);
+      default:
+        return this.#commands.dispatch(f, run);
     }
   }
   /**
@@ -5460,176 +5809,34 @@ var Link = class {
    * every prompt it still queued (which forgets it), so this only guards against one left without an answer.
    */
   forgetQueuedPrompts() {
-    this.#prompts.forgetUnanswered();
-  }
-  /** A prompt seen before is not run again: answered again once the first was answered, else ignored. */
-  #firstTime(f) {
-    const verdict = this.#prompts.take(f.promptId);
-    if (verdict.run) return true;
-    this.#log(`prompt ${f.promptId} came again: not run twice`);
-    if (verdict.answered) this.commandResult(f);
-    return false;
-  }
-  /** An abort, model or name change seen before is not run again: answered again once the first was. */
-  #firstCommand(f) {
-    const verdict = this.#commands.take(f.commandId);
-    if (verdict.run) return true;
-    this.#log(`${f.type} ${f.commandId} came again: not run twice`);
-    if (verdict.answered) this.commandResult(f);
-    return false;
+    this.#commands.forgetQueuedPrompts();
   }
   /** Answer a daemon command that carried a `commandId` (older daemons send none: then nothing). */
   commandResult(f, error) {
-    if (f.type === "prompt") this.#prompts.answered(f.promptId, !error);
-    else if (f.type === "abort" || f.type === "set_model" || f.type === "set_name") {
-      this.#commands.answered(f.commandId, !error);
-    }
-    if (typeof f.commandId !== "string" || !f.commandId) return;
-    const cut = error ? {
-      error: error.slice(0, FieldMax.commandError)
-    } : {};
-    this.emit("command_result", {
-      commandId: f.commandId,
-      ok: !error,
-      ...cut
-    });
+    this.#commands.commandResult(f, error);
   }
-  /** Answer `changes` with what changed in pi's cwd (or git's error), in one `command_result`. */
-  #onChanges(f) {
-    const scope = f.scope === "uncommitted" ? "uncommitted" : "all";
-    const path6 = typeof f.path === "string" ? f.path : void 0;
-    computeChanges(this.info.cwd, scope, path6).then((changes) => {
-      if (typeof f.commandId !== "string" || !f.commandId) return;
-      this.emitNow("command_result", {
-        commandId: f.commandId,
-        ok: true,
-        changes
-      }, 1e3 + byteSize(changes));
-    }, (err) => this.commandResult(f, `git: ${err?.message ?? err}`));
-  }
-  #onError(f) {
-    const key = `${f.code}: ${f.message}`;
-    if (this.#errorsSeen.size < 100 && !this.#errorsSeen.has(key)) {
-      this.#errorsSeen.add(key);
-      this.#log(`session ${this.sessionId}: daemon error ${key}`);
-    }
-  }
-  #connect() {
-    this.#timer = null;
-    if (this.#closing || this.#state === "closed") return;
-    this.#state = "connecting";
-    webSocketClass().then((WebSocket2) => {
-      if (this.#closing) return this.#down(CloseCode.normal);
-      const headers = {
-        authorization: `Bearer ${this.#cfg.token}`
-      };
-      const ws = new WebSocket2(this.#cfg.url, {
-        headers
-      });
-      this.#ws = ws;
-      ws.onopen = () => {
-        if (this.#ws !== ws) return;
-        this.#state = "open";
-        this.#errorsSeen.clear();
-        this.#heartbeat?.stop();
-        this.#heartbeat = new Heartbeat(() => this.#ping(ws), () => this.#dead(ws), this.#cfg.heartbeat);
-        this.#heartbeat.start();
-        const hello = {
-          v: PROTOCOL_VERSION,
-          type: "hello",
-          sessionId: this.sessionId,
-          seq: 0,
-          ts: Date.now(),
-          session: this.info,
-          features: [
-            Feature.promptOnce
-          ],
-          // Without a run attached the plugin cannot say what waits, so it says nothing (the daemon keeps all).
-          ...this.binding?.waiting ? {
-            waiting: this.binding.waiting().slice(0, FieldMax.waiting)
-          } : {}
-        };
-        ws.send(JSON.stringify(hello));
-        this.#welcomeTimer = unref(setTimeout(() => ws.close(CloseCode.normal), WELCOME_TIMEOUT_MS));
-      };
-      ws.onmessage = (e) => {
-        if (this.#ws !== ws) return;
-        this.#heartbeat?.heard();
-        this.onFrame(e.data);
-      };
-      ws.onerror = (e) => {
-        const err = e;
-        this.#noteError(`socket error: ${err?.message ?? err?.error?.message ?? "connection failed"}`);
-      };
-      ws.onclose = (e) => {
-        if (this.#ws !== ws) return;
-        this.#ws = null;
-        this.#down(e?.code ?? 1006);
-      };
-    }).catch((err) => {
-      this.#noteError(`cannot open socket: ${err?.message ?? err}`);
-      this.#down(1006);
-    });
-  }
-  #ping(ws) {
-    const ts = Date.now();
-    const ping = {
+  /** The `hello` a socket sends as it opens: the session, and what the attached run still waits for. */
+  #hello() {
+    return {
       v: PROTOCOL_VERSION,
-      type: "ping",
+      type: "hello",
       sessionId: this.sessionId,
       seq: 0,
-      ts
+      ts: Date.now(),
+      session: this.info,
+      features: [
+        Feature.promptOnce
+      ],
+      // Without a run attached the plugin cannot say what waits, so it says nothing (the daemon keeps all).
+      ...this.binding?.waiting ? {
+        waiting: this.binding.waiting().slice(0, FieldMax.waiting)
+      } : {}
     };
-    ws.send(JSON.stringify(ping));
-  }
-  /** The daemon went silent: drop this socket without waiting for a close handshake it cannot answer. */
-  #dead(ws) {
-    if (this.#ws !== ws) return;
-    this.#noteError("daemon silent: reconnecting");
-    this.#ws = null;
-    try {
-      const raw = ws;
-      if (typeof raw.terminate === "function") raw.terminate();
-      else ws.close(CloseCode.normal, "daemon silent");
-    } catch {
-    }
-    this.#down(1006);
-  }
-  #down(code) {
-    clearTimeout(this.#welcomeTimer);
-    this.#heartbeat?.stop();
-    this.#heartbeat = null;
-    if (this.#state === "closed") return;
-    this.#state = "down";
-    if (this.#closing) return;
-    if (code === CloseCode.replaced) {
-      this.#log(`session ${this.sessionId}: replaced by a newer connection`);
-    }
-    this.#timer = unref(setTimeout(() => this.#connect(), this.#backoff.next(code)));
-  }
-  #noteError(msg) {
-    if (msg !== this.#lastError) this.#log(`session ${this.sessionId}: ${msg}`);
-    this.#lastError = msg;
   }
   #onWelcome(lastSeq) {
-    clearTimeout(this.#welcomeTimer);
-    if (!this.#everWelcomed && lastSeq >= this.#baseSeq) {
-      const shift = lastSeq + 1 - this.#baseSeq;
-      this.#buf.renumber(shift);
-      this.#nextSeq += shift;
-      this.#baseSeq += shift;
-      this.#seq.dirty();
-      this.#log(`session ${this.sessionId}: renumbered local events after daemon seq ${lastSeq}`);
-    } else if (lastSeq >= this.#nextSeq) {
-      this.#nextSeq = lastSeq + 1;
-      this.#seq.dirty();
-    }
-    this.#everWelcomed = true;
-    this.#backoff.reset();
-    this.#lastError = "";
-    this.#buf.rewind(lastSeq);
-    this.#state = "ready";
-    const o = this.#buf.takeOverflow();
+    this.#outbox.welcome(lastSeq);
+    this.#socket.welcomed();
+    const o = this.#outbox.takeOverflow();
     if (o) {
       this.#log(`session ${this.sessionId}: buffer overflow, ${o.dropped} events dropped`);
       this.emit("buffer_overflow", {
@@ -5637,57 +5844,12 @@ var Link = class {
       });
     }
     this.binding?.welcomed?.();
-    this.#queueFlush();
-  }
-  #queueFlush() {
-    if (this.#flushQueued) return;
-    this.#flushQueued = true;
-    later(() => this.#flush());
-  }
-  #flush() {
-    this.#flushQueued = false;
-    const ws = this.#ws;
-    if (this.#state !== "ready" || !ws) return;
-    const batching = this.features.has(Feature.batch);
-    try {
-      for (let n = 0; this.#buf.unsent > 0; n++) {
-        if (n >= SEND_BATCH) return this.#queueFlush();
-        if (ws.bufferedAmount > HIGH_WATER_BYTES) {
-          unref(setTimeout(() => this.#queueFlush(), 20));
-          return;
-        }
-        if (batching && this.#buf.unsent > 1) {
-          const { text, count } = encodeBatch(this.sessionId, (i) => this.#buf.unsentAt(i), BATCH_MAX_EVENTS);
-          ws.send(text);
-          this.#buf.markSent(count);
-          n += Math.floor(count / 2);
-          continue;
-        }
-        ws.send(encode(this.#buf.peekUnsent()));
-        this.#buf.markSent();
-      }
-    } catch (err) {
-      this.#log(`session ${this.sessionId}: send failed`, err);
-      try {
-        ws.close(CloseCode.internal);
-      } catch {
-      }
-    }
+    this.#outbox.queueFlush();
   }
   #shutdown() {
-    this.#state = "closed";
-    this.#heartbeat?.stop();
-    this.#heartbeat = null;
-    if (this.#timer) clearTimeout(this.#timer);
-    clearTimeout(this.#welcomeTimer);
-    this.#seq.writeSync();
-    const ws = this.#ws;
-    this.#ws = null;
-    try {
-      ws?.close(CloseCode.normal, "bye");
-    } catch {
-    }
-    this.#buf.clear();
+    this.#outbox.writeSync();
+    this.#socket.shutdown();
+    this.#outbox.clear();
   }
 };
 
