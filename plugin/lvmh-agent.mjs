@@ -4155,6 +4155,49 @@ var Approvals = class {
   }
 };
 
+// plugin/src/budget_gate.ts
+function budgetGate(ctx, options) {
+  const { guard, approvals, log } = options;
+  if (!guard) return void 0;
+  const stop = guard.stopReason;
+  if (stop) {
+    abortForBudget(ctx, log);
+    return Promise.resolve({
+      block: true,
+      reason: stop
+    });
+  }
+  if (!guard.mustAsk) return void 0;
+  if (!guard.asking) {
+    const asked = guard.limits;
+    const { args, title } = guard.card();
+    guard.asking = approvals.askBudget(ctx, args, title).then((ok) => {
+      if (ok) guard.raise(asked);
+      return ok;
+    }, (err) => {
+      log("budget approval failed", err);
+      return false;
+    }).finally(() => guard.asking = null);
+  }
+  return guard.asking.then((ok) => {
+    if (ok) return void 0;
+    abortForBudget(ctx, log);
+    return {
+      block: true,
+      reason: "Budget reached: the run was stopped"
+    };
+  });
+}
+function abortForBudget(ctx, log) {
+  try {
+    if (!ctx.isIdle()) {
+      void Promise.resolve(ctx.abort()).catch((err) => log("budget abort failed", err));
+    }
+  } catch (err) {
+    log("budget abort failed", err);
+  }
+}
+
 // plugin/src/timers.ts
 function unref(timer) {
   if (typeof timer === "object" && timer !== null) {
@@ -4288,6 +4331,458 @@ function promptContent(p) {
     }))
   ];
 }
+
+// lib/budget_math.ts
+function reached(limits, spent) {
+  return limits.maxCost !== void 0 && spent.cost >= limits.maxCost || limits.maxTokens !== void 0 && spent.tokens >= limits.maxTokens;
+}
+function describeSpent(limits, spent) {
+  const parts = [];
+  if (limits.maxCost !== void 0) {
+    parts.push(`$${spent.cost.toFixed(2)} of $${limits.maxCost.toFixed(2)}`);
+  }
+  if (limits.maxTokens !== void 0) {
+    parts.push(`${Math.round(spent.tokens).toLocaleString("en")} of ${limits.maxTokens.toLocaleString("en")} tokens`);
+  }
+  return parts.join(", ");
+}
+
+// plugin/src/budget.ts
+var num = (v) => typeof v === "number" && Number.isFinite(v) && v > 0 ? v : 0;
+function parse(raw) {
+  if (typeof raw !== "object" || raw === null) return null;
+  const b = raw;
+  const limit = (v) => num(v) > 0 ? num(v) : void 0;
+  const step = typeof b.step === "object" && b.step !== null ? b.step : {};
+  const spent = typeof b.spent === "object" && b.spent !== null ? b.spent : {};
+  return {
+    maxCost: limit(b.maxCost),
+    maxTokens: limit(b.maxTokens),
+    onReach: b.onReach === "stop" ? "stop" : "ask",
+    step: {
+      maxCost: limit(step.maxCost),
+      maxTokens: limit(step.maxTokens)
+    },
+    spent: {
+      cost: num(spent.cost),
+      tokens: num(spent.tokens)
+    },
+    stopped: typeof b.stopped === "string" && b.stopped ? b.stopped : void 0,
+    dailyLeft: typeof b.dailyLeft === "object" && b.dailyLeft !== null ? {
+      cost: typeof b.dailyLeft.cost === "number" ? b.dailyLeft.cost : void 0,
+      tokens: typeof b.dailyLeft.tokens === "number" ? b.dailyLeft.tokens : void 0
+    } : void 0
+  };
+}
+function messageUsage(usage) {
+  if (typeof usage !== "object" || usage === null) return null;
+  const u = usage;
+  return {
+    inputTokens: num(u.input),
+    outputTokens: num(u.output),
+    totalCost: num(u.cost?.total)
+  };
+}
+function describeStep(step) {
+  const parts = [];
+  if (step.maxCost !== void 0) parts.push(`$${step.maxCost.toFixed(2)}`);
+  if (step.maxTokens !== void 0) {
+    parts.push(`${step.maxTokens.toLocaleString("en")} tokens`);
+  }
+  return parts.join(" and ");
+}
+var BudgetGuard = class {
+  #budget = null;
+  #spent = {
+    cost: 0,
+    tokens: 0
+  };
+  /** What was spent when the daemon last said what is left of the daily cap. */
+  #spentAtUpdate = {
+    cost: 0,
+    tokens: 0
+  };
+  /** The budget card being asked, shared by every call that reaches it meanwhile. */
+  asking = null;
+  /** What was spent, as far as this process knows. */
+  get spent() {
+    return {
+      ...this.#spent
+    };
+  }
+  /** The limits in force, or null without a budget. */
+  get limits() {
+    const b = this.#budget;
+    if (!b || b.maxCost === void 0 && b.maxTokens === void 0) {
+      return null;
+    }
+    return {
+      maxCost: b.maxCost,
+      maxTokens: b.maxTokens
+    };
+  }
+  /** The daemon's budget from `welcome` or `policy`; `undefined` (an older daemon's policy) keeps the one held. */
+  update(raw) {
+    if (raw === void 0) return;
+    const b = parse(raw);
+    this.#budget = b;
+    if (!b) return;
+    this.#spent = {
+      cost: Math.max(this.#spent.cost, b.spent.cost),
+      tokens: Math.max(this.#spent.tokens, b.spent.tokens)
+    };
+    this.#spentAtUpdate = {
+      ...this.#spent
+    };
+  }
+  /** Count one assistant message's usage. */
+  add(u) {
+    this.#spent = {
+      cost: this.#spent.cost + u.totalCost,
+      tokens: this.#spent.tokens + u.inputTokens + u.outputTokens
+    };
+  }
+  /** True when a limit is reached. */
+  get reached() {
+    const l = this.limits;
+    return !!l && reached(l, this.#spent);
+  }
+  /** Why every run must stop now (a `stop` budget reached, or the daemon's daily cap), else null. */
+  get stopReason() {
+    if (this.#budget?.stopped) return this.#budget.stopped;
+    const left = this.#budget?.dailyLeft;
+    if (left && (left.cost !== void 0 && this.#spent.cost - this.#spentAtUpdate.cost >= left.cost || left.tokens !== void 0 && this.#spent.tokens - this.#spentAtUpdate.tokens >= left.tokens)) {
+      return "Daily budget reached";
+    }
+    if (this.#budget?.onReach === "stop" && this.reached) {
+      return `Budget reached: ${describeSpent(this.limits, this.#spent)}`;
+    }
+    return null;
+  }
+  /** True when an `ask` budget is reached: the next tool call or turn waits for a person. */
+  get mustAsk() {
+    return this.#budget?.onReach === "ask" && this.reached;
+  }
+  /** What the budget card shows (its `args`) and the terminal's question. */
+  card() {
+    const limits = this.limits ?? {};
+    const step = this.#budget?.step ?? {};
+    const title = `Budget reached: ${describeSpent(limits, this.#spent)}. Continue with another ${describeStep(step)}?`;
+    return {
+      args: {
+        spent: this.spent,
+        budget: limits,
+        step,
+        text: title
+      },
+      title: `lvmh: ${title}`
+    };
+  }
+  /**
+   * A budget card was approved: raise the limits by one step, unless `asked` (the limits when the card was
+   * raised) already changed, which means the daemon sent the raised budget first.
+   */
+  raise(asked) {
+    const b = this.#budget;
+    if (!b) return;
+    if (asked && (asked.maxCost !== b.maxCost || asked.maxTokens !== b.maxTokens)) return;
+    if (b.maxCost !== void 0 && b.step.maxCost) b.maxCost += b.step.maxCost;
+    if (b.maxTokens !== void 0 && b.step.maxTokens) {
+      b.maxTokens += b.step.maxTokens;
+    }
+  }
+};
+
+// plugin/src/repo.ts
+import fs from "node:fs";
+import path from "node:path";
+function repoFromRemote(url) {
+  const m = /^(?:[a-z+]+:\/\/(?:[^@/]+@)?[^/]+\/|[^@/\s]+@[^:/\s]+:)(.+?)(?:\.git)?\/?$/i.exec(url.trim());
+  const repo = m?.[1].replace(/^\/+/, "");
+  return repo && /^[A-Za-z0-9_][A-Za-z0-9_.-]*(?:\/[A-Za-z0-9_][A-Za-z0-9_.-]*)+$/.test(repo) ? repo : null;
+}
+function repoFromGit(cwd) {
+  try {
+    let dir = path.resolve(cwd);
+    for (let i = 0; i < 30; i++) {
+      const dotGit = path.join(dir, ".git");
+      let stat = null;
+      try {
+        stat = fs.statSync(dotGit);
+      } catch {
+      }
+      if (stat) {
+        let gitDir = dotGit;
+        if (stat.isFile()) {
+          const ref = /^gitdir:\s*(.+)$/m.exec(fs.readFileSync(dotGit, "utf8"));
+          if (!ref) return null;
+          gitDir = path.resolve(dir, ref[1].trim());
+          const common = path.join(gitDir, "commondir");
+          if (fs.existsSync(common)) {
+            gitDir = path.resolve(gitDir, fs.readFileSync(common, "utf8").trim());
+          }
+        }
+        const config = fs.readFileSync(path.join(gitDir, "config"), "utf8");
+        const section = /\[remote "origin"\]([^[]*)/.exec(config);
+        const url = section && /^\s*url\s*=\s*(.+)$/m.exec(section[1]);
+        return url ? repoFromRemote(url[1]) : null;
+      }
+      const up = path.dirname(dir);
+      if (up === dir) return null;
+      dir = up;
+    }
+  } catch {
+  }
+  return null;
+}
+
+// plugin/src/snapshot.ts
+var MAX_MODELS = Math.min(50, FieldMax.models);
+function modelList(ctx) {
+  const out = [];
+  const seen = /* @__PURE__ */ new Set();
+  const add = (m, hasAuth) => {
+    const provider = field(m?.provider, FieldMax.model), id = field(m?.id, FieldMax.model);
+    if (!m || !provider || !id || seen.has(`${provider}/${id}`) || out.length >= MAX_MODELS) return;
+    seen.add(`${provider}/${id}`);
+    let auth = hasAuth;
+    try {
+      auth ??= !!ctx.modelRegistry?.hasConfiguredAuth(m);
+    } catch {
+      auth = false;
+    }
+    const input = Array.isArray(m.input) ? m.input.filter((x) => typeof x === "string").slice(0, FieldMax.modelInputs).map((x) => x.slice(0, FieldMax.modelInput)) : [
+      "text"
+    ];
+    out.push({
+      provider,
+      id,
+      name: field(m.name, FieldMax.model) ?? id,
+      input,
+      hasAuth: auth
+    });
+  };
+  add(ctx.model);
+  try {
+    for (const m of ctx.modelRegistry?.getAvailable() ?? []) add(m, true);
+  } catch {
+  }
+  return out;
+}
+function field(value, max) {
+  return value === void 0 || value === null ? null : String(value).slice(0, max);
+}
+function thinkingLevel(pi) {
+  try {
+    return field(pi.getThinkingLevel?.(), FieldMax.thinkingLevel);
+  } catch {
+    return null;
+  }
+}
+function snapshot(ctx, cfg, extras = {}) {
+  const sm = ctx.sessionManager;
+  const cwd = ctx.cwd ?? sm.getCwd?.() ?? "";
+  const started = Date.parse(sm.getHeader?.()?.timestamp ?? "");
+  return {
+    id: sm.getSessionId(),
+    name: field(sm.getSessionName?.(), FieldMax.sessionName),
+    cwd: field(cwd, FieldMax.cwd) ?? "",
+    model: field(ctx.model?.id, FieldMax.model),
+    provider: field(ctx.model?.provider, FieldMax.model),
+    agent: cfg.agent,
+    repo: field(cfg.repo ?? repoFromGit(cwd), FieldMax.repo),
+    startedAt: Number.isFinite(started) ? started : Date.now(),
+    models: modelList(ctx),
+    thinkingLevel: field(extras.thinkingLevel, FieldMax.thinkingLevel),
+    modelSwitch: extras.native ? "next_turn" : "next_run"
+  };
+}
+
+// plugin/src/event_mapper.ts
+var EventMapper = class {
+  #pi;
+  #link;
+  #origins;
+  #overBudget;
+  #ids = /* @__PURE__ */ new Map();
+  // Delivered prompts waiting for their user message, and the ones matched at message_start (by message key).
+  #matched = /* @__PURE__ */ new Map();
+  #toolUpdates = /* @__PURE__ */ new Map();
+  /**
+   * @param options.link the session's link now (null before session_start and after shutdown)
+   * @param options.origins the prompts delivered to pi, which user messages are matched against
+   * @param options.overBudget an assistant message's usage reached the budget's stop: abort the run
+   */
+  constructor(pi, options) {
+    this.#pi = pi;
+    this.#link = options.link;
+    this.#origins = options.origins;
+    this.#overBudget = options.overBudget;
+  }
+  /** `agent_end`, with the tokens and cost of the run's assistant messages. */
+  agentEnd(e) {
+    const usage = {
+      inputTokens: 0,
+      outputTokens: 0,
+      totalCost: 0
+    };
+    for (const m of Array.isArray(e.messages) ? e.messages : []) {
+      if (m?.role !== "assistant" || !m.usage) continue;
+      usage.inputTokens += Number(m.usage.input) || 0;
+      usage.outputTokens += Number(m.usage.output) || 0;
+      usage.totalCost += Number(m.usage.cost?.total) || 0;
+    }
+    this.#link()?.emit("agent_end", {
+      usage
+    });
+  }
+  messageStart(e) {
+    const link = this.#link();
+    if (!link) return;
+    const m = e.message ?? {};
+    const id = messageId(m, link.nextSeq);
+    const key = `${m.role}:${m.timestamp}`;
+    this.#ids.set(key, id);
+    const web = m.role === "user" && this.#origins.size ? this.#origins.take(m.content) : null;
+    if (m.role === "user") this.#matched.set(key, web);
+    const message = {
+      role: mapRole(m.role),
+      id
+    };
+    link.emit("message_start", web ? {
+      message,
+      from: fromOf(web)
+    } : {
+      message
+    });
+  }
+  messageUpdate(e) {
+    const link = this.#link();
+    const a = e.assistantMessageEvent;
+    if (!link || !a) return;
+    if (a.type === "text_delta") link.emit("message_update", {
+      delta: a.delta ?? "",
+      kind: "text"
+    });
+    else if (a.type === "thinking_delta") {
+      link.emit("message_update", {
+        delta: a.delta ?? "",
+        kind: "thinking"
+      });
+    }
+  }
+  messageEnd(e) {
+    const link = this.#link();
+    if (!link) return;
+    const m = e.message ?? {};
+    const key = `${m.role}:${m.timestamp}`;
+    const id = this.#ids.get(key) ?? messageId(m, link.nextSeq);
+    this.#ids.delete(key);
+    let web = null;
+    if (m.role === "user") {
+      if (this.#matched.has(key)) web = this.#matched.get(key);
+      else if (this.#origins.size) web = this.#origins.take(m.content);
+      this.#matched.delete(key);
+    }
+    const message = toMessage(m, id, web);
+    const usage = m.role === "assistant" ? messageUsage(m.usage) : null;
+    if (usage) {
+      message.usage = usage;
+      if (typeof m.model === "string" && m.model) message.model = m.model.slice(0, FieldMax.model);
+      link.budget.add(usage);
+      if (link.budget.stopReason) this.#overBudget();
+    }
+    let size = 300 + message.text.length + (message.thinking?.length ?? 0) + (message.images?.length ?? 0) * 200;
+    for (const c of message.toolCalls) size += c.argsJson.length;
+    link.emit("message_end", web ? {
+      message,
+      from: fromOf(web)
+    } : {
+      message
+    }, size);
+  }
+  toolExecutionStart(e) {
+    const { args, size } = safeArgs(e.args);
+    this.#link()?.emit("tool_execution_start", {
+      toolCallId: String(e.toolCallId ?? ""),
+      toolName: String(e.toolName ?? ""),
+      args
+    }, 300 + size);
+  }
+  toolExecutionUpdate(e) {
+    if (!this.#link()) return;
+    const id = String(e.toolCallId ?? "");
+    const frame = {
+      toolCallId: id,
+      toolName: String(e.toolName ?? ""),
+      result: e.partialResult
+    };
+    let u = this.#toolUpdates.get(id);
+    if (!u) this.#toolUpdates.set(id, u = {
+      last: 0,
+      pending: null,
+      timer: null
+    });
+    const update = u;
+    const send = (f) => {
+      update.last = Date.now();
+      update.pending = null;
+      this.#link()?.emit("tool_execution_update", {
+        toolCallId: f.toolCallId,
+        toolName: f.toolName,
+        partial: resultText(f.result, PREVIEW_CHARS, true)
+      }, 300 + PREVIEW_CHARS);
+    };
+    if (Date.now() - update.last >= TOOL_UPDATE_MS) return send(frame);
+    update.pending = frame;
+    update.timer ??= unref(setTimeout(() => {
+      update.timer = null;
+      if (update.pending) send(update.pending);
+    }, TOOL_UPDATE_MS));
+  }
+  toolExecutionEnd(e) {
+    const link = this.#link();
+    if (!link) return;
+    const id = String(e.toolCallId ?? "");
+    const u = this.#toolUpdates.get(id);
+    this.#toolUpdates.delete(id);
+    if (u?.timer) clearTimeout(u.timer);
+    link.emit("tool_execution_end", {
+      toolCallId: id,
+      toolName: String(e.toolName ?? ""),
+      isError: !!e.isError,
+      resultPreview: resultText(e.result, PREVIEW_CHARS)
+    }, 300 + PREVIEW_CHARS);
+  }
+  /** Send `session_info` when the name, model or thinking level changed. */
+  checkInfo(ctx, model) {
+    const link = this.#link();
+    if (!link || !ctx) return;
+    const name = field(ctx.sessionManager?.getSessionName?.(), FieldMax.sessionName);
+    const m = model ?? ctx.model;
+    const info = link.info;
+    const id = field(m?.id, FieldMax.model), provider = field(m?.provider, FieldMax.model);
+    const thinking = thinkingLevel(this.#pi);
+    if (name === info.name && id === info.model && provider === info.provider && thinking === (info.thinkingLevel ?? null)) {
+      return;
+    }
+    const models = id === info.model && provider === info.provider ? info.models : modelList({
+      ...ctx,
+      model: m
+    });
+    link.info = {
+      ...info,
+      name,
+      model: id,
+      provider,
+      thinkingLevel: thinking,
+      models
+    };
+    link.emit("session_info", {
+      session: link.info
+    }, 300 + JSON.stringify(models ?? []).length);
+  }
+};
 
 // plugin/src/changes.ts
 import { execFile } from "node:child_process";
@@ -5121,167 +5616,6 @@ var DaemonSocket = class {
   }
 };
 
-// lib/budget_math.ts
-function reached(limits, spent) {
-  return limits.maxCost !== void 0 && spent.cost >= limits.maxCost || limits.maxTokens !== void 0 && spent.tokens >= limits.maxTokens;
-}
-function describeSpent(limits, spent) {
-  const parts = [];
-  if (limits.maxCost !== void 0) {
-    parts.push(`$${spent.cost.toFixed(2)} of $${limits.maxCost.toFixed(2)}`);
-  }
-  if (limits.maxTokens !== void 0) {
-    parts.push(`${Math.round(spent.tokens).toLocaleString("en")} of ${limits.maxTokens.toLocaleString("en")} tokens`);
-  }
-  return parts.join(", ");
-}
-
-// plugin/src/budget.ts
-var num = (v) => typeof v === "number" && Number.isFinite(v) && v > 0 ? v : 0;
-function parse(raw) {
-  if (typeof raw !== "object" || raw === null) return null;
-  const b = raw;
-  const limit = (v) => num(v) > 0 ? num(v) : void 0;
-  const step = typeof b.step === "object" && b.step !== null ? b.step : {};
-  const spent = typeof b.spent === "object" && b.spent !== null ? b.spent : {};
-  return {
-    maxCost: limit(b.maxCost),
-    maxTokens: limit(b.maxTokens),
-    onReach: b.onReach === "stop" ? "stop" : "ask",
-    step: {
-      maxCost: limit(step.maxCost),
-      maxTokens: limit(step.maxTokens)
-    },
-    spent: {
-      cost: num(spent.cost),
-      tokens: num(spent.tokens)
-    },
-    stopped: typeof b.stopped === "string" && b.stopped ? b.stopped : void 0,
-    dailyLeft: typeof b.dailyLeft === "object" && b.dailyLeft !== null ? {
-      cost: typeof b.dailyLeft.cost === "number" ? b.dailyLeft.cost : void 0,
-      tokens: typeof b.dailyLeft.tokens === "number" ? b.dailyLeft.tokens : void 0
-    } : void 0
-  };
-}
-function messageUsage(usage) {
-  if (typeof usage !== "object" || usage === null) return null;
-  const u = usage;
-  return {
-    inputTokens: num(u.input),
-    outputTokens: num(u.output),
-    totalCost: num(u.cost?.total)
-  };
-}
-function describeStep(step) {
-  const parts = [];
-  if (step.maxCost !== void 0) parts.push(`$${step.maxCost.toFixed(2)}`);
-  if (step.maxTokens !== void 0) {
-    parts.push(`${step.maxTokens.toLocaleString("en")} tokens`);
-  }
-  return parts.join(" and ");
-}
-var BudgetGuard = class {
-  #budget = null;
-  #spent = {
-    cost: 0,
-    tokens: 0
-  };
-  /** What was spent when the daemon last said what is left of the daily cap. */
-  #spentAtUpdate = {
-    cost: 0,
-    tokens: 0
-  };
-  /** The budget card being asked, shared by every call that reaches it meanwhile. */
-  asking = null;
-  /** What was spent, as far as this process knows. */
-  get spent() {
-    return {
-      ...this.#spent
-    };
-  }
-  /** The limits in force, or null without a budget. */
-  get limits() {
-    const b = this.#budget;
-    if (!b || b.maxCost === void 0 && b.maxTokens === void 0) {
-      return null;
-    }
-    return {
-      maxCost: b.maxCost,
-      maxTokens: b.maxTokens
-    };
-  }
-  /** The daemon's budget from `welcome` or `policy`; `undefined` (an older daemon's policy) keeps the one held. */
-  update(raw) {
-    if (raw === void 0) return;
-    const b = parse(raw);
-    this.#budget = b;
-    if (!b) return;
-    this.#spent = {
-      cost: Math.max(this.#spent.cost, b.spent.cost),
-      tokens: Math.max(this.#spent.tokens, b.spent.tokens)
-    };
-    this.#spentAtUpdate = {
-      ...this.#spent
-    };
-  }
-  /** Count one assistant message's usage. */
-  add(u) {
-    this.#spent = {
-      cost: this.#spent.cost + u.totalCost,
-      tokens: this.#spent.tokens + u.inputTokens + u.outputTokens
-    };
-  }
-  /** True when a limit is reached. */
-  get reached() {
-    const l = this.limits;
-    return !!l && reached(l, this.#spent);
-  }
-  /** Why every run must stop now (a `stop` budget reached, or the daemon's daily cap), else null. */
-  get stopReason() {
-    if (this.#budget?.stopped) return this.#budget.stopped;
-    const left = this.#budget?.dailyLeft;
-    if (left && (left.cost !== void 0 && this.#spent.cost - this.#spentAtUpdate.cost >= left.cost || left.tokens !== void 0 && this.#spent.tokens - this.#spentAtUpdate.tokens >= left.tokens)) {
-      return "Daily budget reached";
-    }
-    if (this.#budget?.onReach === "stop" && this.reached) {
-      return `Budget reached: ${describeSpent(this.limits, this.#spent)}`;
-    }
-    return null;
-  }
-  /** True when an `ask` budget is reached: the next tool call or turn waits for a person. */
-  get mustAsk() {
-    return this.#budget?.onReach === "ask" && this.reached;
-  }
-  /** What the budget card shows (its `args`) and the terminal's question. */
-  card() {
-    const limits = this.limits ?? {};
-    const step = this.#budget?.step ?? {};
-    const title = `Budget reached: ${describeSpent(limits, this.#spent)}. Continue with another ${describeStep(step)}?`;
-    return {
-      args: {
-        spent: this.spent,
-        budget: limits,
-        step,
-        text: title
-      },
-      title: `lvmh: ${title}`
-    };
-  }
-  /**
-   * A budget card was approved: raise the limits by one step, unless `asked` (the limits when the card was
-   * raised) already changed, which means the daemon sent the raised budget first.
-   */
-  raise(asked) {
-    const b = this.#budget;
-    if (!b) return;
-    if (asked && (asked.maxCost !== b.maxCost || asked.maxTokens !== b.maxTokens)) return;
-    if (b.maxCost !== void 0 && b.step.maxCost) b.maxCost += b.step.maxCost;
-    if (b.maxTokens !== void 0 && b.step.maxTokens) {
-      b.maxTokens += b.step.maxTokens;
-    }
-  }
-};
-
 // plugin/src/buffer.ts
 var EventBuffer = class {
   #buf = [];
@@ -5442,8 +5776,8 @@ function encodeBatch(sessionId, next, maxEvents) {
 }
 
 // plugin/src/seq_file.ts
-import fs from "node:fs";
-import path from "node:path";
+import fs2 from "node:fs";
+import path2 from "node:path";
 import process3 from "node:process";
 var SeqFile = class {
   #file;
@@ -5456,7 +5790,7 @@ var SeqFile = class {
    * @param onError told about a failed write; never throws
    */
   constructor(stateDir, sessionId, current, onError) {
-    this.#file = path.join(stateDir, "seq", sessionId);
+    this.#file = path2.join(stateDir, "seq", sessionId);
     this.#current = current;
     this.#onError = onError;
   }
@@ -5464,7 +5798,7 @@ var SeqFile = class {
   read() {
     let last = 0;
     try {
-      last = Number.parseInt(fs.readFileSync(this.#file, "utf8"), 10) || 0;
+      last = Number.parseInt(fs2.readFileSync(this.#file, "utf8"), 10) || 0;
     } catch {
     }
     this.#written = last;
@@ -5480,10 +5814,10 @@ var SeqFile = class {
     this.#timer = null;
     const last = this.#current();
     try {
-      fs.mkdirSync(path.dirname(this.#file), {
+      fs2.mkdirSync(path2.dirname(this.#file), {
         recursive: true
       });
-      fs.writeFileSync(this.#file, String(last));
+      fs2.writeFileSync(this.#file, String(last));
       this.#written = last;
     } catch (err) {
       this.#onError("cannot save seq", err);
@@ -5495,9 +5829,9 @@ var SeqFile = class {
     if (last === this.#written) return;
     this.#written = last;
     const tmp = `${this.#file}.${process3.pid}.tmp`;
-    fs.promises.mkdir(path.dirname(this.#file), {
+    fs2.promises.mkdir(path2.dirname(this.#file), {
       recursive: true
-    }).then(() => fs.promises.writeFile(tmp, String(last))).then(() => fs.promises.rename(tmp, this.#file)).catch((err) => this.#onError(`cannot save seq: ${err?.message ?? err}`));
+    }).then(() => fs2.promises.writeFile(tmp, String(last))).then(() => fs2.promises.rename(tmp, this.#file)).catch((err) => this.#onError(`cannot save seq: ${err?.message ?? err}`));
   }
 };
 
@@ -5920,7 +6254,7 @@ var Settle = class {
 };
 
 // plugin/src/settings_guard.ts
-import fs2 from "node:fs";
+import fs3 from "node:fs";
 var GUARD_POLL_MS = 250;
 var GUARD_WAIT_MS = 2e3;
 var FIELDS = [
@@ -6008,28 +6342,28 @@ var SettingsGuard = class {
   #restore(current) {
     const lock = `${this.#file}.lock`;
     try {
-      fs2.mkdirSync(lock);
+      fs3.mkdirSync(lock);
     } catch {
       return false;
     }
     try {
       const now = defaultsOf(current), web = this.#web ?? {};
       const fields = this.#changed().filter((f) => now[f] === web[f]);
-      fs2.writeFileSync(this.#file, restored(current, fields, this.#original ?? void 0));
+      fs3.writeFileSync(this.#file, restored(current, fields, this.#original ?? void 0));
       return true;
     } catch (err) {
       this.#log("cannot restore the default model in settings.json", err);
       return false;
     } finally {
       try {
-        fs2.rmdirSync(lock);
+        fs3.rmdirSync(lock);
       } catch {
       }
     }
   }
   #read() {
     try {
-      return fs2.readFileSync(this.#file, "utf8");
+      return fs3.readFileSync(this.#file, "utf8");
     } catch {
       return null;
     }
@@ -6075,104 +6409,6 @@ function sameJson(a, b) {
     norm(v[k])
   ])) : v;
   return JSON.stringify(norm(a)) === JSON.stringify(norm(b));
-}
-
-// plugin/src/repo.ts
-import fs3 from "node:fs";
-import path2 from "node:path";
-function repoFromRemote(url) {
-  const m = /^(?:[a-z+]+:\/\/(?:[^@/]+@)?[^/]+\/|[^@/\s]+@[^:/\s]+:)(.+?)(?:\.git)?\/?$/i.exec(url.trim());
-  const repo = m?.[1].replace(/^\/+/, "");
-  return repo && /^[A-Za-z0-9_][A-Za-z0-9_.-]*(?:\/[A-Za-z0-9_][A-Za-z0-9_.-]*)+$/.test(repo) ? repo : null;
-}
-function repoFromGit(cwd) {
-  try {
-    let dir = path2.resolve(cwd);
-    for (let i = 0; i < 30; i++) {
-      const dotGit = path2.join(dir, ".git");
-      let stat = null;
-      try {
-        stat = fs3.statSync(dotGit);
-      } catch {
-      }
-      if (stat) {
-        let gitDir = dotGit;
-        if (stat.isFile()) {
-          const ref = /^gitdir:\s*(.+)$/m.exec(fs3.readFileSync(dotGit, "utf8"));
-          if (!ref) return null;
-          gitDir = path2.resolve(dir, ref[1].trim());
-          const common = path2.join(gitDir, "commondir");
-          if (fs3.existsSync(common)) {
-            gitDir = path2.resolve(gitDir, fs3.readFileSync(common, "utf8").trim());
-          }
-        }
-        const config = fs3.readFileSync(path2.join(gitDir, "config"), "utf8");
-        const section = /\[remote "origin"\]([^[]*)/.exec(config);
-        const url = section && /^\s*url\s*=\s*(.+)$/m.exec(section[1]);
-        return url ? repoFromRemote(url[1]) : null;
-      }
-      const up = path2.dirname(dir);
-      if (up === dir) return null;
-      dir = up;
-    }
-  } catch {
-  }
-  return null;
-}
-
-// plugin/src/snapshot.ts
-var MAX_MODELS = Math.min(50, FieldMax.models);
-function modelList(ctx) {
-  const out = [];
-  const seen = /* @__PURE__ */ new Set();
-  const add = (m, hasAuth) => {
-    const provider = field(m?.provider, FieldMax.model), id = field(m?.id, FieldMax.model);
-    if (!m || !provider || !id || seen.has(`${provider}/${id}`) || out.length >= MAX_MODELS) return;
-    seen.add(`${provider}/${id}`);
-    let auth = hasAuth;
-    try {
-      auth ??= !!ctx.modelRegistry?.hasConfiguredAuth(m);
-    } catch {
-      auth = false;
-    }
-    const input = Array.isArray(m.input) ? m.input.filter((x) => typeof x === "string").slice(0, FieldMax.modelInputs).map((x) => x.slice(0, FieldMax.modelInput)) : [
-      "text"
-    ];
-    out.push({
-      provider,
-      id,
-      name: field(m.name, FieldMax.model) ?? id,
-      input,
-      hasAuth: auth
-    });
-  };
-  add(ctx.model);
-  try {
-    for (const m of ctx.modelRegistry?.getAvailable() ?? []) add(m, true);
-  } catch {
-  }
-  return out;
-}
-function field(value, max) {
-  return value === void 0 || value === null ? null : String(value).slice(0, max);
-}
-function snapshot(ctx, cfg, extras = {}) {
-  const sm = ctx.sessionManager;
-  const cwd = ctx.cwd ?? sm.getCwd?.() ?? "";
-  const started = Date.parse(sm.getHeader?.()?.timestamp ?? "");
-  return {
-    id: sm.getSessionId(),
-    name: field(sm.getSessionName?.(), FieldMax.sessionName),
-    cwd: field(cwd, FieldMax.cwd) ?? "",
-    model: field(ctx.model?.id, FieldMax.model),
-    provider: field(ctx.model?.provider, FieldMax.model),
-    agent: cfg.agent,
-    repo: field(cfg.repo ?? repoFromGit(cwd), FieldMax.repo),
-    startedAt: Number.isFinite(started) ? started : Date.now(),
-    models: modelList(ctx),
-    thinkingLevel: field(extras.thinkingLevel, FieldMax.thinkingLevel),
-    modelSwitch: extras.native ? "next_turn" : "next_run"
-  };
 }
 
 // plugin/src/steer.ts
@@ -6240,11 +6476,9 @@ var PiBinding = class {
   #link = null;
   #ctx = null;
   #renameTimer = null;
-  #ids = /* @__PURE__ */ new Map();
-  // Delivered prompts waiting for their user message, and the ones matched at message_start (by message key).
+  /** Delivered prompts waiting for their user message: the delivery adds them, the event mapper takes them. */
   #origins = new Origins();
-  #matched = /* @__PURE__ */ new Map();
-  #toolUpdates = /* @__PURE__ */ new Map();
+  #events;
   /** pi 1.6.0 emits agent_settled itself; 0.73.1 does not, and the run polls for idle instead. */
   #native;
   /** A `not_saved` session_notice is still to be sent (config `notSaved`). */
@@ -6291,16 +6525,24 @@ var PiBinding = class {
       changed: () => this.#checkInfo(this.#ctx),
       log
     };
+    this.#events = new EventMapper(pi, {
+      link: () => this.#link,
+      origins: this.#origins,
+      overBudget: () => {
+        if (this.#ctx) abortForBudget(this.#ctx, log);
+      }
+    });
     this.#on("session_start", (_e, ctx2) => this.sessionStart(ctx2));
     this.#on("session_shutdown", (e) => this.sessionShutdown(e));
     this.#on("agent_start", (_e, ctx2) => this.agentStart(ctx2));
     this.#on("agent_end", (e, ctx2) => this.agentEnd(e, ctx2));
-    this.#on("message_start", (e) => this.messageStart(e));
-    this.#on("message_update", (e) => this.messageUpdate(e));
-    this.#on("message_end", (e) => this.messageEnd(e));
-    this.#on("tool_execution_start", (e) => this.toolExecutionStart(e));
-    this.#on("tool_execution_update", (e) => this.toolExecutionUpdate(e));
-    this.#on("tool_execution_end", (e) => this.toolExecutionEnd(e));
+    const events = this.#events;
+    this.#on("message_start", (e) => events.messageStart(e));
+    this.#on("message_update", (e) => events.messageUpdate(e));
+    this.#on("message_end", (e) => events.messageEnd(e));
+    this.#on("tool_execution_start", (e) => events.toolExecutionStart(e));
+    this.#on("tool_execution_update", (e) => events.toolExecutionUpdate(e));
+    this.#on("tool_execution_end", (e) => events.toolExecutionEnd(e));
     this.#on("tool_call", (e, ctx2) => this.toolCall(e, ctx2));
     this.#on("context", (_e, ctx2) => this.#budgetGate(ctx2)?.then(() => void 0));
     this.#on("model_select", (e, ctx2) => this.modelSelect(e, ctx2));
@@ -6364,13 +6606,13 @@ var PiBinding = class {
   }
   budgetChanged() {
     const ctx = this.#ctx;
-    if (ctx && this.#link?.budget.stopReason && this.#settle.running) this.#abortForBudget(ctx);
+    if (ctx && this.#link?.budget.stopReason && this.#settle.running) abortForBudget(ctx, this.#log);
   }
   // ---------------------------------------------------------------------------------------------
   // pi's events
   sessionStart(ctx) {
     const info = snapshot(ctx, this.#cfg, {
-      thinkingLevel: this.#thinkingLevel(),
+      thinkingLevel: thinkingLevel(this.#pi),
       native: this.#native
     });
     if (this.#link?.sessionId === info.id) return this.#checkInfo(ctx);
@@ -6421,144 +6663,15 @@ var PiBinding = class {
   agentStart(ctx) {
     if (this.#settle.agentStart()) this.#emitSettled();
     this.#link?.emit("agent_start", {});
-    if (this.#link?.budget.stopReason) this.#abortForBudget(ctx);
+    if (this.#link?.budget.stopReason) abortForBudget(ctx, this.#log);
     this.#checkInfo(ctx);
     this.#delivery.pump();
   }
   agentEnd(e, ctx) {
-    const usage = {
-      inputTokens: 0,
-      outputTokens: 0,
-      totalCost: 0
-    };
-    for (const m of Array.isArray(e.messages) ? e.messages : []) {
-      if (m?.role !== "assistant" || !m.usage) continue;
-      usage.inputTokens += Number(m.usage.input) || 0;
-      usage.outputTokens += Number(m.usage.output) || 0;
-      usage.totalCost += Number(m.usage.cost?.total) || 0;
-    }
     this.#settle.agentEnd();
-    this.#link?.emit("agent_end", {
-      usage
-    });
+    this.#events.agentEnd(e);
     this.#checkInfo(ctx);
     if (!this.#native || this.#delivery.queued) this.#delivery.arm();
-  }
-  messageStart(e) {
-    const link = this.#link;
-    if (!link) return;
-    const m = e.message ?? {};
-    const id = messageId(m, link.nextSeq);
-    const key = `${m.role}:${m.timestamp}`;
-    this.#ids.set(key, id);
-    const web = m.role === "user" && this.#origins.size ? this.#origins.take(m.content) : null;
-    if (m.role === "user") this.#matched.set(key, web);
-    const message = {
-      role: mapRole(m.role),
-      id
-    };
-    link.emit("message_start", web ? {
-      message,
-      from: fromOf(web)
-    } : {
-      message
-    });
-  }
-  messageUpdate(e) {
-    const a = e.assistantMessageEvent;
-    if (!this.#link || !a) return;
-    if (a.type === "text_delta") this.#link.emit("message_update", {
-      delta: a.delta ?? "",
-      kind: "text"
-    });
-    else if (a.type === "thinking_delta") {
-      this.#link.emit("message_update", {
-        delta: a.delta ?? "",
-        kind: "thinking"
-      });
-    }
-  }
-  messageEnd(e) {
-    const link = this.#link;
-    if (!link) return;
-    const m = e.message ?? {};
-    const key = `${m.role}:${m.timestamp}`;
-    const id = this.#ids.get(key) ?? messageId(m, link.nextSeq);
-    this.#ids.delete(key);
-    let web = null;
-    if (m.role === "user") {
-      if (this.#matched.has(key)) web = this.#matched.get(key);
-      else if (this.#origins.size) web = this.#origins.take(m.content);
-      this.#matched.delete(key);
-    }
-    const message = toMessage(m, id, web);
-    const usage = m.role === "assistant" ? messageUsage(m.usage) : null;
-    if (usage) {
-      message.usage = usage;
-      if (typeof m.model === "string" && m.model) message.model = m.model.slice(0, FieldMax.model);
-      link.budget.add(usage);
-      if (link.budget.stopReason && this.#ctx) this.#abortForBudget(this.#ctx);
-    }
-    let size = 300 + message.text.length + (message.thinking?.length ?? 0) + (message.images?.length ?? 0) * 200;
-    for (const c of message.toolCalls) size += c.argsJson.length;
-    link.emit("message_end", web ? {
-      message,
-      from: fromOf(web)
-    } : {
-      message
-    }, size);
-  }
-  toolExecutionStart(e) {
-    const { args, size } = safeArgs(e.args);
-    this.#link?.emit("tool_execution_start", {
-      toolCallId: String(e.toolCallId ?? ""),
-      toolName: String(e.toolName ?? ""),
-      args
-    }, 300 + size);
-  }
-  toolExecutionUpdate(e) {
-    if (!this.#link) return;
-    const id = String(e.toolCallId ?? "");
-    const frame = {
-      toolCallId: id,
-      toolName: String(e.toolName ?? ""),
-      result: e.partialResult
-    };
-    let u = this.#toolUpdates.get(id);
-    if (!u) this.#toolUpdates.set(id, u = {
-      last: 0,
-      pending: null,
-      timer: null
-    });
-    const update = u;
-    const send = (f) => {
-      update.last = Date.now();
-      update.pending = null;
-      this.#link?.emit("tool_execution_update", {
-        toolCallId: f.toolCallId,
-        toolName: f.toolName,
-        partial: resultText(f.result, PREVIEW_CHARS, true)
-      }, 300 + PREVIEW_CHARS);
-    };
-    if (Date.now() - update.last >= TOOL_UPDATE_MS) return send(frame);
-    update.pending = frame;
-    update.timer ??= unref(setTimeout(() => {
-      update.timer = null;
-      if (update.pending) send(update.pending);
-    }, TOOL_UPDATE_MS));
-  }
-  toolExecutionEnd(e) {
-    if (!this.#link) return;
-    const id = String(e.toolCallId ?? "");
-    const u = this.#toolUpdates.get(id);
-    this.#toolUpdates.delete(id);
-    if (u?.timer) clearTimeout(u.timer);
-    this.#link.emit("tool_execution_end", {
-      toolCallId: id,
-      toolName: String(e.toolName ?? ""),
-      isError: !!e.isError,
-      resultPreview: resultText(e.result, PREVIEW_CHARS)
-    }, 300 + PREVIEW_CHARS);
   }
   toolCall(e, ctx) {
     const gate = this.#budgetGate(ctx);
@@ -6590,54 +6703,13 @@ var PiBinding = class {
       }
     });
   }
-  /**
-   * The budget's say before a tool call or a turn: undefined when within it; else a promise of a block (the
-   * run stops) or undefined (a person approved another step of the budget).
-   */
+  /** The budget's say before a tool call or a turn (`budgetGate`), for the session this run has now. */
   #budgetGate(ctx) {
-    const guard = this.#link?.budget;
-    if (!guard) return void 0;
-    const stop = guard.stopReason;
-    if (stop) {
-      this.#abortForBudget(ctx);
-      return Promise.resolve({
-        block: true,
-        reason: stop
-      });
-    }
-    if (!guard.mustAsk) return void 0;
-    if (!guard.asking) {
-      const asked = guard.limits;
-      const { args, title } = guard.card();
-      guard.asking = this.#approvals.askBudget(ctx, args, title).then((ok) => {
-        if (ok) guard.raise(asked);
-        return ok;
-      }, (err) => {
-        this.#log("budget approval failed", err);
-        return false;
-      }).finally(() => guard.asking = null);
-    }
-    return guard.asking.then((ok) => {
-      if (ok) return void 0;
-      this.#abortForBudget(ctx);
-      return {
-        block: true,
-        reason: "Budget reached: the run was stopped"
-      };
+    return budgetGate(ctx, {
+      guard: this.#link?.budget,
+      approvals: this.#approvals,
+      log: this.#log
     });
-  }
-  /**
-   * Abort the run now: before a model request (`context`) the request then fails at once. pi's abort waits
-   * for the run to end, which this handler is part of, so it is not awaited.
-   */
-  #abortForBudget(ctx) {
-    try {
-      if (!ctx.isIdle()) {
-        void Promise.resolve(ctx.abort()).catch((err) => this.#log("budget abort failed", err));
-      }
-    } catch (err) {
-      this.#log("budget abort failed", err);
-    }
   }
   /** The answer to a command: a `command_result` when the frame carries a commandId. */
   #answer(f) {
@@ -6646,40 +6718,9 @@ var PiBinding = class {
   #emitSettled() {
     this.#link?.emit("agent_settled", {});
   }
-  #thinkingLevel() {
-    try {
-      return field(this.#pi.getThinkingLevel?.(), FieldMax.thinkingLevel);
-    } catch {
-      return null;
-    }
-  }
   /** Send `session_info` when the name, model or thinking level changed. */
   #checkInfo(ctx, model) {
-    const link = this.#link;
-    if (!link || !ctx) return;
-    const name = field(ctx.sessionManager?.getSessionName?.(), FieldMax.sessionName);
-    const m = model ?? ctx.model;
-    const info = link.info;
-    const id = field(m?.id, FieldMax.model), provider = field(m?.provider, FieldMax.model);
-    const thinking = this.#thinkingLevel();
-    if (name === info.name && id === info.model && provider === info.provider && thinking === (info.thinkingLevel ?? null)) {
-      return;
-    }
-    const models = id === info.model && provider === info.provider ? info.models : modelList({
-      ...ctx,
-      model: m
-    });
-    link.info = {
-      ...info,
-      name,
-      model: id,
-      provider,
-      thinkingLevel: thinking,
-      models
-    };
-    link.emit("session_info", {
-      session: link.info
-    }, 300 + JSON.stringify(models ?? []).length);
+    this.#events.checkInfo(ctx, model);
   }
 };
 
