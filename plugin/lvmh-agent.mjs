@@ -4155,6 +4155,49 @@ var Approvals = class {
   }
 };
 
+// plugin/src/budget_gate.ts
+function budgetGate(ctx, options) {
+  const { guard, approvals, log } = options;
+  if (!guard) return void 0;
+  const stop = guard.stopReason;
+  if (stop) {
+    abortForBudget(ctx, log);
+    return Promise.resolve({
+      block: true,
+      reason: stop
+    });
+  }
+  if (!guard.mustAsk) return void 0;
+  if (!guard.asking) {
+    const asked = guard.limits;
+    const { args, title } = guard.card();
+    guard.asking = approvals.askBudget(ctx, args, title).then((ok) => {
+      if (ok) guard.raise(asked);
+      return ok;
+    }, (err) => {
+      log("budget approval failed", err);
+      return false;
+    }).finally(() => guard.asking = null);
+  }
+  return guard.asking.then((ok) => {
+    if (ok) return void 0;
+    abortForBudget(ctx, log);
+    return {
+      block: true,
+      reason: "Budget reached: the run was stopped"
+    };
+  });
+}
+function abortForBudget(ctx, log) {
+  try {
+    if (!ctx.isIdle()) {
+      void Promise.resolve(ctx.abort()).catch((err) => log("budget abort failed", err));
+    }
+  } catch (err) {
+    log("budget abort failed", err);
+  }
+}
+
 // plugin/src/timers.ts
 function unref(timer) {
   if (typeof timer === "object" && timer !== null) {
@@ -4288,239 +4331,6 @@ function promptContent(p) {
     }))
   ];
 }
-
-// plugin/src/backoff.ts
-var Backoff = class {
-  #attempt = 0;
-  #replaced = 0;
-  #random;
-  constructor(random = Math.random) {
-    this.#random = random;
-  }
-  /** The delay in ms before the next attempt, after a socket closed with `code`. */
-  next(code) {
-    let delay;
-    if (code === CloseCode.replaced) {
-      delay = Math.min(BACKOFF_MAX_MS, REPLACED_MIN_MS * 2 ** Math.min(this.#replaced++, 16));
-    } else {
-      delay = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** Math.min(this.#attempt++, 16));
-    }
-    return delay * (0.5 + this.#random() * 0.5);
-  }
-  /** A welcome came: the next failure starts from the minimum again (the replaced count stays). */
-  reset() {
-    this.#attempt = 0;
-  }
-};
-
-// plugin/src/buffer.ts
-var EventBuffer = class {
-  #buf = [];
-  #head = 0;
-  #sendAt = 0;
-  #chars = 0;
-  #overflow = null;
-  #maxCount;
-  #maxChars;
-  constructor(options = {}) {
-    this.#maxCount = options.maxCount ?? MAX_BUFFER;
-    this.#maxChars = options.maxChars ?? MAX_BUFFER_CHARS;
-  }
-  /** Events held (sent or not). */
-  get length() {
-    return this.#buf.length - this.#head;
-  }
-  /** Characters held, as the sizes given to `push` say. */
-  get chars() {
-    return this.#chars;
-  }
-  /** The oldest event held, if any. */
-  get first() {
-    return this.#buf[this.#head]?.ev;
-  }
-  /** Events not yet written to the current socket. */
-  get unsent() {
-    return this.#buf.length - this.#sendAt;
-  }
-  /** Whether an event with this seq is held (seqs ascend, so a binary search). */
-  has(seq) {
-    let lo = this.#head, hi = this.#buf.length - 1;
-    while (lo <= hi) {
-      const mid = lo + hi >> 1;
-      const s = this.#buf[mid].ev.seq;
-      if (s === seq) return true;
-      if (s < seq) lo = mid + 1;
-      else hi = mid - 1;
-    }
-    return false;
-  }
-  /**
-   * Append `ev`; past the bounds the oldest are dropped (and counted as lost when they were never sent).
-   * @param exempt true for the overflow notice itself: dropping for it would start a new overflow
-   */
-  push(ev, size, exempt = false) {
-    this.#buf.push({
-      ev,
-      size
-    });
-    this.#chars += size;
-    while (!exempt && this.#head < this.#buf.length - 1 && (this.#buf.length - this.#head > this.#maxCount || this.#chars > this.#maxChars)) this.#dropOldest();
-  }
-  /** The next event to write, without taking it. */
-  peekUnsent() {
-    return this.#buf[this.#sendAt]?.ev;
-  }
-  /** The `i`-th unsent event (0 = next), without taking it. */
-  unsentAt(i) {
-    return this.#buf[this.#sendAt + i]?.ev;
-  }
-  /** Mark the next `n` events as written to the socket. */
-  markSent(n = 1) {
-    this.#sendAt = Math.min(this.#buf.length, this.#sendAt + n);
-  }
-  /** Forget everything up to `lastSeq` (the daemon stored it). */
-  trim(lastSeq) {
-    while (this.#head < this.#buf.length && this.#buf[this.#head].ev.seq <= lastSeq) this.#advance();
-    this.#compact();
-  }
-  /**
-   * After a welcome: forget what the daemon has, drop live-only deltas, and send everything else again.
-   */
-  rewind(lastSeq) {
-    this.trim(lastSeq);
-    const kept = this.#buf.slice(this.#head).filter((e) => e.ev.type !== "message_update");
-    this.#buf = kept;
-    this.#chars = kept.reduce((n, e) => n + e.size, 0);
-    this.#head = this.#sendAt = 0;
-  }
-  /** Add `shift` to every held seq and to the pending overflow report (the daemon was ahead of us). */
-  renumber(shift) {
-    for (let i = this.#head; i < this.#buf.length; i++) {
-      this.#buf[i].ev.seq += shift;
-    }
-    if (this.#overflow) {
-      this.#overflow.firstDroppedSeq += shift;
-      this.#overflow.lastDroppedSeq += shift;
-    }
-  }
-  /** The loss to report, cleared. */
-  takeOverflow() {
-    const o = this.#overflow;
-    this.#overflow = null;
-    return o;
-  }
-  /** Forget everything. */
-  clear() {
-    this.#buf = [];
-    this.#head = this.#sendAt = this.#chars = 0;
-  }
-  #advance() {
-    this.#chars -= this.#buf[this.#head].size;
-    this.#buf[this.#head++] = void 0;
-    if (this.#sendAt < this.#head) this.#sendAt = this.#head;
-  }
-  #compact() {
-    if (this.#head > 4096 && this.#head * 2 > this.#buf.length) {
-      this.#buf = this.#buf.slice(this.#head);
-      this.#sendAt -= this.#head;
-      this.#head = 0;
-    }
-  }
-  #dropOldest() {
-    const ev = this.#buf[this.#head].ev;
-    if (this.#head >= this.#sendAt && ev.type !== "message_update") {
-      this.#overflow ??= {
-        dropped: 0,
-        firstDroppedSeq: ev.seq,
-        lastDroppedSeq: ev.seq
-      };
-      this.#overflow.dropped++;
-      this.#overflow.lastDroppedSeq = ev.seq;
-    }
-    this.#advance();
-    this.#compact();
-  }
-};
-
-// plugin/src/encode.ts
-function encode(frame) {
-  let s = JSON.stringify(frame);
-  for (const n of [
-    2e4,
-    200
-  ]) {
-    if (s.length <= MAX_FRAME_CHARS) break;
-    s = JSON.stringify(frame, (_k, v) => typeof v === "string" ? clip(v, n) : v);
-  }
-  return s;
-}
-function encodeBatch(sessionId, next, maxEvents) {
-  const head = `{"v":${PROTOCOL_VERSION},"type":"batch","sessionId":${JSON.stringify(sessionId)},"seq":0,"ts":${Date.now()},"events":[`;
-  const parts = [];
-  let chars = head.length + 2;
-  for (let i = 0; i < maxEvents; i++) {
-    const ev = next(i);
-    if (!ev) break;
-    const part = encode(ev);
-    if (parts.length && chars + part.length + 1 > MAX_FRAME_CHARS) break;
-    parts.push(part);
-    chars += part.length + 1;
-  }
-  return {
-    text: `${head}${parts.join(",")}]}`,
-    count: parts.length
-  };
-}
-
-// plugin/src/heartbeat.ts
-var Heartbeat = class {
-  #ping;
-  #dead;
-  #pingMs;
-  #deadMs;
-  #last = Date.now();
-  #pinger = null;
-  #watch = null;
-  /**
-   * @param ping sends one ping (may throw: the socket's own close handling follows)
-   * @param dead called once when the daemon stayed silent for `deadMs`
-   */
-  constructor(ping, dead, options = {}) {
-    this.#ping = ping;
-    this.#dead = dead;
-    this.#pingMs = options.pingMs ?? HEARTBEAT_PING_MS;
-    this.#deadMs = options.deadMs ?? HEARTBEAT_DEAD_MS;
-  }
-  /** Start pinging and watching (the socket just opened). */
-  start() {
-    this.#last = Date.now();
-    this.#pinger = unref(setInterval(() => {
-      try {
-        this.#ping();
-      } catch {
-      }
-    }, this.#pingMs));
-    this.#arm(this.#deadMs);
-  }
-  /** A frame came from the daemon. Cheap: no timer is touched per frame. */
-  heard() {
-    this.#last = Date.now();
-  }
-  /** Stop for good. */
-  stop() {
-    if (this.#pinger) clearInterval(this.#pinger);
-    if (this.#watch) clearTimeout(this.#watch);
-    this.#pinger = this.#watch = null;
-  }
-  #arm(ms) {
-    this.#watch = unref(setTimeout(() => {
-      const silent = Date.now() - this.#last;
-      if (silent < this.#deadMs) return this.#arm(this.#deadMs - silent);
-      this.stop();
-      this.#dead();
-    }, ms));
-  }
-};
 
 // lib/budget_math.ts
 function reached(limits, spent) {
@@ -4680,6 +4490,297 @@ var BudgetGuard = class {
     if (b.maxTokens !== void 0 && b.step.maxTokens) {
       b.maxTokens += b.step.maxTokens;
     }
+  }
+};
+
+// plugin/src/repo.ts
+import fs from "node:fs";
+import path from "node:path";
+function repoFromRemote(url) {
+  const m = /^(?:[a-z+]+:\/\/(?:[^@/]+@)?[^/]+\/|[^@/\s]+@[^:/\s]+:)(.+?)(?:\.git)?\/?$/i.exec(url.trim());
+  const repo = m?.[1].replace(/^\/+/, "");
+  return repo && /^[A-Za-z0-9_][A-Za-z0-9_.-]*(?:\/[A-Za-z0-9_][A-Za-z0-9_.-]*)+$/.test(repo) ? repo : null;
+}
+function repoFromGit(cwd) {
+  try {
+    let dir = path.resolve(cwd);
+    for (let i = 0; i < 30; i++) {
+      const dotGit = path.join(dir, ".git");
+      let stat = null;
+      try {
+        stat = fs.statSync(dotGit);
+      } catch {
+      }
+      if (stat) {
+        let gitDir = dotGit;
+        if (stat.isFile()) {
+          const ref = /^gitdir:\s*(.+)$/m.exec(fs.readFileSync(dotGit, "utf8"));
+          if (!ref) return null;
+          gitDir = path.resolve(dir, ref[1].trim());
+          const common = path.join(gitDir, "commondir");
+          if (fs.existsSync(common)) {
+            gitDir = path.resolve(gitDir, fs.readFileSync(common, "utf8").trim());
+          }
+        }
+        const config = fs.readFileSync(path.join(gitDir, "config"), "utf8");
+        const section = /\[remote "origin"\]([^[]*)/.exec(config);
+        const url = section && /^\s*url\s*=\s*(.+)$/m.exec(section[1]);
+        return url ? repoFromRemote(url[1]) : null;
+      }
+      const up = path.dirname(dir);
+      if (up === dir) return null;
+      dir = up;
+    }
+  } catch {
+  }
+  return null;
+}
+
+// plugin/src/snapshot.ts
+var MAX_MODELS = Math.min(50, FieldMax.models);
+function modelList(ctx) {
+  const out = [];
+  const seen = /* @__PURE__ */ new Set();
+  const add = (m, hasAuth) => {
+    const provider = field(m?.provider, FieldMax.model), id = field(m?.id, FieldMax.model);
+    if (!m || !provider || !id || seen.has(`${provider}/${id}`) || out.length >= MAX_MODELS) return;
+    seen.add(`${provider}/${id}`);
+    let auth = hasAuth;
+    try {
+      auth ??= !!ctx.modelRegistry?.hasConfiguredAuth(m);
+    } catch {
+      auth = false;
+    }
+    const input = Array.isArray(m.input) ? m.input.filter((x) => typeof x === "string").slice(0, FieldMax.modelInputs).map((x) => x.slice(0, FieldMax.modelInput)) : [
+      "text"
+    ];
+    out.push({
+      provider,
+      id,
+      name: field(m.name, FieldMax.model) ?? id,
+      input,
+      hasAuth: auth
+    });
+  };
+  add(ctx.model);
+  try {
+    for (const m of ctx.modelRegistry?.getAvailable() ?? []) add(m, true);
+  } catch {
+  }
+  return out;
+}
+function field(value, max) {
+  return value === void 0 || value === null ? null : String(value).slice(0, max);
+}
+function thinkingLevel(pi) {
+  try {
+    return field(pi.getThinkingLevel?.(), FieldMax.thinkingLevel);
+  } catch {
+    return null;
+  }
+}
+function snapshot(ctx, cfg, extras = {}) {
+  const sm = ctx.sessionManager;
+  const cwd = ctx.cwd ?? sm.getCwd?.() ?? "";
+  const started = Date.parse(sm.getHeader?.()?.timestamp ?? "");
+  return {
+    id: sm.getSessionId(),
+    name: field(sm.getSessionName?.(), FieldMax.sessionName),
+    cwd: field(cwd, FieldMax.cwd) ?? "",
+    model: field(ctx.model?.id, FieldMax.model),
+    provider: field(ctx.model?.provider, FieldMax.model),
+    agent: cfg.agent,
+    repo: field(cfg.repo ?? repoFromGit(cwd), FieldMax.repo),
+    startedAt: Number.isFinite(started) ? started : Date.now(),
+    models: modelList(ctx),
+    thinkingLevel: field(extras.thinkingLevel, FieldMax.thinkingLevel),
+    modelSwitch: extras.native ? "next_turn" : "next_run"
+  };
+}
+
+// plugin/src/event_mapper.ts
+var EventMapper = class {
+  #pi;
+  #link;
+  #origins;
+  #overBudget;
+  #ids = /* @__PURE__ */ new Map();
+  // Delivered prompts waiting for their user message, and the ones matched at message_start (by message key).
+  #matched = /* @__PURE__ */ new Map();
+  #toolUpdates = /* @__PURE__ */ new Map();
+  /**
+   * @param options.link the session's link now (null before session_start and after shutdown)
+   * @param options.origins the prompts delivered to pi, which user messages are matched against
+   * @param options.overBudget an assistant message's usage reached the budget's stop: abort the run
+   */
+  constructor(pi, options) {
+    this.#pi = pi;
+    this.#link = options.link;
+    this.#origins = options.origins;
+    this.#overBudget = options.overBudget;
+  }
+  /** `agent_end`, with the tokens and cost of the run's assistant messages. */
+  agentEnd(e) {
+    const usage = {
+      inputTokens: 0,
+      outputTokens: 0,
+      totalCost: 0
+    };
+    for (const m of Array.isArray(e.messages) ? e.messages : []) {
+      if (m?.role !== "assistant" || !m.usage) continue;
+      usage.inputTokens += Number(m.usage.input) || 0;
+      usage.outputTokens += Number(m.usage.output) || 0;
+      usage.totalCost += Number(m.usage.cost?.total) || 0;
+    }
+    this.#link()?.emit("agent_end", {
+      usage
+    });
+  }
+  messageStart(e) {
+    const link = this.#link();
+    if (!link) return;
+    const m = e.message ?? {};
+    const id = messageId(m, link.nextSeq);
+    const key = `${m.role}:${m.timestamp}`;
+    this.#ids.set(key, id);
+    const web = m.role === "user" && this.#origins.size ? this.#origins.take(m.content) : null;
+    if (m.role === "user") this.#matched.set(key, web);
+    const message = {
+      role: mapRole(m.role),
+      id
+    };
+    link.emit("message_start", web ? {
+      message,
+      from: fromOf(web)
+    } : {
+      message
+    });
+  }
+  messageUpdate(e) {
+    const link = this.#link();
+    const a = e.assistantMessageEvent;
+    if (!link || !a) return;
+    if (a.type === "text_delta") link.emit("message_update", {
+      delta: a.delta ?? "",
+      kind: "text"
+    });
+    else if (a.type === "thinking_delta") {
+      link.emit("message_update", {
+        delta: a.delta ?? "",
+        kind: "thinking"
+      });
+    }
+  }
+  messageEnd(e) {
+    const link = this.#link();
+    if (!link) return;
+    const m = e.message ?? {};
+    const key = `${m.role}:${m.timestamp}`;
+    const id = this.#ids.get(key) ?? messageId(m, link.nextSeq);
+    this.#ids.delete(key);
+    let web = null;
+    if (m.role === "user") {
+      if (this.#matched.has(key)) web = this.#matched.get(key);
+      else if (this.#origins.size) web = this.#origins.take(m.content);
+      this.#matched.delete(key);
+    }
+    const message = toMessage(m, id, web);
+    const usage = m.role === "assistant" ? messageUsage(m.usage) : null;
+    if (usage) {
+      message.usage = usage;
+      if (typeof m.model === "string" && m.model) message.model = m.model.slice(0, FieldMax.model);
+      link.budget.add(usage);
+      if (link.budget.stopReason) this.#overBudget();
+    }
+    let size = 300 + message.text.length + (message.thinking?.length ?? 0) + (message.images?.length ?? 0) * 200;
+    for (const c of message.toolCalls) size += c.argsJson.length;
+    link.emit("message_end", web ? {
+      message,
+      from: fromOf(web)
+    } : {
+      message
+    }, size);
+  }
+  toolExecutionStart(e) {
+    const { args, size } = safeArgs(e.args);
+    this.#link()?.emit("tool_execution_start", {
+      toolCallId: String(e.toolCallId ?? ""),
+      toolName: String(e.toolName ?? ""),
+      args
+    }, 300 + size);
+  }
+  toolExecutionUpdate(e) {
+    if (!this.#link()) return;
+    const id = String(e.toolCallId ?? "");
+    const frame = {
+      toolCallId: id,
+      toolName: String(e.toolName ?? ""),
+      result: e.partialResult
+    };
+    let u = this.#toolUpdates.get(id);
+    if (!u) this.#toolUpdates.set(id, u = {
+      last: 0,
+      pending: null,
+      timer: null
+    });
+    const update = u;
+    const send = (f) => {
+      update.last = Date.now();
+      update.pending = null;
+      this.#link()?.emit("tool_execution_update", {
+        toolCallId: f.toolCallId,
+        toolName: f.toolName,
+        partial: resultText(f.result, PREVIEW_CHARS, true)
+      }, 300 + PREVIEW_CHARS);
+    };
+    if (Date.now() - update.last >= TOOL_UPDATE_MS) return send(frame);
+    update.pending = frame;
+    update.timer ??= unref(setTimeout(() => {
+      update.timer = null;
+      if (update.pending) send(update.pending);
+    }, TOOL_UPDATE_MS));
+  }
+  toolExecutionEnd(e) {
+    const link = this.#link();
+    if (!link) return;
+    const id = String(e.toolCallId ?? "");
+    const u = this.#toolUpdates.get(id);
+    this.#toolUpdates.delete(id);
+    if (u?.timer) clearTimeout(u.timer);
+    link.emit("tool_execution_end", {
+      toolCallId: id,
+      toolName: String(e.toolName ?? ""),
+      isError: !!e.isError,
+      resultPreview: resultText(e.result, PREVIEW_CHARS)
+    }, 300 + PREVIEW_CHARS);
+  }
+  /** Send `session_info` when the name, model or thinking level changed. */
+  checkInfo(ctx, model) {
+    const link = this.#link();
+    if (!link || !ctx) return;
+    const name = field(ctx.sessionManager?.getSessionName?.(), FieldMax.sessionName);
+    const m = model ?? ctx.model;
+    const info = link.info;
+    const id = field(m?.id, FieldMax.model), provider = field(m?.provider, FieldMax.model);
+    const thinking = thinkingLevel(this.#pi);
+    if (name === info.name && id === info.model && provider === info.provider && thinking === (info.thinkingLevel ?? null)) {
+      return;
+    }
+    const models = id === info.model && provider === info.provider ? info.models : modelList({
+      ...ctx,
+      model: m
+    });
+    link.info = {
+      ...info,
+      name,
+      model: id,
+      provider,
+      thinkingLevel: thinking,
+      models
+    };
+    link.emit("session_info", {
+      session: link.info
+    }, 300 + JSON.stringify(models ?? []).length);
   }
 };
 
@@ -5153,133 +5254,14 @@ var TakenPrompts = class {
   }
 };
 
-// plugin/src/seq_file.ts
-import fs from "node:fs";
-import path from "node:path";
-import process3 from "node:process";
-var SeqFile = class {
-  #file;
-  #written = 0;
-  #timer = null;
-  #current;
-  #onError;
-  /**
-   * @param current the last seq used now (read when a write happens)
-   * @param onError told about a failed write; never throws
-   */
-  constructor(stateDir, sessionId, current, onError) {
-    this.#file = path.join(stateDir, "seq", sessionId);
-    this.#current = current;
-    this.#onError = onError;
-  }
-  /** The seq stored on disk, 0 for a new session. */
-  read() {
-    let last = 0;
-    try {
-      last = Number.parseInt(fs.readFileSync(this.#file, "utf8"), 10) || 0;
-    } catch {
-    }
-    this.#written = last;
-    return last;
-  }
-  /** The seq changed: write it soon. */
-  dirty() {
-    this.#timer ??= unref(setTimeout(() => this.#write(), SEQ_WRITE_MS));
-  }
-  /** Write now (pi is about to exit). */
-  writeSync() {
-    if (this.#timer) clearTimeout(this.#timer);
-    this.#timer = null;
-    const last = this.#current();
-    try {
-      fs.mkdirSync(path.dirname(this.#file), {
-        recursive: true
-      });
-      fs.writeFileSync(this.#file, String(last));
-      this.#written = last;
-    } catch (err) {
-      this.#onError("cannot save seq", err);
-    }
-  }
-  #write() {
-    this.#timer = null;
-    const last = this.#current();
-    if (last === this.#written) return;
-    this.#written = last;
-    const tmp = `${this.#file}.${process3.pid}.tmp`;
-    fs.promises.mkdir(path.dirname(this.#file), {
-      recursive: true
-    }).then(() => fs.promises.writeFile(tmp, String(last))).then(() => fs.promises.rename(tmp, this.#file)).catch((err) => this.#onError(`cannot save seq: ${err?.message ?? err}`));
-  }
-};
-
-// plugin/src/process_slot.ts
-var STATE = Symbol.for("lvmh-agent.state");
-function processSlot(name, make) {
-  const g = globalThis;
-  const slots = g[STATE] ??= {};
-  return slots[name] ??= make();
-}
-
-// plugin/src/websocket.ts
-function webSocketClass() {
-  const scope = globalThis;
-  if (typeof scope.WebSocket === "function") {
-    return Promise.resolve(scope.WebSocket);
-  }
-  const given = scope[Symbol.for("lvmh-agent.WebSocket")];
-  if (typeof given === "function") {
-    return Promise.resolve(given);
-  }
-  return processSlot("ctor", () => Promise.resolve().then(() => (init_wrapper(), wrapper_exports)).then((m) => m.WebSocket ?? m.default));
-}
-
-// plugin/src/link.ts
+// plugin/src/daemon_commands.ts
 var NO_RUN = "no live pi session";
-function askSet(ask) {
-  if (ask === "all") return "all";
-  return Array.isArray(ask) ? ask.filter((t) => typeof t === "string") : [];
-}
 function byteSize(changes) {
   return JSON.stringify(changes).length;
 }
-var Link = class {
-  sessionId;
-  info;
-  /** The factory run currently attached: receives the daemon's commands. */
-  binding = null;
-  /** The daemon's ask set for this session, from `welcome.policy` and `policy` frames (none until then). */
-  policy = [];
-  /** Optional protocol features the daemon listed in its last `welcome`. */
-  features = /* @__PURE__ */ new Set();
-  /** The session's budget and what this process counted (outlives a /reload, like the link). */
-  budget = new BudgetGuard();
-  /**
-   * Settles at the first welcome, or POLICY_WAIT_MS after the link was made: until then the daemon's ask
-   * set is unknown, and a tool call that may need approval waits for it rather than run unasked.
-   */
-  whenPolicyKnown;
-  /** True once `whenPolicyKnown` settled. */
-  policyKnown = false;
-  #policyKnown;
-  #cfg;
+var DaemonCommands = class {
+  #link;
   #log;
-  #seq;
-  #buf = new EventBuffer();
-  #nextSeq;
-  #baseSeq;
-  #everWelcomed = false;
-  #ws = null;
-  #state = "down";
-  #backoff = new Backoff();
-  #timer = null;
-  #welcomeTimer;
-  #flushQueued = false;
-  #closing = null;
-  #lastError = "";
-  #heartbeat = null;
-  /** Daemon errors already logged on this socket: an older daemon answers every ping with the same one. */
-  #errorsSeen = /* @__PURE__ */ new Set();
   /** promptIds already taken: the daemon may send a kept prompt again (feature `prompt_once`). */
   #prompts = new TakenPrompts();
   /**
@@ -5288,148 +5270,13 @@ var Link = class {
    * abort would stop whatever runs by then.
    */
   #commands = new TakenPrompts();
-  constructor(cfg, sessionId, info, log) {
-    this.#cfg = cfg;
+  constructor(link, log) {
+    this.#link = link;
     this.#log = log;
-    this.sessionId = sessionId;
-    this.info = info;
-    this.#seq = new SeqFile(cfg.stateDir, sessionId, () => this.#nextSeq - 1, (msg, err) => {
-      if (err) this.#log(`session ${sessionId}: ${msg}`, err);
-      else this.#noteError(msg);
-    });
-    this.#nextSeq = this.#baseSeq = this.#seq.read() + 1;
-    this.whenPolicyKnown = new Promise((resolve) => {
-      const known = () => {
-        clearTimeout(timer);
-        this.policyKnown = true;
-        resolve();
-      };
-      const timer = unref(setTimeout(known, POLICY_WAIT_MS));
-      this.#policyKnown = known;
-    });
   }
-  /** The seq the next event gets. */
-  get nextSeq() {
-    return this.#nextSeq;
-  }
-  /** True once `close()` finished: a new factory run makes a new link. */
-  get closed() {
-    return this.#state === "closed";
-  }
-  /**
-   * Queue one event; returns its seq. Never does I/O itself.
-   * @param size roughly how many characters the payload holds (for the buffer's memory bound)
-   */
-  emit(type, payload, size = 200) {
-    if (type === "message_update" && this.#state !== "ready") {
-      this.#seq.dirty();
-      return this.#nextSeq++;
-    }
-    return this.emitFrame(type, payload, size).seq;
-  }
-  /**
-   * `emit`, sent at once on a ready socket instead of on the next `later` turn, with everything queued before
-   * it (in seq order). For an event whose arrival time the daemon shows, emitted as pi is released: pi goes
-   * on in the same turn (an approved tool starts), and the deferred flush waited behind that work, 6-15 ms.
-   */
-  emitNow(type, payload, size = 200) {
-    const seq = this.emit(type, payload, size);
-    if (this.#state === "ready") this.#flush();
-    return seq;
-  }
-  /** `emit`, returning the frame itself (to send it again later with the same seq). */
-  emitFrame(type, payload, size = 200) {
-    const seq = this.#nextSeq++;
-    this.#seq.dirty();
-    const ev = {
-      v: PROTOCOL_VERSION,
-      sessionId: this.sessionId,
-      seq,
-      ts: Date.now(),
-      type,
-      ...payload
-    };
-    this.#buf.push(ev, size, type === "buffer_overflow");
-    if (this.#state === "ready") this.#queueFlush();
-    return ev;
-  }
-  /**
-   * Send `ev` again on the current socket, unless the buffer's replay sends it anyway. The daemon's log
-   * ignores the seq it already has, but answers the frame itself (a stored approval decision).
-   */
-  resend(ev) {
-    const ws = this.#ws;
-    if (this.#state !== "ready" || !ws || this.#buf.has(ev.seq)) return;
-    try {
-      ws.send(encode(ev));
-    } catch (err) {
-      this.#log(`session ${this.sessionId}: send failed`, err);
-    }
-  }
-  /** Start connecting (idempotent). */
-  start() {
-    if (this.#state === "down" && !this.#timer && !this.#closing) {
-      this.#connect();
-    }
-  }
-  /** Send `bye`, wait (bounded) for the daemon to take everything, then close for good. */
-  close() {
-    if (this.#closing) return this.#closing;
-    const byeSeq = this.emit("bye", {
-      reason: "shutdown"
-    });
-    this.#seq.writeSync();
-    if (this.#ws === null) {
-      this.#shutdown();
-      this.#closing = Promise.resolve();
-      return this.#closing;
-    }
-    this.#closing = new Promise((resolve) => {
-      const finish = () => {
-        clearInterval(poll);
-        clearTimeout(deadline);
-        this.#shutdown();
-        resolve();
-      };
-      const poll = setInterval(() => {
-        const head = this.#buf.first;
-        if (!head || head.seq > byeSeq) finish();
-      }, POLL_MS);
-      const deadline = setTimeout(finish, SHUTDOWN_WAIT_MS);
-    });
-    return this.#closing;
-  }
-  /**
-   * A text frame from the daemon: every type the protocol knows is handled here, the transport's own on the
-   * link and the commands by the factory run attached (or answered at once when none is).
-   */
-  onFrame(text) {
-    let f;
-    try {
-      f = JSON.parse(typeof text === "string" ? text : String(text));
-    } catch {
-      return this.#log("daemon sent a frame that is not JSON");
-    }
-    if (typeof f !== "object" || f === null) return;
-    const run = this.binding;
+  /** Hand a command to `run`, the factory run attached, or answer it at once when there is none. */
+  dispatch(f, run) {
     switch (f.type) {
-      case "welcome":
-        this.policy = askSet(f.policy?.ask);
-        this.features = new Set(Array.isArray(f.features) ? f.features : []);
-        this.budget.update(f.budget ?? null);
-        this.#policyKnown();
-        this.#onWelcome(Number(f.lastSeq) || 0);
-        return run?.budgetChanged?.();
-      case "policy":
-        this.policy = askSet(f.ask);
-        this.budget.update(f.budget);
-        return run?.budgetChanged?.();
-      case "ack":
-        return this.#buf.trim(Number(f.lastSeq) || 0);
-      case "pong":
-        return;
-      case "error":
-        return this.#onError(f);
       case "prompt":
         if (!this.#firstTime(f)) return;
         if (run) return run.prompt(f);
@@ -5462,6 +5309,22 @@ var Link = class {
   forgetQueuedPrompts() {
     this.#prompts.forgetUnanswered();
   }
+  /** Answer a daemon command that carried a `commandId` (older daemons send none: then nothing). */
+  commandResult(f, error) {
+    if (f.type === "prompt") this.#prompts.answered(f.promptId, !error);
+    else if (f.type === "abort" || f.type === "set_model" || f.type === "set_name") {
+      this.#commands.answered(f.commandId, !error);
+    }
+    if (typeof f.commandId !== "string" || !f.commandId) return;
+    const cut = error ? {
+      error: error.slice(0, FieldMax.commandError)
+    } : {};
+    this.#link.emit("command_result", {
+      commandId: f.commandId,
+      ok: !error,
+      ...cut
+    });
+  }
   /** A prompt seen before is not run again: answered again once the first was answered, else ignored. */
   #firstTime(f) {
     const verdict = this.#prompts.take(f.promptId);
@@ -5478,48 +5341,207 @@ var Link = class {
     if (verdict.answered) this.commandResult(f);
     return false;
   }
-  /** Answer a daemon command that carried a `commandId` (older daemons send none: then nothing). */
-  commandResult(f, error) {
-    if (f.type === "prompt") this.#prompts.answered(f.promptId, !error);
-    else if (f.type === "abort" || f.type === "set_model" || f.type === "set_name") {
-      this.#commands.answered(f.commandId, !error);
-    }
-    if (typeof f.commandId !== "string" || !f.commandId) return;
-    const cut = error ? {
-      error: error.slice(0, FieldMax.commandError)
-    } : {};
-    this.emit("command_result", {
-      commandId: f.commandId,
-      ok: !error,
-      ...cut
-    });
-  }
   /** Answer `changes` with what changed in pi's cwd (or git's error), in one `command_result`. */
   #onChanges(f) {
     const scope = f.scope === "uncommitted" ? "uncommitted" : "all";
     const path6 = typeof f.path === "string" ? f.path : void 0;
-    computeChanges(this.info.cwd, scope, path6).then((changes) => {
+    computeChanges(this.#link.info.cwd, scope, path6).then((changes) => {
       if (typeof f.commandId !== "string" || !f.commandId) return;
-      this.emitNow("command_result", {
+      this.#link.emitNow("command_result", {
         commandId: f.commandId,
         ok: true,
         changes
       }, 1e3 + byteSize(changes));
     }, (err) => this.commandResult(f, `git: ${err?.message ?? err}`));
   }
-  #onError(f) {
+};
+
+// plugin/src/backoff.ts
+var Backoff = class {
+  #attempt = 0;
+  #replaced = 0;
+  #random;
+  constructor(random = Math.random) {
+    this.#random = random;
+  }
+  /** The delay in ms before the next attempt, after a socket closed with `code`. */
+  next(code) {
+    let delay;
+    if (code === CloseCode.replaced) {
+      delay = Math.min(BACKOFF_MAX_MS, REPLACED_MIN_MS * 2 ** Math.min(this.#replaced++, 16));
+    } else {
+      delay = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** Math.min(this.#attempt++, 16));
+    }
+    return delay * (0.5 + this.#random() * 0.5);
+  }
+  /** A welcome came: the next failure starts from the minimum again (the replaced count stays). */
+  reset() {
+    this.#attempt = 0;
+  }
+};
+
+// plugin/src/heartbeat.ts
+var Heartbeat = class {
+  #ping;
+  #dead;
+  #pingMs;
+  #deadMs;
+  #last = Date.now();
+  #pinger = null;
+  #watch = null;
+  /**
+   * @param ping sends one ping (may throw: the socket's own close handling follows)
+   * @param dead called once when the daemon stayed silent for `deadMs`
+   */
+  constructor(ping, dead, options = {}) {
+    this.#ping = ping;
+    this.#dead = dead;
+    this.#pingMs = options.pingMs ?? HEARTBEAT_PING_MS;
+    this.#deadMs = options.deadMs ?? HEARTBEAT_DEAD_MS;
+  }
+  /** Start pinging and watching (the socket just opened). */
+  start() {
+    this.#last = Date.now();
+    this.#pinger = unref(setInterval(() => {
+      try {
+        this.#ping();
+      } catch {
+      }
+    }, this.#pingMs));
+    this.#arm(this.#deadMs);
+  }
+  /** A frame came from the daemon. Cheap: no timer is touched per frame. */
+  heard() {
+    this.#last = Date.now();
+  }
+  /** Stop for good. */
+  stop() {
+    if (this.#pinger) clearInterval(this.#pinger);
+    if (this.#watch) clearTimeout(this.#watch);
+    this.#pinger = this.#watch = null;
+  }
+  #arm(ms) {
+    this.#watch = unref(setTimeout(() => {
+      const silent = Date.now() - this.#last;
+      if (silent < this.#deadMs) return this.#arm(this.#deadMs - silent);
+      this.stop();
+      this.#dead();
+    }, ms));
+  }
+};
+
+// plugin/src/process_slot.ts
+var STATE = Symbol.for("lvmh-agent.state");
+function processSlot(name, make) {
+  const g = globalThis;
+  const slots = g[STATE] ??= {};
+  return slots[name] ??= make();
+}
+
+// plugin/src/websocket.ts
+function webSocketClass() {
+  const scope = globalThis;
+  if (typeof scope.WebSocket === "function") {
+    return Promise.resolve(scope.WebSocket);
+  }
+  const given = scope[Symbol.for("lvmh-agent.WebSocket")];
+  if (typeof given === "function") {
+    return Promise.resolve(given);
+  }
+  return processSlot("ctor", () => Promise.resolve().then(() => (init_wrapper(), wrapper_exports)).then((m) => m.WebSocket ?? m.default));
+}
+
+// plugin/src/daemon_socket.ts
+var DaemonSocket = class {
+  #cfg;
+  #sessionId;
+  #log;
+  #hello;
+  #onFrame;
+  #ws = null;
+  #state = "down";
+  #backoff = new Backoff();
+  #timer = null;
+  #welcomeTimer;
+  /** The link is closing: no new dial, and a socket that drops stays down. */
+  #retired = false;
+  #lastError = "";
+  #heartbeat = null;
+  /** Daemon errors already logged on this socket: an older daemon answers every ping with the same one. */
+  #errorsSeen = /* @__PURE__ */ new Set();
+  /**
+   * @param options.hello the `hello` to send as a socket opens (built then: it says what waits now)
+   * @param options.onFrame called with every message the current socket receives
+   */
+  constructor(cfg, sessionId, options) {
+    this.#cfg = cfg;
+    this.#sessionId = sessionId;
+    this.#log = options.log;
+    this.#hello = options.hello;
+    this.#onFrame = options.onFrame;
+  }
+  /** The current socket, opening or open; null while down or closed. */
+  get ws() {
+    return this.#ws;
+  }
+  /** True once the daemon welcomed the current socket: events may be sent on it. */
+  get ready() {
+    return this.#state === "ready";
+  }
+  /** True once `shutdown()` ran. */
+  get closed() {
+    return this.#state === "closed";
+  }
+  /** Start connecting (idempotent). */
+  start() {
+    if (this.#state === "down" && !this.#timer && !this.#retired) {
+      this.#connect();
+    }
+  }
+  /** The link is closing: dial no more, and let a socket that drops stay down. */
+  retire() {
+    this.#retired = true;
+  }
+  /** The daemon welcomed the current socket: it is ready, and the next failure backs off from the start. */
+  welcomed() {
+    clearTimeout(this.#welcomeTimer);
+    this.#backoff.reset();
+    this.#lastError = "";
+    this.#state = "ready";
+  }
+  /** Close for good: no timer is left, and the socket (if any) is closed with `bye`. */
+  shutdown() {
+    this.#state = "closed";
+    this.#heartbeat?.stop();
+    this.#heartbeat = null;
+    if (this.#timer) clearTimeout(this.#timer);
+    clearTimeout(this.#welcomeTimer);
+    const ws = this.#ws;
+    this.#ws = null;
+    try {
+      ws?.close(CloseCode.normal, "bye");
+    } catch {
+    }
+  }
+  /** Log a problem of this session's connection, unless it is the one logged last. */
+  noteError(msg) {
+    if (msg !== this.#lastError) this.#log(`session ${this.#sessionId}: ${msg}`);
+    this.#lastError = msg;
+  }
+  /** The daemon answered with an `error` frame: logged once per socket. */
+  daemonError(f) {
     const key = `${f.code}: ${f.message}`;
     if (this.#errorsSeen.size < 100 && !this.#errorsSeen.has(key)) {
       this.#errorsSeen.add(key);
-      this.#log(`session ${this.sessionId}: daemon error ${key}`);
+      this.#log(`session ${this.#sessionId}: daemon error ${key}`);
     }
   }
   #connect() {
     this.#timer = null;
-    if (this.#closing || this.#state === "closed") return;
+    if (this.#retired || this.#state === "closed") return;
     this.#state = "connecting";
     webSocketClass().then((WebSocket2) => {
-      if (this.#closing) return this.#down(CloseCode.normal);
+      if (this.#retired) return this.#down(CloseCode.normal);
       const headers = {
         authorization: `Bearer ${this.#cfg.token}`
       };
@@ -5534,32 +5556,17 @@ var Link = class {
         this.#heartbeat?.stop();
         this.#heartbeat = new Heartbeat(() => this.#ping(ws), () => this.#dead(ws), this.#cfg.heartbeat);
         this.#heartbeat.start();
-        const hello = {
-          v: PROTOCOL_VERSION,
-          type: "hello",
-          sessionId: this.sessionId,
-          seq: 0,
-          ts: Date.now(),
-          session: this.info,
-          features: [
-            Feature.promptOnce
-          ],
-          // Without a run attached the plugin cannot say what waits, so it says nothing (the daemon keeps all).
-          ...this.binding?.waiting ? {
-            waiting: this.binding.waiting().slice(0, FieldMax.waiting)
-          } : {}
-        };
-        ws.send(JSON.stringify(hello));
+        ws.send(JSON.stringify(this.#hello()));
         this.#welcomeTimer = unref(setTimeout(() => ws.close(CloseCode.normal), WELCOME_TIMEOUT_MS));
       };
       ws.onmessage = (e) => {
         if (this.#ws !== ws) return;
         this.#heartbeat?.heard();
-        this.onFrame(e.data);
+        this.#onFrame(e.data);
       };
       ws.onerror = (e) => {
         const err = e;
-        this.#noteError(`socket error: ${err?.message ?? err?.error?.message ?? "connection failed"}`);
+        this.noteError(`socket error: ${err?.message ?? err?.error?.message ?? "connection failed"}`);
       };
       ws.onclose = (e) => {
         if (this.#ws !== ws) return;
@@ -5567,16 +5574,16 @@ var Link = class {
         this.#down(e?.code ?? 1006);
       };
     }).catch((err) => {
-      this.#noteError(`cannot open socket: ${err?.message ?? err}`);
+      this.noteError(`cannot open socket: ${err?.message ?? err}`);
       this.#down(1006);
     });
   }
   #ping(ws) {
-    const ts = Date.now();
+    const ts = Date.now(), sessionId = this.#sessionId;
     const ping = {
       v: PROTOCOL_VERSION,
       type: "ping",
-      sessionId: this.sessionId,
+      sessionId,
       seq: 0,
       ts
     };
@@ -5585,7 +5592,7 @@ var Link = class {
   /** The daemon went silent: drop this socket without waiting for a close handshake it cannot answer. */
   #dead(ws) {
     if (this.#ws !== ws) return;
-    this.#noteError("daemon silent: reconnecting");
+    this.noteError("daemon silent: reconnecting");
     this.#ws = null;
     try {
       const raw = ws;
@@ -5601,35 +5608,569 @@ var Link = class {
     this.#heartbeat = null;
     if (this.#state === "closed") return;
     this.#state = "down";
-    if (this.#closing) return;
+    if (this.#retired) return;
     if (code === CloseCode.replaced) {
-      this.#log(`session ${this.sessionId}: replaced by a newer connection`);
+      this.#log(`session ${this.#sessionId}: replaced by a newer connection`);
     }
     this.#timer = unref(setTimeout(() => this.#connect(), this.#backoff.next(code)));
   }
-  #noteError(msg) {
-    if (msg !== this.#lastError) this.#log(`session ${this.sessionId}: ${msg}`);
-    this.#lastError = msg;
+};
+
+// plugin/src/buffer.ts
+var EventBuffer = class {
+  #buf = [];
+  #head = 0;
+  #sendAt = 0;
+  #chars = 0;
+  #overflow = null;
+  #maxCount;
+  #maxChars;
+  constructor(options = {}) {
+    this.#maxCount = options.maxCount ?? MAX_BUFFER;
+    this.#maxChars = options.maxChars ?? MAX_BUFFER_CHARS;
   }
-  #onWelcome(lastSeq) {
-    clearTimeout(this.#welcomeTimer);
+  /** Events held (sent or not). */
+  get length() {
+    return this.#buf.length - this.#head;
+  }
+  /** Characters held, as the sizes given to `push` say. */
+  get chars() {
+    return this.#chars;
+  }
+  /** The oldest event held, if any. */
+  get first() {
+    return this.#buf[this.#head]?.ev;
+  }
+  /** Events not yet written to the current socket. */
+  get unsent() {
+    return this.#buf.length - this.#sendAt;
+  }
+  /** Whether an event with this seq is held (seqs ascend, so a binary search). */
+  has(seq) {
+    let lo = this.#head, hi = this.#buf.length - 1;
+    while (lo <= hi) {
+      const mid = lo + hi >> 1;
+      const s = this.#buf[mid].ev.seq;
+      if (s === seq) return true;
+      if (s < seq) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    return false;
+  }
+  /**
+   * Append `ev`; past the bounds the oldest are dropped (and counted as lost when they were never sent).
+   * @param exempt true for the overflow notice itself: dropping for it would start a new overflow
+   */
+  push(ev, size, exempt = false) {
+    this.#buf.push({
+      ev,
+      size
+    });
+    this.#chars += size;
+    while (!exempt && this.#head < this.#buf.length - 1 && (this.#buf.length - this.#head > this.#maxCount || this.#chars > this.#maxChars)) this.#dropOldest();
+  }
+  /** The next event to write, without taking it. */
+  peekUnsent() {
+    return this.#buf[this.#sendAt]?.ev;
+  }
+  /** The `i`-th unsent event (0 = next), without taking it. */
+  unsentAt(i) {
+    return this.#buf[this.#sendAt + i]?.ev;
+  }
+  /** Mark the next `n` events as written to the socket. */
+  markSent(n = 1) {
+    this.#sendAt = Math.min(this.#buf.length, this.#sendAt + n);
+  }
+  /** Forget everything up to `lastSeq` (the daemon stored it). */
+  trim(lastSeq) {
+    while (this.#head < this.#buf.length && this.#buf[this.#head].ev.seq <= lastSeq) this.#advance();
+    this.#compact();
+  }
+  /**
+   * After a welcome: forget what the daemon has, drop live-only deltas, and send everything else again.
+   */
+  rewind(lastSeq) {
+    this.trim(lastSeq);
+    const kept = this.#buf.slice(this.#head).filter((e) => e.ev.type !== "message_update");
+    this.#buf = kept;
+    this.#chars = kept.reduce((n, e) => n + e.size, 0);
+    this.#head = this.#sendAt = 0;
+  }
+  /** Add `shift` to every held seq and to the pending overflow report (the daemon was ahead of us). */
+  renumber(shift) {
+    for (let i = this.#head; i < this.#buf.length; i++) {
+      this.#buf[i].ev.seq += shift;
+    }
+    if (this.#overflow) {
+      this.#overflow.firstDroppedSeq += shift;
+      this.#overflow.lastDroppedSeq += shift;
+    }
+  }
+  /** The loss to report, cleared. */
+  takeOverflow() {
+    const o = this.#overflow;
+    this.#overflow = null;
+    return o;
+  }
+  /** Forget everything. */
+  clear() {
+    this.#buf = [];
+    this.#head = this.#sendAt = this.#chars = 0;
+  }
+  #advance() {
+    this.#chars -= this.#buf[this.#head].size;
+    this.#buf[this.#head++] = void 0;
+    if (this.#sendAt < this.#head) this.#sendAt = this.#head;
+  }
+  #compact() {
+    if (this.#head > 4096 && this.#head * 2 > this.#buf.length) {
+      this.#buf = this.#buf.slice(this.#head);
+      this.#sendAt -= this.#head;
+      this.#head = 0;
+    }
+  }
+  #dropOldest() {
+    const ev = this.#buf[this.#head].ev;
+    if (this.#head >= this.#sendAt && ev.type !== "message_update") {
+      this.#overflow ??= {
+        dropped: 0,
+        firstDroppedSeq: ev.seq,
+        lastDroppedSeq: ev.seq
+      };
+      this.#overflow.dropped++;
+      this.#overflow.lastDroppedSeq = ev.seq;
+    }
+    this.#advance();
+    this.#compact();
+  }
+};
+
+// plugin/src/encode.ts
+function encode(frame) {
+  let s = JSON.stringify(frame);
+  for (const n of [
+    2e4,
+    200
+  ]) {
+    if (s.length <= MAX_FRAME_CHARS) break;
+    s = JSON.stringify(frame, (_k, v) => typeof v === "string" ? clip(v, n) : v);
+  }
+  return s;
+}
+function encodeBatch(sessionId, next, maxEvents) {
+  const head = `{"v":${PROTOCOL_VERSION},"type":"batch","sessionId":${JSON.stringify(sessionId)},"seq":0,"ts":${Date.now()},"events":[`;
+  const parts = [];
+  let chars = head.length + 2;
+  for (let i = 0; i < maxEvents; i++) {
+    const ev = next(i);
+    if (!ev) break;
+    const part = encode(ev);
+    if (parts.length && chars + part.length + 1 > MAX_FRAME_CHARS) break;
+    parts.push(part);
+    chars += part.length + 1;
+  }
+  return {
+    text: `${head}${parts.join(",")}]}`,
+    count: parts.length
+  };
+}
+
+// plugin/src/seq_file.ts
+import fs2 from "node:fs";
+import path2 from "node:path";
+import process3 from "node:process";
+var SeqFile = class {
+  #file;
+  #written = 0;
+  #timer = null;
+  #current;
+  #onError;
+  /**
+   * @param current the last seq used now (read when a write happens)
+   * @param onError told about a failed write; never throws
+   */
+  constructor(stateDir, sessionId, current, onError) {
+    this.#file = path2.join(stateDir, "seq", sessionId);
+    this.#current = current;
+    this.#onError = onError;
+  }
+  /** The seq stored on disk, 0 for a new session. */
+  read() {
+    let last = 0;
+    try {
+      last = Number.parseInt(fs2.readFileSync(this.#file, "utf8"), 10) || 0;
+    } catch {
+    }
+    this.#written = last;
+    return last;
+  }
+  /** The seq changed: write it soon. */
+  dirty() {
+    this.#timer ??= unref(setTimeout(() => this.#write(), SEQ_WRITE_MS));
+  }
+  /** Write now (pi is about to exit). */
+  writeSync() {
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = null;
+    const last = this.#current();
+    try {
+      fs2.mkdirSync(path2.dirname(this.#file), {
+        recursive: true
+      });
+      fs2.writeFileSync(this.#file, String(last));
+      this.#written = last;
+    } catch (err) {
+      this.#onError("cannot save seq", err);
+    }
+  }
+  #write() {
+    this.#timer = null;
+    const last = this.#current();
+    if (last === this.#written) return;
+    this.#written = last;
+    const tmp = `${this.#file}.${process3.pid}.tmp`;
+    fs2.promises.mkdir(path2.dirname(this.#file), {
+      recursive: true
+    }).then(() => fs2.promises.writeFile(tmp, String(last))).then(() => fs2.promises.rename(tmp, this.#file)).catch((err) => this.#onError(`cannot save seq: ${err?.message ?? err}`));
+  }
+};
+
+// plugin/src/outbox.ts
+var Outbox = class {
+  #sessionId;
+  #log;
+  #socket;
+  #batching;
+  #seq;
+  #buf = new EventBuffer();
+  #nextSeq;
+  #baseSeq;
+  #everWelcomed = false;
+  #flushQueued = false;
+  /**
+   * @param options.socket the session's socket: events go out while it is ready
+   * @param options.batching true when the daemon takes many events to a `batch` frame
+   */
+  constructor(stateDir, sessionId, options) {
+    const { log, socket } = options;
+    this.#sessionId = sessionId;
+    this.#log = log;
+    this.#socket = socket;
+    this.#batching = options.batching;
+    this.#seq = new SeqFile(stateDir, sessionId, () => this.#nextSeq - 1, (msg, err) => {
+      if (err) log(`session ${sessionId}: ${msg}`, err);
+      else socket.noteError(msg);
+    });
+    this.#nextSeq = this.#baseSeq = this.#seq.read() + 1;
+  }
+  /** The seq the next event gets. */
+  get nextSeq() {
+    return this.#nextSeq;
+  }
+  /** Use up a seq without keeping an event under it (a delta while offline: the daemon never stores them). */
+  skip() {
+    this.#seq.dirty();
+    return this.#nextSeq++;
+  }
+  /**
+   * Queue one event under the next seq; it goes out on the next `later` turn when the socket is ready.
+   * @param size roughly how many characters the payload holds (for the buffer's memory bound)
+   */
+  push(type, payload, size) {
+    const seq = this.#nextSeq++;
+    this.#seq.dirty();
+    const ev = {
+      v: PROTOCOL_VERSION,
+      sessionId: this.#sessionId,
+      seq,
+      ts: Date.now(),
+      type,
+      ...payload
+    };
+    this.#buf.push(ev, size, type === "buffer_overflow");
+    if (this.#socket.ready) this.queueFlush();
+    return ev;
+  }
+  /** Send `ev` again on the ready socket, unless it is still in the buffer (whose replay sends it anyway). */
+  resend(ev) {
+    const ws = this.#socket.ws;
+    if (!this.#socket.ready || !ws || this.#buf.has(ev.seq)) return;
+    try {
+      ws.send(encode(ev));
+    } catch (err) {
+      this.#log(`session ${this.#sessionId}: send failed`, err);
+    }
+  }
+  /**
+   * A welcome came with the daemon's last seq: renumber what this process queued if the daemon already holds
+   * its seqs (first welcome only), and send again everything it did not acknowledge.
+   */
+  welcome(lastSeq) {
     if (!this.#everWelcomed && lastSeq >= this.#baseSeq) {
       const shift = lastSeq + 1 - this.#baseSeq;
       this.#buf.renumber(shift);
       this.#nextSeq += shift;
       this.#baseSeq += shift;
       this.#seq.dirty();
-      this.#log(`session ${this.sessionId}: renumbered local events after daemon seq ${lastSeq}`);
+      this.#log(`session ${this.#sessionId}: renumbered local events after daemon seq ${lastSeq}`);
     } else if (lastSeq >= this.#nextSeq) {
       this.#nextSeq = lastSeq + 1;
       this.#seq.dirty();
     }
     this.#everWelcomed = true;
-    this.#backoff.reset();
-    this.#lastError = "";
     this.#buf.rewind(lastSeq);
-    this.#state = "ready";
-    const o = this.#buf.takeOverflow();
+  }
+  /** What the buffer's bounds dropped since the last call, if anything (to report as `buffer_overflow`). */
+  takeOverflow() {
+    return this.#buf.takeOverflow();
+  }
+  /** The daemon acknowledged every event up to `lastSeq`. */
+  ack(lastSeq) {
+    this.#buf.trim(lastSeq);
+  }
+  /** True when the daemon acknowledged the event `seq` (nothing up to it is held any more). */
+  delivered(seq) {
+    const head = this.#buf.first;
+    return !head || head.seq > seq;
+  }
+  /** Write the seq file now (pi is about to exit). */
+  writeSync() {
+    this.#seq.writeSync();
+  }
+  /** Drop every event held (the link closed for good). */
+  clear() {
+    this.#buf.clear();
+  }
+  /** Flush on the next `later` turn (once, however many events are queued meanwhile). */
+  queueFlush() {
+    if (this.#flushQueued) return;
+    this.#flushQueued = true;
+    later(() => this.flush());
+  }
+  /** Write queued events to the ready socket now, at most SEND_BATCH frames, and queue the rest. */
+  flush() {
+    this.#flushQueued = false;
+    const ws = this.#socket.ws;
+    if (!this.#socket.ready || !ws) return;
+    const batching = this.#batching();
+    const buf = this.#buf;
+    try {
+      for (let n = 0; buf.unsent > 0; n++) {
+        if (n >= SEND_BATCH) return this.queueFlush();
+        if (ws.bufferedAmount > HIGH_WATER_BYTES) {
+          unref(setTimeout(() => this.queueFlush(), 20));
+          return;
+        }
+        if (batching && buf.unsent > 1) {
+          const { text, count } = encodeBatch(this.#sessionId, (i) => buf.unsentAt(i), BATCH_MAX_EVENTS);
+          ws.send(text);
+          buf.markSent(count);
+          n += Math.floor(count / 2);
+          continue;
+        }
+        ws.send(encode(buf.peekUnsent()));
+        buf.markSent();
+      }
+    } catch (err) {
+      this.#log(`session ${this.#sessionId}: send failed`, err);
+      try {
+        ws.close(CloseCode.internal);
+      } catch {
+      }
+    }
+  }
+};
+
+// plugin/src/link.ts
+function askSet(ask) {
+  if (ask === "all") return "all";
+  return Array.isArray(ask) ? ask.filter((t) => typeof t === "string") : [];
+}
+var Link = class {
+  sessionId;
+  info;
+  /** The factory run currently attached: receives the daemon's commands. */
+  binding = null;
+  /** The daemon's ask set for this session, from `welcome.policy` and `policy` frames (none until then). */
+  policy = [];
+  /** Optional protocol features the daemon listed in its last `welcome`. */
+  features = /* @__PURE__ */ new Set();
+  /** The session's budget and what this process counted (outlives a /reload, like the link). */
+  budget = new BudgetGuard();
+  /**
+   * Settles at the first welcome, or POLICY_WAIT_MS after the link was made: until then the daemon's ask
+   * set is unknown, and a tool call that may need approval waits for it rather than run unasked.
+   */
+  whenPolicyKnown;
+  /** True once `whenPolicyKnown` settled. */
+  policyKnown = false;
+  #policyKnown;
+  #log;
+  #socket;
+  #outbox;
+  #commands;
+  #closing = null;
+  constructor(cfg, sessionId, info, log) {
+    this.#log = log;
+    this.sessionId = sessionId;
+    this.info = info;
+    this.#socket = new DaemonSocket(cfg, sessionId, {
+      log,
+      hello: () => this.#hello(),
+      onFrame: (text) => this.onFrame(text)
+    });
+    this.#outbox = new Outbox(cfg.stateDir, sessionId, {
+      log,
+      socket: this.#socket,
+      batching: () => this.features.has(Feature.batch)
+    });
+    this.#commands = new DaemonCommands(this, log);
+    this.whenPolicyKnown = new Promise((resolve) => {
+      const known = () => {
+        clearTimeout(timer);
+        this.policyKnown = true;
+        resolve();
+      };
+      const timer = unref(setTimeout(known, POLICY_WAIT_MS));
+      this.#policyKnown = known;
+    });
+  }
+  /** The seq the next event gets. */
+  get nextSeq() {
+    return this.#outbox.nextSeq;
+  }
+  /** True once `close()` finished: a new factory run makes a new link. */
+  get closed() {
+    return this.#socket.closed;
+  }
+  /**
+   * Queue one event; returns its seq. Never does I/O itself.
+   * @param size roughly how many characters the payload holds (for the buffer's memory bound)
+   */
+  emit(type, payload, size = 200) {
+    if (type === "message_update" && !this.#socket.ready) return this.#outbox.skip();
+    return this.emitFrame(type, payload, size).seq;
+  }
+  /**
+   * `emit`, sent at once on a ready socket instead of on the next `later` turn, with everything queued before
+   * it (in seq order). For an event whose arrival time the daemon shows, emitted as pi is released: pi goes
+   * on in the same turn (an approved tool starts), and the deferred flush waited behind that work, 6-15 ms.
+   */
+  emitNow(type, payload, size = 200) {
+    const seq = this.emit(type, payload, size);
+    if (this.#socket.ready) this.#outbox.flush();
+    return seq;
+  }
+  /** `emit`, returning the frame itself (to send it again later with the same seq). */
+  emitFrame(type, payload, size = 200) {
+    return this.#outbox.push(type, payload, size);
+  }
+  /**
+   * Send `ev` again on the current socket, unless the buffer's replay sends it anyway. The daemon's log
+   * ignores the seq it already has, but answers the frame itself (a stored approval decision).
+   */
+  resend(ev) {
+    this.#outbox.resend(ev);
+  }
+  /** Start connecting (idempotent). */
+  start() {
+    this.#socket.start();
+  }
+  /** Send `bye`, wait (bounded) for the daemon to take everything, then close for good. */
+  close() {
+    if (this.#closing) return this.#closing;
+    const byeSeq = this.emit("bye", {
+      reason: "shutdown"
+    });
+    this.#outbox.writeSync();
+    this.#socket.retire();
+    if (this.#socket.ws === null) {
+      this.#shutdown();
+      this.#closing = Promise.resolve();
+      return this.#closing;
+    }
+    this.#closing = new Promise((resolve) => {
+      const finish = () => {
+        clearInterval(poll);
+        clearTimeout(deadline);
+        this.#shutdown();
+        resolve();
+      };
+      const poll = setInterval(() => {
+        if (this.#outbox.delivered(byeSeq)) finish();
+      }, POLL_MS);
+      const deadline = setTimeout(finish, SHUTDOWN_WAIT_MS);
+    });
+    return this.#closing;
+  }
+  /**
+   * A text frame from the daemon: every type the protocol knows is handled, the transport's own here and the
+   * commands by `DaemonCommands`, for the factory run attached (or answered at once when none is).
+   */
+  onFrame(text) {
+    let f;
+    try {
+      f = JSON.parse(typeof text === "string" ? text : String(text));
+    } catch {
+      return this.#log("daemon sent a frame that is not JSON");
+    }
+    if (typeof f !== "object" || f === null) return;
+    const run = this.binding;
+    switch (f.type) {
+      case "welcome":
+        this.policy = askSet(f.policy?.ask);
+        this.features = new Set(Array.isArray(f.features) ? f.features : []);
+        this.budget.update(f.budget ?? null);
+        this.#policyKnown();
+        this.#onWelcome(Number(f.lastSeq) || 0);
+        return run?.budgetChanged?.();
+      case "policy":
+        this.policy = askSet(f.ask);
+        this.budget.update(f.budget);
+        return run?.budgetChanged?.();
+      case "ack":
+        return this.#outbox.ack(Number(f.lastSeq) || 0);
+      case "pong":
+        return;
+      case "error":
+        return this.#socket.daemonError(f);
+      default:
+        return this.#commands.dispatch(f, run);
+    }
+  }
+  /**
+   * The attached run ended: a prompt it took and never answered may run again when repeated. The run refuses
+   * every prompt it still queued (which forgets it), so this only guards against one left without an answer.
+   */
+  forgetQueuedPrompts() {
+    this.#commands.forgetQueuedPrompts();
+  }
+  /** Answer a daemon command that carried a `commandId` (older daemons send none: then nothing). */
+  commandResult(f, error) {
+    this.#commands.commandResult(f, error);
+  }
+  /** The `hello` a socket sends as it opens: the session, and what the attached run still waits for. */
+  #hello() {
+    return {
+      v: PROTOCOL_VERSION,
+      type: "hello",
+      sessionId: this.sessionId,
+      seq: 0,
+      ts: Date.now(),
+      session: this.info,
+      features: [
+        Feature.promptOnce
+      ],
+      // Without a run attached the plugin cannot say what waits, so it says nothing (the daemon keeps all).
+      ...this.binding?.waiting ? {
+        waiting: this.binding.waiting().slice(0, FieldMax.waiting)
+      } : {}
+    };
+  }
+  #onWelcome(lastSeq) {
+    this.#outbox.welcome(lastSeq);
+    this.#socket.welcomed();
+    const o = this.#outbox.takeOverflow();
     if (o) {
       this.#log(`session ${this.sessionId}: buffer overflow, ${o.dropped} events dropped`);
       this.emit("buffer_overflow", {
@@ -5637,57 +6178,12 @@ var Link = class {
       });
     }
     this.binding?.welcomed?.();
-    this.#queueFlush();
-  }
-  #queueFlush() {
-    if (this.#flushQueued) return;
-    this.#flushQueued = true;
-    later(() => this.#flush());
-  }
-  #flush() {
-    this.#flushQueued = false;
-    const ws = this.#ws;
-    if (this.#state !== "ready" || !ws) return;
-    const batching = this.features.has(Feature.batch);
-    try {
-      for (let n = 0; this.#buf.unsent > 0; n++) {
-        if (n >= SEND_BATCH) return this.#queueFlush();
-        if (ws.bufferedAmount > HIGH_WATER_BYTES) {
-          unref(setTimeout(() => this.#queueFlush(), 20));
-          return;
-        }
-        if (batching && this.#buf.unsent > 1) {
-          const { text, count } = encodeBatch(this.sessionId, (i) => this.#buf.unsentAt(i), BATCH_MAX_EVENTS);
-          ws.send(text);
-          this.#buf.markSent(count);
-          n += Math.floor(count / 2);
-          continue;
-        }
-        ws.send(encode(this.#buf.peekUnsent()));
-        this.#buf.markSent();
-      }
-    } catch (err) {
-      this.#log(`session ${this.sessionId}: send failed`, err);
-      try {
-        ws.close(CloseCode.internal);
-      } catch {
-      }
-    }
+    this.#outbox.queueFlush();
   }
   #shutdown() {
-    this.#state = "closed";
-    this.#heartbeat?.stop();
-    this.#heartbeat = null;
-    if (this.#timer) clearTimeout(this.#timer);
-    clearTimeout(this.#welcomeTimer);
-    this.#seq.writeSync();
-    const ws = this.#ws;
-    this.#ws = null;
-    try {
-      ws?.close(CloseCode.normal, "bye");
-    } catch {
-    }
-    this.#buf.clear();
+    this.#outbox.writeSync();
+    this.#socket.shutdown();
+    this.#outbox.clear();
   }
 };
 
@@ -5758,7 +6254,7 @@ var Settle = class {
 };
 
 // plugin/src/settings_guard.ts
-import fs2 from "node:fs";
+import fs3 from "node:fs";
 var GUARD_POLL_MS = 250;
 var GUARD_WAIT_MS = 2e3;
 var FIELDS = [
@@ -5846,28 +6342,28 @@ var SettingsGuard = class {
   #restore(current) {
     const lock = `${this.#file}.lock`;
     try {
-      fs2.mkdirSync(lock);
+      fs3.mkdirSync(lock);
     } catch {
       return false;
     }
     try {
       const now = defaultsOf(current), web = this.#web ?? {};
       const fields = this.#changed().filter((f) => now[f] === web[f]);
-      fs2.writeFileSync(this.#file, restored(current, fields, this.#original ?? void 0));
+      fs3.writeFileSync(this.#file, restored(current, fields, this.#original ?? void 0));
       return true;
     } catch (err) {
       this.#log("cannot restore the default model in settings.json", err);
       return false;
     } finally {
       try {
-        fs2.rmdirSync(lock);
+        fs3.rmdirSync(lock);
       } catch {
       }
     }
   }
   #read() {
     try {
-      return fs2.readFileSync(this.#file, "utf8");
+      return fs3.readFileSync(this.#file, "utf8");
     } catch {
       return null;
     }
@@ -5913,104 +6409,6 @@ function sameJson(a, b) {
     norm(v[k])
   ])) : v;
   return JSON.stringify(norm(a)) === JSON.stringify(norm(b));
-}
-
-// plugin/src/repo.ts
-import fs3 from "node:fs";
-import path2 from "node:path";
-function repoFromRemote(url) {
-  const m = /^(?:[a-z+]+:\/\/(?:[^@/]+@)?[^/]+\/|[^@/\s]+@[^:/\s]+:)(.+?)(?:\.git)?\/?$/i.exec(url.trim());
-  const repo = m?.[1].replace(/^\/+/, "");
-  return repo && /^[A-Za-z0-9_][A-Za-z0-9_.-]*(?:\/[A-Za-z0-9_][A-Za-z0-9_.-]*)+$/.test(repo) ? repo : null;
-}
-function repoFromGit(cwd) {
-  try {
-    let dir = path2.resolve(cwd);
-    for (let i = 0; i < 30; i++) {
-      const dotGit = path2.join(dir, ".git");
-      let stat = null;
-      try {
-        stat = fs3.statSync(dotGit);
-      } catch {
-      }
-      if (stat) {
-        let gitDir = dotGit;
-        if (stat.isFile()) {
-          const ref = /^gitdir:\s*(.+)$/m.exec(fs3.readFileSync(dotGit, "utf8"));
-          if (!ref) return null;
-          gitDir = path2.resolve(dir, ref[1].trim());
-          const common = path2.join(gitDir, "commondir");
-          if (fs3.existsSync(common)) {
-            gitDir = path2.resolve(gitDir, fs3.readFileSync(common, "utf8").trim());
-          }
-        }
-        const config = fs3.readFileSync(path2.join(gitDir, "config"), "utf8");
-        const section = /\[remote "origin"\]([^[]*)/.exec(config);
-        const url = section && /^\s*url\s*=\s*(.+)$/m.exec(section[1]);
-        return url ? repoFromRemote(url[1]) : null;
-      }
-      const up = path2.dirname(dir);
-      if (up === dir) return null;
-      dir = up;
-    }
-  } catch {
-  }
-  return null;
-}
-
-// plugin/src/snapshot.ts
-var MAX_MODELS = Math.min(50, FieldMax.models);
-function modelList(ctx) {
-  const out = [];
-  const seen = /* @__PURE__ */ new Set();
-  const add = (m, hasAuth) => {
-    const provider = field(m?.provider, FieldMax.model), id = field(m?.id, FieldMax.model);
-    if (!m || !provider || !id || seen.has(`${provider}/${id}`) || out.length >= MAX_MODELS) return;
-    seen.add(`${provider}/${id}`);
-    let auth = hasAuth;
-    try {
-      auth ??= !!ctx.modelRegistry?.hasConfiguredAuth(m);
-    } catch {
-      auth = false;
-    }
-    const input = Array.isArray(m.input) ? m.input.filter((x) => typeof x === "string").slice(0, FieldMax.modelInputs).map((x) => x.slice(0, FieldMax.modelInput)) : [
-      "text"
-    ];
-    out.push({
-      provider,
-      id,
-      name: field(m.name, FieldMax.model) ?? id,
-      input,
-      hasAuth: auth
-    });
-  };
-  add(ctx.model);
-  try {
-    for (const m of ctx.modelRegistry?.getAvailable() ?? []) add(m, true);
-  } catch {
-  }
-  return out;
-}
-function field(value, max) {
-  return value === void 0 || value === null ? null : String(value).slice(0, max);
-}
-function snapshot(ctx, cfg, extras = {}) {
-  const sm = ctx.sessionManager;
-  const cwd = ctx.cwd ?? sm.getCwd?.() ?? "";
-  const started = Date.parse(sm.getHeader?.()?.timestamp ?? "");
-  return {
-    id: sm.getSessionId(),
-    name: field(sm.getSessionName?.(), FieldMax.sessionName),
-    cwd: field(cwd, FieldMax.cwd) ?? "",
-    model: field(ctx.model?.id, FieldMax.model),
-    provider: field(ctx.model?.provider, FieldMax.model),
-    agent: cfg.agent,
-    repo: field(cfg.repo ?? repoFromGit(cwd), FieldMax.repo),
-    startedAt: Number.isFinite(started) ? started : Date.now(),
-    models: modelList(ctx),
-    thinkingLevel: field(extras.thinkingLevel, FieldMax.thinkingLevel),
-    modelSwitch: extras.native ? "next_turn" : "next_run"
-  };
 }
 
 // plugin/src/steer.ts
@@ -6078,11 +6476,9 @@ var PiBinding = class {
   #link = null;
   #ctx = null;
   #renameTimer = null;
-  #ids = /* @__PURE__ */ new Map();
-  // Delivered prompts waiting for their user message, and the ones matched at message_start (by message key).
+  /** Delivered prompts waiting for their user message: the delivery adds them, the event mapper takes them. */
   #origins = new Origins();
-  #matched = /* @__PURE__ */ new Map();
-  #toolUpdates = /* @__PURE__ */ new Map();
+  #events;
   /** pi 1.6.0 emits agent_settled itself; 0.73.1 does not, and the run polls for idle instead. */
   #native;
   /** A `not_saved` session_notice is still to be sent (config `notSaved`). */
@@ -6129,16 +6525,24 @@ var PiBinding = class {
       changed: () => this.#checkInfo(this.#ctx),
       log
     };
+    this.#events = new EventMapper(pi, {
+      link: () => this.#link,
+      origins: this.#origins,
+      overBudget: () => {
+        if (this.#ctx) abortForBudget(this.#ctx, log);
+      }
+    });
     this.#on("session_start", (_e, ctx2) => this.sessionStart(ctx2));
     this.#on("session_shutdown", (e) => this.sessionShutdown(e));
     this.#on("agent_start", (_e, ctx2) => this.agentStart(ctx2));
     this.#on("agent_end", (e, ctx2) => this.agentEnd(e, ctx2));
-    this.#on("message_start", (e) => this.messageStart(e));
-    this.#on("message_update", (e) => this.messageUpdate(e));
-    this.#on("message_end", (e) => this.messageEnd(e));
-    this.#on("tool_execution_start", (e) => this.toolExecutionStart(e));
-    this.#on("tool_execution_update", (e) => this.toolExecutionUpdate(e));
-    this.#on("tool_execution_end", (e) => this.toolExecutionEnd(e));
+    const events = this.#events;
+    this.#on("message_start", (e) => events.messageStart(e));
+    this.#on("message_update", (e) => events.messageUpdate(e));
+    this.#on("message_end", (e) => events.messageEnd(e));
+    this.#on("tool_execution_start", (e) => events.toolExecutionStart(e));
+    this.#on("tool_execution_update", (e) => events.toolExecutionUpdate(e));
+    this.#on("tool_execution_end", (e) => events.toolExecutionEnd(e));
     this.#on("tool_call", (e, ctx2) => this.toolCall(e, ctx2));
     this.#on("context", (_e, ctx2) => this.#budgetGate(ctx2)?.then(() => void 0));
     this.#on("model_select", (e, ctx2) => this.modelSelect(e, ctx2));
@@ -6202,13 +6606,13 @@ var PiBinding = class {
   }
   budgetChanged() {
     const ctx = this.#ctx;
-    if (ctx && this.#link?.budget.stopReason && this.#settle.running) this.#abortForBudget(ctx);
+    if (ctx && this.#link?.budget.stopReason && this.#settle.running) abortForBudget(ctx, this.#log);
   }
   // ---------------------------------------------------------------------------------------------
   // pi's events
   sessionStart(ctx) {
     const info = snapshot(ctx, this.#cfg, {
-      thinkingLevel: this.#thinkingLevel(),
+      thinkingLevel: thinkingLevel(this.#pi),
       native: this.#native
     });
     if (this.#link?.sessionId === info.id) return this.#checkInfo(ctx);
@@ -6259,144 +6663,15 @@ var PiBinding = class {
   agentStart(ctx) {
     if (this.#settle.agentStart()) this.#emitSettled();
     this.#link?.emit("agent_start", {});
-    if (this.#link?.budget.stopReason) this.#abortForBudget(ctx);
+    if (this.#link?.budget.stopReason) abortForBudget(ctx, this.#log);
     this.#checkInfo(ctx);
     this.#delivery.pump();
   }
   agentEnd(e, ctx) {
-    const usage = {
-      inputTokens: 0,
-      outputTokens: 0,
-      totalCost: 0
-    };
-    for (const m of Array.isArray(e.messages) ? e.messages : []) {
-      if (m?.role !== "assistant" || !m.usage) continue;
-      usage.inputTokens += Number(m.usage.input) || 0;
-      usage.outputTokens += Number(m.usage.output) || 0;
-      usage.totalCost += Number(m.usage.cost?.total) || 0;
-    }
     this.#settle.agentEnd();
-    this.#link?.emit("agent_end", {
-      usage
-    });
+    this.#events.agentEnd(e);
     this.#checkInfo(ctx);
     if (!this.#native || this.#delivery.queued) this.#delivery.arm();
-  }
-  messageStart(e) {
-    const link = this.#link;
-    if (!link) return;
-    const m = e.message ?? {};
-    const id = messageId(m, link.nextSeq);
-    const key = `${m.role}:${m.timestamp}`;
-    this.#ids.set(key, id);
-    const web = m.role === "user" && this.#origins.size ? this.#origins.take(m.content) : null;
-    if (m.role === "user") this.#matched.set(key, web);
-    const message = {
-      role: mapRole(m.role),
-      id
-    };
-    link.emit("message_start", web ? {
-      message,
-      from: fromOf(web)
-    } : {
-      message
-    });
-  }
-  messageUpdate(e) {
-    const a = e.assistantMessageEvent;
-    if (!this.#link || !a) return;
-    if (a.type === "text_delta") this.#link.emit("message_update", {
-      delta: a.delta ?? "",
-      kind: "text"
-    });
-    else if (a.type === "thinking_delta") {
-      this.#link.emit("message_update", {
-        delta: a.delta ?? "",
-        kind: "thinking"
-      });
-    }
-  }
-  messageEnd(e) {
-    const link = this.#link;
-    if (!link) return;
-    const m = e.message ?? {};
-    const key = `${m.role}:${m.timestamp}`;
-    const id = this.#ids.get(key) ?? messageId(m, link.nextSeq);
-    this.#ids.delete(key);
-    let web = null;
-    if (m.role === "user") {
-      if (this.#matched.has(key)) web = this.#matched.get(key);
-      else if (this.#origins.size) web = this.#origins.take(m.content);
-      this.#matched.delete(key);
-    }
-    const message = toMessage(m, id, web);
-    const usage = m.role === "assistant" ? messageUsage(m.usage) : null;
-    if (usage) {
-      message.usage = usage;
-      if (typeof m.model === "string" && m.model) message.model = m.model.slice(0, FieldMax.model);
-      link.budget.add(usage);
-      if (link.budget.stopReason && this.#ctx) this.#abortForBudget(this.#ctx);
-    }
-    let size = 300 + message.text.length + (message.thinking?.length ?? 0) + (message.images?.length ?? 0) * 200;
-    for (const c of message.toolCalls) size += c.argsJson.length;
-    link.emit("message_end", web ? {
-      message,
-      from: fromOf(web)
-    } : {
-      message
-    }, size);
-  }
-  toolExecutionStart(e) {
-    const { args, size } = safeArgs(e.args);
-    this.#link?.emit("tool_execution_start", {
-      toolCallId: String(e.toolCallId ?? ""),
-      toolName: String(e.toolName ?? ""),
-      args
-    }, 300 + size);
-  }
-  toolExecutionUpdate(e) {
-    if (!this.#link) return;
-    const id = String(e.toolCallId ?? "");
-    const frame = {
-      toolCallId: id,
-      toolName: String(e.toolName ?? ""),
-      result: e.partialResult
-    };
-    let u = this.#toolUpdates.get(id);
-    if (!u) this.#toolUpdates.set(id, u = {
-      last: 0,
-      pending: null,
-      timer: null
-    });
-    const update = u;
-    const send = (f) => {
-      update.last = Date.now();
-      update.pending = null;
-      this.#link?.emit("tool_execution_update", {
-        toolCallId: f.toolCallId,
-        toolName: f.toolName,
-        partial: resultText(f.result, PREVIEW_CHARS, true)
-      }, 300 + PREVIEW_CHARS);
-    };
-    if (Date.now() - update.last >= TOOL_UPDATE_MS) return send(frame);
-    update.pending = frame;
-    update.timer ??= unref(setTimeout(() => {
-      update.timer = null;
-      if (update.pending) send(update.pending);
-    }, TOOL_UPDATE_MS));
-  }
-  toolExecutionEnd(e) {
-    if (!this.#link) return;
-    const id = String(e.toolCallId ?? "");
-    const u = this.#toolUpdates.get(id);
-    this.#toolUpdates.delete(id);
-    if (u?.timer) clearTimeout(u.timer);
-    this.#link.emit("tool_execution_end", {
-      toolCallId: id,
-      toolName: String(e.toolName ?? ""),
-      isError: !!e.isError,
-      resultPreview: resultText(e.result, PREVIEW_CHARS)
-    }, 300 + PREVIEW_CHARS);
   }
   toolCall(e, ctx) {
     const gate = this.#budgetGate(ctx);
@@ -6428,54 +6703,13 @@ var PiBinding = class {
       }
     });
   }
-  /**
-   * The budget's say before a tool call or a turn: undefined when within it; else a promise of a block (the
-   * run stops) or undefined (a person approved another step of the budget).
-   */
+  /** The budget's say before a tool call or a turn (`budgetGate`), for the session this run has now. */
   #budgetGate(ctx) {
-    const guard = this.#link?.budget;
-    if (!guard) return void 0;
-    const stop = guard.stopReason;
-    if (stop) {
-      this.#abortForBudget(ctx);
-      return Promise.resolve({
-        block: true,
-        reason: stop
-      });
-    }
-    if (!guard.mustAsk) return void 0;
-    if (!guard.asking) {
-      const asked = guard.limits;
-      const { args, title } = guard.card();
-      guard.asking = this.#approvals.askBudget(ctx, args, title).then((ok) => {
-        if (ok) guard.raise(asked);
-        return ok;
-      }, (err) => {
-        this.#log("budget approval failed", err);
-        return false;
-      }).finally(() => guard.asking = null);
-    }
-    return guard.asking.then((ok) => {
-      if (ok) return void 0;
-      this.#abortForBudget(ctx);
-      return {
-        block: true,
-        reason: "Budget reached: the run was stopped"
-      };
+    return budgetGate(ctx, {
+      guard: this.#link?.budget,
+      approvals: this.#approvals,
+      log: this.#log
     });
-  }
-  /**
-   * Abort the run now: before a model request (`context`) the request then fails at once. pi's abort waits
-   * for the run to end, which this handler is part of, so it is not awaited.
-   */
-  #abortForBudget(ctx) {
-    try {
-      if (!ctx.isIdle()) {
-        void Promise.resolve(ctx.abort()).catch((err) => this.#log("budget abort failed", err));
-      }
-    } catch (err) {
-      this.#log("budget abort failed", err);
-    }
   }
   /** The answer to a command: a `command_result` when the frame carries a commandId. */
   #answer(f) {
@@ -6484,40 +6718,9 @@ var PiBinding = class {
   #emitSettled() {
     this.#link?.emit("agent_settled", {});
   }
-  #thinkingLevel() {
-    try {
-      return field(this.#pi.getThinkingLevel?.(), FieldMax.thinkingLevel);
-    } catch {
-      return null;
-    }
-  }
   /** Send `session_info` when the name, model or thinking level changed. */
   #checkInfo(ctx, model) {
-    const link = this.#link;
-    if (!link || !ctx) return;
-    const name = field(ctx.sessionManager?.getSessionName?.(), FieldMax.sessionName);
-    const m = model ?? ctx.model;
-    const info = link.info;
-    const id = field(m?.id, FieldMax.model), provider = field(m?.provider, FieldMax.model);
-    const thinking = this.#thinkingLevel();
-    if (name === info.name && id === info.model && provider === info.provider && thinking === (info.thinkingLevel ?? null)) {
-      return;
-    }
-    const models = id === info.model && provider === info.provider ? info.models : modelList({
-      ...ctx,
-      model: m
-    });
-    link.info = {
-      ...info,
-      name,
-      model: id,
-      provider,
-      thinkingLevel: thinking,
-      models
-    };
-    link.emit("session_info", {
-      session: link.info
-    }, 300 + JSON.stringify(models ?? []).length);
+    this.#events.checkInfo(ctx, model);
   }
 };
 

@@ -16,6 +16,7 @@ import {
   NameBody,
 } from "../lib/protocol.ts";
 import { Approvals } from "../plugin/src/approvals.ts";
+import { DaemonCommands } from "../plugin/src/daemon_commands.ts";
 import { Link } from "../plugin/src/link.ts";
 import { messageId, toMessage } from "../plugin/src/mapping.ts";
 import { fromOf, Origins } from "../plugin/src/origins.ts";
@@ -139,9 +140,9 @@ Deno.test("approval and command frames the plugin sends are cut at the daemon's 
   const resolved = sent.find((s) => s.type === "approval_resolved")!.payload;
   atBounds(ApprovalResolvedEvent, { ...envelope("approval_resolved"), ...resolved }, [[["by"], FieldMax.by]]);
 
-  // command_result's error, through the link's own method (for a `changes`, it only emits: prompts, aborts,
-  // model and name changes are also noted in the link's own state, which this stand-in has not).
-  Link.prototype.commandResult.call(link, { type: "changes", commandId: "c-1" }, long());
+  // command_result's error, through the method the link answers with (the session's commands, which emit it
+  // on the link).
+  new DaemonCommands(link, quiet).commandResult({ type: "changes", commandId: "c-1" }, long());
   const result = sent.find((s) => s.type === "command_result")!.payload;
   atBounds(CommandResultEvent, { ...envelope("command_result"), ...result }, [[
     ["error"],

@@ -16,7 +16,7 @@
  * (a decided one is ignored), `policy`, `set_model`, `set_name` and `changes` set or read the same state again.
  * `commandId` (optional on prompt and abort, required on set_model, set_name and changes, absent from policy
  * and approval_decision) labels the `command_result` answer, and the plugin runs an abort, model or name
- * change once per commandId, answering a repeat again (plugin/src/link.ts); `changes` only reads.
+ * change once per commandId, answering a repeat again (plugin/src/daemon_commands.ts); `changes` only reads.
  *
  * Wake-up: `subscribe` calls back with a session id when that session has commands nobody took yet. The hint
  * is fast and lossy (PostgreSQL NOTIFY, or an in-process call on SQLite); a sweep of the table every few

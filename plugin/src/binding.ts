@@ -1,25 +1,27 @@
 /**
  * One factory run's pi handlers: each maps a pi event onto the session's link and returns at once (pi awaits
- * handlers inside its event queue). State that must outlive the run lives in the link registry.
+ * handlers inside its event queue). State that must outlive the run lives in the link registry. This file
+ * wires pi's hooks (every one guarded by `#on`) and the session's lifecycle; messages, tool runs and the
+ * session's info become protocol events in `event_mapper.ts`, and a reached budget is held in `budget_gate.ts`.
  */
-import { FieldMax } from "../../lib/wire.ts";
-import { Approvals } from "./approvals.ts";
+import { Approvals, type Block } from "./approvals.ts";
+import { abortForBudget, budgetGate } from "./budget_gate.ts";
 import type { Config } from "./config.ts";
-import { NOT_SAVED_TEXT, PREVIEW_CHARS, RENAME_POLL_MS, TOOL_UPDATE_MS } from "./constants.ts";
+import { NOT_SAVED_TEXT, RENAME_POLL_MS } from "./constants.ts";
+import type { Binding } from "./daemon_commands.ts";
 import { Delivery } from "./delivery.ts";
+import { EventMapper } from "./event_mapper.ts";
 import type { FrameOf } from "./frames.ts";
-import { type Binding, Link } from "./link.ts";
+import { Link } from "./link.ts";
 import type { Logger } from "./log.ts";
-import { mapRole, messageId, resultText, safeArgs, toMessage } from "./mapping.ts";
-import { fromOf, Origins, type WebPrompt } from "./origins.ts";
+import { Origins } from "./origins.ts";
 import type { PiApi, PiContext, PiEvent } from "./pi_types.ts";
 import { processSlot } from "./process_slot.ts";
 import { Settle } from "./settle.ts";
 import { SettingsGuard } from "./settings_guard.ts";
-import { field, modelList, snapshot } from "./snapshot.ts";
+import { snapshot, thinkingLevel } from "./snapshot.ts";
 import { setModel, setName, type SteerDeps, type SwitchState } from "./steer.ts";
 import { unref } from "./timers.ts";
-import { messageUsage } from "./budget.ts";
 
 /** The refusal of a prompt still queued for pi when its session shuts down. */
 function notDelivered(reason: unknown): string {
@@ -28,18 +30,12 @@ function notDelivered(reason: unknown): string {
     : `pi session ended (${String(reason ?? "shutdown").slice(0, 40)}); prompt not delivered`;
 }
 
-interface ToolUpdate {
-  last: number;
-  pending: PiEvent | null;
-  timer: ReturnType<typeof setTimeout> | null;
-}
-
 /** Register this factory run's handlers on `pi`. */
 export function bind(pi: PiApi, cfg: Config, log: Logger): PiBinding {
   return new PiBinding(pi, cfg, log);
 }
 
-/** One factory run: a method per pi event it handles, and the daemon's commands for the session it runs. */
+/** One factory run: its hooks on pi, the session's lifecycle, and the daemon's commands for the session it runs. */
 export class PiBinding implements Binding {
   #pi: PiApi;
   #cfg: Config;
@@ -49,11 +45,9 @@ export class PiBinding implements Binding {
   #link: Link | null = null;
   #ctx: PiContext | null = null;
   #renameTimer: ReturnType<typeof setInterval> | null = null;
-  #ids = new Map<string, string>();
-  // Delivered prompts waiting for their user message, and the ones matched at message_start (by message key).
+  /** Delivered prompts waiting for their user message: the delivery adds them, the event mapper takes them. */
   #origins = new Origins();
-  #matched = new Map<string, WebPrompt | null>();
-  #toolUpdates = new Map<string, ToolUpdate>();
+  #events: EventMapper;
   /** pi 1.6.0 emits agent_settled itself; 0.73.1 does not, and the run polls for idle instead. */
   #native: boolean;
   /** A `not_saved` session_notice is still to be sent (config `notSaved`). */
@@ -96,17 +90,25 @@ export class PiBinding implements Binding {
       ? null
       : processSlot("settingsGuard", () => new SettingsGuard(cfg.settingsFile, log));
     this.#steer = { pi, ctx, guard: this.#settingsGuard, changed: () => this.#checkInfo(this.#ctx), log };
+    this.#events = new EventMapper(pi, {
+      link: () => this.#link,
+      origins: this.#origins,
+      overBudget: () => {
+        if (this.#ctx) abortForBudget(this.#ctx, log);
+      },
+    });
 
     this.#on("session_start", (_e, ctx) => this.sessionStart(ctx));
     this.#on("session_shutdown", (e) => this.sessionShutdown(e));
     this.#on("agent_start", (_e, ctx) => this.agentStart(ctx));
     this.#on("agent_end", (e, ctx) => this.agentEnd(e, ctx));
-    this.#on("message_start", (e) => this.messageStart(e));
-    this.#on("message_update", (e) => this.messageUpdate(e));
-    this.#on("message_end", (e) => this.messageEnd(e));
-    this.#on("tool_execution_start", (e) => this.toolExecutionStart(e));
-    this.#on("tool_execution_update", (e) => this.toolExecutionUpdate(e));
-    this.#on("tool_execution_end", (e) => this.toolExecutionEnd(e));
+    const events = this.#events;
+    this.#on("message_start", (e) => events.messageStart(e));
+    this.#on("message_update", (e) => events.messageUpdate(e));
+    this.#on("message_end", (e) => events.messageEnd(e));
+    this.#on("tool_execution_start", (e) => events.toolExecutionStart(e));
+    this.#on("tool_execution_update", (e) => events.toolExecutionUpdate(e));
+    this.#on("tool_execution_end", (e) => events.toolExecutionEnd(e));
     this.#on("tool_call", (e, ctx) => this.toolCall(e, ctx));
     // Before each model request: a reached budget holds the turn (ask) or ends the run (stop).
     this.#on("context", (_e, ctx) => this.#budgetGate(ctx)?.then(() => undefined));
@@ -178,14 +180,14 @@ export class PiBinding implements Binding {
   budgetChanged(): void {
     // The daily cap (or a lowered budget) stops a run that is going on now.
     const ctx = this.#ctx;
-    if (ctx && this.#link?.budget.stopReason && this.#settle.running) this.#abortForBudget(ctx);
+    if (ctx && this.#link?.budget.stopReason && this.#settle.running) abortForBudget(ctx, this.#log);
   }
 
   // ---------------------------------------------------------------------------------------------
   // pi's events
 
   sessionStart(ctx: PiContext): void {
-    const info = snapshot(ctx, this.#cfg, { thinkingLevel: this.#thinkingLevel(), native: this.#native });
+    const info = snapshot(ctx, this.#cfg, { thinkingLevel: thinkingLevel(this.#pi), native: this.#native });
     if (this.#link?.sessionId === info.id) return this.#checkInfo(ctx);
     let link = this.#links.get(info.id) ?? null;
     if (!link || link.closed) {
@@ -236,124 +238,16 @@ export class PiBinding implements Binding {
   agentStart(ctx: PiContext): void {
     if (this.#settle.agentStart()) this.#emitSettled();
     this.#link?.emit("agent_start", {});
-    if (this.#link?.budget.stopReason) this.#abortForBudget(ctx);
+    if (this.#link?.budget.stopReason) abortForBudget(ctx, this.#log);
     this.#checkInfo(ctx);
     this.#delivery.pump();
   }
 
   agentEnd(e: PiEvent, ctx: PiContext): void {
-    const usage = { inputTokens: 0, outputTokens: 0, totalCost: 0 };
-    for (const m of Array.isArray(e.messages) ? e.messages : []) {
-      if (m?.role !== "assistant" || !m.usage) continue;
-      usage.inputTokens += Number(m.usage.input) || 0;
-      usage.outputTokens += Number(m.usage.output) || 0;
-      usage.totalCost += Number(m.usage.cost?.total) || 0;
-    }
     this.#settle.agentEnd();
-    this.#link?.emit("agent_end", { usage });
+    this.#events.agentEnd(e);
     this.#checkInfo(ctx);
     if (!this.#native || this.#delivery.queued) this.#delivery.arm();
-  }
-
-  messageStart(e: PiEvent): void {
-    const link = this.#link;
-    if (!link) return;
-    const m = e.message ?? {};
-    const id = messageId(m, link.nextSeq);
-    const key = `${m.role}:${m.timestamp}`;
-    this.#ids.set(key, id);
-    // A user message pi emits for a delivered prompt says so, and who sent it.
-    const web = m.role === "user" && this.#origins.size ? this.#origins.take(m.content) : null;
-    if (m.role === "user") this.#matched.set(key, web);
-    const message = { role: mapRole(m.role), id };
-    link.emit("message_start", web ? { message, from: fromOf(web) } : { message });
-  }
-
-  messageUpdate(e: PiEvent): void {
-    const a = e.assistantMessageEvent;
-    if (!this.#link || !a) return;
-    if (a.type === "text_delta") this.#link.emit("message_update", { delta: a.delta ?? "", kind: "text" });
-    else if (a.type === "thinking_delta") {
-      this.#link.emit("message_update", { delta: a.delta ?? "", kind: "thinking" });
-    }
-  }
-
-  messageEnd(e: PiEvent): void {
-    const link = this.#link;
-    if (!link) return;
-    const m = e.message ?? {};
-    const key = `${m.role}:${m.timestamp}`;
-    const id = this.#ids.get(key) ?? messageId(m, link.nextSeq);
-    this.#ids.delete(key);
-    // Matched at message_start, or now when its start was not seen (a link opened in between).
-    let web: WebPrompt | null = null;
-    if (m.role === "user") {
-      if (this.#matched.has(key)) web = this.#matched.get(key)!;
-      else if (this.#origins.size) web = this.#origins.take(m.content);
-      this.#matched.delete(key);
-    }
-    const message = toMessage(m, id, web);
-    const usage = m.role === "assistant" ? messageUsage(m.usage) : null;
-    if (usage) {
-      // Budgets and the usage page count these; the plugin's own count stops a run without the daemon.
-      message.usage = usage;
-      // Which model answered: usage reports group by it (the session's model may have changed since).
-      if (typeof m.model === "string" && m.model) message.model = m.model.slice(0, FieldMax.model);
-      link.budget.add(usage);
-      if (link.budget.stopReason && this.#ctx) this.#abortForBudget(this.#ctx);
-    }
-    let size = 300 + message.text.length + (message.thinking?.length ?? 0) +
-      (message.images?.length ?? 0) * 200;
-    for (const c of message.toolCalls) size += c.argsJson.length;
-    link.emit("message_end", web ? { message, from: fromOf(web) } : { message }, size);
-  }
-
-  toolExecutionStart(e: PiEvent): void {
-    const { args, size } = safeArgs(e.args);
-    this.#link?.emit("tool_execution_start", {
-      toolCallId: String(e.toolCallId ?? ""),
-      toolName: String(e.toolName ?? ""),
-      args,
-    }, 300 + size);
-  }
-
-  toolExecutionUpdate(e: PiEvent): void {
-    if (!this.#link) return;
-    // Output arrives accumulated and can come in bursts: send its tail, at most once per TOOL_UPDATE_MS.
-    const id = String(e.toolCallId ?? "");
-    const frame = { toolCallId: id, toolName: String(e.toolName ?? ""), result: e.partialResult };
-    let u = this.#toolUpdates.get(id);
-    if (!u) this.#toolUpdates.set(id, u = { last: 0, pending: null, timer: null });
-    const update = u;
-    const send = (f: PiEvent) => {
-      update.last = Date.now();
-      update.pending = null;
-      this.#link?.emit("tool_execution_update", {
-        toolCallId: f.toolCallId,
-        toolName: f.toolName,
-        partial: resultText(f.result, PREVIEW_CHARS, true),
-      }, 300 + PREVIEW_CHARS);
-    };
-    if (Date.now() - update.last >= TOOL_UPDATE_MS) return send(frame);
-    update.pending = frame;
-    update.timer ??= unref(setTimeout(() => {
-      update.timer = null;
-      if (update.pending) send(update.pending);
-    }, TOOL_UPDATE_MS));
-  }
-
-  toolExecutionEnd(e: PiEvent): void {
-    if (!this.#link) return;
-    const id = String(e.toolCallId ?? "");
-    const u = this.#toolUpdates.get(id);
-    this.#toolUpdates.delete(id);
-    if (u?.timer) clearTimeout(u.timer);
-    this.#link.emit("tool_execution_end", {
-      toolCallId: id,
-      toolName: String(e.toolName ?? ""),
-      isError: !!e.isError,
-      resultPreview: resultText(e.result, PREVIEW_CHARS),
-    }, 300 + PREVIEW_CHARS);
   }
 
   toolCall(e: PiEvent, ctx: PiContext): Promise<unknown> | undefined {
@@ -390,49 +284,9 @@ export class PiBinding implements Binding {
     });
   }
 
-  /**
-   * The budget's say before a tool call or a turn: undefined when within it; else a promise of a block (the
-   * run stops) or undefined (a person approved another step of the budget).
-   */
-  #budgetGate(ctx: PiContext): Promise<{ block: true; reason: string } | undefined> | undefined {
-    const guard = this.#link?.budget;
-    if (!guard) return undefined;
-    const stop = guard.stopReason;
-    if (stop) {
-      this.#abortForBudget(ctx);
-      return Promise.resolve({ block: true, reason: stop });
-    }
-    if (!guard.mustAsk) return undefined;
-    if (!guard.asking) {
-      const asked = guard.limits;
-      const { args, title } = guard.card();
-      guard.asking = this.#approvals.askBudget(ctx, args, title).then((ok) => {
-        if (ok) guard.raise(asked);
-        return ok;
-      }, (err) => {
-        this.#log("budget approval failed", err);
-        return false; // fail closed: a budget that cannot be asked about stops the run
-      }).finally(() => guard.asking = null);
-    }
-    return guard.asking.then((ok) => {
-      if (ok) return undefined;
-      this.#abortForBudget(ctx);
-      return { block: true, reason: "Budget reached: the run was stopped" };
-    });
-  }
-
-  /**
-   * Abort the run now: before a model request (`context`) the request then fails at once. pi's abort waits
-   * for the run to end, which this handler is part of, so it is not awaited.
-   */
-  #abortForBudget(ctx: PiContext): void {
-    try {
-      if (!ctx.isIdle()) {
-        void Promise.resolve(ctx.abort()).catch((err) => this.#log("budget abort failed", err));
-      }
-    } catch (err) {
-      this.#log("budget abort failed", err);
-    }
+  /** The budget's say before a tool call or a turn (`budgetGate`), for the session this run has now. */
+  #budgetGate(ctx: PiContext): Promise<Block | undefined> | undefined {
+    return budgetGate(ctx, { guard: this.#link?.budget, approvals: this.#approvals, log: this.#log });
   }
 
   /** The answer to a command: a `command_result` when the frame carries a commandId. */
@@ -444,33 +298,8 @@ export class PiBinding implements Binding {
     this.#link?.emit("agent_settled", {});
   }
 
-  #thinkingLevel(): string | null {
-    try {
-      return field(this.#pi.getThinkingLevel?.(), FieldMax.thinkingLevel);
-    } catch {
-      return null;
-    }
-  }
-
   /** Send `session_info` when the name, model or thinking level changed. */
   #checkInfo(ctx: PiContext | null, model?: PiContext["model"]): void {
-    const link = this.#link;
-    if (!link || !ctx) return;
-    const name = field(ctx.sessionManager?.getSessionName?.(), FieldMax.sessionName);
-    const m = model ?? ctx.model;
-    const info = link.info;
-    const id = field(m?.id, FieldMax.model), provider = field(m?.provider, FieldMax.model);
-    const thinking = this.#thinkingLevel();
-    if (
-      name === info.name && id === info.model && provider === info.provider &&
-      thinking === (info.thinkingLevel ?? null)
-    ) {
-      return;
-    }
-    const models = id === info.model && provider === info.provider
-      ? info.models
-      : modelList({ ...ctx, model: m });
-    link.info = { ...info, name, model: id, provider, thinkingLevel: thinking, models };
-    link.emit("session_info", { session: link.info }, 300 + JSON.stringify(models ?? []).length);
+    this.#events.checkInfo(ctx, model);
   }
 }

@@ -4,7 +4,7 @@
 import { FieldMax } from "../../lib/wire.ts";
 import type { Config } from "./config.ts";
 import type { ModelEntry, SessionInfo } from "./frames.ts";
-import type { PiContext, PiModel } from "./pi_types.ts";
+import type { PiApi, PiContext, PiModel } from "./pi_types.ts";
 import { repoFromGit } from "./repo.ts";
 
 /** Most models a snapshot lists (fewer than the daemon takes): a session_list carries every snapshot. */
@@ -49,6 +49,15 @@ export function modelList(ctx: PiContext): ModelEntry[] {
 /** A string field cut to the daemon's bound (a hello it rejects would be retried forever), or null. */
 export function field(value: unknown, max: number): string | null {
   return value === undefined || value === null ? null : String(value).slice(0, max);
+}
+
+/** pi's thinking level now, or null where pi has none or fails to say. */
+export function thinkingLevel(pi: PiApi): string | null {
+  try {
+    return field(pi.getThinkingLevel?.(), FieldMax.thinkingLevel);
+  } catch {
+    return null;
+  }
 }
 
 /** What the snapshot reads from `pi` rather than ctx. */
