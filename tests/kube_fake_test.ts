@@ -6,7 +6,8 @@
 import nodeAssert from "node:assert/strict";
 import { type FakeKube, type KubeObject, startFakeKube } from "../testing/fixtures/kube_api.ts";
 import { kubeClient as client } from "../testing/fixtures/kube/client.ts";
-import { expand, memoryBytes, nanoCpus } from "../testing/fixtures/kube/docker_kubelet.ts";
+import { expand } from "../testing/fixtures/kube/container_env.ts";
+import { memoryBytes, nanoCpus } from "../testing/fixtures/kube/container_config.ts";
 
 type Json = Record<string, unknown>;
 
