@@ -3,7 +3,8 @@
  * bearer token, SelfSubjectAccessReviews before and after a test denies a verb, the 403 that follows, and the
  * token kept out of the fake's request log.
  */
-import { assert, assertEquals, pvc, withFake } from "../testing/fixtures/kube/with_fake.ts";
+import { assert, assertEquals } from "../testing/std_asserts.ts";
+import { pvc, withFake } from "../testing/fixtures/kube/with_fake.ts";
 
 type Json = Record<string, unknown>;
 

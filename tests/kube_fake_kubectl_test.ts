@@ -4,15 +4,8 @@
  * patch, auth can-i, delete, the raw 410 watch line).
  */
 import type { FakeKube, KubeObject } from "../testing/fixtures/kube_api.ts";
-import {
-  assertEquals,
-  assertMatch,
-  assertNotEquals,
-  labels,
-  pod,
-  waitUntil,
-  withFake,
-} from "../testing/fixtures/kube/with_fake.ts";
+import { assertEquals, assertMatch, assertNotEquals } from "../testing/std_asserts.ts";
+import { labels, pod, waitUntil, withFake } from "../testing/fixtures/kube/with_fake.ts";
 
 // kubectl as a second client. kubectl's create fetches /openapi/v3 and /openapi/v2 to validate client-side; the
 // fake serves neither (404), so creates pass --validate=false and the server's own validation applies.

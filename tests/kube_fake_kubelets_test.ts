@@ -5,20 +5,14 @@
  */
 import { expand } from "../testing/fixtures/kube/container_env.ts";
 import { memoryBytes, nanoCpus } from "../testing/fixtures/kube/container_config.ts";
-import { assert, assertEquals, assertMatch, pod, withFake } from "../testing/fixtures/kube/with_fake.ts";
+import { assert, assertEquals, assertMatch } from "../testing/std_asserts.ts";
+import { podWithInit, withFake } from "../testing/fixtures/kube/with_fake.ts";
 
 type Json = Record<string, unknown>;
 
 Deno.test("kube fake: pods/log with container and tailLines", () =>
   withFake(async (k, c) => {
-    await c.call("POST", "~/pods", {
-      ...pod("logs"),
-      spec: {
-        restartPolicy: "Never",
-        initContainers: [{ name: "clone", image: "busybox:1" }],
-        containers: [{ name: "worker", image: "busybox:1" }],
-      },
-    });
+    await c.call("POST", "~/pods", podWithInit("logs"));
     const waiting = await c.call("GET", "~/pods/logs/log?container=worker");
     assertEquals(waiting.status, 400);
     assertMatch(String(waiting.body.message), /container "worker" in pod "logs" is waiting to start/);
@@ -43,14 +37,7 @@ Deno.test("kube fake: pods/log with container and tailLines", () =>
 
 Deno.test("kube fake: scripted Pod steps carry the kubelet's reasons and bind the Pod", () =>
   withFake(async (k, c) => {
-    await c.call("POST", "~/pods", {
-      ...pod("steps"),
-      spec: {
-        restartPolicy: "Never",
-        initContainers: [{ name: "clone", image: "busybox:1" }],
-        containers: [{ name: "worker", image: "busybox:1" }],
-      },
-    });
+    await c.call("POST", "~/pods", podWithInit("steps"));
     const rv = (await c.call("GET", "~/pods")).body.metadata.resourceVersion;
     const w = await c.watch(`~/pods?watch=1&resourceVersion=${rv}`);
     k.scriptPod("steps", "unschedulable", { message: "0/3 nodes are available: 3 Insufficient cpu." });

@@ -3,15 +3,8 @@
  * graceful deletion (deletionTimestamp, exit 143, DELETED) and an unscheduled Pod's immediate one, owner
  * references collected or orphaned, an immutable Secret, and claim protection holding a PVC a Pod uses.
  */
-import {
-  assert,
-  assertEquals,
-  pod,
-  pvc,
-  secret,
-  waitUntil,
-  withFake,
-} from "../testing/fixtures/kube/with_fake.ts";
+import { assert, assertEquals } from "../testing/std_asserts.ts";
+import { pod, pvc, secret, waitUntil, withFake } from "../testing/fixtures/kube/with_fake.ts";
 
 type Json = Record<string, unknown>;
 

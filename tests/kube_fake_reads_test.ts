@@ -3,15 +3,8 @@
  * list pages with `continue`, watches from a list's version (resumed, filtered, with BOOKMARK events, ended by
  * timeoutSeconds), and a watch that fails: 410 as an ERROR event, as a bare 410, and a stream dropped.
  */
-import {
-  assert,
-  assertEquals,
-  assertNotEquals,
-  pod,
-  secret,
-  waitForWatches,
-  withFake,
-} from "../testing/fixtures/kube/with_fake.ts";
+import { assert, assertEquals, assertNotEquals } from "../testing/std_asserts.ts";
+import { pod, secret, waitForWatches, withFake } from "../testing/fixtures/kube/with_fake.ts";
 
 type Json = Record<string, unknown>;
 

@@ -4,16 +4,8 @@
  * its causes, `dryRun=All` and the three `fieldValidation` modes, and update: PUT's 409 Conflict on a stale
  * resourceVersion, the patch types, an immutable Pod spec.
  */
-import {
-  assert,
-  assertEquals,
-  assertMatch,
-  labels,
-  pod,
-  pvc,
-  secret,
-  withFake,
-} from "../testing/fixtures/kube/with_fake.ts";
+import { assert, assertEquals, assertMatch } from "../testing/std_asserts.ts";
+import { labels, pod, pvc, secret, withFake } from "../testing/fixtures/kube/with_fake.ts";
 
 type Json = Record<string, unknown>;
 
