@@ -5,26 +5,17 @@
  * 143, then DELETED) and pods/log from the containers' own output. Status is read through watches, as the
  * Kubernetes backend reads it.
  */
-import nodeAssert from "node:assert/strict";
 import { BASE_IMAGE, dockerTest, ensureBaseImage, testEngine, uniq } from "../../testing/docker.ts";
-import { type FakeKube, startFakeKube } from "../../testing/fixtures/kube_api.ts";
-import { kubeClient, type WatchEvent } from "../../testing/fixtures/kube/client.ts";
+import type { FakeKube } from "../../testing/fixtures/kube_api.ts";
+import type { kubeClient, WatchEvent } from "../../testing/fixtures/kube/client.ts";
+import { withFake } from "../../testing/fixtures/kube/with_fake.ts";
+import { assert, assertEquals } from "../../testing/std_asserts.ts";
 
 type Json = Record<string, unknown>;
-const assert: (v: unknown, msg?: string) => asserts v = nodeAssert.ok;
-const assertEquals = (a: unknown, b: unknown, msg?: string) => nodeAssert.deepEqual(a, b, msg);
 
 async function withKubelet(fn: (k: FakeKube, c: Awaited<ReturnType<typeof kubeClient>>) => Promise<void>) {
   await ensureBaseImage();
-  const engine = testEngine();
-  const k = await startFakeKube({ kubelet: "docker", dockerEngine: engine });
-  const c = await kubeClient(k);
-  try {
-    await fn(k, c);
-  } finally {
-    c.close();
-    await k.close();
-  }
+  await withFake(fn, { kubelet: "docker", dockerEngine: testEngine() });
 }
 
 /** Read a Pod's watch until `done` says so; every event is kept for assertions on the sequence. */
