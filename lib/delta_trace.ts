@@ -41,10 +41,17 @@ export function traced<T>(label: string, work: () => T): T {
   return deltaTrace ? deltaTrace.task(label, work) : work();
 }
 
-/** A trace written to `path` at exit (unless `atExit` is false: the caller writes it); null without a path. */
-export function traceTo(path: string | undefined, atExit = true): DeltaTrace | null {
+/**
+ * A trace written to `path`; null without a path.
+ * @param options.atExit false: the caller writes it (default: at exit)
+ * @param options.clock the aligned clock (tests drive their own)
+ */
+export function traceTo(
+  path: string | undefined,
+  options: { atExit?: boolean; clock?: { now(): number } } = {},
+): DeltaTrace | null {
   if (!path) return null;
-  const clock = wallClock();
+  const clock = options.clock ?? wallClock();
   const lines: string[] = [];
   const trace: DeltaTrace = {
     arrived(frame) {
@@ -70,6 +77,6 @@ export function traceTo(path: string | undefined, atExit = true): DeltaTrace | n
     },
     write: () => Deno.writeTextFileSync(path, lines.join("")),
   };
-  if (atExit) globalThis.addEventListener("unload", trace.write);
+  if (options.atExit ?? true) globalThis.addEventListener("unload", trace.write);
   return trace;
 }
