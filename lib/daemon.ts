@@ -99,7 +99,8 @@ export function createDaemon(
   routes: RouteDef[],
   options: DaemonOptions = {},
 ): Daemon {
-  const store = new Store(config.dbPath);
+  // With replicas, a commit waits for PostgreSQL first (lib/ingest.ts), and the file's copy stays on the loop.
+  const store = new Store(config.dbPath, { writerThread: !options.database });
   const checkpointer = new WalCheckpointer(store.db, config.dbPath);
   // The daemon's store always keeps the index; events stored before it existed are indexed in the background.
   const search = store.search!;
@@ -380,6 +381,7 @@ export function createDaemon(
       mirror?.close();
       app.ingest.flush();
       await app.ingest.drained();
+      await store.closeWriter();
       usage.close(); // after the last commit's count
       await app.tokens.close();
       await app.spawner.shutdown();

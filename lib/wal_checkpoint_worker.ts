@@ -19,8 +19,9 @@ self.onmessage = (e: MessageEvent<CheckpointerStart | "close">) => {
       index?.close();
       db?.close();
     } finally {
+      // Not `self.close()`: a message posted just before it may never arrive (denoland/deno#11526), and the
+      // daemon waits for this one. It ends the thread once it has it.
       post({ type: "closed" });
-      self.close();
     }
     return;
   }
@@ -34,7 +35,7 @@ self.onmessage = (e: MessageEvent<CheckpointerStart | "close">) => {
     index = shm = new WalIndex(`${path}-shm`);
   } catch (error) {
     post({ type: "failed", message: (error as Error).message });
-    return self.close();
+    return;
   }
   let lastAt = -Infinity;
   /** The failure of the last tick: a full disk fails every tick, and is told once, as is its end. */
