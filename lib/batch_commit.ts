@@ -71,8 +71,7 @@ export function commitBatch(events: AgentEvent[], target: BatchTarget): BatchCom
   return commitOnce(events, target, { manyAtOnce: true });
 }
 
-/** A session's running state after an event of `type`. */
-export function stateAfter(type: string, current: string): string {
+function stateAfter(type: string, current: string): string {
   if (type === "agent_start") return "running";
   if (type === "agent_end" || type === "agent_settled" || type === "bye") return "idle";
   return current;

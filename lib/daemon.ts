@@ -99,8 +99,7 @@ export function createDaemon(
   routes: RouteDef[],
   options: DaemonOptions = {},
 ): Daemon {
-  // With replicas, a commit waits for PostgreSQL first (lib/ingest.ts), and the file's copy stays on the loop.
-  const store = new Store(config.dbPath, { writerThread: !options.database });
+  const store = new Store(config.dbPath);
   const checkpointer = new WalCheckpointer(store.db, config.dbPath);
   // The daemon's store always keeps the index; events stored before it existed are indexed in the background.
   const search = store.search!;
@@ -381,7 +380,6 @@ export function createDaemon(
       mirror?.close();
       app.ingest.flush();
       await app.ingest.drained();
-      await store.closeWriter();
       usage.close(); // after the last commit's count
       await app.tokens.close();
       await app.spawner.shutdown();

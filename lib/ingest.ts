@@ -1,7 +1,6 @@
 /**
- * The write path for plugin events: queue, commit once per tick in one transaction (on the store's writer
- * thread when it has one, lib/event_writer.ts), then (and only then) acknowledge to the plugin and publish to
- * browsers. Ephemeral deltas skip SQLite and keep their order
+ * The write path for plugin events: queue, commit once per tick in one transaction, then (and only then)
+ * acknowledge to the plugin and publish to browsers. Ephemeral deltas skip SQLite and keep their order
  * relative to the session's persisted events, except that browser sockets get them at once (see `push`).
  */
 import { type AgentEvent, isEphemeral } from "./protocol.ts";
@@ -75,8 +74,6 @@ const MIN_COMMIT_INTERVAL_MS = 2;
 export class Ingest {
   #queue: Pending[] = [];
   #pendingSessions = new Set<string>();
-  /** Sessions with events on the store's writer thread, not yet published (one batch there at a time). */
-  #writingSessions = new Set<string>();
   #timer: ReturnType<typeof setTimeout> | undefined;
   #lastFlush = 0;
   #store: Store;
@@ -114,7 +111,7 @@ export class Ingest {
     this.#pushed++;
     if (
       isEphemeral(event.type) && !this.#pendingSessions.has(event.sessionId) &&
-      !this.#writingSessions.has(event.sessionId) && !this.#inFlight.has(event.sessionId)
+      !this.#inFlight.has(event.sessionId)
     ) {
       // Nothing of this session waits for the disk, so the delta can go out now, in order.
       // With its object, so in-process followers (the list's glances) do not parse it back.
@@ -133,15 +130,11 @@ export class Ingest {
     if (sentAhead) this.#hub.publishAhead(event.sessionId, this.#store.lastSeq(event.sessionId), [sentAhead]);
     this.#queue.push({ event, origin, sentAhead });
     this.#pendingSessions.add(event.sessionId);
-    if (this.#queue.length >= MAX_QUEUE) return this.#commitQueued();
-    this.#scheduleCommit();
-  }
-
-  #scheduleCommit(): void {
+    if (this.#queue.length >= MAX_QUEUE) return this.flush();
     // Not at once for a delta: a socket's send goes out when the event loop next polls, after the microtasks,
     // so a commit right behind the delta's frame (as when it waited for it) would hold its send back.
     this.#timer ??= setTimeout(
-      () => this.#commitQueued(),
+      () => this.flush(),
       Math.max(
         0,
         Math.max(this.#lastFlush + MIN_COMMIT_INTERVAL_MS, this.#store.gate.retryAt) - performance.now(),
@@ -149,47 +142,18 @@ export class Ingest {
     );
   }
 
-  /**
-   * Commit everything queued, and wait for it: when this returns, every event pushed before is stored and
-   * published, or failed (before `welcome`, a session's deletion, at shutdown).
-   */
+  /** Commit everything queued now (also used before `welcome` and at shutdown). */
   flush(): void {
-    this.#store.settleOffLoop();
-    this.#commitQueued();
-    this.#store.settleOffLoop();
-  }
-
-  /** Start the commit of what is queued: on the writer thread when the store can, else here and now. */
-  #commitQueued(): void {
     if (this.#timer !== undefined) clearTimeout(this.#timer);
     this.#timer = undefined;
-    // The batch on the writer thread goes first; what is queued meanwhile is committed once it is stored.
-    if (this.#writingSessions.size) return;
     const batch = this.#queue;
     if (batch.length === 0) return;
     this.#lastFlush = performance.now();
     this.#queue = [];
     this.#pendingSessions.clear();
     if (this.#shared) return this.#commitShared(this.#shared, batch);
-    const persisted = batch.filter((p) => !isEphemeral(p.event.type)).map((p) => p.event);
-    const offLoop = persisted.length > 0 &&
-      traced("commit: plan", () => this.#store.appendBatchOffLoop(persisted, (r) => this.#written(batch, r)));
-    if (offLoop) {
-      for (const { event } of batch) this.#writingSessions.add(event.sessionId);
-      return;
-    }
     const commits = this.#commit(batch);
     if (commits.length) traced("commit: session rows", () => this.#onCommitted(commits));
-  }
-
-  /** The writer thread stored a batch (or failed it: it is then stored here, each row decided on its own). */
-  #written(batch: Pending[], result: SessionCommit[] | Error): void {
-    this.#writingSessions.clear();
-    const commits = result instanceof Error
-      ? this.#commit(batch)
-      : traced("commit: publish", () => this.#publishStored(batch, result));
-    if (commits.length) traced("commit: session rows", () => this.#onCommitted(commits));
-    if (this.#queue.length) this.#scheduleCommit();
   }
 
   /** Resolves once the commits in flight to a shared log are done (at once without one). */
@@ -217,7 +181,7 @@ export class Ingest {
 
   /** Commit now whatever of a session is still queued (nothing happens when none is). */
   flushSession(sessionId: string): void {
-    if (this.#pendingSessions.has(sessionId) || this.#writingSessions.has(sessionId)) this.flush();
+    if (this.#pendingSessions.has(sessionId)) this.flush();
   }
 
   /** Store a batch; if it fails as a whole, retry each session alone so one bad session cannot sink others. */
@@ -246,11 +210,8 @@ export class Ingest {
   #persist(batch: Pending[]): SessionCommit[] {
     const persisted = batch.filter((p) => !isEphemeral(p.event.type)).map((p) => p.event);
     const commits = traced("commit: SQLite", () => this.#store.appendBatch(persisted));
-    return traced("commit: publish", () => this.#publishStored(batch, commits));
-  }
-
-  #publishStored(batch: Pending[], commits: SessionCommit[]): SessionCommit[] {
-    return this.#publish(batch, commits, new Map(commits.map((c) => [c.sessionId, c.lastSeq])));
+    const acked = new Map(commits.map((c) => [c.sessionId, c.lastSeq]));
+    return traced("commit: publish", () => this.#publish(batch, commits, acked));
   }
 
   /**

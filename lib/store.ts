@@ -12,8 +12,6 @@ import { dropSearchIndex, SqliteSearch } from "./search/sqlite_index.ts";
 import { openStoreFile, type SessionRow } from "./store_file.ts";
 import { type BatchTarget, batchTarget, commitBatch, type SessionCommit } from "./batch_commit.ts";
 import { EventPages, type EventsPage } from "./event_pages.ts";
-import { planBatch } from "./batch_plan.ts";
-import { EventWriter } from "./event_writer.ts";
 
 export { BUSY_TIMEOUT_MS, wholeFileError, WriteGate, WriteRefused } from "./write_gate.ts";
 export { OPEN_BUSY_TIMEOUT_MS } from "./store_file.ts";
@@ -37,8 +35,6 @@ export class Store {
   #batch: BatchTarget;
   #search: SqliteSearch | null;
   #lastAppendAt = -Infinity;
-  /** The thread that commits batches off the event loop (`appendBatchOffLoop`), when the store has one. */
-  #writer: EventWriter | null;
   /** Whether the file takes writes: every write of this file (this store's and the other tables') goes through. */
   readonly gate: WriteGate;
 
@@ -46,10 +42,9 @@ export class Store {
    * Open (creating if needed) the database at `path`; every session starts offline.
    * @param options.search false: keep no search index (benchmarks compare ingest with and without it); an index
    * the file had is dropped, and built again from the events by the next open with it.
-   * @param options.writerThread commit batches on a thread of their own when asked (`appendBatchOffLoop`).
    * @throws {Error} when the file cannot be opened or is not an lvmh database.
    */
-  constructor(path: string, options: { search?: boolean; writerThread?: boolean } = {}) {
+  constructor(path: string, options: { search?: boolean } = {}) {
     this.#db = openStoreFile(path);
     // `online` is a column of the first release, no longer written: a session is online while its socket is.
     this.#db.exec(`UPDATE sessions SET online = 0, state = 'idle',
@@ -70,7 +65,6 @@ export class Store {
     });
     this.#db.exec(`PRAGMA busy_timeout=${BUSY_TIMEOUT_MS}`);
     this.gate = gateOf(this.#db);
-    this.#writer = options.writerThread ? new EventWriter(path) : null;
   }
 
   /** The full-text index of the event log (lib/search/), following the events behind ingest. */
@@ -192,40 +186,6 @@ export class Store {
   }
 
   /**
-   * Store a batch on the writer thread, off the event loop, when it can go there: `done` is then called with
-   * the commits once they are stored (the cached rows moved on first), or with the error when nothing of the
-   * batch was stored (store it with `appendBatch` then, which decides each row on its own).
-   * @returns false when the batch must be stored with `appendBatch`: no thread, a batch already on it, the file
-   * refusing writes (the gate decides on the loop), or a row of it that may not be new (lib/batch_plan.ts).
-   */
-  appendBatchOffLoop(events: AgentEvent[], done: (result: SessionCommit[] | Error) => void): boolean {
-    const writer = this.#writer;
-    if (!writer?.ready || this.gate.closed) return false;
-    const plan = planBatch(events, (id) => this.#sessions.get(id));
-    if (!plan) return false;
-    this.#lastAppendAt = performance.now();
-    writer.write(plan.sql, (error) => {
-      if (error) return done(error);
-      for (const move of plan.moves) {
-        const row = this.#sessions.get(move.id);
-        if (row) this.#sessions.set(move.id, { ...row, ...move });
-      }
-      done(plan.commits);
-    });
-    return true;
-  }
-
-  /** Wait, blocking the loop, for the batch on the writer thread: its `done` has run when this returns. */
-  settleOffLoop(): void {
-    this.#writer?.settle();
-  }
-
-  /** End the writer thread, its batch in flight finished first (`close` ends it too, without waiting). */
-  async closeWriter(): Promise<void> {
-    await this.#writer?.close();
-  }
-
-  /**
    * Remove a session and its whole event log.
    * @returns false when there is no such session.
    * @throws {Error} when SQLite fails; nothing is then removed.
@@ -311,7 +271,6 @@ export class Store {
   /** Write the in-memory lastSeq and lastEventAt of every session, then close the database. */
   close(): void {
     if (!this.#db.isOpen) return;
-    this.#writer?.terminate();
     try {
       this.gate.run(() => {
         this.#db.exec("BEGIN");

@@ -78,11 +78,6 @@ export class WriteGate {
     return this.#cause && this.#now() < this.#until ? this.#cause : null;
   }
 
-  /** True from a whole-file failure until a write succeeds again (refused at once during the pause, then tried). */
-  get closed(): boolean {
-    return this.#cause !== null;
-  }
-
   /** When the next write may try the file (on the `now` clock); in the past while the gate is open. */
   get retryAt(): number {
     return this.#until;
