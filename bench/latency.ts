@@ -21,9 +21,14 @@
  * server's handler getting the frame ("in"), to the handler being done ("handled"), and to the browser ("all").
  * lvmh also traces the tasks of its event loop, and the bench names what its deltas that came in later than the
  * Deno relay's "in" p99 waited behind (testing/delta_trace_read.ts).
+ *
+ * Every round also prints how often the scheduler took a core from each server while it wanted to run
+ * (preemptions per second, all its threads): the servers share this machine's cores with their clients. With
+ * `NICE=<n>` (below 0 needs root) every server's threads run at that niceness, so that the servers, all alike,
+ * come ahead of their clients.
  */
 import { startDaemon } from "../testing/daemon.ts";
-import { cpuMs, daemonPid, lineReader, pct } from "../testing/proc.ts";
+import { cpuMs, daemonPid, lineReader, pct, preemptions, reniceThreads } from "../testing/proc.ts";
 import { type FanOutTarget, independentLoad, PROCESSES, WATCHERS } from "./fanout.ts";
 import {
   addWaits,
@@ -46,6 +51,7 @@ const GOAL_RATIO = 1.3;
 const here = (name: string) => new URL(name, import.meta.url).pathname;
 
 const SEGMENTS = Deno.env.get("SEGMENTS") === "1";
+const NICE = Deno.env.get("NICE") ? Number(Deno.env.get("NICE")) : undefined;
 
 /** A server under load: where plugins and browsers connect, and its process (for its CPU). */
 interface Target extends FanOutTarget {
@@ -127,6 +133,8 @@ interface Figures {
   deltas: number;
   /** The server's CPU over the window, % of one core. */
   cpu: number;
+  /** How often per second the scheduler took a core from the server while it wanted to run, over the window. */
+  preempted: number;
   /** With `SEGMENTS=1`, for a server that traces its deltas. */
   segments?: Segments;
   /** With `SEGMENTS=1`, for lvmh: what its deltas later than the Deno relay's "in" p99 waited behind. */
@@ -135,12 +143,24 @@ interface Figures {
   window?: [number, number];
 }
 
+/** What a server uses from now: call the result at the end for its CPU (% of a core) and preemptions per second. */
+function usage(pid: number): () => Pick<Figures, "cpu" | "preempted"> {
+  const cpu0 = cpuMs(pid), preempted0 = preemptions(pid), t0 = performance.now();
+  return () => {
+    const seconds = (performance.now() - t0) / 1000;
+    return {
+      cpu: (cpuMs(pid) - cpu0) / seconds / 10,
+      preempted: (preemptions(pid) - preempted0) / seconds,
+    };
+  };
+}
+
 /** The scale load against `t` with `n` sessions connected. */
 async function scaleLoad(t: Target, n: number): Promise<Figures> {
   const stopIdle = await agents(t, n - WORKING, WORKING, 0);
   const stopWorking = await agents(t, WORKING, 0, WORKING);
   try {
-    const cpu0 = cpuMs(t.pid), t0 = performance.now();
+    const use0 = usage(t.pid);
     const browsers = await Promise.all(Array.from({ length: BROWSERS }, async (_, i) => {
       const out = await new Deno.Command(Deno.execPath(), {
         args: [
@@ -163,7 +183,6 @@ async function scaleLoad(t: Target, n: number): Promise<Figures> {
         to: number;
       };
     }));
-    const cpu = ((cpuMs(t.pid) - cpu0) / (performance.now() - t0)) * 100;
     const delays = browsers.flatMap((b) => b.delays).sort((a, b) => a - b);
     if (!delays.length) throw new Error("no message_update reached a browser");
     return {
@@ -172,7 +191,7 @@ async function scaleLoad(t: Target, n: number): Promise<Figures> {
       delays,
       kibPerSec: browsers.reduce((s, b) => s + b.bytesPerSec, 0) / browsers.length / 1024,
       deltas: delays.length,
-      cpu,
+      ...use0(),
       window: [Math.min(...browsers.map((b) => b.from)), Math.max(...browsers.map((b) => b.to))],
     };
   } finally {
@@ -183,7 +202,7 @@ async function scaleLoad(t: Target, n: number): Promise<Figures> {
 
 /** The fan-out load against `t`: 20 browsers in 4 processes following one streaming plugin. */
 async function fanOutLoad(t: Target): Promise<Figures> {
-  const cpu0 = cpuMs(t.pid), t0 = performance.now();
+  const use0 = usage(t.pid);
   const load = await independentLoad(t, PROCESSES, WATCHERS / PROCESSES);
   if (load.missing) throw new Error(`${load.missing} deltas never reached a browser`);
   return {
@@ -192,7 +211,7 @@ async function fanOutLoad(t: Target): Promise<Figures> {
     delays: load.delays,
     kibPerSec: NaN,
     deltas: load.delays.length,
-    cpu: ((cpuMs(t.pid) - cpu0) / (performance.now() - t0)) * 100,
+    ...use0(),
   };
 }
 
@@ -208,6 +227,7 @@ async function pair(load: (t: Target) => Promise<Figures>) {
   const figures: Partial<Record<Server, Figures>> = {};
   for (const [server, start] of starters) {
     const t = await start();
+    if (NICE !== undefined) reniceThreads(t.pid, NICE);
     let f: Figures | undefined;
     try {
       f = await load(t);
@@ -255,19 +275,21 @@ if (import.meta.main) {
   for (let r = 0; r < ROUNDS; r++) {
     for (const load of loads) (rounds[load.name] ??= []).push(await pair(load.run));
   }
+  const use = (f: Figures) => `CPU ${f.cpu.toFixed(0)} %, preempted ${f.preempted.toFixed(0)}/s`;
   console.log(
     `latency: message_update from the plugin's stamp to each browser, lvmh beside a relay that only forwards ` +
       `(bench/_relay.mjs), ${ROUNDS} rounds alternating, a fresh server each time; scale: ${WORKING} sessions ` +
       `working (a run every ${INTERVAL_MS} ms), ${BROWSERS} browsers in their own processes, ` +
-      `${WINDOW_MS / 1000} s window; fan-out: ${WATCHERS} browsers in ${PROCESSES} processes`,
+      `${WINDOW_MS / 1000} s window; fan-out: ${WATCHERS} browsers in ${PROCESSES} processes` +
+      (NICE === undefined ? "" : `; every server's threads at nice ${NICE}`),
   );
   for (const load of loads) {
     const rs = rounds[load.name];
     for (const [i, r] of rs.entries()) {
       console.log(
         `  ${load.name}, round ${i + 1}: relay p50 ${ms(r.relay.p50)} p99 ${ms(r.relay.p99)} ` +
-          `(CPU ${r.relay.cpu.toFixed(0)} %), lvmh p50 ${ms(r.lvmh.p50)} p99 ${ms(r.lvmh.p99)} ` +
-          `(CPU ${r.lvmh.cpu.toFixed(0)} %), ${r.lvmh.deltas} deltas`,
+          `(${use(r.relay)}), lvmh p50 ${ms(r.lvmh.p50)} p99 ${ms(r.lvmh.p99)} (${use(r.lvmh)}), ` +
+          `${r.lvmh.deltas} deltas`,
       );
     }
     const m = (side: Server, k: "p50" | "p99" | "kibPerSec") => median(rs.map((r) => r[side][k]));

@@ -68,6 +68,59 @@ export function cpuMs(pid: number): number {
 }
 
 /**
+ * How often the scheduler has taken a core from any of a process's threads while it still wanted to run
+ * (involuntary context switches, summed over its threads; 0 when it is gone). On a machine whose cores a
+ * server shares with its clients, each is a wait of up to a time slice for whatever it was doing.
+ */
+export function preemptions(pid: number): number {
+  let total = 0;
+  try {
+    for (const task of Deno.readDirSync(`/proc/${pid}/task`)) {
+      try {
+        const status = Deno.readTextFileSync(`/proc/${pid}/task/${task.name}/status`);
+        total += Number(/^nonvoluntary_ctxt_switches:\s*(\d+)$/m.exec(status)?.[1] ?? 0);
+      } catch { /* the thread ended meanwhile */ }
+    }
+  } catch { /* the process is gone */ }
+  return total;
+}
+
+/**
+ * Give every thread of a process the niceness `nice` (`renice`, util-linux; below 0 needs root or
+ * CAP_SYS_NICE). Linux keeps a niceness per thread and a new thread takes its creator's, so this goes again
+ * over the threads that appeared meanwhile until none did: later ones are then all made by reniced threads.
+ * @throws {Error} when `renice` refuses.
+ */
+export function reniceThreads(pid: number, nice: number): void {
+  const done = new Set<string>();
+  for (;;) {
+    const fresh = [...Deno.readDirSync(`/proc/${pid}/task`)].map((t) => t.name).filter((tid) =>
+      !done.has(tid)
+    );
+    if (fresh.length === 0) return;
+    const out = new Deno.Command("renice", {
+      args: ["-n", String(nice), "-p", ...fresh],
+      stdout: "null",
+      stderr: "piped",
+    }).outputSync();
+    // A thread that ended between the listing and renice is not a failure; the next listing leaves it out.
+    if (!out.success && fresh.every((tid) => existsTask(pid, tid))) {
+      throw new Error(`renice ${nice} failed: ${new TextDecoder().decode(out.stderr).trim()}`);
+    }
+    for (const tid of fresh) done.add(tid);
+  }
+}
+
+function existsTask(pid: number, tid: string): boolean {
+  try {
+    Deno.statSync(`/proc/${pid}/task/${tid}`);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
  * CPU time (user + system) of a process and all its descendants so far, in ms: its own, what its ended and
  * reaped children used (cutime, cstime), and each live descendant's the same way. A server that forks a
  * process per connection (PostgreSQL) is counted whole, whether its backends still run or are gone.
