@@ -92,25 +92,25 @@ export function preemptions(pid: number): number {
  * @throws {Error} when `renice` refuses.
  */
 export function reniceThreads(pid: number, nice: number): void {
+  const renice = (tids: string[]) =>
+    new Deno.Command("renice", { args: ["-n", String(nice), "-p", ...tids], stdout: "null", stderr: "piped" })
+      .outputSync();
   const done = new Set<string>();
   for (;;) {
-    const fresh = [...Deno.readDirSync(`/proc/${pid}/task`)].map((t) => t.name).filter((tid) =>
-      !done.has(tid)
-    );
+    const fresh = [...Deno.readDirSync(`/proc/${pid}/task`)].map((t) => t.name).filter((t) => !done.has(t));
     if (fresh.length === 0) return;
-    const out = new Deno.Command("renice", {
-      args: ["-n", String(nice), "-p", ...fresh],
-      stdout: "null",
-      stderr: "piped",
-    }).outputSync();
-    // A thread that ended between the listing and renice is not a failure; the next listing leaves it out.
-    if (!out.success && fresh.every((tid) => existsTask(pid, tid))) {
+    let out = renice(fresh);
+    // A thread that ended between the listing and renice fails the call: the ones still there go again.
+    const alive = out.success ? [] : fresh.filter((tid) => existsTask(pid, tid));
+    if (alive.length) out = renice(alive);
+    if (alive.length && !out.success) {
       throw new Error(`renice ${nice} failed: ${new TextDecoder().decode(out.stderr).trim()}`);
     }
     for (const tid of fresh) done.add(tid);
   }
 }
 
+/** Whether thread `tid` of process `pid` still runs. */
 function existsTask(pid: number, tid: string): boolean {
   try {
     Deno.statSync(`/proc/${pid}/task/${tid}`);
