@@ -3,7 +3,7 @@
  * bearer token, SelfSubjectAccessReviews before and after a test denies a verb, the 403 that follows, and the
  * token kept out of the fake's request log.
  */
-import { assert, assertEquals } from "../testing/std_asserts.ts";
+import assert from "node:assert/strict";
 import { pvc, withFake } from "../testing/fixtures/kube/with_fake.ts";
 
 type Json = Record<string, unknown>;
@@ -14,12 +14,12 @@ Deno.test("kube fake: 401 without the token, SelfSubjectAccessReview and 403 aft
     try {
       const res = await fetch(`${k.url}/api/v1/namespaces/lvmh/pods`, { client: http });
       const body = await res.json();
-      assertEquals([res.status, body.kind, body.reason], [401, "Status", "Unauthorized"]);
+      assert.deepEqual([res.status, body.kind, body.reason], [401, "Status", "Unauthorized"]);
       const wrong = await fetch(`${k.url}/api/v1/namespaces/lvmh/pods`, {
         client: http,
         headers: { authorization: "Bearer nope" },
       });
-      assertEquals(wrong.status, 401);
+      assert.deepEqual(wrong.status, 401);
       await wrong.body?.cancel();
     } finally {
       http.close();
@@ -31,19 +31,19 @@ Deno.test("kube fake: 401 without the token, SelfSubjectAccessReview and 403 aft
         spec: { resourceAttributes: { namespace: "lvmh", verb, resource, subresource, group: "" } },
       });
     const before = await ssar("delete", "persistentvolumeclaims");
-    assertEquals([before.status, (before.body.status as Json).allowed], [201, true]);
+    assert.deepEqual([before.status, (before.body.status as Json).allowed], [201, true]);
     k.deny("delete", "persistentvolumeclaims");
     k.deny("get", "pods/log");
-    assertEquals(((await ssar("delete", "persistentvolumeclaims")).body.status as Json).allowed, false);
-    assertEquals(((await ssar("get", "pods", "log")).body.status as Json).allowed, false);
-    assertEquals(((await ssar("get", "pods")).body.status as Json).allowed, true);
+    assert.deepEqual(((await ssar("delete", "persistentvolumeclaims")).body.status as Json).allowed, false);
+    assert.deepEqual(((await ssar("get", "pods", "log")).body.status as Json).allowed, false);
+    assert.deepEqual(((await ssar("get", "pods")).body.status as Json).allowed, true);
     await c.call("POST", "~/persistentvolumeclaims", pvc("ws"));
     const del = await c.call("DELETE", "~/persistentvolumeclaims/ws");
-    assertEquals([del.status, del.body.reason], [403, "Forbidden"]);
-    assertEquals(
+    assert.deepEqual([del.status, del.body.reason], [403, "Forbidden"]);
+    assert.deepEqual(
       del.body.message,
       `persistentvolumeclaims "ws" is forbidden: User "${k.user}" cannot delete resource "persistentvolumeclaims" in API group "" in the namespace "lvmh"`,
     );
-    assert(!JSON.stringify(k.requests).includes(c.token), "the token is redacted from the request log");
-    assertEquals(k.requests.at(-1)?.headers.authorization, "Bearer <redacted>");
+    assert.ok(!JSON.stringify(k.requests).includes(c.token), "the token is redacted from the request log");
+    assert.deepEqual(k.requests.at(-1)?.headers.authorization, "Bearer <redacted>");
   }));

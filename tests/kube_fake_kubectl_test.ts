@@ -4,7 +4,7 @@
  * patch, auth can-i, delete, the raw 410 watch line).
  */
 import type { FakeKube, KubeObject } from "../testing/fixtures/kube_api.ts";
-import { assertEquals, assertMatch, assertNotEquals } from "../testing/std_asserts.ts";
+import assert from "node:assert/strict";
 import { labels, pod, waitUntil, withFake } from "../testing/fixtures/kube/with_fake.ts";
 
 // kubectl as a second client. kubectl's create fetches /openapi/v3 and /openapi/v2 to validate client-side; the
@@ -40,25 +40,25 @@ Deno.test("kube fake: kubectl get/create/wait/logs/patch/auth can-i/delete and t
         "-o",
         "json",
       );
-      assertEquals(got.code, 0, got.stderr);
+      assert.deepEqual(got.code, 0, got.stderr);
       const list = JSON.parse(got.stdout);
-      assertEquals(list.items.map((i: KubeObject) => i.metadata.name), ["lvmh-w-a"]);
-      assertEquals(list.items[0].status.phase, "Pending");
+      assert.deepEqual(list.items.map((i: KubeObject) => i.metadata.name), ["lvmh-w-a"]);
+      assert.deepEqual(list.items[0].status.phase, "Pending");
 
       const file = `${home}/pod.json`;
       await Deno.writeTextFile(file, JSON.stringify(pod("lvmh-w-b")));
       const created = await kubectl(k, home, "create", "-f", file, "--validate=false");
-      assertEquals(created.code, 0, created.stderr);
-      assertMatch(created.stdout, /pod\/lvmh-w-b created/);
+      assert.deepEqual(created.code, 0, created.stderr);
+      assert.match(created.stdout, /pod\/lvmh-w-b created/);
       const create = k.requests.find((r) => r.method === "POST" && r.url.includes("/pods?"));
-      assertMatch(create!.url, /fieldManager=kubectl-create/);
+      assert.match(create!.url, /fieldManager=kubectl-create/);
       const dup = await kubectl(k, home, "create", "-f", file, "--validate=false");
-      assertNotEquals(dup.code, 0);
-      assertMatch(dup.stderr, /Error from server \(AlreadyExists\).*pods "lvmh-w-b" already exists/);
+      assert.notDeepEqual(dup.code, 0);
+      assert.match(dup.stderr, /Error from server \(AlreadyExists\).*pods "lvmh-w-b" already exists/);
 
       const nope = await kubectl(k, home, "get", "pod", "nope");
-      assertNotEquals(nope.code, 0);
-      assertMatch(nope.stderr, /Error from server \(NotFound\): pods "nope" not found/);
+      assert.notDeepEqual(nope.code, 0);
+      assert.match(nope.stderr, /Error from server \(NotFound\): pods "nope" not found/);
 
       const waiting = kubectl(
         k,
@@ -71,8 +71,8 @@ Deno.test("kube fake: kubectl get/create/wait/logs/patch/auth can-i/delete and t
       await waitUntil(() => k.openWatches > 0, "kubectl wait watches");
       k.setPodStatus("lvmh-w-b", { phase: "Running" });
       const waited = await waiting;
-      assertEquals(waited.code, 0, waited.stderr);
-      assertMatch(waited.stdout, /pod\/lvmh-w-b condition met/);
+      assert.deepEqual(waited.code, 0, waited.stderr);
+      assert.match(waited.stdout, /pod\/lvmh-w-b condition met/);
 
       const raw = await kubectl(
         k,
@@ -81,13 +81,13 @@ Deno.test("kube fake: kubectl get/create/wait/logs/patch/auth can-i/delete and t
         "--raw",
         "/api/v1/namespaces/x/pods?watch=1&resourceVersion=1",
       );
-      assertEquals(raw.code, 0, raw.stderr);
+      assert.deepEqual(raw.code, 0, raw.stderr);
       const line = JSON.parse(raw.stdout.trim().split("\n")[0]);
-      assertEquals([line.type, line.object.code, line.object.reason], ["ERROR", 410, "Expired"]);
+      assert.deepEqual([line.type, line.object.code, line.object.reason], ["ERROR", 410, "Expired"]);
 
       k.setLogs("lvmh-w-b", "one\ntwo\n");
       const logs = await kubectl(k, home, "logs", "lvmh-w-b", "-c", "worker", "--tail=1");
-      assertEquals([logs.code, logs.stdout], [0, "two\n"], logs.stderr);
+      assert.deepEqual([logs.code, logs.stdout], [0, "two\n"], logs.stderr);
 
       const patched = await kubectl(
         k,
@@ -99,19 +99,19 @@ Deno.test("kube fake: kubectl get/create/wait/logs/patch/auth can-i/delete and t
         "-p",
         '{"metadata":{"labels":{"x":"y"}}}',
       );
-      assertEquals(patched.code, 0, patched.stderr);
-      assertEquals(k.get("pods", "lvmh-w-b")?.metadata.labels, { ...labels, x: "y" });
+      assert.deepEqual(patched.code, 0, patched.stderr);
+      assert.deepEqual(k.get("pods", "lvmh-w-b")?.metadata.labels, { ...labels, x: "y" });
 
       k.deny("delete", "persistentvolumeclaims");
       const canI = await kubectl(k, home, "auth", "can-i", "delete", "persistentvolumeclaims");
-      assertEquals([canI.code, canI.stdout.trim()], [1, "no"]);
+      assert.deepEqual([canI.code, canI.stdout.trim()], [1, "no"]);
       const canGet = await kubectl(k, home, "auth", "can-i", "get", "pods");
-      assertEquals([canGet.code, canGet.stdout.trim()], [0, "yes"]);
+      assert.deepEqual([canGet.code, canGet.stdout.trim()], [0, "yes"]);
 
       const del = await kubectl(k, home, "delete", "pod", "lvmh-w-b", "--timeout=30s");
-      assertEquals(del.code, 0, del.stderr);
-      assertMatch(del.stdout, /pod "lvmh-w-b" deleted/);
-      assertEquals(k.get("pods", "lvmh-w-b"), undefined);
+      assert.deepEqual(del.code, 0, del.stderr);
+      assert.match(del.stdout, /pod "lvmh-w-b" deleted/);
+      assert.deepEqual(k.get("pods", "lvmh-w-b"), undefined);
     });
   } finally {
     await Deno.remove(home, { recursive: true });

@@ -3,7 +3,7 @@
  * graceful deletion (deletionTimestamp, exit 143, DELETED) and an unscheduled Pod's immediate one, owner
  * references collected or orphaned, an immutable Secret, and claim protection holding a PVC a Pod uses.
  */
-import { assert, assertEquals } from "../testing/std_asserts.ts";
+import assert from "node:assert/strict";
 import { pod, pvc, secret, waitUntil, withFake } from "../testing/fixtures/kube/with_fake.ts";
 
 type Json = Record<string, unknown>;
@@ -23,7 +23,7 @@ Deno.test("kube fake: Pod delete — deletionTimestamp, exit 143, DELETED; unsch
         state: { running: { startedAt: "2026-01-01T00:00:00Z" } },
       }],
     });
-    assertEquals(
+    assert.deepEqual(
       (k.get("pods", "run")!.spec as Json).nodeName,
       "fake-node",
       "reported containers mean bound",
@@ -36,32 +36,32 @@ Deno.test("kube fake: Pod delete — deletionTimestamp, exit 143, DELETED; unsch
       gracePeriodSeconds: 10,
       propagationPolicy: "Background",
     });
-    assertEquals(del.status, 200);
-    assertEquals(del.body.kind, "Pod");
-    assert((del.body.metadata as Json).deletionTimestamp, "the answer is the Pod, now terminating");
+    assert.deepEqual(del.status, 200);
+    assert.deepEqual(del.body.kind, "Pod");
+    assert.ok((del.body.metadata as Json).deletionTimestamp, "the answer is the Pod, now terminating");
     const e1 = await w.next();
-    assertEquals(e1?.type, "MODIFIED");
-    assert(e1?.object.metadata.deletionTimestamp);
+    assert.deepEqual(e1?.type, "MODIFIED");
+    assert.ok(e1?.object.metadata.deletionTimestamp);
     const e2 = await w.next();
     const st = e2?.object.status as Json;
-    assertEquals(st.phase, "Failed");
-    assertEquals(((st.containerStatuses as Json[])[0].state as Json).terminated, {
+    assert.deepEqual(st.phase, "Failed");
+    assert.deepEqual(((st.containerStatuses as Json[])[0].state as Json).terminated, {
       ...(((st.containerStatuses as Json[])[0].state as Json).terminated as Json),
       exitCode: 143,
       reason: "Error",
     });
-    assertEquals((await w.next())?.type, "DELETED");
+    assert.deepEqual((await w.next())?.type, "DELETED");
 
     const q = await c.call("DELETE", "~/pods/queued");
-    assertEquals(q.status, 200);
+    assert.deepEqual(q.status, 200);
     const e4 = await w.next();
-    assertEquals(
+    assert.deepEqual(
       [e4?.type, e4?.object.metadata.name],
       ["DELETED", "queued"],
       "an unscheduled Pod goes at once",
     );
     const gone = await c.call("DELETE", "~/pods/queued");
-    assertEquals([gone.status, gone.body.reason], [404, "NotFound"]);
+    assert.deepEqual([gone.status, gone.body.reason], [404, "NotFound"]);
     await w.close();
   }));
 
@@ -76,7 +76,7 @@ Deno.test("kube fake: owner references are garbage-collected; Orphan keeps depen
       { metadata: { ownerReferences: [{ apiVersion: "v1", kind: "Pod", name: "owner", uid }] } },
       "application/strategic-merge-patch+json",
     );
-    assertEquals(owned.status, 200);
+    assert.deepEqual(owned.status, 200);
     await c.call("POST", "~/secrets", {
       ...secret("dangling"),
       metadata: {
@@ -85,7 +85,7 @@ Deno.test("kube fake: owner references are garbage-collected; Orphan keeps depen
       },
     });
     await waitUntil(() => !k.get("secrets", "dangling"), "a dependent of a missing owner is collected");
-    assert(k.get("secrets", "dep"), "a dependent of a live owner stays");
+    assert.ok(k.get("secrets", "dep"), "a dependent of a live owner stays");
     await c.call("DELETE", "~/pods/owner");
     await waitUntil(() => !k.get("secrets", "dep"), "the dependent goes with its owner");
 
@@ -104,7 +104,7 @@ Deno.test("kube fake: owner references are garbage-collected; Orphan keeps depen
     });
     await c.call("DELETE", "~/pods/owner2?propagationPolicy=Orphan");
     await waitUntil(() => k.get("secrets", "kept")?.metadata.ownerReferences === undefined, "orphaned");
-    assert(k.get("secrets", "kept"));
+    assert.ok(k.get("secrets", "kept"));
   }));
 
 Deno.test("kube fake: immutable Secret refuses data changes; claim protection holds a used PVC", () =>
@@ -116,15 +116,15 @@ Deno.test("kube fake: immutable Secret refuses data changes; claim protection ho
       { data: { token: btoa("other") } },
       "application/merge-patch+json",
     );
-    assertEquals(change.status, 422);
-    assertEquals(((change.body.details as Json).causes as Json[])[0].field, "data");
+    assert.deepEqual(change.status, 422);
+    assert.deepEqual(((change.body.details as Json).causes as Json[])[0].field, "data");
     const meta = await c.call(
       "PATCH",
       "~/secrets/imm",
       { metadata: { labels: { extra: "1" } } },
       "application/merge-patch+json",
     );
-    assertEquals(meta.status, 200, "metadata of an immutable Secret may change");
+    assert.deepEqual(meta.status, 200, "metadata of an immutable Secret may change");
 
     await c.call("POST", "~/persistentvolumeclaims", pvc("ws"));
     await c.call("POST", "~/pods", {
@@ -135,14 +135,14 @@ Deno.test("kube fake: immutable Secret refuses data changes; claim protection ho
         volumes: [{ name: "work", persistentVolumeClaim: { claimName: "ws" } }],
       },
     });
-    assertEquals((k.get("persistentvolumeclaims", "ws")!.status as Json).phase, "Bound");
+    assert.deepEqual((k.get("persistentvolumeclaims", "ws")!.status as Json).phase, "Bound");
     const del = await c.call("DELETE", "~/persistentvolumeclaims/ws");
-    assertEquals(del.status, 200);
-    assert((del.body.metadata as Json).deletionTimestamp, "Terminating while a Pod uses it");
-    assert(k.get("persistentvolumeclaims", "ws"));
+    assert.deepEqual(del.status, 200);
+    assert.ok((del.body.metadata as Json).deletionTimestamp, "Terminating while a Pod uses it");
+    assert.ok(k.get("persistentvolumeclaims", "ws"));
     await c.call("DELETE", "~/pods/user");
     await waitUntil(() => !k.get("persistentvolumeclaims", "ws"), "the claim goes once its Pod is gone");
     await c.call("POST", "~/secrets", secret("plain"));
     const plain = await c.call("DELETE", "~/secrets/plain");
-    assertEquals([plain.body.kind, plain.body.status], ["Status", "Success"]);
+    assert.deepEqual([plain.body.kind, plain.body.status], ["Status", "Success"]);
   }));

@@ -9,7 +9,7 @@ import { BASE_IMAGE, dockerTest, ensureBaseImage, testEngine, uniq } from "../..
 import type { FakeKube } from "../../testing/fixtures/kube_api.ts";
 import type { kubeClient, WatchEvent } from "../../testing/fixtures/kube/client.ts";
 import { withFake } from "../../testing/fixtures/kube/with_fake.ts";
-import { assert, assertEquals } from "../../testing/std_asserts.ts";
+import assert from "node:assert/strict";
 
 type Json = Record<string, unknown>;
 
@@ -62,7 +62,7 @@ dockerTest(
   async () => {
     await withKubelet(async (k, c) => {
       const claim = `ws-${uniq()}`;
-      assertEquals(
+      assert.deepEqual(
         (await c.call("POST", "~/secrets", {
           metadata: { name: "sess" },
           stringData: { token: "s3cret" },
@@ -70,7 +70,7 @@ dockerTest(
         })).status,
         201,
       );
-      assertEquals(
+      assert.deepEqual(
         (await c.call("POST", "~/persistentvolumeclaims", {
           metadata: { name: claim },
           spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } },
@@ -119,46 +119,46 @@ dockerTest(
           ],
         },
       });
-      assertEquals(created.status, 201, JSON.stringify(created.body));
+      assert.deepEqual(created.status, 201, JSON.stringify(created.body));
       const seen = await follow(c, "w1", (e) => phase(e) === "Failed" || phase(e) === "Succeeded");
       const last = seen.at(-1)!;
-      assertEquals(phase(last), "Failed", seen.map(describe).join(" | "));
+      assert.deepEqual(phase(last), "Failed", seen.map(describe).join(" | "));
       const init = terminated(last, "clone")!;
-      assertEquals([init.exitCode, init.reason], [0, "Completed"]);
+      assert.deepEqual([init.exitCode, init.reason], [0, "Completed"]);
       const worker = terminated(last, "worker")!;
-      assertEquals([worker.exitCode, worker.reason, worker.message], [3, "Error", "the end\n"]);
-      assert(seen.some((e) => state(e, "clone")?.running), "the init container was seen running");
-      assert(
+      assert.deepEqual([worker.exitCode, worker.reason, worker.message], [3, "Error", "the end\n"]);
+      assert.ok(seen.some((e) => state(e, "clone")?.running), "the init container was seen running");
+      assert.ok(
         seen.some((e) => phase(e) === "Running" && terminated(e, "clone")),
         "Running after the init ended",
       );
-      assert(
+      assert.ok(
         seen.findIndex((e) => phase(e) === "Running") > seen.findIndex((e) => terminated(e, "clone")),
         "the worker starts only after the init container",
       );
       const initialized = ((statusOf(last).conditions ?? []) as Json[]).find((x) => x.type === "Initialized");
-      assertEquals(initialized?.status, "True");
+      assert.deepEqual(initialized?.status, "True");
 
       const logs = await c.text("~/pods/w1/log?container=worker");
-      assertEquals(logs.status, 200);
+      assert.deepEqual(logs.status, 200);
       const lines = logs.text.split("\n");
-      assertEquals(lines.slice(0, 5), ["cloned", "1000", "mode=440 gid=1000", "s3cret", "hello s3cret"]);
-      assert(lines[5].split(" ").includes("1000"), `the fsGroup is a supplementary group: ${lines[5]}`);
-      assertEquals((await c.text("~/pods/w1/log?container=clone")).text, "init-done\n");
-      assertEquals((await c.text("~/pods/w1/log?container=worker&tailLines=1")).text, "1000\n");
+      assert.deepEqual(lines.slice(0, 5), ["cloned", "1000", "mode=440 gid=1000", "s3cret", "hello s3cret"]);
+      assert.ok(lines[5].split(" ").includes("1000"), `the fsGroup is a supplementary group: ${lines[5]}`);
+      assert.deepEqual((await c.text("~/pods/w1/log?container=clone")).text, "init-done\n");
+      assert.deepEqual((await c.text("~/pods/w1/log?container=worker&tailLines=1")).text, "1000\n");
 
       const engine = testEngine();
-      assert(await engine.volumeExists(`lvmh-kube-pvc-${claim}`), "the claim is a Docker volume");
+      assert.ok(await engine.volumeExists(`lvmh-kube-pvc-${claim}`), "the claim is a Docker volume");
       // A finished Pod is deleted at once; the claim then goes, and its volume with it.
-      assertEquals((await c.call("DELETE", "~/pods/w1")).status, 200);
-      assertEquals((await c.call("DELETE", `~/persistentvolumeclaims/${claim}`)).status, 200);
+      assert.deepEqual((await c.call("DELETE", "~/pods/w1")).status, 200);
+      assert.deepEqual((await c.call("DELETE", `~/persistentvolumeclaims/${claim}`)).status, 200);
       const end = Date.now() + 20_000;
       while (await engine.volumeExists(`lvmh-kube-pvc-${claim}`)) {
         if (Date.now() > end) throw new Error("the claim's volume was not removed");
         await new Promise((r) => setTimeout(r, 100));
       }
-      assertEquals(k.list("persistentvolumeclaims"), []);
-      assertEquals(await engine.containerList({ "lvmh.kube.pod": "w1" }), []);
+      assert.deepEqual(k.list("persistentvolumeclaims"), []);
+      assert.deepEqual(await engine.containerList({ "lvmh.kube.pod": "w1" }), []);
     });
   },
 );
@@ -179,7 +179,7 @@ dockerTest("docker kubelet: a memory limit is real — OOMKilled with exit 137",
     });
     const seen = await follow(c, "oom", (e) => phase(e) === "Failed" || phase(e) === "Succeeded");
     const t = terminated(seen.at(-1)!, "hog")!;
-    assertEquals([phase(seen.at(-1)!), t.reason, t.exitCode], ["Failed", "OOMKilled", 137]);
+    assert.deepEqual([phase(seen.at(-1)!), t.reason, t.exitCode], ["Failed", "OOMKilled", 137]);
   });
 });
 
@@ -210,19 +210,19 @@ dockerTest("docker kubelet: delete sends SIGTERM — exit 143, then DELETED, con
     const rv = (await c.call("GET", "~/pods")).body.metadata.resourceVersion;
     const w = await c.watch(`~/pods?watch=1&resourceVersion=${rv}`);
     const del = await c.call("DELETE", "~/pods/long", { gracePeriodSeconds: 20 });
-    assertEquals(del.status, 200);
-    assert((del.body.metadata as Json).deletionTimestamp);
+    assert.deepEqual(del.status, 200);
+    assert.ok((del.body.metadata as Json).deletionTimestamp);
     const seen: WatchEvent[] = [];
     for (let e = await w.next(30_000); e; e = await w.next(30_000)) {
       seen.push(e);
       if (e.type === "DELETED") break;
     }
     await w.close();
-    assertEquals(seen.at(-1)?.type, "DELETED", seen.map(describe).join(" | "));
-    assert(seen[0].object.metadata.deletionTimestamp, "first the deletionTimestamp");
+    assert.deepEqual(seen.at(-1)?.type, "DELETED", seen.map(describe).join(" | "));
+    assert.ok(seen[0].object.metadata.deletionTimestamp, "first the deletionTimestamp");
     const t = seen.map((e) => terminated(e, "worker")).find((x) => x)!;
-    assertEquals([t.exitCode, t.reason], [143, "Error"]);
-    assertEquals(await testEngine().containerList({ "lvmh.kube.pod": "long" }), []);
+    assert.deepEqual([t.exitCode, t.reason], [143, "Error"]);
+    assert.deepEqual(await testEngine().containerList({ "lvmh.kube.pod": "long" }), []);
   });
 });
 
@@ -239,15 +239,15 @@ dockerTest(
         "noimg",
         (e) => (state(e, "w")?.waiting as Json)?.reason === "ImagePullBackOff",
       );
-      assert(seen.some((e) => (state(e, "w")?.waiting as Json)?.reason === "ErrImagePull"));
-      assertEquals(phase(seen.at(-1)!), "Pending");
+      assert.ok(seen.some((e) => (state(e, "w")?.waiting as Json)?.reason === "ErrImagePull"));
+      assert.deepEqual(phase(seen.at(-1)!), "Pending");
       const rv = (await c.call("GET", "~/pods")).body.metadata.resourceVersion;
       const w = await c.watch(`~/pods?watch=1&resourceVersion=${rv}`);
-      assertEquals((await c.call("DELETE", "~/pods/noimg")).status, 200);
+      assert.deepEqual((await c.call("DELETE", "~/pods/noimg")).status, 200);
       let e = await w.next(30_000);
       while (e && e.type !== "DELETED") e = await w.next(30_000);
       await w.close();
-      assertEquals(e?.type, "DELETED");
+      assert.deepEqual(e?.type, "DELETED");
     });
   },
 );
