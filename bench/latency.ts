@@ -143,7 +143,7 @@ interface Figures {
   window?: [number, number];
 }
 
-/** What a server uses from now: call the result at the end for its CPU (% of a core) and preemptions per second. */
+/** What a server uses from now on: call the result at the end for its CPU (% of a core) and preemptions per second. */
 function usage(pid: number): () => Pick<Figures, "cpu" | "preempted"> {
   const cpu0 = cpuMs(pid), preempted0 = preemptions(pid), t0 = performance.now();
   return () => {
@@ -160,7 +160,7 @@ async function scaleLoad(t: Target, n: number): Promise<Figures> {
   const stopIdle = await agents(t, n - WORKING, WORKING, 0);
   const stopWorking = await agents(t, WORKING, 0, WORKING);
   try {
-    const use0 = usage(t.pid);
+    const used = usage(t.pid);
     const browsers = await Promise.all(Array.from({ length: BROWSERS }, async (_, i) => {
       const out = await new Deno.Command(Deno.execPath(), {
         args: [
@@ -191,7 +191,7 @@ async function scaleLoad(t: Target, n: number): Promise<Figures> {
       delays,
       kibPerSec: browsers.reduce((s, b) => s + b.bytesPerSec, 0) / browsers.length / 1024,
       deltas: delays.length,
-      ...use0(),
+      ...used(),
       window: [Math.min(...browsers.map((b) => b.from)), Math.max(...browsers.map((b) => b.to))],
     };
   } finally {
@@ -202,7 +202,7 @@ async function scaleLoad(t: Target, n: number): Promise<Figures> {
 
 /** The fan-out load against `t`: 20 browsers in 4 processes following one streaming plugin. */
 async function fanOutLoad(t: Target): Promise<Figures> {
-  const use0 = usage(t.pid);
+  const used = usage(t.pid);
   const load = await independentLoad(t, PROCESSES, WATCHERS / PROCESSES);
   if (load.missing) throw new Error(`${load.missing} deltas never reached a browser`);
   return {
@@ -211,7 +211,7 @@ async function fanOutLoad(t: Target): Promise<Figures> {
     delays: load.delays,
     kibPerSec: NaN,
     deltas: load.delays.length,
-    ...use0(),
+    ...used(),
   };
 }
 

@@ -55,12 +55,21 @@ export function lagMonitor(thresholdMs = 5): { stop(): number[] } {
   };
 }
 
+/**
+ * The fields of a stat(5) file (`/proc/<pid>/stat`, `/proc/<pid>/task/<tid>/stat`) after the command name,
+ * which may hold spaces and parentheses: index 0 is field 3 (state), so field n is at n - 3.
+ * @throws {Error} when the file is gone.
+ */
+export function statFields(path: string): string[] {
+  const stat = Deno.readTextFileSync(path);
+  return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+}
+
 /** CPU time (user + system) a process has used so far, in ms, or NaN when it is gone. */
 export function cpuMs(pid: number): number {
   try {
-    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    // utime and stime are fields 14 and 15 of stat(5), counted from 1; fields here start at field 3.
+    const fields = statFields(`/proc/${pid}/stat`);
+    // utime and stime are fields 14 and 15 of stat(5).
     return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // USER_HZ is 100 on Linux
   } catch {
     return NaN;
@@ -131,9 +140,8 @@ export function treeCpuMs(pid: number): number {
   for (const entry of Deno.readDirSync("/proc")) {
     if (!/^\d+$/.test(entry.name)) continue;
     try {
-      const stat = Deno.readTextFileSync(`/proc/${entry.name}/stat`);
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      // ppid is field 4 of stat(5); utime, stime, cutime, cstime fields 14–17 (fields here start at 3).
+      const fields = statFields(`/proc/${entry.name}/stat`);
+      // ppid is field 4 of stat(5); utime, stime, cutime, cstime fields 14–17.
       const ppid = Number(fields[1]);
       children.set(ppid, [...children.get(ppid) ?? [], Number(entry.name)]);
       times.set(Number(entry.name), fields.slice(11, 15).reduce((sum, f) => sum + Number(f), 0));

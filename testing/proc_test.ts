@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { preemptions, reniceThreads } from "./proc.ts";
+import { preemptions, reniceThreads, statFields } from "./proc.ts";
 
 /** A child that keeps one thread more than the machine has cores busy until killed: some must wait. */
 function busyChild() {
@@ -11,10 +11,9 @@ function busyChild() {
 
 /** The niceness of each thread of `pid` (field 19 of stat(5)). */
 function niceOf(pid: number): number[] {
-  return [...Deno.readDirSync(`/proc/${pid}/task`)].map((t) => {
-    const stat = Deno.readTextFileSync(`/proc/${pid}/task/${t.name}/stat`);
-    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[16]);
-  });
+  return [...Deno.readDirSync(`/proc/${pid}/task`)].map((t) =>
+    Number(statFields(`/proc/${pid}/task/${t.name}/stat`)[19 - 3])
+  );
 }
 
 Deno.test("reniceThreads() sets every thread's niceness; preemptions() counts a busy process's and is 0 once it is gone", async () => {
@@ -25,8 +24,8 @@ Deno.test("reniceThreads() sets every thread's niceness; preemptions() counts a 
     while (niceOf(child.pid).length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     const before = niceOf(child.pid);
     assert.ok(before.length >= 3, "node runs several threads");
-    reniceThreads(child.pid, 7);
     assert.ok(before.some((n) => n !== 7));
+    reniceThreads(child.pid, 7);
     // Every thread, those node started meanwhile included.
     assert.deepEqual(new Set(niceOf(child.pid)), new Set([7]));
     // More busy threads than cores: the scheduler takes cores from them.
