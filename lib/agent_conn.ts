@@ -26,6 +26,7 @@ import { tooBig } from "./frame_precheck.ts";
 import { errorBudget } from "./error_budget.ts";
 import { FencedError } from "./storage/event_log.ts";
 import { deltaTrace } from "./delta_trace.ts";
+import { cutFrom, type Encoding } from "./event_codec.ts";
 
 type HelloFrame = Extract<PluginFrame, { type: "hello" }>;
 
@@ -107,8 +108,11 @@ export function acceptAgentSocket(app: App, socket: WebSocket, principal: Princi
     if (sessionId) app.sessions.disconnect(sessionId, link);
   };
 
-  /** One event after hello (alone or out of a batch): checked, then stored; or why it was not. */
-  const accept = (event: AgentEvent): Refusal | null => {
+  /**
+   * One event after hello (alone or out of a batch): checked, then stored; or why it was not.
+   * @param cut its encoding cut from the frame, when the frame allows (lib/event_codec.ts `cutFrom`).
+   */
+  const accept = (event: AgentEvent, cut?: Encoding): Refusal | null => {
     if (event.sessionId !== sessionId) {
       return ["wrong_session", `this socket belongs to session "${sessionId}"`];
     }
@@ -116,8 +120,12 @@ export function acceptAgentSocket(app: App, socket: WebSocket, principal: Princi
     if (event.type === "approval_request") app.approvals.requested(event);
     else if (event.type === "approval_resolved") app.approvals.resolved(event);
     // A `changes` answer goes to the request waiting for it; the log stores the event without it.
-    else if (event.type === "command_result") event = app.changes.answered(event);
-    app.ingest.push(event, link);
+    else if (event.type === "command_result") {
+      const stored = app.changes.answered(event);
+      if (stored !== event) cut = undefined; // no longer what the frame holds
+      event = stored;
+    }
+    app.ingest.push(event, link, cut);
     if (event.type === "bye") {
       app.approvals.sessionEnded(event.sessionId);
       goOffline();
@@ -177,8 +185,9 @@ export function acceptAgentSocket(app: App, socket: WebSocket, principal: Princi
       return send({ v: PROTOCOL_VERSION, type: "pong", sessionId: frame.sessionId, seq: 0, ts: Date.now() });
     }
     if (sessionId === null) return refuse("hello_required", "send hello before any event", frame.seq);
+    const at = parsed.eventsAt;
     if (frame.type !== "batch") {
-      const refused = accept(frame);
+      const refused = accept(frame, at && cutFrom(frame, e.data, at[0], at[1]));
       return refused && refuse(...refused, frame.seq);
     }
     if (frame.sessionId !== sessionId) {
@@ -186,10 +195,15 @@ export function acceptAgentSocket(app: App, socket: WebSocket, principal: Princi
     }
     // Each event of a batch is validated on its own, as if it came alone: one bad event costs only itself (a
     // plugin replays its batches after a reconnect, so refusing them would only bring them back).
-    for (const raw of frame.events) {
+    for (let i = 0; i < frame.events.length; i++) {
+      const raw = frame.events[i];
       const event = parseAgentEvent(raw);
+      // Taken as parsed (a hot shape), an event's encoding can be cut from the frame.
+      const cut = at && event.ok && event.value === raw
+        ? cutFrom(event.value, e.data, at[2 * i], at[2 * i + 1])
+        : undefined;
       const refused: Refusal | null = event.ok
-        ? accept(event.value)
+        ? accept(event.value, cut)
         : ["bad_frame", `batch: ${event.message}`];
       if (refused) reject(...refused, seqOf(raw));
       if (closed) return;

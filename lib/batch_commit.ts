@@ -7,7 +7,7 @@
  */
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import type { AgentEvent } from "./protocol.ts";
-import { type EncodedEvent, eventJson, payloadOf, storedForm } from "./event_codec.ts";
+import { type EncodedEvent, type Encoding, eventJson, payloadOf, storedForm } from "./event_codec.ts";
 import { manyRowInsert, RowBuffer } from "./row_buffer.ts";
 import type { SqliteSearch } from "./search/sqlite_index.ts";
 import type { SessionRow } from "./store_file.ts";
@@ -67,8 +67,12 @@ export interface BatchCommitted {
  * @throws {Error} for an event of a session the store does not know, or when SQLite fails; nothing of the
  * batch is then stored.
  */
-export function commitBatch(events: AgentEvent[], target: BatchTarget): BatchCommitted {
-  return commitOnce(events, target, { manyAtOnce: true });
+export function commitBatch(
+  events: AgentEvent[],
+  target: BatchTarget,
+  cuts?: readonly (Encoding | undefined)[],
+): BatchCommitted {
+  return commitOnce(events, target, { manyAtOnce: true, cuts });
 }
 
 function stateAfter(type: string, current: string): string {
@@ -77,18 +81,22 @@ function stateAfter(type: string, current: string): string {
   return current;
 }
 
-/** @param options.manyAtOnce false: every row alone, decided by its own `changes` (the fallback below). */
+/**
+ * @param options.manyAtOnce false: every row alone, decided by its own `changes` (the fallback below).
+ * @param options.cuts the encodings at hand, by index in `events`.
+ */
 function commitOnce(
   events: AgentEvent[],
   target: BatchTarget,
-  options: { manyAtOnce: boolean },
+  options: { manyAtOnce: boolean; cuts?: readonly (Encoding | undefined)[] },
 ): BatchCommitted {
   const { db, search } = target;
   const commits = new Map<string, { commit: SessionCommit; row: SessionRow }>();
   const rows = new RowBuffer(target.insertEvent, target.insertEvents);
   db.exec("BEGIN IMMEDIATE");
   try {
-    for (const event of events) {
+    for (let i = 0; i < events.length; i++) {
+      const event = events[i];
       let entry = commits.get(event.sessionId);
       if (!entry) {
         const row = target.rowOf(event.sessionId);
@@ -107,14 +115,16 @@ function commitOnce(
       }
       const { commit, row } = entry;
       const ts = Math.trunc(event.ts);
-      const payload = payloadOf(event);
+      const cut = options.cuts?.[i];
+      const payload = cut?.payload ?? payloadOf(event);
       // Above the session's highest stored seq (and above every seq of it earlier in this batch) the row is
       // surely new: it waits to go in with others. At or below, it may be a replay: it goes alone, now, and
       // its `changes` say whether it was already there.
       if (options.manyAtOnce && event.seq > row.lastSeq) {
         rows.add(event.sessionId, event.seq, ts, event.type, payload);
       } else if (rows.insertOne(event.sessionId, event.seq, ts, event.type, payload) === 0) continue;
-      const json = eventJson({ sessionId: event.sessionId, seq: event.seq, ts, type: event.type, payload });
+      const json = cut?.json ??
+        eventJson({ sessionId: event.sessionId, seq: event.seq, ts, type: event.type, payload });
       commit.inserted.push({ seq: event.seq, json, event: storedForm(event, ts) });
       commit.lastSeq = row.lastSeq = Math.max(row.lastSeq, event.seq);
       row.lastEventAt = Math.max(row.lastEventAt ?? 0, ts);
@@ -131,7 +141,7 @@ function commitOnce(
       // it happens, the batch goes again one row at a time, which decides each row by its own `changes`.
       db.exec("ROLLBACK");
       console.error("lvmh: a batch met rows it did not expect in the events table; stored row by row");
-      return commitOnce(events, target, { manyAtOnce: false });
+      return commitOnce(events, target, { manyAtOnce: false, cuts: options.cuts });
     }
     for (const { commit, row } of commits.values()) {
       if (commit.infoChanged) {

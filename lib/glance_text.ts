@@ -38,6 +38,23 @@ export function lastLine(text: string, max = LINE_CHARS): string | null {
   return null;
 }
 
+/**
+ * True when `lastLine(text)` is surely not null, known without reading the Markdown: the last line with
+ * anything in it starts with a letter, and no rule of `plainLine` removes a letter that starts a line (each
+ * starts at a mark: a backtick, `>`, `#`, `|`, `!`, `[`, `<`, `*`, `_`, `~`, a list's bullet or number).
+ */
+export function surelyHasLine(text: string): boolean {
+  let end = text.length;
+  while (end > 0 && text.charCodeAt(end - 1) <= 32) end--;
+  if (end === 0) return false;
+  let start = text.lastIndexOf("\n", end - 1) + 1;
+  while (text.charCodeAt(start) <= 32) start++;
+  const c = text.charCodeAt(start) | 32; // ASCII letters in lower case
+  return (c >= 97 && c <= 122) || (text.charCodeAt(start) > 127 && LETTER.test(text[start]));
+}
+
+const LETTER = /^\p{L}/u;
+
 /** Characters a backslash escapes in Markdown, shown as themselves. */
 const ESCAPED = /\\([\\`*_{}\[\]()#+\-.!~|<>])/g;
 /** Private-use stand-ins for escaped characters and code spans while the markup around them is removed. */

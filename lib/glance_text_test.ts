@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { lastLine, plainLine, streamTail } from "./glance_text.ts";
+import { lastLine, plainLine, streamTail, surelyHasLine } from "./glance_text.ts";
 
 Deno.test("plainLine() shows a line of Markdown as the page reads it, without markup", async (t) => {
   const cases: [string, string][] = [
@@ -35,4 +35,34 @@ Deno.test("lastLine() is the last line with words, as plain text; streamTail() i
   assert.equal(lastLine("```\n\n"), null);
   assert.equal(lastLine(`**${"word ".repeat(40).trim()}**`, 20), "word word word word…");
   assert.equal(streamTail(`Reading [${"x".repeat(200)}](https://a)`, 10), "…xxxxxxxxxx");
+});
+
+Deno.test("surelyHasLine() is true only of texts that lastLine() makes a line of", () => {
+  const sure = [
+    "Done.",
+    "Done.\n\n",
+    "```ts\nx\n```\nAll set",
+    "  Start **bold**",
+    "Été au début",
+    "plain\r\n",
+  ];
+  const unsure = [
+    "",
+    " \n\t\n",
+    "Here:\n```",
+    "![](chart.png)",
+    "1. ![](x.png)",
+    "**Bold**",
+    "\u00a0word",
+    "𝐀 math",
+  ];
+  for (const text of sure) {
+    assert.equal(surelyHasLine(text), true, JSON.stringify(text));
+    assert.notEqual(lastLine(text), null, JSON.stringify(text));
+  }
+  for (const text of unsure) assert.equal(surelyHasLine(text), false, JSON.stringify(text));
+  // Every line of Markdown the plainLine() cases hold: never sure of one that shows nothing.
+  for (const line of ["```ts", "---", "|---|:--:|", "> - [x] x", "## A ##", "[a](b)", "a ![](x)", "~~a~~"]) {
+    if (surelyHasLine(line)) assert.notEqual(plainLine(line), "", JSON.stringify(line));
+  }
 });

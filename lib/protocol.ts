@@ -7,7 +7,7 @@
  */
 import { z } from "zod";
 import { PROTOCOL_VERSION } from "./wire.ts";
-import { hotShape, MAX_JSON_DEPTH, nestsDeeper } from "./frame_precheck.ts";
+import { type FrameLayout, hotShape, MAX_JSON_DEPTH, nestsDeeper } from "./frame_precheck.ts";
 import { AgentEvent, DaemonFrame, type ErrorCode, PluginFrame } from "./protocol/plugin.ts";
 import { BrowserFrame, serverFrameTypes } from "./protocol/browser.ts";
 
@@ -41,9 +41,20 @@ function describe(error: z.ZodError): string {
   return `${path}${issue.message}`;
 }
 
+/**
+ * A plugin frame parsed. `eventsAt`, when present, says where its events sit in the text, as `[start, end)`
+ * pairs: the whole text for an event frame, each element for a `batch`. It is there only when the value is the
+ * parsed JSON itself (a hot shape, lib/frame_precheck.ts), so that text is exactly what the objects hold.
+ */
+export type ParsedPluginFrame =
+  | { ok: true; value: PluginFrame; eventsAt?: readonly number[] }
+  | { ok: false; code: ErrorCode; message: string };
+
 /** Parse one text frame from a plugin: JSON, an object, version 1, then the schema. Never throws. */
-export function parsePluginFrame(text: string): Parsed<PluginFrame> {
-  return parseFrame(text, PluginFrame, (raw) => {
+export function parsePluginFrame(text: string): ParsedPluginFrame {
+  const layout: FrameLayout = { compact: true, objects: [] };
+  let eventsAt: readonly number[] | undefined;
+  const parsed = parseFrame(text, PluginFrame, (raw) => {
     if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
       return { ok: false, code: "bad_frame", message: "frame must be a JSON object" };
     }
@@ -52,8 +63,17 @@ export function parsePluginFrame(text: string): Parsed<PluginFrame> {
       return { ok: false, code: "bad_version", message: `unsupported protocol version ${JSON.stringify(v)}` };
     }
     // The hot shapes are used as parsed (lib/frame_precheck.ts); the rest goes through the schema.
-    return hotShape(raw as Record<string, unknown>) ? { ok: true, value: raw as PluginFrame } : null;
-  });
+    const hot = hotShape(raw as Record<string, unknown>);
+    if (hot === null) return null;
+    // Where its events sit, so their payloads are cut from the text (lib/event_codec.ts `arrivedAs`): only in a
+    // text laid out as the plugin writes it, and a batch whose every event is an object the scan saw.
+    const events = (raw as { events?: unknown[] }).events;
+    if (!layout.compact) eventsAt = undefined;
+    else if (hot === "event") eventsAt = [0, text.length];
+    else if (layout.objects.length === 2 * events!.length) eventsAt = layout.objects;
+    return { ok: true, value: raw as PluginFrame };
+  }, layout);
+  return parsed.ok && eventsAt ? { ...parsed, eventsAt } : parsed;
 }
 
 /** Validate one event of a `batch` (or alone) as `AgentEvent`; the hot shapes take the fast path. */
@@ -69,12 +89,14 @@ export function parseBrowserFrame(text: string): Parsed<BrowserFrame> {
   return parseFrame(text, BrowserFrame);
 }
 
+/** @param layout passed on to `nestsDeeper`, which notes in it where the events of a batch sit. */
 function parseFrame<T>(
   text: string,
   schema: z.ZodType<T>,
   precheck: (raw: unknown) => Parsed<T> | null = () => null,
+  layout?: FrameLayout,
 ): Parsed<T> {
-  if (nestsDeeper(text)) {
+  if (nestsDeeper(text, MAX_JSON_DEPTH, layout)) {
     return { ok: false, code: "bad_frame", message: `frame nests deeper than ${MAX_JSON_DEPTH} levels` };
   }
   let raw: unknown;

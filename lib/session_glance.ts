@@ -14,7 +14,7 @@ import type { DatabaseSync } from "node:sqlite";
 import { eventObject, type Hub, type Subscriber } from "./hub.ts";
 import type { AgentEvent, StoredEvent } from "./protocol.ts";
 import { type GlanceRecord, GlanceStore } from "./glance_store.ts";
-import { firstLine, lastLine, streamTail, toolHint } from "./glance_text.ts";
+import { firstLine, lastLine, streamTail, surelyHasLine, toolHint } from "./glance_text.ts";
 import { wholeFileError } from "./write_gate.ts";
 
 export type { GlanceRecord } from "./glance_store.ts";
@@ -121,7 +121,12 @@ export function applyEvent(g: LiveGlance, e: AgentEvent): "record" | "line" | nu
       const m: { role?: unknown; text?: unknown } = e.message ?? {};
       const text = typeof m.text === "string" ? m.text : "";
       if (m.role === "user" && r.firstPrompt === null) r.firstPrompt = firstLine(text);
-      if (m.role === "assistant") g.answers.push(text);
+      // Older answers matter only while the newest has no line: one that surely has one replaces them (making
+      // lines of the bounded list's answers was 5 % of the daemon's ingest of a batch of answers).
+      if (m.role === "assistant") {
+        if (surelyHasLine(text)) g.answers = [text];
+        else g.answers.push(text);
+      }
       g.stream = "";
       break;
     }

@@ -6,7 +6,7 @@
  */
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import type { AgentEvent, AskSet, SessionInfo, SessionRecord, StoredEvent } from "./protocol.ts";
-import { eventJson, type EventRow } from "./event_codec.ts";
+import { type Encoding, eventJson, type EventRow } from "./event_codec.ts";
 import { BUSY_TIMEOUT_MS, gateOf, type WriteGate } from "./write_gate.ts";
 import { dropSearchIndex, SqliteSearch } from "./search/sqlite_index.ts";
 import { openStoreFile, type SessionRow } from "./store_file.ts";
@@ -174,11 +174,12 @@ export class Store {
    * Persist a batch of events in one transaction. Replayed (sessionId, seq) pairs are ignored.
    * @throws {WriteRefused} at once while the file refuses writes (see `gate`); nothing is then stored.
    * @throws {Error} when SQLite fails; nothing of the batch is then stored.
+   * @param cuts the encodings at hand, by index in `events` (`cutFrom`); the other events are encoded here.
    */
-  appendBatch(events: AgentEvent[]): SessionCommit[] {
+  appendBatch(events: AgentEvent[], cuts?: readonly (Encoding | undefined)[]): SessionCommit[] {
     this.#lastAppendAt = performance.now();
     return this.gate.run(() => {
-      const { commits, rows } = commitBatch(events, this.#batch);
+      const { commits, rows } = commitBatch(events, this.#batch, cuts);
       // Only now, with the commit done, does the cache move on.
       for (const row of rows) this.#sessions.set(row.id, row);
       return commits;
