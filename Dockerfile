@@ -24,4 +24,4 @@ ENV LVMH_HOST=0.0.0.0 \
     LVMH_CONTAINER_DOCKER_SOCK=/var/run/docker.sock
 VOLUME /data
 EXPOSE 8686
-CMD ["deno", "run", "--allow-net", "--allow-env", "--allow-read", "--allow-write", "--allow-run", "--allow-sys", "main.ts"]
+CMD ["deno", "run", "--v8-flags=--no-allocation-site-pretenuring", "--allow-net", "--allow-env", "--allow-read", "--allow-write", "--allow-run", "--allow-sys", "main.ts"]

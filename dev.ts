@@ -6,6 +6,7 @@
  */
 import { fileURLToPath } from "node:url";
 import { ensureBundle, moduleGraph } from "./lib/bundle.ts";
+import { v8FlagsArg } from "./lib/v8_flags.ts";
 
 const root = new URL("./", import.meta.url);
 
@@ -36,7 +37,8 @@ async function restart(reason: string): Promise<void> {
     console.error(`dev: ${(error as Error).message}`);
   }
   console.log(`dev: starting main.ts (${reason})`);
-  server = new Deno.Command(Deno.execPath(), { args: ["run", "-A", "main.ts"], cwd: root }).spawn();
+  server = new Deno.Command(Deno.execPath(), { args: ["run", "-A", v8FlagsArg(), "main.ts"], cwd: root })
+    .spawn();
 }
 
 /** The top-level files and folders holding a module of the server or of the bundle, plus the stylesheet. */

@@ -6,6 +6,7 @@
  */
 import { fileURLToPath } from "node:url";
 import { freePort } from "./ports.ts";
+import { v8FlagsArg } from "../lib/v8_flags.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 export const TEST_TOKEN = "test-token-0123456789abcdef";
@@ -19,7 +20,7 @@ export interface DaemonOptions {
   token?: string;
   /** Run under the V8 inspector on a free loopback port (`Daemon.inspectPort`). */
   inspect?: boolean;
-  /** `--v8-flags` for the daemon's process (e.g. `--expose-gc`). */
+  /** `--v8-flags` for the daemon's process besides its own (lib/v8_flags.ts), e.g. `--expose-gc`. */
   v8Flags?: string[];
 }
 
@@ -99,7 +100,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<DaemonPr
     : {};
   const args = ["run", "-A"];
   if (inspectPort !== undefined) args.push(`--inspect=127.0.0.1:${inspectPort}`);
-  if (options.v8Flags?.length) args.push(`--v8-flags=${options.v8Flags.join(",")}`);
+  args.push(v8FlagsArg(options.v8Flags));
   const child = new Deno.Command(Deno.execPath(), {
     args: [...args, "main.ts"],
     cwd: ROOT,
@@ -184,7 +185,7 @@ export interface MainExit {
  */
 export async function runMainOnce(env: Record<string, string>): Promise<MainExit> {
   const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "main.ts"],
+    args: ["run", "-A", v8FlagsArg(), "main.ts"],
     cwd: ROOT,
     env: { NO_COLOR: "1", LVMH_PORT: "0", ...env },
     stdout: "piped",
