@@ -65,12 +65,13 @@ export function parsePluginFrame(text: string): ParsedPluginFrame {
     // The hot shapes are used as parsed (lib/frame_precheck.ts); the rest goes through the schema.
     const hot = hotShape(raw as Record<string, unknown>);
     if (hot === null) return null;
-    // Where its events sit, so their payloads are cut from the text (lib/event_codec.ts `arrivedAs`): only in a
+    // Where its events sit, so their payloads are cut from the text (lib/event_codec.ts `cutFrom`): only in a
     // text laid out as the plugin writes it, and a batch whose every event is an object the scan saw.
-    const events = (raw as { events?: unknown[] }).events;
-    if (!layout.compact) eventsAt = undefined;
-    else if (hot === "event") eventsAt = [0, text.length];
-    else if (layout.objects.length === 2 * events!.length) eventsAt = layout.objects;
+    if (layout.compact) {
+      const events = (raw as { events?: unknown[] }).events;
+      if (hot === "event") eventsAt = [0, text.length];
+      else if (layout.objects.length === 2 * events!.length) eventsAt = layout.objects;
+    }
     return { ok: true, value: raw as PluginFrame };
   }, layout);
   return parsed.ok && eventsAt ? { ...parsed, eventsAt } : parsed;
