@@ -12,7 +12,8 @@
 /** The range ports are drawn from: above the registered services most machines run, below the ephemeral range. */
 const FIRST = 20_000;
 const LAST = 32_767;
-const DIR = `${Deno.env.get("TMPDIR") ?? "/tmp"}/lvmh-test-ports`;
+/** One directory per user: a file another user made there could not be opened to lock. */
+const DIR = `${Deno.env.get("TMPDIR") ?? "/tmp"}/lvmh-test-ports-${Deno.uid() ?? "any"}`;
 
 /** The lock files of this process's ports, open for as long as it runs: each lock is a reservation. */
 const held: Deno.FsFile[] = [];
