@@ -70,7 +70,8 @@ const ENVELOPE_START = `{"v":${PROTOCOL_VERSION},"sessionId":"`;
 
 /**
  * Where the envelope of `event` ends in its text at `start`: after the type, when the five envelope keys come
- * first and in order; -1 otherwise. Read without building the expected text, which cost as much as the encoding
+ * first and in the order `eventJson` writes them (lib/event_codec_test.ts holds the two to each other); -1
+ * otherwise. Read without building the expected text, which cost as much as the encoding
  * it saves: the strings must be as long as their values (nothing in them escaped) and the numbers plain digits,
  * as JSON.stringify writes a safe integer. (A payload that names an envelope key again is read back with the
  * value JSON.parse took, the last one: the text still reads as the event.)

@@ -46,9 +46,7 @@ function describe(error: z.ZodError): string {
  * pairs: the whole text for an event frame, each element for a `batch`. It is there only when the value is the
  * parsed JSON itself (a hot shape, lib/frame_precheck.ts), so that text is exactly what the objects hold.
  */
-export type ParsedPluginFrame =
-  | { ok: true; value: PluginFrame; eventsAt?: readonly number[] }
-  | { ok: false; code: ErrorCode; message: string };
+export type ParsedPluginFrame = Parsed<PluginFrame> & { eventsAt?: readonly number[] };
 
 /** Parse one text frame from a plugin: JSON, an object, version 1, then the schema. Never throws. */
 export function parsePluginFrame(text: string): ParsedPluginFrame {
