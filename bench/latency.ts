@@ -20,7 +20,9 @@
  * runs beside the two, and it and lvmh trace each delta (lib/delta_trace.ts): from the plugin's stamp to the
  * server's handler getting the frame ("in"), to the handler being done ("handled"), and to the browser ("all").
  * lvmh also traces the tasks of its event loop, and the bench names what its deltas that came in later than the
- * Deno relay's "in" p99 waited behind (testing/delta_trace_read.ts).
+ * Deno relay's "in" p99 waited behind (testing/delta_trace_read.ts). lvmh then runs with V8's `--trace-gc-nvp`,
+ * and each round says how long its main thread paused for collections in the window (testing/gc_trace.ts): a
+ * pause runs inside no traced task, so the waits above count it as "no traced task".
  *
  * Every round also prints how often the scheduler took a core from each server while it wanted to run
  * (preemptions per second, all its threads): the servers share this machine's cores with their clients. With
@@ -39,6 +41,7 @@ import {
   type Waits,
   waits,
 } from "../testing/delta_trace_read.ts";
+import { type GcSummary, gcWithin, parseGcPauses } from "../testing/gc_trace.ts";
 
 const SIZES = (Deno.env.get("SIZES") ?? "100,3000").split(",").map(Number);
 const ROUNDS = Number(Deno.env.get("ROUNDS") ?? 3);
@@ -58,6 +61,8 @@ interface Target extends FanOutTarget {
   close(): Promise<void>;
   /** The file its delta trace is written to at exit (lib/delta_trace.ts), when it keeps one. */
   trace?: string;
+  /** What it printed, with V8's `--trace-gc-nvp` lines (lvmh with `SEGMENTS=1`), read once it exited. */
+  output?: () => string;
 }
 
 /** The relay on Node (bench/_relay.mjs), or with `deno` its copy on Deno tracing its deltas to a file. */
@@ -88,8 +93,16 @@ async function startRelay(runtime: "node" | "deno" = "node"): Promise<Target> {
 
 async function startLvmh(): Promise<Target> {
   const trace = SEGMENTS ? await Deno.makeTempFile({ prefix: "lvmh-trace-" }) : undefined;
-  const d = await startDaemon(trace ? { env: { LVMH_TRACE_DELTAS: trace } } : {});
-  return { ...d, pid: daemonPid(d.dataDir), close: () => d.stop(), trace };
+  const d = await startDaemon(
+    trace ? { env: { LVMH_TRACE_DELTAS: trace }, v8Flags: ["--trace-gc-nvp"] } : {},
+  );
+  return {
+    ...d,
+    pid: daemonPid(d.dataDir),
+    close: () => d.stop(),
+    trace,
+    output: trace ? d.output : undefined,
+  };
 }
 
 /** A server's delta trace, read (and removed) once it exited. */
@@ -141,6 +154,8 @@ interface Figures {
   waits?: Waits;
   /** The browsers' window on the aligned clock (the scale load), which the segments keep to. */
   window?: [number, number];
+  /** With `SEGMENTS=1`, for lvmh under the scale load: its main thread's collections in the window. */
+  gc?: GcSummary;
 }
 
 /** What a server uses from now on: call the result at the end for its CPU (% of a core) and preemptions per second. */
@@ -241,6 +256,12 @@ async function pair(load: (t: Target) => Promise<Figures>) {
       f.segments = segments(trace.deltas, f.window);
       const floor = figures.denoRelay?.segments?.in99;
       if (server === "lvmh" && floor !== undefined) f.waits = waits(trace, floor, f.window);
+      // V8 counts from its isolate's start, ~10 ms before performance.now()'s zero here: the window's edges
+      // move by that much, which a 6 s window can take.
+      if (t.output && f.window && Number.isFinite(trace.origin)) {
+        const [from, to] = f.window.map((at) => at - trace.origin);
+        f.gc = gcWithin(parseGcPauses(t.output()), from, to);
+      }
     }
     figures[server] = f;
   }
@@ -275,7 +296,12 @@ if (import.meta.main) {
   for (let r = 0; r < ROUNDS; r++) {
     for (const load of loads) (rounds[load.name] ??= []).push(await pair(load.run));
   }
-  const use = (f: Figures) => `CPU ${f.cpu.toFixed(0)} %, preempted ${f.preempted.toFixed(0)}/s`;
+  const use = (f: Figures) =>
+    `CPU ${f.cpu.toFixed(0)} %, preempted ${f.preempted.toFixed(0)}/s` +
+    (f.gc
+      ? `, GC ${f.gc.total.toFixed(1)} ms in ${f.gc.collections} pauses (${f.gc.full} full), longest ` +
+        `${f.gc.longest.toFixed(1)} ms`
+      : "");
   console.log(
     `latency: message_update from the plugin's stamp to each browser, lvmh beside a relay that only forwards ` +
       `(bench/_relay.mjs), ${ROUNDS} rounds alternating, a fresh server each time; scale: ${WORKING} sessions ` +

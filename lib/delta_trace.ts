@@ -6,7 +6,9 @@
  * delta published, or queued behind its session's unstored events). A delta that reaches its handler late
  * waited for the event loop, so the loop's tasks are traced too (`traced`: frame handlers, commits, the list's
  * updates, index steps), and testing/delta_trace_read.ts names what each late delta waited behind. Written at
- * exit: one `sentAt arrived handled` line per delta, one `@ start end label` line per task (aligned clock, ms).
+ * exit: one `sentAt arrived handled` line per delta, one `@ start end label` line per task (aligned clock, ms),
+ * after an `origin <ms>` line that places the process's `performance.now()` on the aligned clock (what V8's
+ * `--trace-gc-nvp` stamps its collections with comes close to it: testing/gc_trace.ts).
  * Unset, the trace is null and the frame path pays one null check.
  */
 import { wallClock } from "./wall_clock.ts";
@@ -52,7 +54,7 @@ export function traceTo(
 ): DeltaTrace | null {
   if (!path) return null;
   const clock = options.clock ?? wallClock();
-  const lines: string[] = [];
+  const lines: string[] = [`origin ${(clock.now() - performance.now()).toFixed(3)}\n`];
   const trace: DeltaTrace = {
     arrived(frame) {
       const now = clock.now();

@@ -21,6 +21,8 @@ export interface TracedTask {
 }
 
 export interface DeltaTraceFile {
+  /** Where the daemon's `performance.now()` was 0, on the aligned clock (NaN in a trace without the line). */
+  origin: number;
   deltas: TracedDelta[];
   /** In the order they ran. */
   tasks: TracedTask[];
@@ -48,9 +50,10 @@ export interface Waits {
 
 /** Parse the text of a trace. */
 export function parseTrace(text: string): DeltaTraceFile {
-  const trace: DeltaTraceFile = { deltas: [], tasks: [] };
+  const trace: DeltaTraceFile = { origin: NaN, deltas: [], tasks: [] };
   for (const line of text.split("\n")) {
-    if (line.startsWith("@ ")) {
+    if (line.startsWith("origin ")) trace.origin = Number(line.slice(7));
+    else if (line.startsWith("@ ")) {
       const [start, end, ...label] = line.slice(2).split(" ");
       trace.tasks.push({ start: Number(start), end: Number(end), label: label.join(" ") });
     } else if (line) {

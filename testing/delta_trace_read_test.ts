@@ -4,6 +4,7 @@ import { addWaits, parseTrace, segments, waits } from "./delta_trace_read.ts";
 // Deltas stamped at 100, 200 and 300 ms; the loop ran a commit over 199.9–200.5 and a list update over
 // 299.0–300.1 and 300.2–300.4. (Tasks are written in the order they ended; the reader sorts them.)
 const TEXT = [
+  "origin 12.500",
   "100 0.050 0.070",
   "@ 199.900 200.500 commit: SQLite",
   "200 0.600 0.650",
@@ -16,6 +17,7 @@ const TEXT = [
 
 Deno.test("delta trace reading: deltas and tasks parsed; segments of a window", () => {
   const trace = parseTrace(TEXT);
+  assert.equal(trace.origin, 12.5);
   assert.equal(trace.deltas.length, 4);
   assert.deepEqual(trace.deltas[1], { sentAt: 200, arrived: 0.6, handled: 0.65 });
   assert.deepEqual(trace.tasks.map((t) => t.start), [199.9, 299, 300.2], "sorted by start");
