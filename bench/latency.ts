@@ -27,7 +27,7 @@
  * Every round also prints how often the scheduler took a core from each server while it wanted to run
  * (preemptions per second, all its threads): the servers share this machine's cores with their clients. With
  * `NICE=<n>` (below 0 needs root) every server's threads run at that niceness, so that the servers, all alike,
- * come ahead of their clients.
+ * come ahead of their clients. `V8_FLAGS=--a,--b` runs lvmh with those V8 flags too.
  */
 import { startDaemon } from "../testing/daemon.ts";
 import { cpuMs, daemonPid, lineReader, pct, preemptions, reniceThreads } from "../testing/proc.ts";
@@ -55,6 +55,8 @@ const here = (name: string) => new URL(name, import.meta.url).pathname;
 
 const SEGMENTS = Deno.env.get("SEGMENTS") === "1";
 const NICE = Deno.env.get("NICE") ? Number(Deno.env.get("NICE")) : undefined;
+/** V8 flags for lvmh beside its own (lib/v8_flags.ts), to try a collector setting against the same load. */
+const V8_FLAGS = (Deno.env.get("V8_FLAGS") ?? "").split(",").filter(Boolean);
 
 /** A server under load: where plugins and browsers connect, and its process (for its CPU). */
 interface Target extends FanOutTarget {
@@ -93,9 +95,10 @@ async function startRelay(runtime: "node" | "deno" = "node"): Promise<Target> {
 
 async function startLvmh(): Promise<Target> {
   const trace = SEGMENTS ? await Deno.makeTempFile({ prefix: "lvmh-trace-" }) : undefined;
-  const d = await startDaemon(
-    trace ? { env: { LVMH_TRACE_DELTAS: trace }, v8Flags: ["--trace-gc-nvp"] } : {},
-  );
+  const d = await startDaemon({
+    ...trace ? { env: { LVMH_TRACE_DELTAS: trace } } : {},
+    v8Flags: [...trace ? ["--trace-gc-nvp"] : [], ...V8_FLAGS],
+  });
   return {
     ...d,
     pid: daemonPid(d.dataDir),
