@@ -19,19 +19,15 @@ pkg_version() {
   [ -f "$1" ] && node -e 'process.stdout.write(String(JSON.parse(require("fs").readFileSync(process.argv[1],"utf8")).version||""))' "$1" || true
 }
 
-# npm ci when a lockfile exists (reproducible), npm install otherwise; skipped when node_modules is up to date.
+# npm ci from the folder's lockfile (every folder here has one); skipped when node_modules is newer than both.
 install_dir() {
   local dir="$1"
   local marker="$dir/node_modules/.package-lock.json"
-  if [ -f "$marker" ] && [ "$marker" -nt "$dir/package.json" ] && { [ ! -f "$dir/package-lock.json" ] || [ "$marker" -nt "$dir/package-lock.json" ]; }; then
+  if [ -f "$marker" ] && [ "$marker" -nt "$dir/package.json" ] && [ "$marker" -nt "$dir/package-lock.json" ]; then
     return 0
   fi
   echo "setup_pi: installing $dir" >&2
-  if [ -f "$dir/package-lock.json" ]; then
-    (cd "$dir" && npm ci --no-audit --no-fund)
-  else
-    (cd "$dir" && npm install --no-audit --no-fund)
-  fi
+  (cd "$dir" && npm ci --no-audit --no-fund)
   mkdir -p "$dir/node_modules" && touch "$marker"
 }
 
