@@ -27,6 +27,7 @@ import { errorBudget } from "./error_budget.ts";
 import { FencedError } from "./storage/event_log.ts";
 import { deltaTrace } from "./delta_trace.ts";
 import { cutFrom, type Encoding } from "./event_codec.ts";
+import { type Liveness, SILENCE_REASON } from "./liveness.ts";
 
 type HelloFrame = Extract<PluginFrame, { type: "hello" }>;
 
@@ -43,8 +44,16 @@ export const SHARED_HELLO_DEADLINE_MS = 5_000;
 /** Why a frame or an event was refused: the code and message of its `error` frame. */
 type Refusal = [ErrorCode, string];
 
-/** Wire a freshly upgraded plugin socket to the daemon. */
-export function acceptAgentSocket(app: App, socket: WebSocket, principal: Principal | null): void {
+/**
+ * Wire a freshly upgraded plugin socket to the daemon.
+ * @param liveness when the plugin promised its heartbeat (Deno does not ping this socket): where it is watched.
+ */
+export function acceptAgentSocket(
+  app: App,
+  socket: WebSocket,
+  principal: Principal | null,
+  liveness: Liveness | null = null,
+): void {
   // A session-scoped token may only ever speak for its own session.
   const onlySession = principal?.via === "agent" ? principal.sessionId : null;
   let sessionId: string | null = null;
@@ -141,6 +150,7 @@ export function acceptAgentSocket(app: App, socket: WebSocket, principal: Princi
   /** Aborted when the socket closes while its shared hello is under way. */
   let helloGone: AbortController | null = null;
   socket.onmessage = (e: MessageEvent) => {
+    beat?.heard();
     if (held) return void held.push(e);
     const span = deltaTrace && typeof e.data === "string" ? deltaTrace.arrived(e.data) : null;
     try {
@@ -263,8 +273,10 @@ export function acceptAgentSocket(app: App, socket: WebSocket, principal: Princi
     app.hooks.pluginHello(sessionId, frame.features);
   };
   const unwatch = app.tokens.closeOnRevoke(principal, () => close(CloseCode.policy, "token revoked"));
-  socket.onclose = () => {
+  /** The socket is gone: when it closed, or earlier when its plugin fell silent. Runs again harmlessly. */
+  const ended = () => {
     unwatch();
+    beat?.stop();
     closed = true;
     helloGone?.abort(new Error("the plugin socket closed during its hello"));
     sendAck.cancel();
@@ -275,6 +287,13 @@ export function acceptAgentSocket(app: App, socket: WebSocket, principal: Princi
       console.error(`lvmh: session ${sessionId}: going offline: ${(error as Error).message}`);
     }
   };
+  // A silent plugin is offline now: the close handshake it cannot answer would hold `onclose` (and the
+  // session's row) until it wakes; when it does, `onclose` finds the session already detached.
+  const beat = liveness?.watch(() => {
+    close(CloseCode.goingAway, SILENCE_REASON);
+    ended();
+  });
+  socket.onclose = ended;
   socket.onerror = () => {};
 }
 

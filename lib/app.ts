@@ -27,6 +27,7 @@ import type { Budgets } from "./budgets.ts";
 import type { UsageRuns } from "./usage_runs.ts";
 import type { Presence } from "./presence.ts";
 import type { Replica } from "./replica/replica.ts";
+import type { Liveness } from "./liveness.ts";
 
 export interface App {
   config: Config;
@@ -40,6 +41,8 @@ export interface App {
   ingest: Ingest;
   /** Fans frames out to browser subscribers and the in-process followers. */
   hub: Hub;
+  /** The dead-peer check of plugin sockets that promised their heartbeat: one timer for all of them. */
+  liveness: Liveness;
   /** The session registry: rows, live plugin links, ask sets, prompts, the "sessions changed" signal. */
   sessions: Sessions;
   /** Tool calls waiting for a person, and the answers. */

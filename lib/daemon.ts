@@ -62,6 +62,7 @@ import { Budgets } from "./budgets.ts";
 import { SharedBudgetRows } from "./budget_shared.ts";
 import { PgSessionStateLog } from "./storage/pg_session_state_log.ts";
 import { Presence } from "./presence.ts";
+import { Liveness } from "./liveness.ts";
 import { UsageRuns } from "./usage_runs.ts";
 import { Replica } from "./replica/replica.ts";
 import { Mirror } from "./replica/mirror.ts";
@@ -268,6 +269,7 @@ export function createDaemon(
     store,
     search,
     hub,
+    liveness: new Liveness(),
     ingest,
     sessions,
     approvals,
@@ -371,6 +373,7 @@ export function createDaemon(
       clearInterval(pruneTimer);
       budgets.close();
       presence.close();
+      app.liveness.close();
       idleStop.close();
       stopCollector();
       await notify.close();

@@ -1,6 +1,7 @@
 /**
  * The WebSocket upgrade shared by both sockets: auth has already run in the router, so this only checks
- * that the request is an upgrade and applies the heartbeat.
+ * that the request is an upgrade and applies the dead-peer check (Deno's pings, unless the caller has its own:
+ * lib/liveness.ts).
  */
 import { HttpError } from "./http.ts";
 
@@ -13,13 +14,18 @@ export const IDLE_TIMEOUT_S = 9;
 
 /**
  * Upgrade `req` and hand the socket to `accept`.
+ * @param options.pings false when the caller checks the peer's liveness itself: Deno then never pings it.
  * @throws {HttpError} 426 when the request is not a WebSocket upgrade.
  */
-export function upgrade(req: Request, accept: (socket: WebSocket) => void): Response {
+export function upgrade(
+  req: Request,
+  accept: (socket: WebSocket) => void,
+  { pings = true }: { pings?: boolean } = {},
+): Response {
   if (req.headers.get("upgrade")?.toLowerCase() !== "websocket") {
     throw new HttpError(426, "this endpoint only speaks WebSocket", { upgrade: "websocket" });
   }
-  const { socket, response } = Deno.upgradeWebSocket(req, { idleTimeout: IDLE_TIMEOUT_S });
+  const { socket, response } = Deno.upgradeWebSocket(req, { idleTimeout: pings ? IDLE_TIMEOUT_S : 0 });
   accept(socket);
   return response;
 }

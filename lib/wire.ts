@@ -12,6 +12,12 @@ export const MAX_BODY_BYTES = 256 * 1024;
 export const MAX_PROMPT_CHARS = 100_000;
 /** Most events one `batch` frame may carry. */
 export const MAX_BATCH_EVENTS = 5000;
+/**
+ * The plugin socket's upgrade header by which a plugin promises its application `ping` every this many ms (at
+ * most MAX_PROMISED_PING_MS): the daemon then checks it by its frames instead of pinging it (lib/liveness.ts).
+ */
+export const HEARTBEAT_HEADER = "x-lvmh-heartbeat";
+export const MAX_PROMISED_PING_MS = 5_000;
 
 /**
  * Bounds of the fields the plugin writes (characters for strings, items for lists), as the daemon's schema

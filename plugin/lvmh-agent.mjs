@@ -3705,6 +3705,8 @@ var init_wrapper = __esm({
 var PROTOCOL_VERSION = 1;
 var MAX_FRAME_BYTES = 1024 * 1024;
 var MAX_BODY_BYTES = 256 * 1024;
+var HEARTBEAT_HEADER = "x-lvmh-heartbeat";
+var MAX_PROMISED_PING_MS = 5e3;
 var FieldMax = {
   /** A session's name in its snapshot (pi's session name, which the terminal can set to anything). */
   sessionName: 1e3,
@@ -5545,6 +5547,8 @@ var DaemonSocket = class {
       const headers = {
         authorization: `Bearer ${this.#cfg.token}`
       };
+      const pingMs = this.#cfg.heartbeat?.pingMs ?? HEARTBEAT_PING_MS;
+      if (pingMs <= MAX_PROMISED_PING_MS) headers[HEARTBEAT_HEADER] = String(pingMs);
       const ws = new WebSocket2(this.#cfg.url, {
         headers
       });

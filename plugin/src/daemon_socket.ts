@@ -5,10 +5,10 @@
  * arrives and tells it when the welcome came. Apart from the link so that the connection's states
  * (down → connecting → open → ready, and closed for good) change in one place.
  */
-import { CloseCode, PROTOCOL_VERSION } from "../../lib/wire.ts";
+import { CloseCode, HEARTBEAT_HEADER, MAX_PROMISED_PING_MS, PROTOCOL_VERSION } from "../../lib/wire.ts";
 import { Backoff } from "./backoff.ts";
 import type { Config } from "./config.ts";
-import { WELCOME_TIMEOUT_MS } from "./constants.ts";
+import { HEARTBEAT_PING_MS, WELCOME_TIMEOUT_MS } from "./constants.ts";
 import type { FrameOf, HelloFrameInput, PingFrameInput } from "./frames.ts";
 import { Heartbeat } from "./heartbeat.ts";
 import type { Logger } from "./log.ts";
@@ -123,7 +123,10 @@ export class DaemonSocket {
     this.#state = "connecting";
     webSocketClass().then((WebSocket) => {
       if (this.#retired) return this.#down(CloseCode.normal);
-      const headers = { authorization: `Bearer ${this.#cfg.token}` };
+      const headers: Record<string, string> = { authorization: `Bearer ${this.#cfg.token}` };
+      // Promise the daemon our pings, so it checks this socket by its frames instead of pinging it.
+      const pingMs = this.#cfg.heartbeat?.pingMs ?? HEARTBEAT_PING_MS;
+      if (pingMs <= MAX_PROMISED_PING_MS) headers[HEARTBEAT_HEADER] = String(pingMs);
       const ws = new WebSocket(this.#cfg.url, { headers });
       this.#ws = ws;
       ws.onopen = () => {
