@@ -1,5 +1,5 @@
 // The floor of bench/latency.ts: the smallest server that does lvmh's job for a delta on this machine. It
-// answers a plugin's hello, and forwards each `message_update` to the browsers following that session in the
+// answers a plugin's hello and its heartbeat `ping`, and forwards each `message_update` to the browsers following that session in the
 // frame lvmh's browsers read ({type: "events", sessionId, events}); it stores, checks and announces nothing.
 // Node with the npm `ws` package (what the plugin itself uses; it sets TCP_NODELAY on every socket).
 // Prints `ready <port>` once listening; exits when stdin closes.
@@ -20,6 +20,7 @@ function plugin(ws) {
   ws.on("message", (data) => {
     const frame = JSON.parse(data);
     if (frame.type === "hello") return ws.send(JSON.stringify({ type: "welcome", lastSeq: 0 }));
+    if (frame.type === "ping") return ws.send(JSON.stringify({ type: "pong" }));
     if (frame.type !== "message_update") return;
     const to = followers.get(frame.sessionId);
     if (!to) return;

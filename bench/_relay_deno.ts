@@ -1,7 +1,7 @@
 /**
  * bench/_relay.mjs on lvmh's own runtime (`Deno.serve`, `Deno.upgradeWebSocket`): the floor of Deno itself,
  * so bench/latency.ts (`SEGMENTS=1`) can tell what the runtime costs from what lvmh's work does. It answers a
- * plugin's hello and forwards each `message_update` to the session's browsers, storing nothing; with
+ * plugin's hello and its heartbeat `ping`, and forwards each `message_update` to the session's browsers, storing nothing; with
  * `LVMH_TRACE_DELTAS` it traces each delta as the daemon does (lib/delta_trace.ts). Prints `ready <port>`
  * once listening; exits when stdin closes.
  */
@@ -15,6 +15,7 @@ function plugin(socket: WebSocket) {
     const span = deltaTrace?.arrived(e.data);
     const frame = JSON.parse(e.data);
     if (frame.type === "hello") return socket.send(JSON.stringify({ type: "welcome", lastSeq: 0 }));
+    if (frame.type === "ping") return socket.send(JSON.stringify({ type: "pong" }));
     if (frame.type !== "message_update") return;
     const out = JSON.stringify({ type: "events", sessionId: frame.sessionId, events: [frame] });
     for (const b of followers.get(frame.sessionId) ?? []) b.send(out);

@@ -8,10 +8,14 @@
  *
  * The sockets are npm `ws` ones, as in the real plugin: they set TCP_NODELAY, while Deno's own WebSocket client
  * leaves Nagle on, which holds each small delta until the previous one is acknowledged (~40 ms on loopback).
+ * Like the real plugin, each promises its heartbeat on the upgrade (`x-lvmh-heartbeat`) and sends the
+ * application `ping` every HEARTBEAT_PING_MS from its welcome on (`LVMH_BENCH_PROMISE=0`: pings, no promise).
  */
 import WebSocket from "ws";
 import { eventFrame, helloFrame, sessionInfo } from "../testing/agent.ts";
 import { lagMonitor, wallClock } from "../testing/proc.ts";
+import { HEARTBEAT_HEADER, PROTOCOL_VERSION } from "../lib/wire.ts";
+import { HEARTBEAT_PING_MS } from "../plugin/src/constants.ts";
 
 const [url, token, nArg, workingArg, intervalArg, fromArg] = Deno.args;
 const N = Number(nArg),
@@ -27,13 +31,21 @@ interface Agent {
   seq: number;
 }
 
+const PROMISE = Deno.env.get("LVMH_BENCH_PROMISE") !== "0";
+const beats: ReturnType<typeof setInterval>[] = [];
+
 function open(i: number): Promise<Agent> {
   const id = `scale-${i}`;
-  const socket = new WebSocket(url, { headers: { authorization: `Bearer ${token}` } });
+  const headers: Record<string, string> = { authorization: `Bearer ${token}` };
+  if (PROMISE) headers[HEARTBEAT_HEADER] = String(HEARTBEAT_PING_MS);
+  const socket = new WebSocket(url, { headers });
+  const ping = JSON.stringify({ v: PROTOCOL_VERSION, type: "ping", sessionId: id, seq: 0, ts: Date.now() });
   return new Promise((resolve, reject) => {
     socket.onmessage = (e: { data: unknown }) => {
       const f = JSON.parse(String(e.data));
-      if (f.type === "welcome") resolve({ id, socket, seq: f.lastSeq + 1 });
+      if (f.type !== "welcome") return;
+      beats.push(setInterval(() => socket.send(ping), HEARTBEAT_PING_MS));
+      resolve({ id, socket, seq: f.lastSeq + 1 });
     };
     socket.onerror = () => reject(new Error(`socket ${i} failed`));
     socket.onopen = () =>
@@ -86,7 +98,7 @@ const timers = agents.slice(0, WORKING).map((a, i) =>
 
 // Stop when the parent closes stdin.
 for await (const _ of Deno.stdin.readable) { /* drain */ }
-for (const t of timers) clearInterval(t);
+for (const t of [...timers, ...beats]) clearInterval(t);
 if (Deno.env.get("LVMH_BENCH_LAG")) {
   const s = lag.stop().sort((a, b) => b - a);
   console.error(

@@ -1,13 +1,15 @@
 /**
  * Delta latency against this machine's own floor: how long a `message_update` takes from the plugin's stamp to
  * a browser through lvmh, beside the same load through the smallest server that can do that job
- * (bench/_relay.mjs: answers hello, forwards each delta to the session's followers, stores nothing). Absolute
- * milliseconds depend on the machine and on what else runs on it; the ratio to a floor measured in the same run
- * does not, so the goal is a ratio: lvmh's p50 and p99 each within 1.3× of the relay's.
+ * (bench/_relay.mjs: answers hello and the heartbeat's ping, forwards each delta to the session's followers,
+ * stores nothing). Absolute milliseconds depend on the machine and on what else runs on it; the ratio to a
+ * floor measured in the same run does not, so the goal is a ratio: lvmh's p50 and p99 each within 1.3× of
+ * the relay's.
  *
  * Two loads, each on the relay then on lvmh, alternating, several rounds (a fresh server each time):
  * - scale: N plugin sockets connected (the idle ones in one process, the 10 working ones in another, a run
- *   every 200 ms: agent_start, a user message, 5 deltas, message_end, agent_end), 5 browsers in 5 processes
+ *   every 200 ms: agent_start, a user message, 5 deltas, message_end, agent_end; each socket pings every 5 s
+ *   and promises it, as the plugin does: bench/_scale_agents.ts), 5 browsers in 5 processes
  *   each following one working session, at 100 and 3,000 sessions;
  * - fan-out: one plugin streaming 1,000 deltas 1 ms apart to 20 browsers in 4 processes (bench/fanout.ts's load).
  * Every process stamps and reads the wall clock aligned to the system clock (testing/proc.ts `wallClock`).
