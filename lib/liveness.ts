@@ -7,7 +7,7 @@
  * daemon). A plugin that promises it on its upgrade request (`x-lvmh-heartbeat: <its ping interval in ms>`, at
  * most 5,000) is not pinged: any frame from it marks it alive, one sweep a second counts how many sweeps it
  * stayed silent, and after SILENT_SWEEPS it is dead (11–12 s after its last frame: a paused or unplugged
- * plugin is offline within the 13.5 s Deno's pings take). Sweeps are counted rather than a clock read, so a
+ * plugin is offline within the 13.5 s PROTOCOL.md promises). Sweeps are counted rather than a clock read, so a
  * pause of the daemon itself (SIGSTOP, a long stall) costs no peer its socket: while no sweep runs, the peers'
  * frames wait unread in the kernel, and they are read before the silence can add up again.
  */
