@@ -41,7 +41,7 @@ import { MergeRequests, POLL_MS } from "./merge_requests.ts";
 import { SharedMergeRequests } from "./merge_requests_shared.ts";
 import { PgMergeRequestLog } from "./storage/pg_merge_request_log.ts";
 import { helperShipWork } from "./ship_work.ts";
-import { pruneSessions } from "./session_removal.ts";
+import { startPruning } from "./session_removal.ts";
 import { Webhooks } from "./webhooks/webhooks.ts";
 import { startNotify } from "./notify/start.ts";
 import { Hooks } from "./hooks/hooks.ts";
@@ -73,9 +73,6 @@ import type { SessionCommit } from "./store.ts";
 function liveEvent({ json }: { json: string }): { seq: number; json: string } {
   return { seq: (JSON.parse(json) as { seq: number }).seq, json };
 }
-
-/** How often sessions past the retention period are looked for (also once at start). */
-const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 
 export interface Daemon {
   app: App;
@@ -313,30 +310,12 @@ export function createDaemon(
   );
   const notify = startNotify(app);
 
-  const prune = () => {
-    if (!leading.isLeader()) return;
-    try {
-      const gone = pruneSessions(app, config.retentionDays!);
-      if (gone.length) {
-        console.log(
-          `lvmh: deleted ${gone.length} session(s) idle for more than ${config.retentionDays} days`,
-        );
-      }
-    } catch (error) {
-      // Not fatal: the next round tries again.
-      console.error(`lvmh: could not delete old sessions: ${(error as Error).message}`);
-    }
-  };
-  let pruneTimer: ReturnType<typeof setInterval> | undefined;
-  if (config.retentionDays !== null) {
-    prune();
-    pruneTimer = setInterval(prune, PRUNE_INTERVAL_MS);
-  }
+  const pruning = startPruning(app, config.retentionDays, () => leading.isLeader());
   // A replica that becomes the leader (its copy caught up) prunes and sweeps what the last leader left.
   leading.onChange((now) => {
     console.log(`lvmh: replica ${config.replicaId} ${now ? "leads" : "no longer leads"} the once-only jobs`);
     if (!now) return;
-    if (config.retentionDays !== null) prune();
+    pruning.prune();
     backend.sweep().catch((error) => console.warn(`lvmh: could not sweep: ${(error as Error).message}`));
   });
 
@@ -370,7 +349,7 @@ export function createDaemon(
     async shutdown() {
       if (stopped) return;
       stopped = true;
-      clearInterval(pruneTimer);
+      pruning.close();
       budgets.close();
       presence.close();
       app.liveness.close();

@@ -83,3 +83,31 @@ export function pruneSessions(
   }
   return old.map((s) => s.id);
 }
+
+/** How often sessions past the retention period are looked for (also once at start). */
+const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
+
+/**
+ * Prune sessions past `days` now and every PRUNE_INTERVAL_MS, on the replica that leads the once-only jobs
+ * (`isLeader`); nothing when there is no retention period. `prune()` runs a round at once (a replica that just
+ * became the leader); `close()` stops the rounds.
+ */
+export function startPruning(
+  app: Parameters<typeof pruneSessions>[0],
+  days: number | null,
+  isLeader: () => boolean,
+): { prune(): void; close(): void } {
+  const prune = () => {
+    if (days === null || !isLeader()) return;
+    try {
+      const gone = pruneSessions(app, days);
+      if (gone.length) console.log(`lvmh: deleted ${gone.length} session(s) idle for more than ${days} days`);
+    } catch (error) {
+      // Not fatal: the next round tries again.
+      console.error(`lvmh: could not delete old sessions: ${(error as Error).message}`);
+    }
+  };
+  prune();
+  const timer = days === null ? undefined : setInterval(prune, PRUNE_INTERVAL_MS);
+  return { prune, close: () => clearInterval(timer) };
+}
