@@ -191,15 +191,16 @@ export interface WsAgent {
 /**
  * A plugin-side socket from npm `ws`, as the real plugin uses (TCP_NODELAY, so no delta waits for Nagle,
  * which Deno's own WebSocket client does not turn off): says hello, waits for the welcome, then sends events
- * with consecutive seqs.
+ * with consecutive seqs. `headers` go on the upgrade request beside the token.
  */
 export async function nodelayAgent(
   url: string,
   token: string,
   sessionId: string,
   name = "fan",
+  headers: Record<string, string> = {},
 ): Promise<WsAgent> {
-  const ws = new NodeWebSocket(url, { headers: { authorization: `Bearer ${token}` } });
+  const ws = new NodeWebSocket(url, { headers: { authorization: `Bearer ${token}`, ...headers } });
   await new Promise((resolve, reject) => {
     ws.once("open", resolve);
     ws.once("error", reject);

@@ -5,9 +5,8 @@
  * paused process, as the daemon sees it), beside a live socket of the same kind that must stay online.
  */
 import assert from "node:assert/strict";
-import NodeWebSocket from "ws";
 import { startInProcess } from "../testing/inproc.ts";
-import { connectBrowser, helloFrame, sessionInfo } from "../testing/agent.ts";
+import { connectBrowser, nodelayAgent } from "../testing/agent.ts";
 import { pausableProxy } from "../testing/pausable_proxy.ts";
 import { PROTOCOL_VERSION } from "../lib/wire.ts";
 
@@ -20,27 +19,28 @@ interface Plugin {
 
 /** A plugin socket that says hello and, with `beatMs`, promises and sends the application ping that often. */
 async function plugin(port: number, token: string, sessionId: string, beatMs?: number): Promise<Plugin> {
-  const headers: Record<string, string> = { authorization: `Bearer ${token}` };
-  if (beatMs) headers["x-lvmh-heartbeat"] = String(beatMs);
-  const ws = new NodeWebSocket(`ws://127.0.0.1:${port}/agent/ws`, { headers });
+  const url = `ws://127.0.0.1:${port}/agent/ws`;
+  const { socket } = await nodelayAgent(
+    url,
+    token,
+    sessionId,
+    sessionId,
+    beatMs ? { "x-lvmh-heartbeat": String(beatMs) } : {},
+  );
+  const ping = () =>
+    socket.send(JSON.stringify({ v: PROTOCOL_VERSION, type: "ping", sessionId, seq: 0, ts: Date.now() }));
+  const beat = beatMs ? setInterval(ping, beatMs) : undefined;
   const p: Plugin = {
     pings: 0,
     closed: new Promise((resolve) =>
-      ws.once("close", (code: number, reason: Uint8Array) => resolve({ code, reason: `${reason}` }))
+      socket.once("close", (code: number, reason: Uint8Array) => resolve({ code, reason: `${reason}` }))
     ),
     stop: () => {
       clearInterval(beat);
-      ws.terminate();
+      socket.terminate();
     },
   };
-  ws.on("ping", () => p.pings++);
-  await new Promise((resolve, reject) => (ws.once("open", resolve), ws.once("error", reject)));
-  const welcomed = new Promise((resolve) => ws.once("message", resolve));
-  ws.send(JSON.stringify(helloFrame(sessionId, sessionInfo(sessionId))));
-  await welcomed;
-  const ping = () =>
-    ws.send(JSON.stringify({ v: PROTOCOL_VERSION, type: "ping", sessionId, seq: 0, ts: Date.now() }));
-  const beat = beatMs ? setInterval(ping, beatMs) : undefined;
+  socket.on("ping", () => p.pings++);
   return p;
 }
 
