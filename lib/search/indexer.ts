@@ -1,13 +1,15 @@
 /**
  * Keeps the search index up with the events, behind ingest (lib/search/sqlite_index.ts says why): small steps,
  * each its own transaction, run once ingest has paused for a moment, so its transactions never wait behind
- * one, and at least once a second under unbroken ingest, so the index never stops catching up. Searches read
+ * one, and at least every `MAX_WAIT_MS` under unbroken ingest, so the index never stops catching up. Searches read
  * what it has not reached yet. Progress is kept in the file, so a restart goes on where it stopped; a large
  * backlog (a file from before the index, or met for the first time) is logged.
  *
  * A step is sized to take about `STEP_BUDGET_MS`, not a fixed number of rows: the event loop is blocked while
  * it runs, and a live delta that arrives then waits for it. Steps of 500 rows took 4–10 ms and made up a
- * good part of the daemon's stalls with 3,000 sessions connected (bench/latency.ts).
+ * good part of the daemon's stalls with 3,000 sessions connected (bench/latency.ts); steps of ~2 ms, one a
+ * second under that load, still set several of a round's slowest deltas (0.9–4.4 ms each). "Quiet" only
+ * means no batch was stored: a streaming answer's deltas keep coming, so the steps stay short then too.
  */
 import type { WriteGate } from "../write_gate.ts";
 import { traced } from "../delta_trace.ts";
@@ -16,13 +18,13 @@ import type { IndexLag, SqliteSearch } from "./sqlite_index.ts";
 /** Events read per step at most (~5–15 ms of work here). */
 export const INDEX_STEP_ROWS = 500;
 /** …and at least, so a slow step (a GC inside it) does not shrink the next ones to nothing. */
-const MIN_STEP_ROWS = 20;
-/** The time a step aims at. */
-export const STEP_BUDGET_MS = 2;
+export const MIN_STEP_ROWS = 5;
+/** The time a step aims at: about what one commit of ingest holds the loop (0.2–0.4 ms under load). */
+export const STEP_BUDGET_MS = 0.5;
 /** A step waits until no batch was stored for this long… */
 const QUIET_MS = 25;
-/** …but not longer than this. */
-const MAX_WAIT_MS = 1000;
+/** …but not longer than this: under unbroken ingest, 4 steps a second (the index time of one 2 ms step). */
+const MAX_WAIT_MS = 250;
 /** How often an index that has caught up looks for new events. */
 const IDLE_MS = 250;
 /** A backlog worth telling the log about. */

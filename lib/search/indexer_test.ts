@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { INDEX_STEP_ROWS, IndexPace, STEP_BUDGET_MS } from "./indexer.ts";
+import { INDEX_STEP_ROWS, IndexPace, MIN_STEP_ROWS, STEP_BUDGET_MS } from "./indexer.ts";
 
 Deno.test("IndexPace sizes steps to the time budget, from full steps only", () => {
   let clock = 0;
@@ -9,13 +9,13 @@ Deno.test("IndexPace sizes steps to the time budget, from full steps only", () =
     clock += rows * msPerRow;
     return { upto: 0, top: 1 };
   };
-  // Rows that cost 0.02 ms each: STEP_BUDGET_MS / 0.02 per step once learned.
-  for (let i = 0; i < 30; i++) pace.step(costly(0.02));
-  const expected = STEP_BUDGET_MS / 0.02;
+  // Rows that cost 0.002 ms each: STEP_BUDGET_MS / 0.002 per step once learned.
+  for (let i = 0; i < 30; i++) pace.step(costly(0.002));
+  const expected = STEP_BUDGET_MS / 0.002;
   assert.ok(Math.abs(pace.rows - expected) <= 2, `${pace.rows} rows for ${expected}`);
   // Slower rows shrink the steps, never below the floor.
   for (let i = 0; i < 30; i++) pace.step(costly(1));
-  assert.equal(pace.rows, 20);
+  assert.equal(pace.rows, MIN_STEP_ROWS);
   // A step that caught up read fewer rows than asked: its time says nothing about a row's cost.
   const before = pace.rows;
   for (let i = 0; i < 5; i++) {
