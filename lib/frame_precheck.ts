@@ -102,11 +102,23 @@ function fastMessage(m: unknown): boolean {
   return true;
 }
 
+/** `usage` as `agent_end` carries it: each count absent, or a finite number ≥ 0 (what zod's `number()` takes). */
+function fastUsage(u: unknown): boolean {
+  if (!isPlain(u)) return false;
+  for (const k of ["inputTokens", "outputTokens", "totalCost"]) {
+    const x = u[k];
+    if (x !== undefined && !(typeof x === "number" && Number.isFinite(x) && x >= 0)) return false;
+  }
+  return true;
+}
+
 /**
  * Whether a parsed frame is one of the hot shapes that satisfies the schema as it is: an `event`
- * (`message_update`, `message_end`, `tool_execution_update`) or a `batch`; null sends it to the schema.
+ * (`message_update`, `message_end`, `tool_execution_update`, and a run's `agent_start`, `message_start`,
+ * `agent_end`, `agent_settled`), a `batch`, or a `ping` (`frame`: neither an event nor a batch; with 3,000
+ * sessions connected most frames are the plugins' pings, 600 a second); null sends it to the schema.
  */
-export function hotShape(f: Record<string, unknown>): "event" | "batch" | null {
+export function hotShape(f: Record<string, unknown>): "event" | "batch" | "frame" | null {
   if (!fastEnvelope(f)) return null;
   switch (f.type) {
     case "message_update":
@@ -118,11 +130,26 @@ export function hotShape(f: Record<string, unknown>): "event" | "batch" | null {
       return f.from === undefined && fastMessage(f.message) ? "event" : null;
     case "tool_execution_update":
       return isStr(f.toolCallId) && isStr(f.toolName) && isStr(f.partial) ? "event" : null;
+    case "message_start": {
+      const m = f.message;
+      return f.from === undefined && isPlain(m) && isStr(m.role, FieldMax.role) &&
+          isStr(m.id, FieldMax.messageId)
+        ? "event"
+        : null;
+    }
+    case "agent_start":
+    case "agent_settled":
+      return "event";
+    case "agent_end":
+      // Without `usage` the schema fills in `{}`: that one goes to the schema.
+      return fastUsage(f.usage) ? "event" : null;
     case "batch":
       return f.seq === 0 && Array.isArray(f.events) && f.events.length >= 1 &&
           f.events.length <= MAX_BATCH_EVENTS
         ? "batch"
         : null;
+    case "ping":
+      return f.seq === 0 ? "frame" : null;
     default:
       return null;
   }

@@ -66,9 +66,11 @@ export function parsePluginFrame(text: string): ParsedPluginFrame {
     // Where its events sit, so their payloads are cut from the text (lib/event_codec.ts `cutFrom`): only in a
     // text laid out as the plugin writes it, and a batch whose every event is an object the scan saw.
     if (layout.compact) {
-      const events = (raw as { events?: unknown[] }).events;
       if (hot === "event") eventsAt = [0, text.length];
-      else if (layout.objects.length === 2 * events!.length) eventsAt = layout.objects;
+      else if (hot === "batch") {
+        const events = (raw as { events: unknown[] }).events;
+        if (layout.objects.length === 2 * events.length) eventsAt = layout.objects;
+      }
     }
     return { ok: true, value: raw as PluginFrame };
   }, layout);

@@ -22,6 +22,16 @@ const valid: Record<string, unknown>[] = [
     extra: { kept: true },
   },
   { ...env, type: "tool_execution_update", toolCallId: "c", toolName: "bash", partial: "out" },
+  { ...env, type: "agent_start" },
+  { ...env, type: "agent_settled", extra: 1 },
+  { ...env, type: "agent_end", usage: {} },
+  {
+    ...env,
+    type: "agent_end",
+    usage: { inputTokens: 5000, outputTokens: 0, totalCost: 0.007, cacheRead: 9 },
+  },
+  { ...env, type: "message_start", message: { role: "assistant", id: "a1" } },
+  { ...env, type: "message_start", message: { role: "assistant", id: "a1", text: "" }, extra: [1] },
 ];
 // Each would take the fast path were it not for one field; the schema decides (defaults, errors).
 const fallThrough: Record<string, unknown>[] = [
@@ -38,7 +48,23 @@ const fallThrough: Record<string, unknown>[] = [
   { ...env, type: "message_end", message: { ...msg, toolCalls: [{ id: "c", name: "bash" }] } },
   { ...env, type: "message_end", message: msg, from: { promptId: "p", by: "ann" } },
   { ...env, type: "tool_execution_update", toolCallId: "c", toolName: "bash" },
+  { ...env, type: "agent_start", seq: -2 },
+  { ...env, type: "agent_end" }, // usage defaults to {}
+  { ...env, type: "agent_end", usage: null },
+  { ...env, type: "agent_end", usage: { totalCost: -1 } },
+  { ...env, type: "agent_end", usage: { inputTokens: "5" } },
+  { ...env, type: "agent_end", usage: { outputTokens: Infinity } },
+  { ...env, type: "message_start", message: { role: "assistant" } },
+  { ...env, type: "message_start", message: { role: "r".repeat(51), id: "a1" } },
+  { ...env, type: "message_start", message: { role: "assistant", id: "x".repeat(201) } },
+  { ...env, type: "message_start", message: { role: "assistant", id: "a1" }, from: { by: "ann" } },
 ];
+// Frames that are neither events nor batches: the plugin's heartbeat.
+const ping = { ...env, type: "ping", seq: 0 };
+const frames: Record<string, unknown>[] = [ping, { ...ping, extra: true }, { ...ping, seq: 1 }, {
+  ...ping,
+  ts: "now",
+}];
 
 Deno.test("parseAgentEvent(): the fast path gives zod's result for the hot shapes", () => {
   for (const input of [...valid, ...fallThrough]) {
@@ -55,13 +81,20 @@ Deno.test("parseAgentEvent(): the fast path gives zod's result for the hot shape
 
 Deno.test("parsePluginFrame(): fast-path frames and batches equal the schema's parse, errors keep their wording", () => {
   const batch = { v: 1, type: "batch", sessionId: "s-1", seq: 0, ts: 1, events: valid };
-  for (const input of [...valid, ...fallThrough, batch, { ...batch, seq: 1 }, { ...batch, events: [] }]) {
+  for (
+    const input of [...valid, ...fallThrough, ...frames, batch, { ...batch, seq: 1 }, {
+      ...batch,
+      events: [],
+    }]
+  ) {
     const text = JSON.stringify(input);
     const fast = parsePluginFrame(text);
     const zod = PluginFrame.safeParse(JSON.parse(text));
     assert.equal(fast.ok, zod.success, text);
     if (fast.ok && zod.success) assert.deepEqual(fast.value, zod.data);
   }
+  const heartbeat = parsePluginFrame(JSON.stringify(ping));
+  assert.ok(heartbeat.ok && heartbeat.eventsAt === undefined, "a ping has no events to cut");
   const bad = parsePluginFrame(JSON.stringify({ ...env, type: "message_update", delta: 5 }));
   assert.ok(!bad.ok && bad.code === "bad_frame" && /delta/.test(bad.message), JSON.stringify(bad));
 });
