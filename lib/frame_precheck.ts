@@ -102,7 +102,7 @@ function fastMessage(m: unknown): boolean {
   return true;
 }
 
-/** `usage` as `agent_end` carries it: each count absent, or a finite number ≥ 0 (what zod's `number()` takes). */
+/** `agent_end`'s `usage`: each count absent, or a finite number ≥ 0 (what zod's `number()` takes). */
 function fastUsage(u: unknown): boolean {
   if (!isPlain(u)) return false;
   for (const k of ["inputTokens", "outputTokens", "totalCost"]) {

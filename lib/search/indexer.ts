@@ -1,9 +1,9 @@
 /**
  * Keeps the search index up with the events, behind ingest (lib/search/sqlite_index.ts says why): small steps,
  * each its own transaction, run once ingest has paused for a moment, so its transactions never wait behind
- * one, and at least every `MAX_WAIT_MS` under unbroken ingest, so the index never stops catching up. Searches read
- * what it has not reached yet. Progress is kept in the file, so a restart goes on where it stopped; a large
- * backlog (a file from before the index, or met for the first time) is logged.
+ * one, and at least every `MAX_WAIT_MS` under unbroken ingest, so the index never stops catching up.
+ * Searches read what it has not reached yet. Progress is kept in the file, so a restart goes on where it
+ * stopped; a large backlog (a file from before the index, or met for the first time) is logged.
  *
  * A step is sized to take about `STEP_BUDGET_MS`, not a fixed number of rows: the event loop is blocked while
  * it runs, and a live delta that arrives then waits for it. Steps of 500 rows took 4–10 ms and made up a
