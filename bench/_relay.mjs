@@ -1,6 +1,7 @@
 // The floor of bench/latency.ts: the smallest server that does lvmh's job for a delta on this machine. It
-// answers a plugin's hello and its heartbeat `ping`, and forwards each `message_update` to the browsers following that session in the
-// frame lvmh's browsers read ({type: "events", sessionId, events}); it stores, checks and announces nothing.
+// answers a plugin's hello and its heartbeat `ping`, and forwards each `message_update` to the browsers
+// following that session in the frame lvmh's browsers read ({type: "events", sessionId, events}); it stores,
+// checks and announces nothing.
 // Node with the npm `ws` package (what the plugin itself uses; it sets TCP_NODELAY on every socket).
 // Prints `ready <port>` once listening; exits when stdin closes.
 import http from "node:http";

@@ -1,9 +1,9 @@
 /**
  * bench/_relay.mjs on lvmh's own runtime (`Deno.serve`, `Deno.upgradeWebSocket`): the floor of Deno itself,
  * so bench/latency.ts (`SEGMENTS=1`) can tell what the runtime costs from what lvmh's work does. It answers a
- * plugin's hello and its heartbeat `ping`, and forwards each `message_update` to the session's browsers, storing nothing; with
- * `LVMH_TRACE_DELTAS` it traces each delta as the daemon does (lib/delta_trace.ts). Prints `ready <port>`
- * once listening; exits when stdin closes.
+ * plugin's hello and its heartbeat `ping`, and forwards each `message_update` to the session's browsers,
+ * storing nothing; with `LVMH_TRACE_DELTAS` it traces each delta as the daemon does (lib/delta_trace.ts).
+ * Prints `ready <port>` once listening; exits when stdin closes.
  */
 import { deltaTrace } from "../lib/delta_trace.ts";
 

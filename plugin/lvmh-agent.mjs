@@ -5383,6 +5383,9 @@ var Backoff = class {
 };
 
 // plugin/src/heartbeat.ts
+function heartbeatPingMs(options = {}) {
+  return options.pingMs ?? HEARTBEAT_PING_MS;
+}
 var Heartbeat = class {
   #ping;
   #dead;
@@ -5398,7 +5401,7 @@ var Heartbeat = class {
   constructor(ping, dead, options = {}) {
     this.#ping = ping;
     this.#dead = dead;
-    this.#pingMs = options.pingMs ?? HEARTBEAT_PING_MS;
+    this.#pingMs = heartbeatPingMs(options);
     this.#deadMs = options.deadMs ?? HEARTBEAT_DEAD_MS;
   }
   /** Start pinging and watching (the socket just opened). */
@@ -5547,7 +5550,7 @@ var DaemonSocket = class {
       const headers = {
         authorization: `Bearer ${this.#cfg.token}`
       };
-      const pingMs = this.#cfg.heartbeat?.pingMs ?? HEARTBEAT_PING_MS;
+      const pingMs = heartbeatPingMs(this.#cfg.heartbeat);
       if (pingMs <= MAX_PROMISED_PING_MS) headers[HEARTBEAT_HEADER] = String(pingMs);
       const ws = new WebSocket2(this.#cfg.url, {
         headers

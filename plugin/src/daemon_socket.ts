@@ -8,9 +8,9 @@
 import { CloseCode, HEARTBEAT_HEADER, MAX_PROMISED_PING_MS, PROTOCOL_VERSION } from "../../lib/wire.ts";
 import { Backoff } from "./backoff.ts";
 import type { Config } from "./config.ts";
-import { HEARTBEAT_PING_MS, WELCOME_TIMEOUT_MS } from "./constants.ts";
+import { WELCOME_TIMEOUT_MS } from "./constants.ts";
 import type { FrameOf, HelloFrameInput, PingFrameInput } from "./frames.ts";
-import { Heartbeat } from "./heartbeat.ts";
+import { Heartbeat, heartbeatPingMs } from "./heartbeat.ts";
 import type { Logger } from "./log.ts";
 import { unref } from "./timers.ts";
 import { webSocketClass, type WebSocketLike } from "./websocket.ts";
@@ -125,7 +125,7 @@ export class DaemonSocket {
       if (this.#retired) return this.#down(CloseCode.normal);
       const headers: Record<string, string> = { authorization: `Bearer ${this.#cfg.token}` };
       // Promise the daemon our pings, so it checks this socket by its frames instead of pinging it.
-      const pingMs = this.#cfg.heartbeat?.pingMs ?? HEARTBEAT_PING_MS;
+      const pingMs = heartbeatPingMs(this.#cfg.heartbeat);
       if (pingMs <= MAX_PROMISED_PING_MS) headers[HEARTBEAT_HEADER] = String(pingMs);
       const ws = new WebSocket(this.#cfg.url, { headers });
       this.#ws = ws;

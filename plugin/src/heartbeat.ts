@@ -6,6 +6,11 @@
 import { HEARTBEAT_DEAD_MS, HEARTBEAT_PING_MS } from "./constants.ts";
 import { unref } from "./timers.ts";
 
+/** The interval a heartbeat with `options` pings at: what the upgrade request promises the daemon. */
+export function heartbeatPingMs(options: { pingMs?: number } = {}): number {
+  return options.pingMs ?? HEARTBEAT_PING_MS;
+}
+
 /** One socket's heartbeat; `stop()` when the socket goes. */
 export class Heartbeat {
   #ping: () => void;
@@ -23,7 +28,7 @@ export class Heartbeat {
   constructor(ping: () => void, dead: () => void, options: { pingMs?: number; deadMs?: number } = {}) {
     this.#ping = ping;
     this.#dead = dead;
-    this.#pingMs = options.pingMs ?? HEARTBEAT_PING_MS;
+    this.#pingMs = heartbeatPingMs(options);
     this.#deadMs = options.deadMs ?? HEARTBEAT_DEAD_MS;
   }
 
