@@ -16,7 +16,8 @@
  * lvmh's browsers receive what they always do (persisted events, list updates); the relay's only the deltas,
  * and the per-browser traffic is printed beside. The goal is judged on the medians of the rounds' figures; the
  * same figures over all rounds' deltas together are printed beside them. Run: `deno run -A bench/latency.ts`
- * (ROUNDS=n, default 3; SIZES=100,3000 and FANOUT=0 narrow the loads).
+ * (ROUNDS=n, default 3; SIZES=100,3000 and FANOUT=0 narrow the loads; WINDOW_S=n, default 6, lengthens the scale
+ * load's window).
  *
  * `SEGMENTS=1` adds where the time goes: the same relay on Deno (bench/_relay_deno.ts, the runtime's own floor)
  * runs beside the two, and it and lvmh trace each delta (lib/delta_trace.ts): from the plugin's stamp to the
@@ -27,12 +28,20 @@
  * pause runs inside no traced task, so the waits above count it as "no traced task".
  *
  * Every round also prints how often the scheduler took a core from each server while it wanted to run
- * (preemptions per second, all its threads): the servers share this machine's cores with their clients. With
- * `NICE=<n>` (below 0 needs root) every server's threads run at that niceness, so that the servers, all alike,
- * come ahead of their clients. `V8_FLAGS=--a,--b` runs lvmh with those V8 flags too.
+ * (preemptions per second, all its threads), and how busy the machine was: the servers share its cores with
+ * their clients, and a round in which something else ran shows it there. With `NICE=<n>` (below 0 needs root)
+ * every server's threads run at that niceness, so that the servers, all alike, come ahead of their clients. `V8_FLAGS=--a,--b` runs lvmh with those V8 flags too.
  */
 import { startDaemon } from "../testing/daemon.ts";
-import { cpuMs, daemonPid, lineReader, pct, preemptions, reniceThreads } from "../testing/proc.ts";
+import {
+  cpuMs,
+  daemonPid,
+  lineReader,
+  machineBusyMs,
+  pct,
+  preemptions,
+  reniceThreads,
+} from "../testing/proc.ts";
 import { type FanOutTarget, independentLoad, PROCESSES, WATCHERS } from "./fanout.ts";
 import {
   addWaits,
@@ -51,7 +60,8 @@ const WORKING = 10;
 const INTERVAL_MS = 200;
 const BROWSERS = 5;
 const WARMUP_MS = 1500;
-const WINDOW_MS = 6000;
+/** The scale load's window; longer windows put each round's p99 on more deltas (750 per 6 s). */
+const WINDOW_MS = Number(Deno.env.get("WINDOW_S") ?? 6) * 1000;
 const GOAL_RATIO = 1.3;
 const here = (name: string) => new URL(name, import.meta.url).pathname;
 
@@ -153,6 +163,8 @@ interface Figures {
   cpu: number;
   /** How often per second the scheduler took a core from the server while it wanted to run, over the window. */
   preempted: number;
+  /** How busy the whole machine was over the window, % of all its cores: what the clients and anything else used. */
+  machine: number;
   /** With `SEGMENTS=1`, for a server that traces its deltas. */
   segments?: Segments;
   /** With `SEGMENTS=1`, for lvmh: what its deltas later than the Deno relay's "in" p99 waited behind. */
@@ -163,14 +175,18 @@ interface Figures {
   gc?: GcSummary;
 }
 
-/** What a server uses from now on: call the result at the end for its CPU (% of a core) and preemptions per second. */
-function usage(pid: number): () => Pick<Figures, "cpu" | "preempted"> {
-  const cpu0 = cpuMs(pid), preempted0 = preemptions(pid), t0 = performance.now();
+/**
+ * What a server uses from now on: call the result at the end for its CPU (% of a core), its preemptions per
+ * second and the machine's busy share.
+ */
+function usage(pid: number): () => Pick<Figures, "cpu" | "preempted" | "machine"> {
+  const cpu0 = cpuMs(pid), preempted0 = preemptions(pid), machine0 = machineBusyMs(), t0 = performance.now();
   return () => {
     const seconds = (performance.now() - t0) / 1000;
     return {
       cpu: (cpuMs(pid) - cpu0) / seconds / 10,
       preempted: (preemptions(pid) - preempted0) / seconds,
+      machine: (machineBusyMs() - machine0) / seconds / 10 / navigator.hardwareConcurrency,
     };
   };
 }
@@ -302,7 +318,9 @@ if (import.meta.main) {
     for (const load of loads) (rounds[load.name] ??= []).push(await pair(load.run));
   }
   const use = (f: Figures) =>
-    `CPU ${f.cpu.toFixed(0)} %, preempted ${f.preempted.toFixed(0)}/s` +
+    `CPU ${f.cpu.toFixed(0)} %, preempted ${f.preempted.toFixed(0)}/s, machine ${
+      f.machine.toFixed(0)
+    } % busy` +
     (f.gc
       ? `, GC ${f.gc.total.toFixed(1)} ms in ${f.gc.collections} pauses (${f.gc.full} full), longest ` +
         `${f.gc.longest.toFixed(1)} ms`
