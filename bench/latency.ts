@@ -29,7 +29,8 @@
  *
  * Every round also prints how often the scheduler took a core from each server while it wanted to run
  * (preemptions per second, all its threads), and how busy the machine was: the servers share its cores with
- * their clients, and a round in which something else ran shows it there. With `NICE=<n>` (below 0 needs root)
+ * their clients, and a round in which something else ran shows it there, the host of a virtual machine too
+ * (its steal time: the cores had work and the host ran something else). With `NICE=<n>` (below 0 needs root)
  * every server's threads run at that niceness, so that the servers, all alike, come ahead of their clients. `V8_FLAGS=--a,--b` runs lvmh with those V8 flags too.
  */
 import { startDaemon } from "../testing/daemon.ts";
@@ -38,6 +39,7 @@ import {
   daemonPid,
   lineReader,
   machineBusyMs,
+  machineStolenMs,
   pct,
   preemptions,
   reniceThreads,
@@ -165,6 +167,8 @@ interface Figures {
   preempted: number;
   /** How busy the whole machine was over the window, % of all its cores: what the clients and anything else used. */
   machine: number;
+  /** How much of that the host took from this virtual machine (steal), % of all its cores. */
+  stolen: number;
   /** With `SEGMENTS=1`, for a server that traces its deltas. */
   segments?: Segments;
   /** With `SEGMENTS=1`, for lvmh: what its deltas later than the Deno relay's "in" p99 waited behind. */
@@ -179,14 +183,16 @@ interface Figures {
  * What a server uses from now on: call the result at the end for its CPU (% of a core), its preemptions per
  * second and the machine's busy share.
  */
-function usage(pid: number): () => Pick<Figures, "cpu" | "preempted" | "machine"> {
+function usage(pid: number): () => Pick<Figures, "cpu" | "preempted" | "machine" | "stolen"> {
   const cpu0 = cpuMs(pid), preempted0 = preemptions(pid), machine0 = machineBusyMs(), t0 = performance.now();
+  const stolen0 = machineStolenMs();
   return () => {
     const seconds = (performance.now() - t0) / 1000;
     return {
       cpu: (cpuMs(pid) - cpu0) / seconds / 10,
       preempted: (preemptions(pid) - preempted0) / seconds,
       machine: (machineBusyMs() - machine0) / seconds / 10 / navigator.hardwareConcurrency,
+      stolen: (machineStolenMs() - stolen0) / seconds / 10 / navigator.hardwareConcurrency,
     };
   };
 }
@@ -318,9 +324,8 @@ if (import.meta.main) {
     for (const load of loads) (rounds[load.name] ??= []).push(await pair(load.run));
   }
   const use = (f: Figures) =>
-    `CPU ${f.cpu.toFixed(0)} %, preempted ${f.preempted.toFixed(0)}/s, machine ${
-      f.machine.toFixed(0)
-    } % busy` +
+    `CPU ${f.cpu.toFixed(0)} %, preempted ${f.preempted.toFixed(0)}/s, ` +
+    `machine ${f.machine.toFixed(0)} % busy (${f.stolen.toFixed(1)} % stolen)` +
     (f.gc
       ? `, GC ${f.gc.total.toFixed(1)} ms in ${f.gc.collections} pauses (${f.gc.full} full), longest ` +
         `${f.gc.longest.toFixed(1)} ms`
