@@ -300,18 +300,21 @@ export function piRpc(
       await writer.close();
     } catch { /* already closed */ }
   };
+  /** SIGKILL unless gone: it can end before `exited` says so (a timer may run before its status is read). */
+  const sigkill = () => {
+    if (exited) return;
+    try {
+      child.kill("SIGKILL");
+    } catch { /* gone */ }
+  };
   const kill = async () => {
-    if (!exited) {
-      try {
-        child.kill("SIGKILL");
-      } catch { /* gone */ }
-    }
+    sigkill();
     await closeStdin();
     return await status;
   };
   const stop = async () => {
     await closeStdin();
-    const timer = setTimeout(() => !exited && child.kill("SIGKILL"), 10_000);
+    const timer = setTimeout(sigkill, 10_000);
     const code = await status;
     clearTimeout(timer);
     return code;
