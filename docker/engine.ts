@@ -16,7 +16,15 @@ const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,254}$/;
 const IMAGE_RE = /^[a-z0-9][a-z0-9._\/:@-]{0,254}$/;
 const DEFAULT_TIMEOUT_MS = 30_000;
 
-/** `fetch` over a unix socket; the URL's host is ignored by the engine. */
+/**
+ * The origin of every request to the engine. The engine ignores the host, but Deno resolves it even when the
+ * client's proxy is a unix socket: with a name (`http://docker`) every call asked the DNS server first, and a
+ * query it dropped held the call for the resolver's 5 s timeout (a daemon's shutdown waited for its start's
+ * container list that long). An address is not looked up.
+ */
+export const ENGINE_ORIGIN = "http://127.0.0.1";
+
+/** `fetch` over a unix socket; requests go to `ENGINE_ORIGIN`, whose host the engine ignores. */
 export function unixTransport(socketPath: string): Transport {
   let client: Deno.HttpClient | null = null;
   return (req) => {
@@ -83,7 +91,7 @@ export function createEngine(options: { socketPath: string; transport?: Transpor
   ): Promise<Response> {
     const headers = new Headers();
     if (init.contentType) headers.set("content-type", init.contentType);
-    const req = new Request(`http://docker/${API_VERSION}${path}`, {
+    const req = new Request(`${ENGINE_ORIGIN}/${API_VERSION}${path}`, {
       method,
       headers,
       body: init.body,

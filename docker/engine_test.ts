@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { isIP } from "node:net";
 import { API_VERSION, createEngine, type Transport } from "./engine.ts";
 import {
   DockerBadRequestError,
@@ -11,10 +12,11 @@ import {
 
 /** A transport that records requests and answers from a script. */
 function scripted(answer: (req: Request) => Response | Promise<Response>) {
-  const seen: { method: string; path: string; body: string; type: string | null }[] = [];
+  const seen: { host: string; method: string; path: string; body: string; type: string | null }[] = [];
   const transport: Transport = async (req) => {
     const url = new URL(req.url);
     seen.push({
+      host: url.hostname,
       method: req.method,
       path: url.pathname + url.search,
       body: req.body ? await req.text() : "",
@@ -35,6 +37,13 @@ Deno.test("engine pins the API version and sends JSON bodies", async () => {
   assert.equal(seen[0].path, `/${API_VERSION}/containers/create?name=lvmh-sess-x`);
   assert.equal(seen[0].type, "application/json");
   assert.deepEqual(JSON.parse(seen[0].body), { Image: "img" });
+});
+
+Deno.test("engine requests name an address, which Deno does not look up by DNS as it does a host name", async () => {
+  const { engine, seen } = scripted(() => Response.json([]));
+  await engine.containerList({ "lvmh.managed": "true" });
+  assert.equal(seen.length, 1);
+  assert.notEqual(isIP(seen[0].host), 0, `host ${seen[0].host}`);
 });
 
 Deno.test("engine tells errors apart by status, not text", async (t) => {
