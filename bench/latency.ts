@@ -31,7 +31,8 @@
  * (preemptions per second, all its threads), and how busy the machine was: the servers share its cores with
  * their clients, and a round in which something else ran shows it there, the host of a virtual machine too
  * (its steal time: the cores had work and the host ran something else). With `NICE=<n>` (below 0 needs root)
- * every server's threads run at that niceness, so that the servers, all alike, come ahead of their clients. `V8_FLAGS=--a,--b` runs lvmh with those V8 flags too.
+ * every server's threads run at that niceness, so that the servers, all alike, come ahead of their clients.
+ * `V8_FLAGS=--a,--b` runs lvmh with those V8 flags too.
  */
 import { startDaemon } from "../testing/daemon.ts";
 import {
@@ -165,7 +166,7 @@ interface Figures {
   cpu: number;
   /** How often per second the scheduler took a core from the server while it wanted to run, over the window. */
   preempted: number;
-  /** How busy the whole machine was over the window, % of all its cores: what the clients and anything else used. */
+  /** How busy the whole machine was over the window, % of all its cores: the clients and anything else too. */
   machine: number;
   /** How much of that the host took from this virtual machine (steal), % of all its cores. */
   stolen: number;
@@ -181,7 +182,7 @@ interface Figures {
 
 /**
  * What a server uses from now on: call the result at the end for its CPU (% of a core), its preemptions per
- * second and the machine's busy share.
+ * second, and how busy the machine was and how much of that its host took.
  */
 function usage(pid: number): () => Pick<Figures, "cpu" | "preempted" | "machine" | "stolen"> {
   const cpu0 = cpuMs(pid), preempted0 = preemptions(pid), machine0 = machineBusyMs(), t0 = performance.now();
