@@ -39,7 +39,7 @@ Deno.test("engine pins the API version and sends JSON bodies", async () => {
   assert.deepEqual(JSON.parse(seen[0].body), { Image: "img" });
 });
 
-Deno.test("engine requests name an address, which Deno does not look up by DNS as it does a host name", async () => {
+Deno.test("engine requests go to an address: Deno looks a host name up by DNS first", async () => {
   const { engine, seen } = scripted(() => Response.json([]));
   await engine.containerList({ "lvmh.managed": "true" });
   assert.equal(seen.length, 1);
