@@ -39,8 +39,7 @@ import {
   cpuMs,
   daemonPid,
   lineReader,
-  machineBusyMs,
-  machineStolenMs,
+  machineCpuMs,
   pct,
   preemptions,
   reniceThreads,
@@ -185,15 +184,17 @@ interface Figures {
  * second, and how busy the machine was and how much of that its host took.
  */
 function usage(pid: number): () => Pick<Figures, "cpu" | "preempted" | "machine" | "stolen"> {
-  const cpu0 = cpuMs(pid), preempted0 = preemptions(pid), machine0 = machineBusyMs(), t0 = performance.now();
-  const stolen0 = machineStolenMs();
+  const cpu0 = cpuMs(pid), preempted0 = preemptions(pid), machine0 = machineCpuMs(), t0 = performance.now();
   return () => {
     const seconds = (performance.now() - t0) / 1000;
+    const machine = machineCpuMs();
+    /** ms of the machine's CPU time since the start, as % of all its cores. */
+    const share = (ms: number) => ms / seconds / 10 / navigator.hardwareConcurrency;
     return {
       cpu: (cpuMs(pid) - cpu0) / seconds / 10,
       preempted: (preemptions(pid) - preempted0) / seconds,
-      machine: (machineBusyMs() - machine0) / seconds / 10 / navigator.hardwareConcurrency,
-      stolen: (machineStolenMs() - stolen0) / seconds / 10 / navigator.hardwareConcurrency,
+      machine: share(machine.busy - machine0.busy),
+      stolen: share(machine.stolen - machine0.stolen),
     };
   };
 }

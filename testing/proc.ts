@@ -157,25 +157,21 @@ export function treeCpuMs(pid: number): number {
   return (ticks * 1000) / 100; // USER_HZ is 100 on Linux
 }
 
-/** The machine's CPU times so far, in ms (/proc/stat): user nice system idle iowait irq softirq steal. */
-function machineTimesMs(): number[] {
-  const cpu = Deno.readTextFileSync("/proc/stat").split("\n")[0].trim().split(/\s+/).slice(1).map(Number);
-  return cpu.map((ticks) => (ticks * 1000) / 100);
-}
-
-/** CPU time of every process on the machine so far, in ms (from /proc/stat), to show what else ran. */
-export function machineBusyMs(): number {
-  const cpu = machineTimesMs();
-  // Everything but idle and iowait is work (steal included: the host ran something else on our cores).
-  return cpu[0] + cpu[1] + cpu[2] + cpu[5] + cpu[6] + cpu[7];
-}
-
 /**
- * Time the hypervisor ran something else while this machine's cores had work, so far, in ms (/proc/stat's
- * steal): on a virtual machine, a thread that was ready to run and waited for the host, whoever it was.
+ * CPU time of every process on the machine so far, in ms (from /proc/stat), to show what else ran: `busy` is
+ * everything but idle and iowait, and `stolen` the part of it the hypervisor ran something else while this
+ * machine's cores had work (steal: on a virtual machine, a thread that was ready to run waited for the host).
  */
-export function machineStolenMs(): number {
-  return machineTimesMs()[7];
+export function machineCpuMs(): { busy: number; stolen: number } {
+  const cpu = Deno.readTextFileSync("/proc/stat").split("\n")[0].trim().split(/\s+/).slice(1).map(Number);
+  // user nice system idle iowait irq softirq steal, in ticks of 10 ms (USER_HZ is 100 on Linux).
+  const ms = (ticks: number) => ticks * 10;
+  return { busy: ms(cpu[0] + cpu[1] + cpu[2] + cpu[5] + cpu[6] + cpu[7]), stolen: ms(cpu[7]) };
+}
+
+/** `machineCpuMs().busy`. */
+export function machineBusyMs(): number {
+  return machineCpuMs().busy;
 }
 
 /** The lines a child process writes to stdout, one at a time; null once it closed. */
