@@ -9,6 +9,7 @@
  */
 import { startDaemon, waitFor } from "../testing/daemon.ts";
 import { startFakeLlm } from "../testing/fixtures/fake_llm.mjs";
+import { signalChild } from "../testing/proc.ts";
 import {
   allEvents,
   assertInstalled,
@@ -126,9 +127,7 @@ async function bench(v: PiVersion) {
   } finally {
     for (const w of writers) await w.close().catch(() => {});
     for (const p of pis) {
-      try {
-        p.kill("SIGTERM");
-      } catch { /* gone */ }
+      signalChild(p, "SIGTERM");
       await p.status;
     }
     for (const h of homes) await h.remove();

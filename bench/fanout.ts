@@ -9,7 +9,7 @@
  */
 import { startDaemon } from "../testing/daemon.ts";
 import { fanOutLoad } from "./daemon.ts";
-import { cpuMs, daemonPid, lineReader, machineBusyMs, pct } from "../testing/proc.ts";
+import { cpuMs, daemonPid, lineReader, machineBusyMs, pct, signalChild } from "../testing/proc.ts";
 
 const DELTAS = 1000;
 export const WATCHERS = 20;
@@ -121,9 +121,7 @@ export async function independentLoad(d: FanOutTarget, processes: number, perPro
     await agent.status;
     // After a failure, the watcher processes that are still waiting for deltas are not left behind.
     for (const w of watchers) {
-      try {
-        w.child.kill();
-      } catch { /* already exited */ }
+      signalChild(w.child);
       await w.child.status;
     }
   }

@@ -4,6 +4,7 @@
  */
 import { fileURLToPath } from "node:url";
 import { waitFor } from "./daemon.ts";
+import { signalChild } from "./proc.ts";
 
 export const CLI = fileURLToPath(new URL("../cli/lvmh.mjs", import.meta.url));
 const NODE = "/usr/bin/node";
@@ -79,9 +80,7 @@ export function spawnLvmh(env: Record<string, string>, args: string[]): CliProce
   const stop = async () => {
     if (!done) {
       done = true;
-      try {
-        child.kill("SIGTERM");
-      } catch { /* exited */ }
+      signalChild(child, "SIGTERM");
     }
     await child.status;
     await pumps;

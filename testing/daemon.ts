@@ -6,6 +6,7 @@
  */
 import { fileURLToPath } from "node:url";
 import { freePort } from "./ports.ts";
+import { signalChild } from "./proc.ts";
 import { v8FlagsArg } from "../lib/v8_flags.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
@@ -130,31 +131,21 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<DaemonPr
   const deadline = setTimeout(() => listening?.(), 30_000);
   await Promise.race([ready, status]);
   clearTimeout(deadline);
-  /**
-   * Signal the daemon unless it is gone. It can be gone before `exited` says so: its end is read by the
-   * status promise, and a timer may run first (Deno then throws "Child process has already terminated").
-   */
-  const signal = (name: Deno.Signal) => {
-    if (exited) return;
-    try {
-      child.kill(name);
-    } catch { /* already gone */ }
-  };
   if (exited || !log.includes("lvmh listening on")) {
-    signal("SIGKILL");
+    signalChild(child, "SIGKILL");
     await status;
     if (ownDir) await Deno.remove(dataDir, { recursive: true }).catch(() => {});
     throw new Error(`daemon did not start:\n${log}`);
   }
 
   const url = `http://127.0.0.1:${port}`;
-  const kill = async (name: Deno.Signal = "SIGTERM") => {
-    signal(name);
+  const kill = async (signal: Deno.Signal = "SIGTERM") => {
+    signalChild(child, signal);
     return await status;
   };
   const stop = async () => {
     if (!exited) {
-      const timer = setTimeout(() => signal("SIGKILL"), 5000);
+      const timer = setTimeout(() => signalChild(child, "SIGKILL"), 5000);
       await kill("SIGTERM");
       clearTimeout(timer);
     }

@@ -6,6 +6,7 @@
 import { fileURLToPath } from "node:url";
 import { waitFor } from "./daemon.ts";
 import { pidsUsing, waitUnused } from "./home_procs.ts";
+import { signalChild } from "./proc.ts";
 
 export const ROOT = fileURLToPath(new URL("../", import.meta.url));
 export const PLUGIN = `${ROOT}plugin/lvmh-agent.mjs`;
@@ -279,9 +280,7 @@ export function piRpc(
       const chunk of child.stderr.pipeThrough(new TextDecoderStream())
     ) err += chunk;
   })();
-  let exited = false;
   const status = child.status.then(async (s) => {
-    exited = true;
     await Promise.all([pumpOut, pumpErr]);
     return s.code;
   });
@@ -300,21 +299,14 @@ export function piRpc(
       await writer.close();
     } catch { /* already closed */ }
   };
-  /** SIGKILL unless gone: it can end before `exited` says so (a timer may run before its status is read). */
-  const sigkill = () => {
-    if (exited) return;
-    try {
-      child.kill("SIGKILL");
-    } catch { /* gone */ }
-  };
   const kill = async () => {
-    sigkill();
+    signalChild(child, "SIGKILL");
     await closeStdin();
     return await status;
   };
   const stop = async () => {
     await closeStdin();
-    const timer = setTimeout(sigkill, 10_000);
+    const timer = setTimeout(() => signalChild(child, "SIGKILL"), 10_000);
     const code = await status;
     clearTimeout(timer);
     return code;

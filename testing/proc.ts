@@ -174,6 +174,17 @@ export function machineBusyMs(): number {
   return machineCpuMs().busy;
 }
 
+/**
+ * Send `signal` to a child unless it has ended. Deno throws ("Child process has already terminated") for a
+ * child whose end it has read, which can be before the caller's own status handler has run: a timer that
+ * kills a slow child would otherwise throw out of the test.
+ */
+export function signalChild(child: Deno.ChildProcess, signal: Deno.Signal = "SIGTERM"): void {
+  try {
+    child.kill(signal);
+  } catch { /* already ended */ }
+}
+
 /** The lines a child process writes to stdout, one at a time; null once it closed. */
 export function lineReader(stream: ReadableStream<BufferSource>): () => Promise<string | null> {
   const reader = stream.pipeThrough(new TextDecoderStream()).getReader();

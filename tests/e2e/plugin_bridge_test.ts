@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { startDaemon, waitFor } from "../../testing/daemon.ts";
 import { startFakeLlm } from "../../testing/fixtures/fake_llm.mjs";
+import { signalChild } from "../../testing/proc.ts";
 import {
   allEvents,
   assertInstalled,
@@ -44,11 +45,7 @@ function startBridge(v: PiVersion, env: Record<string, string>) {
   return {
     log: () => log,
     status,
-    kill: (sig: Deno.Signal) => {
-      try {
-        child.kill(sig);
-      } catch { /* gone */ }
-    },
+    kill: (sig: Deno.Signal) => signalChild(child, sig),
   };
 }
 

@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { startDaemon, waitFor } from "../../testing/daemon.ts";
 import { startFakeLlm } from "../../testing/fixtures/fake_llm.mjs";
+import { signalChild } from "../../testing/proc.ts";
 import { allEvents, assertInstalled, makePiHome, PI_VERSIONS, piTui, sessions } from "../../testing/pi.ts";
 
 type Ev = Record<string, unknown> & { seq: number; type: string };
@@ -92,9 +93,7 @@ for (const v of PI_VERSIONS) {
       assert.equal(events.filter((e) => e.type === "tool_execution_end").length, 2, "each command ran once");
       assert.equal(events.filter((e) => e.type === "approval_resolved").length, 2, "no late terminal answer");
     } finally {
-      try {
-        child.kill("SIGKILL");
-      } catch { /* gone */ }
+      signalChild(child, "SIGKILL");
       await child.status;
       await stdin.close().catch(() => {});
       await pump;

@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { startDaemon, waitFor } from "../../testing/daemon.ts";
 import { startFakeLlm } from "../../testing/fixtures/fake_llm.mjs";
+import { signalChild } from "../../testing/proc.ts";
 import { allEvents, assertInstalled, makePiHome, PI_VERSIONS, piTui, sessions } from "../../testing/pi.ts";
 
 type Ev = Record<string, unknown> & { seq: number; type: string };
@@ -52,9 +53,7 @@ for (const v of PI_VERSIONS) {
         assert.equal((await allEvents(d, s.id as string) as Ev[]).at(-1)?.type, "bye");
       }
     } finally {
-      try {
-        child.kill("SIGKILL");
-      } catch { /* gone */ }
+      signalChild(child, "SIGKILL");
       await child.status;
       await child.stdin.close().catch(() => {});
       await pump;
