@@ -81,6 +81,8 @@ export interface BuildOptions {
 export function createEngine(options: { socketPath: string; transport?: Transport }) {
   const { socketPath } = options;
   const transport = options.transport ?? unixTransport(socketPath);
+  // Cuts every call in flight at `close()`: a daemon that stops does not wait out a hung engine's timeouts.
+  const closing = new AbortController();
 
   /** Send a request; map "no answer" to DockerUnreachableError and non-2xx to errors by kind. */
   async function call(
@@ -95,7 +97,7 @@ export function createEngine(options: { socketPath: string; transport?: Transpor
       method,
       headers,
       body: init.body,
-      signal: AbortSignal.timeout(init.timeoutMs ?? DEFAULT_TIMEOUT_MS),
+      signal: AbortSignal.any([AbortSignal.timeout(init.timeoutMs ?? DEFAULT_TIMEOUT_MS), closing.signal]),
     });
     let res: Response;
     try {
@@ -131,6 +133,11 @@ export function createEngine(options: { socketPath: string; transport?: Transpor
 
   return {
     socketPath,
+
+    /** Abort every call in flight, and every later one at once (the daemon stops). */
+    close(): void {
+      closing.abort(new Error("the client is closed"));
+    },
 
     /** `GET /_ping`. @throws {DockerUnreachableError} when the engine does not answer. */
     async ping(timeoutMs = 3000): Promise<void> {

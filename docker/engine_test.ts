@@ -9,6 +9,8 @@ import {
   DockerNotFoundError,
   DockerUnreachableError,
 } from "./errors.ts";
+import { waitFor } from "../testing/daemon.ts";
+import { listenSilent } from "../testing/silent_server.ts";
 
 /** A transport that records requests and answers from a script. */
 function scripted(answer: (req: Request) => Response | Promise<Response>) {
@@ -143,4 +145,23 @@ Deno.test("engine.imageExists() maps 404 to false and keeps other errors", async
   assert.equal(await scripted(() => msg(404, "no such image")).engine.imageExists("x:1"), false);
   assert.equal(await scripted(() => Response.json({ Id: "x" })).engine.imageExists("x:1"), true);
   await assert.rejects(() => scripted(() => msg(500, "boom")).engine.imageExists("x:1"), DockerError);
+});
+
+Deno.test("engine.close() cuts a call an engine that never answers holds, and every later call", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "lvmh-engine-" });
+  const socketPath = `${dir}/docker.sock`;
+  await using hung = listenSilent({ transport: "unix", path: socketPath });
+  try {
+    const engine = createEngine({ socketPath });
+    const held = engine.containerList({ "lvmh.managed": "1" }).then(() => "answered", (e) => e);
+    await waitFor(() => hung.accepted() === 1, "the call's connection");
+    engine.close();
+    const error = await held; // at once: the call's own 30 s timeout would end it with another message
+    assert.ok(error instanceof DockerUnreachableError, String(error));
+    assert.match(error.message, /the client is closed/);
+    await assert.rejects(() => engine.ping(), DockerUnreachableError);
+    assert.equal(hung.accepted(), 1, "a call after close() does not connect");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });

@@ -148,7 +148,7 @@ export interface SpawnBackend {
    * clone.
    */
   takeCloneCredential?(sessionId: string): CloneCredential | null;
-  /** Stop background work (a watch). */
+  /** Stop background work (a watch) and cut the calls in flight: the daemon stops. */
   close?(): Promise<void>;
 }
 

@@ -272,6 +272,11 @@ export function createDockerBackend(
         }
       }
     },
+
+    close() {
+      engine.close();
+      return Promise.resolve();
+    },
   };
 }
 
