@@ -15,7 +15,15 @@ export interface KubeConnection {
   tokenFile: string | null;
   /** PEM of the CA that signed the API server's certificate; null uses the system store. */
   caFile: string | null;
+  /** How long a call without a signal of its own may take, answer included (`CALL_TIMEOUT_MS` by default). */
+  callTimeoutMs?: number;
 }
+
+/**
+ * A call's bound when its caller sets none (a watch sets its own): like the Docker engine's, so a server that
+ * takes the connection and never answers cannot hold the start's recovery, and every check behind it, forever.
+ */
+export const CALL_TIMEOUT_MS = 30_000;
 
 /** The service account's own files inside a Pod. */
 export const IN_CLUSTER_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
@@ -89,6 +97,8 @@ export class KubeClient {
   #http: Deno.HttpClient | undefined;
   #token: string | null = null;
   #tokenReadAt = 0;
+  // Cuts every call in flight at `close()`: a daemon that stops does not wait on an API server that hangs.
+  #closing = new AbortController();
 
   constructor(conn: KubeConnection) {
     this.#conn = conn;
@@ -100,8 +110,9 @@ export class KubeClient {
     }
   }
 
-  /** Release the TLS client. */
+  /** Abort every call in flight and every later one (the daemon stops), and release the TLS client. */
   close(): void {
+    this.#closing.abort(new Error("the client is closed"));
     this.#http?.close();
   }
 
@@ -132,6 +143,8 @@ export class KubeClient {
    */
   async raw(method: string, path: string, o: RequestOptions = {}): Promise<Response> {
     const url = new URL(this.url + path);
+    const bound = o.signal ?? AbortSignal.timeout(this.#conn.callTimeoutMs ?? CALL_TIMEOUT_MS);
+    const signal = AbortSignal.any([bound, this.#closing.signal]);
     for (const [k, v] of Object.entries(o.query ?? {})) if (v !== undefined) url.searchParams.set(k, v);
     for (let attempt = 0;; attempt++) {
       const headers = new Headers({ accept: "application/json" });
@@ -144,12 +157,13 @@ export class KubeClient {
           method,
           headers,
           body: o.body === undefined ? undefined : JSON.stringify(o.body),
-          signal: o.signal,
+          signal,
           client: this.#http,
         });
       } catch (error) {
         if (o.signal?.aborted) throw error;
-        throw new UnavailableError(`Kubernetes API ${this.url} is unreachable: ${(error as Error).message}`);
+        const why = bound.aborted ? "no answer in time" : (error as Error).message;
+        throw new UnavailableError(`Kubernetes API ${this.url} is unreachable: ${why}`);
       }
       if (res.status === 401 && attempt === 0 && this.#conn.tokenFile) {
         await res.body?.cancel();
