@@ -364,8 +364,8 @@ export function createDaemon(
       await app.ingest.drained();
       usage.close(); // after the last commit's count
       await app.tokens.close();
+      await backend.close?.(); // first: the spawner's start may still wait on an engine that does not answer
       await app.spawner.shutdown();
-      await backend.close?.();
       app.sessions.closeAll(CloseCode.goingAway, "daemon shutting down");
       hub.closeAll(CloseCode.goingAway, "daemon shutting down");
       await approvals.close();

@@ -76,7 +76,7 @@ export interface Spawner {
   recover(): Promise<void>;
   /** Resolves once the start-up recovery is done (the job list then has the workers a crash left running). */
   recovered(): Promise<void>;
-  /** Stop the periodic check and wait for the start-up recovery. */
+  /** Stop the periodic check and wait for the start-up recovery (close the backend first: that cuts its calls). */
   shutdown(): Promise<void>;
 }
 
