@@ -15,7 +15,7 @@ export const KUBE_PERMISSIONS: readonly { resource: string; verbs: readonly stri
 ];
 
 /** One call of the preflight may take this long. */
-const CALL_TIMEOUT_MS = 10_000;
+const PREFLIGHT_CALL_MS = 10_000;
 
 /** The SelfSubjectAccessReview body for one verb on one (sub)resource. */
 export function accessReviewBody(namespace: string, verb: string, resource: string): Record<string, unknown> {
@@ -38,7 +38,7 @@ export async function preflight(
   client: KubeClient,
   samplePod: Record<string, unknown>,
 ): Promise<string | null> {
-  const signal = () => AbortSignal.timeout(CALL_TIMEOUT_MS);
+  const signal = () => AbortSignal.timeout(PREFLIGHT_CALL_MS);
   try {
     await client.json("GET", "/version", { signal: signal() });
   } catch (error) {
