@@ -46,16 +46,9 @@ import {
   reniceThreads,
 } from "../testing/proc.ts";
 import { type FanOutTarget, independentLoad, PROCESSES, WATCHERS } from "./fanout.ts";
-import {
-  addWaits,
-  type DeltaTraceFile,
-  parseTrace,
-  type Segments,
-  segments,
-  type Waits,
-  waits,
-} from "../testing/delta_trace_read.ts";
-import { type GcSummary, gcWithin, parseGcPauses } from "../testing/gc_trace.ts";
+import { type DeltaTraceFile, parseTrace, segments, waits } from "../testing/delta_trace_read.ts";
+import { gcWithin, parseGcPauses } from "../testing/gc_trace.ts";
+import { type Figures, type LoadRounds, printLoad, type Server } from "./latency_report.ts";
 
 const SIZES = (Deno.env.get("SIZES") ?? "100,3000").split(",").map(Number);
 const ROUNDS = Number(Deno.env.get("ROUNDS") ?? 3);
@@ -65,7 +58,6 @@ const BROWSERS = 5;
 const WARMUP_MS = 1500;
 /** The scale load's window; longer windows put each round's p99 on more deltas (750 per 6 s). */
 const WINDOW_MS = Number(Deno.env.get("WINDOW_S") ?? 6) * 1000;
-const GOAL_RATIO = 1.3;
 /**
  * A pair of rounds in which the host took more than this of the machine (% of all its cores, in either round)
  * is run again, up to AGAIN_MAX more times, and the pair with the least taken counts: steal came and went by
@@ -161,32 +153,6 @@ async function agents(t: Target, n: number, from: number, working: number) {
   };
 }
 
-interface Figures {
-  p50: number;
-  p99: number;
-  /** Every delay of the round, ms, ascending. */
-  delays: number[];
-  /** Mean per-browser traffic, KiB/s. */
-  kibPerSec: number;
-  deltas: number;
-  /** The server's CPU over the window, % of one core. */
-  cpu: number;
-  /** How often per second the scheduler took a core from the server while it wanted to run, over the window. */
-  preempted: number;
-  /** How busy the whole machine was over the window, % of all its cores: the clients and anything else too. */
-  machine: number;
-  /** How much of that the host took from this virtual machine (steal), % of all its cores. */
-  stolen: number;
-  /** With `SEGMENTS=1`, for a server that traces its deltas. */
-  segments?: Segments;
-  /** With `SEGMENTS=1`, for lvmh: what its deltas later than the Deno relay's "in" p99 waited behind. */
-  waits?: Waits;
-  /** The browsers' window on the aligned clock (the scale load), which the segments keep to. */
-  window?: [number, number];
-  /** With `SEGMENTS=1`, for lvmh under the scale load: its main thread's collections in the window. */
-  gc?: GcSummary;
-}
-
 /**
  * What a server uses from now on: call the result at the end for its CPU (% of a core), its preemptions per
  * second, and how busy the machine was and how much of that its host took.
@@ -267,7 +233,6 @@ async function fanOutLoad(t: Target): Promise<Figures> {
   };
 }
 
-type Server = "relay" | "denoRelay" | "lvmh";
 const starters: [Server, () => Promise<Target>][] = [
   ["relay", () => startRelay()],
   ...SEGMENTS ? [["denoRelay", () => startRelay("deno")] as [Server, () => Promise<Target>]] : [],
@@ -305,27 +270,19 @@ async function pair(load: (t: Target) => Promise<Figures>) {
   return figures as Record<Server, Figures>;
 }
 
-/** Late deltas and what they waited behind, most often first. */
-function describeWaits(w: Waits): string {
-  const share = (n: number) => `${(100 * n / Math.max(1, w.late)).toFixed(0)} %`;
-  const behind = Object.entries(w.behind).sort((a, b) => b[1] - a[1])
-    .map(([label, n]) => `${label} ${share(n)}`);
-  return `lvmh: ${w.late} of ${w.of} deltas (${
-    (100 * w.late / Math.max(1, w.of)).toFixed(1)
-  } %) reached the ` +
-    `handler later than the Deno relay's "in" p99; they waited behind ${
-      [...behind, `no traced task ${share(w.untraced)}`].join(", ")
-    } (one delta may wait behind several)`;
+/**
+ * `pair`, run again while the host took more than STEAL_MAX of the machine in it (up to AGAIN_MAX times).
+ * @returns the pair with the least taken, and what the host took in each run (the larger of its servers')
+ */
+async function quietestPair(load: (t: Target) => Promise<Figures>) {
+  const runs: { figures: Record<Server, Figures>; stolen: number }[] = [];
+  do {
+    const figures = await pair(load);
+    runs.push({ figures, stolen: Math.max(...Object.values(figures).map((f) => f.stolen)) });
+  } while (runs.at(-1)!.stolen > STEAL_MAX && runs.length <= AGAIN_MAX);
+  const kept = runs.reduce((a, b) => b.stolen < a.stolen ? b : a);
+  return { figures: kept.figures, stolen: runs.map((run) => run.stolen) };
 }
-
-/** What a round's runs again say: the host's share in each run, the kept one the least. */
-const again = (runs: number[]) =>
-  runs.length > 1
-    ? `; run ${runs.length} times, the host took ${runs.map((x) => `${x.toFixed(1)} %`).join(", ")}`
-    : "";
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const ms = (x: number) => `${x.toFixed(2)} ms`;
 
 if (import.meta.main) {
   const loads: { name: string; run: (t: Target) => Promise<Figures> }[] = [
@@ -335,27 +292,14 @@ if (import.meta.main) {
     })),
     ...Deno.env.get("FANOUT") === "0" ? [] : [{ name: `fan-out ${WATCHERS} browsers`, run: fanOutLoad }],
   ];
-  const rounds: Record<string, Record<Server, Figures>[]> = {};
-  /** Per load and round, the steal of each pair run (% of the machine, the larger of its rounds'). */
-  const stolen: Record<string, number[][]> = {};
+  const results: LoadRounds[] = loads.map((load) => ({ name: load.name, rounds: [], stolen: [] }));
   for (let r = 0; r < ROUNDS; r++) {
-    for (const load of loads) {
-      const runs: { figures: Record<Server, Figures>; stolen: number }[] = [];
-      do {
-        const figures = await pair(load.run);
-        runs.push({ figures, stolen: Math.max(...Object.values(figures).map((f) => f.stolen)) });
-      } while (runs.at(-1)!.stolen > STEAL_MAX && runs.length <= AGAIN_MAX);
-      (rounds[load.name] ??= []).push(runs.reduce((a, b) => b.stolen < a.stolen ? b : a).figures);
-      (stolen[load.name] ??= []).push(runs.map((run) => run.stolen));
+    for (const [i, load] of loads.entries()) {
+      const { figures, stolen } = await quietestPair(load.run);
+      results[i].rounds.push(figures);
+      results[i].stolen.push(stolen);
     }
   }
-  const use = (f: Figures) =>
-    `CPU ${f.cpu.toFixed(0)} %, preempted ${f.preempted.toFixed(0)}/s, ` +
-    `machine ${f.machine.toFixed(0)} % busy (${f.stolen.toFixed(1)} % stolen)` +
-    (f.gc
-      ? `, GC ${f.gc.total.toFixed(1)} ms in ${f.gc.collections} pauses (${f.gc.full} full), longest ` +
-        `${f.gc.longest.toFixed(1)} ms`
-      : "");
   console.log(
     `latency: message_update from the plugin's stamp to each browser, lvmh beside a relay that only forwards ` +
       `(bench/_relay.mjs), ${ROUNDS} rounds alternating, a fresh server each time; scale: ${WORKING} sessions ` +
@@ -364,49 +308,5 @@ if (import.meta.main) {
       (NICE === undefined ? "" : `; every server's threads at nice ${NICE}`) +
       `; a pair in which the host took over ${STEAL_MAX} % of the machine runs again (up to ${AGAIN_MAX} times)`,
   );
-  for (const load of loads) {
-    const rs = rounds[load.name];
-    for (const [i, r] of rs.entries()) {
-      console.log(
-        `  ${load.name}, round ${i + 1}: relay p50 ${ms(r.relay.p50)} p99 ${ms(r.relay.p99)} ` +
-          `(${use(r.relay)}), lvmh p50 ${ms(r.lvmh.p50)} p99 ${ms(r.lvmh.p99)} (${use(r.lvmh)}), ` +
-          `${r.lvmh.deltas} deltas` + again(stolen[load.name][i]),
-      );
-    }
-    const m = (side: Server, k: "p50" | "p99" | "kibPerSec") => median(rs.map((r) => r[side][k]));
-    const r50 = m("lvmh", "p50") / m("relay", "p50"), r99 = m("lvmh", "p99") / m("relay", "p99");
-    const met = r50 <= GOAL_RATIO && r99 <= GOAL_RATIO;
-    const traffic = Number.isNaN(m("lvmh", "kibPerSec"))
-      ? ""
-      : `; per-browser traffic relay ${m("relay", "kibPerSec").toFixed(1)} KiB/s, lvmh ${
-        m("lvmh", "kibPerSec").toFixed(1)
-      } KiB/s`;
-    console.log(
-      `  ${load.name}, medians: relay p50 ${ms(m("relay", "p50"))} p99 ${ms(m("relay", "p99"))}; lvmh p50 ` +
-        `${ms(m("lvmh", "p50"))} p99 ${ms(m("lvmh", "p99"))}; lvmh/relay p50 ${r50.toFixed(2)}× p99 ` +
-        `${r99.toFixed(2)}× (goal ≤ ${GOAL_RATIO}×: ${met ? "met" : "NOT met"})${traffic}`,
-    );
-    // A round's p99 is its 8th-worst delta of 750 or so, and one stall of the machine moves it: the rounds'
-    // deltas taken together are a sample ROUNDS times as large.
-    const pooled = (side: Server) => rs.flatMap((r) => r[side].delays).sort((a, b) => a - b);
-    const relayAll = pooled("relay"), lvmhAll = pooled("lvmh");
-    console.log(
-      `  ${load.name}, all rounds' deltas together: relay p50 ${ms(pct(relayAll, 0.5))} p99 ` +
-        `${ms(pct(relayAll, 0.99))}; lvmh p50 ${ms(pct(lvmhAll, 0.5))} p99 ${ms(pct(lvmhAll, 0.99))}; ` +
-        `lvmh/relay p50 ${(pct(lvmhAll, 0.5) / pct(relayAll, 0.5)).toFixed(2)}× p99 ` +
-        `${(pct(lvmhAll, 0.99) / pct(relayAll, 0.99)).toFixed(2)}×`,
-    );
-    if (SEGMENTS) {
-      const seg = (side: Server, k: keyof Segments) => median(rs.map((r) => r[side].segments![k]));
-      for (const side of ["denoRelay", "lvmh"] as const) {
-        console.log(
-          `  ${load.name}, ${side === "lvmh" ? "lvmh" : "relay on Deno"} from the stamp (p50/p99): in ` +
-            `${seg(side, "in50").toFixed(2)}/${seg(side, "in99").toFixed(2)} ms, handled ` +
-            `${seg(side, "handled50").toFixed(2)}/${seg(side, "handled99").toFixed(2)} ms, all ` +
-            `${m(side, "p50").toFixed(2)}/${m(side, "p99").toFixed(2)} ms`,
-        );
-      }
-      console.log(`  ${load.name}, ${describeWaits(addWaits(rs.map((r) => r.lvmh.waits!)))}`);
-    }
-  }
+  for (const result of results) printLoad(result, SEGMENTS);
 }
