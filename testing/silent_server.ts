@@ -1,6 +1,6 @@
 /**
- * A server that takes every connection and never answers, as a hung Docker engine or Kubernetes API server
- * does: for the tests of what lvmh does when a call would otherwise wait out its whole timeout.
+ * A server that takes every connection and never answers, as a hung Docker engine, Kubernetes API server or
+ * database does: for the tests of what lvmh does when a call would otherwise wait out its whole timeout.
  */
 
 export interface SilentServer extends AsyncDisposable {

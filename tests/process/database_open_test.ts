@@ -18,6 +18,7 @@ import type { Sql } from "../../lib/storage/pg_client.ts";
 import { type Postgres, startPostgres } from "../../testing/postgres.ts";
 import { HAVE_POSTGRES } from "../../testing/storage_replicas.ts";
 import { daemonEnv, freePort, runMainOnce, startDaemon, TEST_TOKEN, waitFor } from "../../testing/daemon.ts";
+import { listenSilent } from "../../testing/silent_server.ts";
 
 /** Seconds a refused start may take as a process (Deno starting, the config read, the refusal). */
 const REFUSED_START_S = 10;
@@ -153,15 +154,7 @@ Deno.test({
     });
 
     // A server that takes the connection and never answers: the connect timeout, not a hang.
-    const silent = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-    const held: Deno.Conn[] = [];
-    const accepting = (async () => {
-      try {
-        for await (const conn of silent) held.push(conn);
-      } catch {
-        // Closed.
-      }
-    })();
+    const silent = listenSilent({ port: 0 });
     try {
       const url = `postgres://lvmh:hush-hush-secret@127.0.0.1:${(silent.addr as Deno.NetAddr).port}/lvmh`;
       const { error, ms } = await refusal({ url, caFile: null }, 1);
@@ -172,9 +165,7 @@ Deno.test({
       assert.ok(ms < 3_000, `${ms} ms`);
       console.log(`a silent server: refused after ${Math.round(ms)} ms (connect timeout 1 s)`);
     } finally {
-      silent.close();
-      await accepting;
-      for (const c of held) c.close();
+      await silent.close();
     }
   },
 });
