@@ -34,6 +34,11 @@
  * every server's threads run at that niceness, so that the servers, all alike, come ahead of their clients.
  * `V8_FLAGS=--a,--b` runs lvmh with those V8 flags too. `STEAL_MAX` (default 5) is the share of the machine
  * its host may take in a pair of rounds before the pair runs again (`STEAL_MAX=100`: never).
+ *
+ * `MIRROR=1` adds a third server between the two: the relay sending everything else lvmh's peers get for the
+ * same load (every event, the list's updates, acks; bench/_relay_mirror.mjs), storing nothing. Its figures
+ * split lvmh's distance from the floor into what that traffic costs on this machine (mirror/relay) and what
+ * the rest of lvmh's work does (lvmh/mirror).
  */
 import { startDaemon } from "../testing/daemon.ts";
 import {
@@ -68,6 +73,7 @@ const AGAIN_MAX = 2;
 const here = (name: string) => new URL(name, import.meta.url).pathname;
 
 const SEGMENTS = Deno.env.get("SEGMENTS") === "1";
+const MIRROR = Deno.env.get("MIRROR") === "1";
 const NICE = Deno.env.get("NICE") ? Number(Deno.env.get("NICE")) : undefined;
 /** V8 flags for lvmh beside its own (lib/v8_flags.ts), to try a collector setting against the same load. */
 const V8_FLAGS = (Deno.env.get("V8_FLAGS") ?? "").split(",").filter(Boolean);
@@ -81,11 +87,16 @@ interface Target extends FanOutTarget {
   output?: () => string;
 }
 
-/** The relay on Node (bench/_relay.mjs), or with `deno` its copy on Deno tracing its deltas to a file. */
-async function startRelay(runtime: "node" | "deno" = "node"): Promise<Target> {
+/**
+ * The relay on Node (bench/_relay.mjs; `mirror`: with the rest of lvmh's traffic), or with `deno` its copy on
+ * Deno tracing its deltas to a file.
+ */
+async function startRelay(runtime: "node" | "deno" | "mirror" = "node"): Promise<Target> {
   const trace = runtime === "deno" ? await Deno.makeTempFile({ prefix: "lvmh-trace-" }) : undefined;
-  const child = new Deno.Command(runtime === "node" ? "node" : Deno.execPath(), {
-    args: runtime === "node" ? [here("_relay.mjs")] : ["run", "-A", here("_relay_deno.ts")],
+  const child = new Deno.Command(runtime === "deno" ? Deno.execPath() : "node", {
+    args: runtime === "deno"
+      ? ["run", "-A", here("_relay_deno.ts")]
+      : [here("_relay.mjs"), ...runtime === "mirror" ? ["--mirror"] : []],
     env: trace ? { LVMH_TRACE_DELTAS: trace } : {},
     stdin: "piped",
     stdout: "piped",
@@ -236,6 +247,7 @@ async function fanOutLoad(t: Target): Promise<Figures> {
 const starters: [Server, () => Promise<Target>][] = [
   ["relay", () => startRelay()],
   ...SEGMENTS ? [["denoRelay", () => startRelay("deno")] as [Server, () => Promise<Target>]] : [],
+  ...MIRROR ? [["mirror", () => startRelay("mirror")] as [Server, () => Promise<Target>]] : [],
   ["lvmh", startLvmh],
 ];
 

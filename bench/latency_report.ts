@@ -10,7 +10,7 @@ import type { GcSummary } from "../testing/gc_trace.ts";
 
 const GOAL_RATIO = 1.3;
 
-export type Server = "relay" | "denoRelay" | "lvmh";
+export type Server = "relay" | "denoRelay" | "mirror" | "lvmh";
 
 export interface Figures {
   p50: number;
@@ -80,10 +80,14 @@ const ms = (x: number) => `${x.toFixed(2)} ms`;
 /** Print a load's rounds, their medians against the goal and, with `segments`, where the time went. */
 export function printLoad(load: LoadRounds, segments: boolean): void {
   const rs = load.rounds;
+  const mirrored = rs.every((r) => r.mirror);
   for (const [i, r] of rs.entries()) {
+    const mirror = r.mirror
+      ? `mirror p50 ${ms(r.mirror.p50)} p99 ${ms(r.mirror.p99)} (${use(r.mirror)}), `
+      : "";
     console.log(
       `  ${load.name}, round ${i + 1}: relay p50 ${ms(r.relay.p50)} p99 ${ms(r.relay.p99)} ` +
-        `(${use(r.relay)}), lvmh p50 ${ms(r.lvmh.p50)} p99 ${ms(r.lvmh.p99)} (${use(r.lvmh)}), ` +
+        `(${use(r.relay)}), ${mirror}lvmh p50 ${ms(r.lvmh.p50)} p99 ${ms(r.lvmh.p99)} (${use(r.lvmh)}), ` +
         `${r.lvmh.deltas} deltas` + again(load.stolen[i]),
     );
   }
@@ -100,6 +104,16 @@ export function printLoad(load: LoadRounds, segments: boolean): void {
       `${ms(m("lvmh", "p50"))} p99 ${ms(m("lvmh", "p99"))}; lvmh/relay p50 ${r50.toFixed(2)}× p99 ` +
       `${r99.toFixed(2)}× (goal ≤ ${GOAL_RATIO}×: ${met ? "met" : "NOT met"})${traffic}`,
   );
+  if (mirrored) {
+    const ratio = (a: Server, b: Server, k: "p50" | "p99") => (m(a, k) / m(b, k)).toFixed(2);
+    console.log(
+      `  ${load.name}, medians: mirror p50 ${ms(m("mirror", "p50"))} p99 ${ms(m("mirror", "p99"))}` +
+        (traffic ? `, ${m("mirror", "kibPerSec").toFixed(1)} KiB/s per browser` : "") +
+        `; mirror/relay p50 ${ratio("mirror", "relay", "p50")}× p99 ${ratio("mirror", "relay", "p99")}× ` +
+        `(lvmh's traffic), lvmh/mirror p50 ${ratio("lvmh", "mirror", "p50")}× p99 ` +
+        `${ratio("lvmh", "mirror", "p99")}× (the rest of lvmh's work)`,
+    );
+  }
   // A round's p99 is its 8th-worst delta of 750 or so, and one stall of the machine moves it: the rounds'
   // deltas taken together are a sample ROUNDS times as large.
   const pooled = (side: Server) => rs.flatMap((r) => r[side].delays).sort((a, b) => a - b);
@@ -108,7 +122,12 @@ export function printLoad(load: LoadRounds, segments: boolean): void {
     `  ${load.name}, all rounds' deltas together: relay p50 ${ms(pct(relayAll, 0.5))} p99 ` +
       `${ms(pct(relayAll, 0.99))}; lvmh p50 ${ms(pct(lvmhAll, 0.5))} p99 ${ms(pct(lvmhAll, 0.99))}; ` +
       `lvmh/relay p50 ${(pct(lvmhAll, 0.5) / pct(relayAll, 0.5)).toFixed(2)}× p99 ` +
-      `${(pct(lvmhAll, 0.99) / pct(relayAll, 0.99)).toFixed(2)}×`,
+      `${(pct(lvmhAll, 0.99) / pct(relayAll, 0.99)).toFixed(2)}×` +
+      (mirrored
+        ? `; mirror p99 ${ms(pct(pooled("mirror"), 0.99))}, mirror/relay ` +
+          `${(pct(pooled("mirror"), 0.99) / pct(relayAll, 0.99)).toFixed(2)}×, lvmh/mirror ` +
+          `${(pct(lvmhAll, 0.99) / pct(pooled("mirror"), 0.99)).toFixed(2)}×`
+        : ""),
   );
   if (segments) {
     const seg = (side: Server, k: keyof Segments) => median(rs.map((r) => r[side].segments![k]));
