@@ -36,8 +36,8 @@ export interface GitlabMergeRequests {
     repo: string,
     mr: { sourceBranch: string; targetBranch: string; title: string; description?: string },
   ): Promise<{ mergeRequest: GitlabMergeRequest; adopted: boolean }>;
-  /** `GET /projects/:id/merge_requests/:iid`. */
-  get(repo: string, iid: number): Promise<GitlabMergeRequest>;
+  /** `GET /projects/:id/merge_requests/:iid`; `signal` ends it sooner than its timeout (a stopping daemon). */
+  get(repo: string, iid: number, signal?: AbortSignal): Promise<GitlabMergeRequest>;
   /** `PUT /projects/:id/merge_requests/:iid` with the fields given (at least one). */
   update(
     repo: string,
@@ -93,7 +93,12 @@ export function createGitlabMergeRequests(
 ): GitlabMergeRequests {
   const doFetch = options.fetch ?? fetch;
 
-  async function call(method: string, path: string, body?: unknown, ok: number[] = []): Promise<Response> {
+  async function call(
+    method: string,
+    path: string,
+    options: { body?: unknown; ok?: number[]; signal?: AbortSignal } = {},
+  ): Promise<Response> {
+    const { body, ok = [], signal } = options;
     const token = gitlab.credential();
     if (!token) throw new ConflictError("GitLab is not connected");
     const { baseUrl } = gitlab.status();
@@ -107,7 +112,9 @@ export function createGitlabMergeRequests(
           ...(body === undefined ? {} : { "content-type": "application/json" }),
         },
         body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(TIMEOUT_MS),
+        signal: signal
+          ? AbortSignal.any([AbortSignal.timeout(TIMEOUT_MS), signal])
+          : AbortSignal.timeout(TIMEOUT_MS),
       });
     } catch (error) {
       throw new UpstreamError(`Cannot reach GitLab at ${baseUrl}: ${(error as Error).message}`);
@@ -136,11 +143,14 @@ export function createGitlabMergeRequests(
 
     async create(repo, mr) {
       const res = await call("POST", `${project(repo)}/merge_requests`, {
-        source_branch: mr.sourceBranch,
-        target_branch: mr.targetBranch,
-        title: mr.title,
-        ...(mr.description === undefined ? {} : { description: mr.description }),
-      }, [409]);
+        body: {
+          source_branch: mr.sourceBranch,
+          target_branch: mr.targetBranch,
+          title: mr.title,
+          ...(mr.description === undefined ? {} : { description: mr.description }),
+        },
+        ok: [409],
+      });
       if (res.status !== 409) return { mergeRequest: await read(res), adopted: false };
       const message = await messageOf(res);
       const iid = /!(\d+)/.exec(message)?.[1];
@@ -148,12 +158,12 @@ export function createGitlabMergeRequests(
       return { mergeRequest: await api.get(repo, Number(iid)), adopted: true };
     },
 
-    async get(repo, iid) {
-      return await read(await call("GET", `${project(repo)}/merge_requests/${iid}`));
+    async get(repo, iid, signal) {
+      return await read(await call("GET", `${project(repo)}/merge_requests/${iid}`, { signal }));
     },
 
     async update(repo, iid, fields) {
-      return await read(await call("PUT", `${project(repo)}/merge_requests/${iid}`, fields));
+      return await read(await call("PUT", `${project(repo)}/merge_requests/${iid}`, { body: fields }));
     },
 
     async notes(repo, iid) {

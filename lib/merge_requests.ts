@@ -68,6 +68,8 @@ export class MergeRequests {
   #poller: ReturnType<typeof setInterval> | undefined;
   #polling: Promise<void> | null = null;
   #closed = false;
+  /** Aborted by `close`: a read of GitLab in flight ends then, not after its 15 s bound. */
+  #closing = new AbortController();
 
   constructor(
     db: DatabaseSync,
@@ -136,9 +138,13 @@ export class MergeRequests {
     return due;
   }
 
-  /** Stop the poller and wait for a round in flight (shutdown); nothing is written afterwards. */
+  /**
+   * Stop the poller, cut the reads of GitLab in flight and wait for them (shutdown); nothing is written
+   * afterwards. A ship in flight is not cut: its writes to GitLab finish or time out.
+   */
   async close(): Promise<void> {
     this.#closed = true;
+    this.#closing.abort(new Error("the daemon is stopping"));
     clearInterval(this.#poller);
     this.#poller = undefined;
     await this.#polling;
@@ -155,7 +161,7 @@ export class MergeRequests {
     const run = (async () => {
       const row = this.#row(sessionId);
       if (!row || row.iid === null || !this.deps.gitlab.credential()) return;
-      const mr = await this.deps.api.get(row.repo, row.iid);
+      const mr = await this.deps.api.get(row.repo, row.iid, this.#closing.signal);
       if (!this.#closed) this.#save(sessionId, mr);
     })().finally(() => this.#refreshing.delete(sessionId));
     this.#refreshing.set(sessionId, run);
@@ -234,7 +240,7 @@ export class MergeRequests {
       row.state === "opened" && this.#now() - row.refreshedAt >= REFRESH_MS && this.deps.gitlab.credential()
     ) {
       try {
-        this.#save(sessionId, await this.deps.api.get(row.repo, row.iid));
+        this.#save(sessionId, await this.deps.api.get(row.repo, row.iid, this.#closing.signal));
       } catch {
         // GitLab unreachable or the token gone: the last known state is still the best answer.
       }

@@ -13,6 +13,9 @@ import type { ShipWork } from "./ship_work.ts";
 import { commentsFollowUp, fenceFor, hunkAround } from "./merge_request_comments.ts";
 import { Workspaces } from "./workspaces.ts";
 import { startGitlabFixture } from "../testing/fixtures/gitlab_fixture.ts";
+import { listenSilent } from "../testing/silent_server.ts";
+import { waitFor } from "../testing/daemon.ts";
+import { UpstreamError } from "./errors.ts";
 
 const TOKEN = "fixture-token";
 const PROJECT = "group/app";
@@ -172,6 +175,36 @@ Deno.test("MergeRequests follows a merge request: summary, changes once, prompts
   } finally {
     await mrs.close();
     await gl.close();
+  }
+});
+
+Deno.test("close() cuts a read of a GitLab that never answers; the record stays as it was", async () => {
+  const { gl, db, mrs, changes } = await setup();
+  await using hung = listenSilent({ port: 0 });
+  const { port } = hung.addr as Deno.NetAddr;
+  const silent = { credential: () => TOKEN, status: () => ({ baseUrl: `http://127.0.0.1:${port}` }) };
+  const owner = new MergeRequests(db, {
+    workspaces: new Workspaces(db),
+    gitlab: silent as never,
+    api: createGitlabMergeRequests(silent as never),
+    work,
+  });
+  try {
+    await mrs.close();
+    const before = owner.get(SESSION);
+    const reading = owner.refresh(SESSION).then(() => "read", (e) => e);
+    await waitFor(() => hung.accepted() === 1, "the read's connection");
+    await owner.close();
+    // At once: GitLab's own 15 s bound would end it with a timeout instead.
+    const error = await reading;
+    assert.ok(error instanceof UpstreamError, String(error));
+    assert.match(error.message, /the daemon is stopping/);
+    assert.deepEqual(owner.get(SESSION), before, "nothing written after close");
+    assert.equal(changes.length, 1, "no change told");
+  } finally {
+    await owner.close();
+    await gl.close();
+    db.close();
   }
 });
 

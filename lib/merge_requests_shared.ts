@@ -70,6 +70,8 @@ export class SharedMergeRequests<Also = unknown> {
   #poller: ReturnType<typeof setInterval> | undefined;
   #polling: Promise<void> | null = null;
   #closed = false;
+  /** Aborted by `close`: a read of GitLab in flight ends then, not after its 15 s bound. */
+  #closing = new AbortController();
 
   constructor(
     log: MergeRequestLog<Also>,
@@ -151,9 +153,13 @@ export class SharedMergeRequests<Also = unknown> {
     return due;
   }
 
-  /** Stop the poller and the copy's reads, and wait for the work in flight (shutdown). */
+  /**
+   * Stop the poller and the copy's reads, cut the reads of GitLab in flight, and wait for the work in flight
+   * (shutdown). A ship in flight is not cut: its writes to GitLab finish or time out.
+   */
   async close(): Promise<void> {
     this.#closed = true;
+    this.#closing.abort(new Error("the daemon is stopping"));
     clearInterval(this.#poller);
     this.#copy.close();
     this.#poller = undefined;
@@ -168,7 +174,7 @@ export class SharedMergeRequests<Also = unknown> {
     const run = (async () => {
       const row = await this.#log.row(sessionId);
       if (!row || row.iid === null || !this.deps.gitlab.credential()) return;
-      const mr = await this.deps.api.get(row.repo, row.iid);
+      const mr = await this.deps.api.get(row.repo, row.iid, this.#closing.signal);
       if (!this.#closed) await this.#write(sessionId, () => fieldsOf(mr));
     })().finally(() => this.#refreshing.delete(sessionId));
     this.#refreshing.set(sessionId, run);
@@ -248,7 +254,7 @@ export class SharedMergeRequests<Also = unknown> {
       row.state === "opened" && this.#now() - row.refreshedAt >= REFRESH_MS && this.deps.gitlab.credential()
     ) {
       try {
-        const mr = await this.deps.api.get(row.repo, row.iid);
+        const mr = await this.deps.api.get(row.repo, row.iid, this.#closing.signal);
         await this.#write(sessionId, () => fieldsOf(mr));
       } catch {
         // GitLab unreachable or the token gone: the last known state is still the best answer.

@@ -20,6 +20,9 @@ import { SharedMergeRequests } from "../../lib/merge_requests_shared.ts";
 import { createGitlabMergeRequests } from "../../lib/gitlab_merge_requests.ts";
 import type { MergeRequestChange } from "../../lib/merge_request_change.ts";
 import type { ShipWork } from "../../lib/ship_work.ts";
+import { UpstreamError } from "../../lib/errors.ts";
+import { listenSilent } from "../../testing/silent_server.ts";
+import { waitFor } from "../../testing/daemon.ts";
 
 const HAVE_POSTGRES = (await postgresBinDir()) !== null;
 const TOKEN = "fixture-token-shared";
@@ -69,14 +72,9 @@ Deno.test({
     const hookPrompts = await PgHookPromptLog.open(url, { max: 1 });
     const probes = async () =>
       (await hookPrompts.prompts()).map((p) => p.detail.pipelineId as number).sort((x, y) => x - y);
-    const open = async (name: string) => {
+    const open = async (name: string, api = createGitlabMergeRequests(gitlab)) => {
       const log = await PgMergeRequestLog.open(url, { max: 3 });
-      const mrs = new SharedMergeRequests(log, {
-        workspaces,
-        gitlab,
-        api: createGitlabMergeRequests(gitlab),
-        work,
-      });
+      const mrs = new SharedMergeRequests(log, { workspaces, gitlab, api, work });
       const changes: MergeRequestChange[] = [];
       const moved: string[] = [];
       mrs.onChange((c) => void changes.push(c));
@@ -134,6 +132,31 @@ Deno.test({
         assert.deepEqual(await a.mrs.gitlabEvent(failed(9)), [SESSION]);
         assert.deepEqual(await probes(), [8, 9], "heard again, kept with its mark");
         assert.equal((await a.log.row(SESSION))!.pipelinePrompts, 2);
+      });
+
+      await t.step("close() cuts a read of a GitLab that never answers; the row stays", async () => {
+        await using hung = listenSilent({ port: 0 });
+        const { port } = hung.addr as Deno.NetAddr;
+        const c = await open(
+          "c",
+          createGitlabMergeRequests({
+            ...gitlab,
+            status: () => ({ ...gitlab.status(), baseUrl: `http://127.0.0.1:${port}` }),
+          }),
+        );
+        try {
+          const before = await c.log.row(SESSION);
+          const reading = c.mrs.refresh(SESSION).then(() => "read", (e) => e);
+          await waitFor(() => hung.accepted() === 1, "the read's connection");
+          await c.mrs.close();
+          const error = await reading; // at once: GitLab's own 15 s bound would end it with a timeout
+          assert.ok(error instanceof UpstreamError, String(error));
+          assert.match(error.message, /the daemon is stopping/);
+          assert.deepEqual(await c.log.row(SESSION), before);
+        } finally {
+          await c.mrs.close();
+          await c.log.close();
+        }
       });
 
       await t.step("the other's copy follows: the list's summary, then the deletion", async () => {
