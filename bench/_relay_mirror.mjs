@@ -75,23 +75,17 @@ export function mirror(followers, browsers) {
   return {
     /** A plugin's hello: its session's row, and the throttled ack of its socket. */
     hello(frame, ws) {
-      const s = frame.session ?? {};
+      // The hello's session fields (id, name, cwd, model, provider, agent, repo, startedAt), then lvmh's own.
       rows.set(frame.sessionId, {
+        ...frame.session,
         id: frame.sessionId,
-        name: s.name ?? null,
-        cwd: s.cwd ?? null,
-        model: s.model ?? null,
-        provider: s.provider ?? null,
-        agent: false,
-        repo: null,
-        startedAt: s.startedAt ?? Date.now(),
         state: "idle",
         lastSeq: 0,
         lastEventAt: null,
         online: true,
         ask: [],
         waiting: 0,
-        title: s.name ?? frame.sessionId,
+        title: frame.session?.name ?? frame.sessionId,
         activity: { state: "idle", line: "" },
         cost: 0,
         lastActivityAt: null,
