@@ -153,6 +153,7 @@ Deno.test({
           assert.ok(error instanceof UpstreamError, String(error));
           assert.match(error.message, /the daemon is stopping/);
           assert.deepEqual(await c.log.row(SESSION), before);
+          assert.deepEqual(c.changes, [], "no change told");
         } finally {
           await c.mrs.close();
           await c.log.close();
